@@ -1,0 +1,14 @@
+"""tokenmill: raw JSONL corpora → tokenized, packed, Megatron- and Modalities-compatible training data.
+
+Every stage is a plain function in one module (see DESIGN §2) and a verb of the ``tokenmill`` CLI.
+The Snakemake workflow imports the format versions below and puts them in each rule's ``params:``,
+so a change of an on-disk format reruns exactly the rules whose outputs it affects.
+"""
+
+__version__ = "0.1.0"
+
+#: Version of each file format tokenmill writes. Bump one when the bytes a stage writes change.
+FORMAT_VERSIONS = {
+    "raw_index": "modalities-raw-index/1",
+    "pbin": "modalities-pbin-0.5.0/1",
+}

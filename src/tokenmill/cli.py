@@ -1,0 +1,96 @@
+"""The ``tokenmill`` command: parses arguments and calls one module function per verb.
+
+User errors (:class:`TokenmillError`, missing files) print one line, ``tokenmill: error: ...``,
+and exit 1; ``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import traceback
+
+from tokenmill import __version__
+from tokenmill.errors import TokenmillError
+
+
+def _index(args: argparse.Namespace) -> None:
+    from tokenmill import raw_index
+
+    lines = raw_index.build_index(args.input, validate=args.validate)
+    out_path = args.output or os.path.splitext(args.input)[0] + ".idx"
+    raw_index.write_index(lines, out_path)
+    print(f"{out_path}: {len(lines)} lines", file=sys.stderr)
+
+
+def _pack(args: argparse.Namespace) -> None:
+    from tokenmill.pack import PackSettings, pack
+
+    if args.index and len(args.index) != len(args.inputs):
+        raise TokenmillError(f"--index was given {len(args.index)} times for {len(args.inputs)} inputs")
+    settings = PackSettings(tokenizer_path=args.tokenizer, text=args.jq, eod_token=args.eod,
+                            add_special_tokens=not args.no_special_tokens, on_bad_line=args.on_bad_line,
+                            workers=args.workers, batch_bytes=args.batch_bytes)
+    pack(args.inputs, args.output, settings, indexes=args.index)
+
+
+def _merge(args: argparse.Namespace) -> None:
+    from tokenmill.pbin import merge_pbin
+
+    meta = merge_pbin(args.output, args.inputs)
+    print(f"{args.output}: {meta['documents']} documents, {meta['tokens']} tokens from {len(args.inputs)} files",
+          file=sys.stderr)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every verb."""
+    parser = argparse.ArgumentParser(prog="tokenmill", description="Turn raw JSONL corpora into LLM training data.")
+    parser.add_argument("--version", action="version", version=f"tokenmill {__version__}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
+    verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+
+    index = verbs.add_parser("index", help="write the raw line index (.idx) of a JSONL file")
+    index.add_argument("input", help="JSONL file")
+    index.add_argument("-o", "--output", help="index path (default: INPUT with .idx)")
+    index.add_argument("--validate", action="store_true", help="also parse every line as JSON")
+    index.set_defaults(run=_index)
+
+    pack = verbs.add_parser("pack", help="tokenize JSONL into a packed .pbin (+ .pbin.meta.json)")
+    pack.add_argument("inputs", nargs="+", metavar="INPUT", help="JSONL files, packed in this order")
+    pack.add_argument("-o", "--output", required=True, help="output .pbin")
+    pack.add_argument("--tokenizer", required=True, help="Hugging Face tokenizer.json")
+    pack.add_argument("--index", action="append", help="raw index of each input, in order (default: scan)")
+    pack.add_argument("--jq", default=".text", help="jq pattern selecting the text (default: .text)")
+    pack.add_argument("--eod", help="end-of-document token appended to every document, e.g. '<|endoftext|>'")
+    pack.add_argument("--no-special-tokens", action="store_true",
+                      help="do not let the tokenizer add its own BOS/EOS (added by default, as HF does)")
+    pack.add_argument("--on-bad-line", choices=("error", "skip"), default="error",
+                      help="stop at a bad line (default) or skip it and count it in the sidecar")
+    pack.add_argument("--workers", type=int, default=1, help="tokenizer processes (default: 1)")
+    pack.add_argument("--batch-bytes", type=int, default=1 << 20, help=argparse.SUPPRESS)
+    pack.set_defaults(run=_pack)
+
+    merge = verbs.add_parser("merge", help="concatenate .pbin files in the order given")
+    merge.add_argument("output", help="output .pbin")
+    merge.add_argument("inputs", nargs="+", metavar="INPUT", help=".pbin files")
+    merge.set_defaults(run=_merge)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of the ``tokenmill`` console script; returns the exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        args.run(args)
+    except (TokenmillError, OSError) as exc:
+        if args.debug:
+            traceback.print_exc()
+        message = str(exc) if isinstance(exc, TokenmillError) else f"{exc.filename or ''}: {exc.strerror}"
+        print(f"tokenmill: error: {message}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

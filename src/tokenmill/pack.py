@@ -1,0 +1,323 @@
+"""Tokenize JSONL into a ``.pbin``: parallel, ordered, streaming, and never silently short.
+
+Pipeline per input file:
+
+1. The raw index (given, or scanned now) cuts the file into batches of whole lines, about
+   ``batch_bytes`` each.
+2. Workers (``workers`` processes, or the calling process when ``workers == 1``) take one batch
+   each: read its byte range in one ``read``, parse each line (orjson for a plain ``.key``
+   pattern, the ``jq`` package for any other, first output), tokenize the batch with
+   ``encode_batch_fast`` (no offsets), append the EOD id to every document that does not already
+   end with it, and return the ids as one numpy array of the output dtype plus per-document lengths.
+3. The parent keeps at most ``2 × workers`` batches in flight and writes results strictly in
+   batch order with one ``write`` each, so the bytes are the same for any worker count and memory
+   stays at a few batches (plus 8 bytes per document for the index).
+
+A bad line (blank, invalid UTF-8 or JSON, not an object, text missing, not a string, empty, or no
+tokens) stops the run with ``file:line: reason`` under ``on_bad_line="error"``; under ``"skip"``
+it is left out and counted by reason in the sidecar and the log. Nothing is ever dropped silently.
+
+Cost: tokenization dominates (~5 MB/s per core for GPT-2 on real text); JSON parsing, the EOD
+step and the writes are vectorised or per-batch and come to a few percent of it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import mmap
+import multiprocessing
+import os
+import re
+import sys
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+import orjson
+
+from tokenmill import FORMAT_VERSIONS
+from tokenmill.errors import TokenmillError
+from tokenmill.pbin import LAYOUT_050, TOKEN_DTYPES, PbinWriter, write_sidecar
+from tokenmill.raw_index import read_index, scan_lines
+from tokenmill.tokenizer import TokenizerInfo, file_sha256, load_tokenizer
+
+__all__ = ["PackSettings", "pack", "BAD_LINE_POLICIES"]
+
+BAD_LINE_POLICIES = ("error", "skip")
+_PLAIN_KEY = re.compile(r"^\.([A-Za-z_][A-Za-z0-9_]*)$")
+_SKIPPED_LINES_KEPT = 20  # line numbers listed per reason in the sidecar
+
+
+@dataclass(frozen=True)
+class PackSettings:
+    """What to take from each line and how to tokenize it.
+
+    Args:
+        tokenizer_path: a Hugging Face ``tokenizer.json``.
+        text: jq pattern selecting the text; a plain ``.key`` is read with orjson directly.
+        eod_token: end-of-document token string appended to every document; None appends nothing.
+        add_special_tokens: let the tokenizer's post-processor add its BOS/EOS (HF default, as
+            Modalities does).
+        on_bad_line: ``"error"`` stops at the first bad line, ``"skip"`` counts and leaves it out.
+        workers: tokenizer processes; 1 tokenizes in the calling process with the tokenizer's own
+            threads.
+        batch_bytes: approximate JSONL bytes per batch.
+    """
+
+    tokenizer_path: str
+    text: str = ".text"
+    eod_token: str | None = None
+    add_special_tokens: bool = True
+    on_bad_line: str = "error"
+    workers: int = 1
+    batch_bytes: int = 1 << 20
+
+    def __post_init__(self):
+        if self.on_bad_line not in BAD_LINE_POLICIES:
+            raise TokenmillError(f"on_bad_line must be one of {BAD_LINE_POLICIES}, not {self.on_bad_line!r}")
+        if self.workers < 1:
+            raise TokenmillError(f"workers must be at least 1, not {self.workers}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Worker side: one batch of lines → token ids. State lives in module globals set once per process.
+
+@dataclass
+class _Worker:
+    tokenizer: TokenizerInfo
+    settings: PackSettings
+    text_key: str | None
+    jq_program: object | None
+    files: dict = field(default_factory=dict)
+
+
+_worker: _Worker | None = None
+
+
+def _compile_text_pattern(pattern: str) -> tuple[str | None, object | None]:
+    """A plain ``.key`` → (key, None); any other jq pattern → (None, compiled program)."""
+    plain = _PLAIN_KEY.match(pattern)
+    if plain:
+        return plain.group(1), None
+    import jq  # only needed for non-trivial patterns
+
+    try:
+        return None, jq.compile(pattern)
+    except ValueError as exc:
+        raise TokenmillError(f"text pattern {pattern!r} is not valid jq ({str(exc).splitlines()[0]})") from None
+
+
+def _init_worker(settings: PackSettings, single_process: bool) -> None:
+    global _worker
+    if not single_process:
+        # One tokenizer thread per worker process: the processes already use every core.
+        os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    tokenizer = load_tokenizer(settings.tokenizer_path, settings.eod_token)
+    text_key, jq_program = _compile_text_pattern(settings.text)
+    _worker = _Worker(tokenizer, settings, text_key, jq_program)
+
+
+def _text_of(line: bytes) -> tuple[str | None, str | None]:
+    """(text, None) for a good line, (None, reason) for a bad one."""
+    if not line.strip():
+        return None, "blank line"
+    if _worker.text_key is not None:
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return None, _json_failure(line)
+        if not isinstance(record, dict):
+            return None, f"not a JSON object (a {type(record).__name__})"
+        if _worker.text_key not in record:
+            return None, f"no key {_worker.text_key!r}"
+        text = record[_worker.text_key]
+    else:
+        try:
+            decoded = line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return None, f"invalid UTF-8 at byte {exc.start} of the line"
+        try:
+            text = next(iter(_worker.jq_program.input_text(decoded)), None)
+        except ValueError as exc:
+            reason = str(exc).splitlines()[0]
+            return None, "invalid JSON" if "parse error" in reason.lower() else f"jq error: {reason}"
+        if text is None:
+            return None, f"jq pattern {_worker.settings.text!r} gave no text"
+    if not isinstance(text, str):
+        return None, f"text is not a string (a {type(text).__name__})"
+    if not text:
+        return None, "empty text"
+    return text, None
+
+
+def _json_failure(line: bytes) -> str:
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return f"invalid UTF-8 at byte {exc.start} of the line"
+    try:
+        json.loads(line)
+    except ValueError as exc:
+        return f"invalid JSON ({exc})"
+    return "invalid JSON"
+
+
+def _read_range(path: str, offset: int, length: int) -> bytes:
+    handle = _worker.files.get(path)
+    if handle is None:
+        handle = _worker.files[path] = open(path, "rb")
+    handle.seek(offset)
+    return handle.read(length)
+
+
+def _tokenize_batch(task: tuple[str, int, np.ndarray]) -> tuple[np.ndarray, np.ndarray, list[tuple[int, str]]]:
+    """Tokenize one batch of lines.
+
+    Args:
+        task: (path, 1-based number of the first line, ``(n, 2)`` offsets/lengths of the lines).
+
+    Returns:
+        (tokens in the output dtype, tokens per kept document, [(line number, reason)] of bad lines).
+    """
+    path, first_line, lines = task
+    base = int(lines[0, 0])
+    block = _read_range(path, base, int(lines[-1, 0] + lines[-1, 1]) - base)
+    if len(block) < int(lines[-1, 0] + lines[-1, 1]) - base:
+        return np.empty(0), np.empty(0), [(first_line, "file is shorter than its index says (stale index?)")]
+    texts, bad = [], []
+    for line_number, (offset, length) in enumerate(lines.tolist(), start=first_line):
+        text, reason = _text_of(block[offset - base:offset - base + length])
+        if reason is None:
+            texts.append(text)
+        else:
+            bad.append((line_number, reason))
+            if _worker.settings.on_bad_line == "error":
+                break  # later lines are never written
+
+    info = _worker.tokenizer
+    encodings = info.tokenizer.encode_batch_fast(texts, add_special_tokens=_worker.settings.add_special_tokens)
+    ids_per_doc = [encoding.ids for encoding in encodings]
+    lengths = np.fromiter(map(len, ids_per_doc), dtype=np.int64, count=len(ids_per_doc))
+    if (lengths == 0).any():
+        good_numbers = [n for n in range(first_line, first_line + len(lines)) if n not in dict(bad)]
+        bad += [(good_numbers[i], "text gives no tokens") for i in np.flatnonzero(lengths == 0)]
+        bad.sort()
+        ids_per_doc = [ids for ids in ids_per_doc if ids]
+        lengths = lengths[lengths > 0]
+    tokens = np.fromiter(itertools.chain.from_iterable(ids_per_doc), dtype=np.int64, count=int(lengths.sum()))
+    if info.eod_id is not None and len(lengths):
+        doc_ends = np.cumsum(lengths)
+        needs_eod = tokens[doc_ends - 1] != info.eod_id  # not doubled when a text already ends with it
+        tokens = np.insert(tokens, doc_ends[needs_eod], info.eod_id)
+        lengths = lengths + needs_eod
+    return tokens.astype(TOKEN_DTYPES[info.token_width]), lengths, bad
+
+
+# ---------------------------------------------------------------------------------------------
+# Parent side: batches in, ordered writes out.
+
+def _batches(path: str, lines: np.ndarray, batch_bytes: int):
+    """Cut the indexed lines into tasks of about ``batch_bytes`` bytes of whole lines."""
+    if not len(lines):
+        return
+    line_ends = lines[:, 0] + lines[:, 1]
+    cut_points = np.searchsorted(line_ends - lines[0, 0], np.arange(batch_bytes, int(line_ends[-1] - lines[0, 0]),
+                                                                     batch_bytes), side="right")
+    bounds = np.unique(np.concatenate([[0], cut_points, [len(lines)]]))
+    for start, stop in zip(bounds[:-1], bounds[1:]):
+        yield path, int(start) + 1, lines[start:stop]
+
+
+def _ordered_results(tasks, settings: PackSettings):
+    """Yield each task's result in task order, with at most ``2 × workers`` batches in flight."""
+    if settings.workers == 1:
+        _init_worker(settings, single_process=True)
+        yield from map(_tokenize_batch, tasks)
+        return
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(settings.workers, initializer=_init_worker, initargs=(settings, False)) as pool:
+        in_flight: deque = deque()
+        for task in tasks:
+            in_flight.append(pool.apply_async(_tokenize_batch, (task,)))
+            if len(in_flight) >= 2 * settings.workers:
+                yield in_flight.popleft().get()
+        while in_flight:
+            yield in_flight.popleft().get()
+
+
+def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list[str] | None = None,
+         log: Callable[[str], None] = lambda message: print(message, file=sys.stderr)) -> dict:
+    """Tokenize ``inputs`` (in order) into one ``.pbin`` with its sidecar.
+
+    Args:
+        inputs: JSONL files.
+        out_path: the ``.pbin`` to write (atomically; the sidecar is written after it).
+        settings: see :class:`PackSettings`.
+        indexes: raw index per input (scanned on the fly where None).
+        log: where progress and skip counts go.
+
+    Returns:
+        The sidecar contents.
+
+    Raises:
+        TokenmillError: a bad line under ``on_bad_line="error"`` (naming file and line), or an
+            unreadable input, index or tokenizer.
+    """
+    tokenizer = load_tokenizer(settings.tokenizer_path, settings.eod_token)
+    _compile_text_pattern(settings.text)  # fail on a bad pattern before starting workers
+    if indexes is not None and len(indexes) != len(inputs):
+        raise TokenmillError(f"got {len(indexes)} index files for {len(inputs)} inputs")
+    sources = []
+    for number, path in enumerate(inputs):
+        if not os.path.isfile(path):
+            raise TokenmillError(f"{path}: input file not found")
+        lines = read_index(indexes[number], path) if indexes and indexes[number] else scan_lines(path)
+        sources.append({"path": str(path), "bytes": os.path.getsize(path), "sha256": file_sha256(path),
+                        "lines": len(lines), "documents": 0, "skipped": {}, "_lines": lines})
+
+    with PbinWriter(out_path, tokenizer.token_width) as writer:
+        for source in sources:
+            tasks = _batches(source["path"], source.pop("_lines"), settings.batch_bytes)
+            skipped_lines: dict[str, list[int]] = {}
+            for tokens, lengths, bad in _ordered_results(tasks, settings):
+                if bad and settings.on_bad_line == "error":
+                    line_number, reason = bad[0]
+                    raise TokenmillError(f"{source['path']}:{line_number}: {reason} "
+                                         f"(on_bad_line: error; use skip to leave such lines out)")
+                for line_number, reason in bad:
+                    skipped_lines.setdefault(reason, []).append(line_number)
+                writer.write(tokens, lengths)
+                source["documents"] += len(lengths)
+            source["skipped"] = {reason: {"count": len(numbers), "first_lines": numbers[:_SKIPPED_LINES_KEPT]}
+                                 for reason, numbers in sorted(skipped_lines.items())}
+            for reason, numbers in sorted(skipped_lines.items()):
+                log(f"{source['path']}: skipped {len(numbers)} lines: {reason} (first at line {numbers[0]})")
+        meta = {
+            "format": FORMAT_VERSIONS["pbin"],
+            "layout": LAYOUT_050,
+            "tokenizer": {"path": tokenizer.path, "sha256": tokenizer.sha256, "vocab_size": tokenizer.vocab_size,
+                          "eod_token": tokenizer.eod_token, "eod_id": tokenizer.eod_id,
+                          "add_special_tokens": settings.add_special_tokens},
+            "token_width": tokenizer.token_width,
+            "text": settings.text,
+            "on_bad_line": settings.on_bad_line,
+            "documents": writer.num_documents,
+            "tokens": writer.num_tokens,
+            "sources": sources,
+            "skipped": _total_skipped(sources),
+        }
+    write_sidecar(out_path, meta)
+    log(f"{out_path}: {meta['documents']} documents, {meta['tokens']} tokens, "
+        f"{sum(meta['skipped'].values())} lines skipped")
+    return meta
+
+
+def _total_skipped(sources: list[dict]) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for source in sources:
+        for reason, entry in source["skipped"].items():
+            totals[reason] = totals.get(reason, 0) + entry["count"]
+    return dict(sorted(totals.items()))

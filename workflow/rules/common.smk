@@ -1,0 +1,98 @@
+# ---- Config validation, path helpers and the target matrix ------------------------------------
+# Everything the rule files need that is Python lives here (snakemake-workflows convention).
+
+import glob
+import re
+from shlex import quote as shlex_quote
+
+from snakemake.utils import validate
+
+from tokenmill import FORMAT_VERSIONS
+
+
+validate(config, schema="../schemas/config.schema.yaml", set_default=True)
+
+NAME = r"[A-Za-z0-9_-]+"
+
+
+def _dataset_inputs(name):
+    """The dataset's JSONL files: its `inputs` with globs expanded (sorted), in config order."""
+    files = []
+    for pattern in config["datasets"][name]["inputs"]:
+        matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+        if not matches:
+            raise ValueError(f"datasets.{name}.inputs: {pattern!r} matches no file")
+        files += matches
+    return files
+
+
+for _name, _dataset in config["datasets"].items():
+    if _dataset["tokenizer"] not in config["tokenizers"]:
+        raise ValueError(f"datasets.{_name}.tokenizer: {_dataset['tokenizer']!r} is not in tokenizers")
+
+DATASET_INPUTS = {name: _dataset_inputs(name) for name in config["datasets"]}
+SINGLE_FILE_DATASETS = [name for name, files in DATASET_INPUTS.items() if len(files) == 1]
+MULTI_FILE_DATASETS = [name for name, files in DATASET_INPUTS.items() if len(files) > 1]
+
+
+def _alternatives(names):
+    """A regex matching exactly these names (and nothing when there are none)."""
+    return "|".join(map(re.escape, names)) or "(?!)"
+
+
+# A pack unit ("stem") is a single-file dataset or one file of a multi-file dataset (<name>.part<k>).
+STEM = rf"(?:{_alternatives(SINGLE_FILE_DATASETS)})|(?:{_alternatives(MULTI_FILE_DATASETS)})\.part[0-9]+"
+MERGED = _alternatives(MULTI_FILE_DATASETS)
+
+
+def _split_stem(stem):
+    name, _, part = stem.partition(".part")
+    return name, int(part) if part else 0
+
+
+def stem_jsonl(wildcards):
+    """The JSONL file of a pack unit."""
+    name, part = _split_stem(wildcards.stem)
+    return DATASET_INPUTS[name][part]
+
+
+def stem_dataset(wildcards):
+    """The dataset config of a pack unit."""
+    return config["datasets"][_split_stem(wildcards.stem)[0]]
+
+
+def stem_tokenizer(wildcards):
+    """The tokenizer config of a pack unit."""
+    return config["tokenizers"][stem_dataset(wildcards)["tokenizer"]]
+
+
+def stem_tokenizer_path(wildcards):
+    return stem_tokenizer(wildcards)["path"]
+
+
+def pack_options(wildcards):
+    """`tokenmill pack` options that come from the config, shell-quoted."""
+    dataset, tokenizer = stem_dataset(wildcards), stem_tokenizer(wildcards)
+    options = ["--jq", dataset["text"], "--on-bad-line", dataset["on_bad_line"]]
+    if tokenizer["eod"] is not None:
+        options += ["--eod", tokenizer["eod"]]
+    if not tokenizer["add_special_tokens"]:
+        options.append("--no-special-tokens")
+    return " ".join(map(shlex_quote, options))
+
+
+def merge_parts(wildcards):
+    """The part .pbin files of a multi-file dataset, in input order."""
+    count = len(DATASET_INPUTS[wildcards.name])
+    return [f"data/packed/{wildcards.name}.part{k}.pbin" for k in range(count)]
+
+
+def pack_mem_mb(wildcards, threads):
+    """A worker holds a tokenizer and a few 1 MB batches; the parent 8 bytes per document."""
+    return 1000 + 500 * threads
+
+
+def all_targets():
+    """Every file that `rule all` builds for the configured matrix."""
+    return [f"data/packed/{name}.pbin" for name in config["datasets"]]
+
