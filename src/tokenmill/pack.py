@@ -24,11 +24,8 @@ step and the writes are vectorised or per-batch and come to a few percent of it.
 from __future__ import annotations
 
 import itertools
-import json
-import mmap
 import multiprocessing
 import os
-import re
 import sys
 from collections import deque
 from dataclasses import dataclass, field
@@ -36,18 +33,16 @@ from pathlib import Path
 from typing import Callable
 
 import numpy as np
-import orjson
-
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
 from tokenmill.pbin import LAYOUT_050, TOKEN_DTYPES, PbinWriter, write_sidecar
 from tokenmill.raw_index import read_index, scan_lines
+from tokenmill.text import TextSelector
 from tokenmill.tokenizer import TokenizerInfo, file_sha256, load_tokenizer
 
 __all__ = ["PackSettings", "pack", "BAD_LINE_POLICIES"]
 
 BAD_LINE_POLICIES = ("error", "skip")
-_PLAIN_KEY = re.compile(r"^\.([A-Za-z_][A-Za-z0-9_]*)$")
 _SKIPPED_LINES_KEPT = 20  # line numbers listed per reason in the sidecar
 
 
@@ -89,25 +84,11 @@ class PackSettings:
 class _Worker:
     tokenizer: TokenizerInfo
     settings: PackSettings
-    text_key: str | None
-    jq_program: object | None
+    selector: TextSelector
     files: dict = field(default_factory=dict)
 
 
 _worker: _Worker | None = None
-
-
-def _compile_text_pattern(pattern: str) -> tuple[str | None, object | None]:
-    """A plain ``.key`` → (key, None); any other jq pattern → (None, compiled program)."""
-    plain = _PLAIN_KEY.match(pattern)
-    if plain:
-        return plain.group(1), None
-    import jq  # only needed for non-trivial patterns
-
-    try:
-        return None, jq.compile(pattern)
-    except ValueError as exc:
-        raise TokenmillError(f"text pattern {pattern!r} is not valid jq ({str(exc).splitlines()[0]})") from None
 
 
 def _init_worker(settings: PackSettings, single_process: bool) -> None:
@@ -116,53 +97,7 @@ def _init_worker(settings: PackSettings, single_process: bool) -> None:
         # One tokenizer thread per worker process: the processes already use every core.
         os.environ["TOKENIZERS_PARALLELISM"] = "false"
     tokenizer = load_tokenizer(settings.tokenizer_path, settings.eod_token)
-    text_key, jq_program = _compile_text_pattern(settings.text)
-    _worker = _Worker(tokenizer, settings, text_key, jq_program)
-
-
-def _text_of(line: bytes) -> tuple[str | None, str | None]:
-    """(text, None) for a good line, (None, reason) for a bad one."""
-    if not line.strip():
-        return None, "blank line"
-    if _worker.text_key is not None:
-        try:
-            record = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return None, _json_failure(line)
-        if not isinstance(record, dict):
-            return None, f"not a JSON object (a {type(record).__name__})"
-        if _worker.text_key not in record:
-            return None, f"no key {_worker.text_key!r}"
-        text = record[_worker.text_key]
-    else:
-        try:
-            decoded = line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            return None, f"invalid UTF-8 at byte {exc.start} of the line"
-        try:
-            text = next(iter(_worker.jq_program.input_text(decoded)), None)
-        except ValueError as exc:
-            reason = str(exc).splitlines()[0]
-            return None, "invalid JSON" if "parse error" in reason.lower() else f"jq error: {reason}"
-        if text is None:
-            return None, f"jq pattern {_worker.settings.text!r} gave no text"
-    if not isinstance(text, str):
-        return None, f"text is not a string (a {type(text).__name__})"
-    if not text:
-        return None, "empty text"
-    return text, None
-
-
-def _json_failure(line: bytes) -> str:
-    try:
-        line.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        return f"invalid UTF-8 at byte {exc.start} of the line"
-    try:
-        json.loads(line)
-    except ValueError as exc:
-        return f"invalid JSON ({exc})"
-    return "invalid JSON"
+    _worker = _Worker(tokenizer, settings, TextSelector(settings.text))
 
 
 def _read_range(path: str, offset: int, length: int) -> bytes:
@@ -186,25 +121,24 @@ def _tokenize_batch(task: tuple[str, int, np.ndarray]) -> tuple[np.ndarray, np.n
     base = int(lines[0, 0])
     block = _read_range(path, base, int(lines[-1, 0] + lines[-1, 1]) - base)
     if len(block) < int(lines[-1, 0] + lines[-1, 1]) - base:
-        return np.empty(0), np.empty(0), [(first_line, "file is shorter than its index says (stale index?)")]
-    texts, bad = [], []
+        return np.empty(0), np.empty(0, np.int64), [(first_line, "file is shorter than its index says (stale index?)")]
+    texts, text_lines, bad = [], [], []
     for line_number, (offset, length) in enumerate(lines.tolist(), start=first_line):
-        text, reason = _text_of(block[offset - base:offset - base + length])
+        text, reason = _worker.selector.select(block[offset - base:offset - base + length])
         if reason is None:
             texts.append(text)
+            text_lines.append(line_number)
         else:
             bad.append((line_number, reason))
-            if _worker.settings.on_bad_line == "error":
-                break  # later lines are never written
+            if _worker.settings.on_bad_line == "error":  # the run stops here; nothing to tokenize
+                return np.empty(0), np.empty(0, np.int64), bad
 
     info = _worker.tokenizer
     encodings = info.tokenizer.encode_batch_fast(texts, add_special_tokens=_worker.settings.add_special_tokens)
     ids_per_doc = [encoding.ids for encoding in encodings]
     lengths = np.fromiter(map(len, ids_per_doc), dtype=np.int64, count=len(ids_per_doc))
-    if (lengths == 0).any():
-        good_numbers = [n for n in range(first_line, first_line + len(lines)) if n not in dict(bad)]
-        bad += [(good_numbers[i], "text gives no tokens") for i in np.flatnonzero(lengths == 0)]
-        bad.sort()
+    if (lengths == 0).any():  # e.g. only whitespace for a tokenizer that drops it
+        bad = sorted(bad + [(text_lines[i], "text gives no tokens") for i in np.flatnonzero(lengths == 0)])
         ids_per_doc = [ids for ids in ids_per_doc if ids]
         lengths = lengths[lengths > 0]
     tokens = np.fromiter(itertools.chain.from_iterable(ids_per_doc), dtype=np.int64, count=int(lengths.sum()))
@@ -267,7 +201,7 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
             unreadable input, index or tokenizer.
     """
     tokenizer = load_tokenizer(settings.tokenizer_path, settings.eod_token)
-    _compile_text_pattern(settings.text)  # fail on a bad pattern before starting workers
+    TextSelector(settings.text)  # fail on a bad pattern before starting workers
     if indexes is not None and len(indexes) != len(inputs):
         raise TokenmillError(f"got {len(indexes)} index files for {len(inputs)} inputs")
     sources = []

@@ -1,0 +1,62 @@
+"""Shared fixtures: repository paths, the CLI as a subprocess, and a scratch copy of the workflow."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data"
+DEMO_JSONL = REPO / "data" / "raw" / "demo.jsonl"
+GPT2 = REPO / "data" / "tokenizers" / "gpt2.tokenizer.json"
+TEKKEN = DATA / "tekken.tokenizer.json"
+MIXED_JSONL = DATA / "mixed.jsonl"
+GPT2_EOD = "<|endoftext|>"
+GPT2_EOD_ID = 50256
+
+
+def tool_env() -> dict:
+    """Environment in which `tokenmill` and `snakemake` of this interpreter come first on PATH."""
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    return env
+
+
+def run_tokenmill(*args, check: bool = True) -> subprocess.CompletedProcess:
+    """Run the `tokenmill` CLI; with ``check``, fail the test on a non-zero exit."""
+    result = subprocess.run([sys.executable, "-m", "tokenmill.cli", *map(str, args)], capture_output=True,
+                            text=True, env=tool_env())
+    if check and result.returncode != 0:
+        raise AssertionError(f"tokenmill {' '.join(map(str, args))} failed:\n{result.stderr}")
+    return result
+
+
+def write_jsonl_bytes(path: Path, lines: list[bytes], final_newline: bool = True) -> Path:
+    path.write_bytes(b"\n".join(lines) + (b"\n" if final_newline else b""))
+    return path
+
+
+@pytest.fixture
+def workflow_dir(tmp_path: Path) -> Path:
+    """A scratch copy of the workflow with the bundled demo inputs."""
+    for name in ("Snakefile", "workflow", "config"):
+        source = REPO / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, tmp_path / name)
+    for name in ("raw", "tokenizers"):
+        shutil.copytree(REPO / "data" / name, tmp_path / "data" / name)
+    shutil.copy(REPO / "environment.yml", tmp_path / "environment.yml")
+    return tmp_path
+
+
+def run_snakemake(workdir: Path, *args, check: bool = True) -> subprocess.CompletedProcess:
+    """Run snakemake in ``workdir``; with ``check``, fail the test on a non-zero exit."""
+    result = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *map(str, args)], cwd=workdir,
+                            capture_output=True, text=True, env=tool_env())
+    if check and result.returncode != 0:
+        raise AssertionError(f"snakemake {' '.join(map(str, args))} failed:\n{result.stdout}\n{result.stderr}")
+    return result

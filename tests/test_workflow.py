@@ -1,0 +1,81 @@
+"""The Snakemake workflow, driven as a user drives it: a subprocess in a scratch copy."""
+
+import os
+import time
+
+import yaml
+
+from conftest import REPO, run_snakemake, run_tokenmill
+from tokenmill.pbin import PbinFile, read_sidecar
+
+
+def planned_jobs(workflow_dir) -> set[str]:
+    """Rule names in the job table of a dry run."""
+    result = run_snakemake(workflow_dir, "-n")
+    table = (result.stdout + result.stderr).split("Job stats:")[-1].split("\n\n")[0]
+    return {row.split()[0] for row in table.strip().splitlines()[2:] if row.split()[0] != "total"}
+
+
+def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(workflow_dir):
+    run_snakemake(workflow_dir, "data/packed/demo.pbin")
+    pbin = workflow_dir / "data/packed/demo.pbin"
+    first_build = pbin.read_bytes()
+    assert PbinFile(pbin).num_documents == 2990
+    assert (workflow_dir / "data/index/demo.idx").exists()
+    assert (workflow_dir / "logs/pack/demo.log").exists() and (workflow_dir / "benchmarks/pack/demo.tsv").exists()
+
+    rerun = run_snakemake(workflow_dir)
+    assert "Nothing to be done" in rerun.stdout + rerun.stderr
+
+    time.sleep(1.1)  # mtime resolution
+    os.utime(workflow_dir / "data/tokenizers/gpt2.tokenizer.json")
+    assert planned_jobs(workflow_dir) == {"pack", "all"}  # the raw index does not depend on the tokenizer
+    os.utime(workflow_dir / "data/raw/demo.jsonl")
+    assert planned_jobs(workflow_dir) == {"raw_index", "pack", "all"}
+    run_snakemake(workflow_dir)
+    assert pbin.read_bytes() == first_build
+
+
+def test_multi_file_dataset_packs_each_file_and_merges_in_order(workflow_dir):
+    lines = (workflow_dir / "data/raw/demo.jsonl").read_bytes().splitlines(keepends=True)[:300]
+    for k in range(3):
+        (workflow_dir / f"data/raw/shard_{k}.jsonl").write_bytes(b"".join(lines[100 * k:100 * (k + 1)]))
+    (workflow_dir / "data/raw/head.jsonl").write_bytes(b"".join(lines))
+    config = yaml.safe_load((workflow_dir / "config/config.yaml").read_text())
+    config["datasets"] = {"sharded": {"inputs": ["data/raw/shard_*.jsonl"], "tokenizer": "gpt2"}}
+    (workflow_dir / "config/config.yaml").write_text(yaml.safe_dump(config))
+
+    run_snakemake(workflow_dir)
+    for k in range(3):
+        assert (workflow_dir / f"data/packed/sharded.part{k}.pbin").exists()
+    run_tokenmill("pack", workflow_dir / "data/raw/head.jsonl", "--tokenizer",
+                  workflow_dir / "data/tokenizers/gpt2.tokenizer.json", "--eod", "<|endoftext|>",
+                  "-o", workflow_dir / "head.pbin")
+    assert (workflow_dir / "data/packed/sharded.pbin").read_bytes() == (workflow_dir / "head.pbin").read_bytes()
+    meta = read_sidecar(workflow_dir / "data/packed/sharded.pbin")
+    assert [source["path"] for source in meta["sources"]] == [f"data/raw/shard_{k}.jsonl" for k in range(3)]
+
+
+def test_config_typo_fails_naming_the_key(workflow_dir):
+    config_path = workflow_dir / "config/config.yaml"
+    config_path.write_text(config_path.read_text().replace("tokenizer: gpt2", "tokenizer: gpt2\n    on_bad_lines: skip"))
+    result = run_snakemake(workflow_dir, "-n", check=False)
+    assert result.returncode != 0
+    assert "'on_bad_lines' was unexpected" in result.stdout + result.stderr
+
+
+def test_defaults_are_filled_and_bad_values_rejected(workflow_dir):
+    config_path = workflow_dir / "config/config.yaml"
+    config_path.write_text(config_path.read_text().replace("tokenizer: gpt2", "tokenizer: gpt2\n    on_bad_line: maybe"))
+    result = run_snakemake(workflow_dir, "-n", check=False)
+    assert result.returncode != 0 and "maybe" in result.stdout + result.stderr
+
+
+def test_lint_is_clean(workflow_dir):
+    result = run_snakemake(workflow_dir, "--lint")
+    assert "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr
+
+
+def test_repository_config_is_the_demo_matrix():
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    assert list(config["datasets"]) == ["demo"] and config["datasets"]["demo"]["inputs"] == ["data/raw/demo.jsonl"]
