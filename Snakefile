@@ -1,4 +1,4 @@
-# tokenmill: raw JSONL → raw line index → packed .pbin (see README.md and DESIGN §1).
+# tokenmill: raw JSONL → raw line index → packed .pbin → Megatron .bin/.idx (see README.md).
 #
 #   snakemake --cores 2                          build the whole matrix in config/config.yaml
 #   snakemake --cores 2 data/packed/demo.pbin    build one target
@@ -15,6 +15,7 @@ configfile: "config/config.yaml"
 include: "workflow/rules/common.smk"
 include: "workflow/rules/raw_index.smk"
 include: "workflow/rules/pack.smk"
+include: "workflow/rules/megatron.smk"
 
 
 # Everything the config asks for.

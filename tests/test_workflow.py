@@ -3,9 +3,11 @@
 import os
 import time
 
+import numpy as np
 import yaml
 
 from conftest import REPO, run_snakemake, run_tokenmill
+from tokenmill.mmidx import MMapIndexedDataset
 from tokenmill.pbin import PbinFile, read_sidecar
 
 
@@ -24,16 +26,21 @@ def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(
     assert (workflow_dir / "data/index/demo.idx").exists()
     assert (workflow_dir / "logs/pack/demo.log").exists() and (workflow_dir / "benchmarks/pack/demo.tsv").exists()
 
+    rerun = run_snakemake(workflow_dir, "data/packed/demo.pbin")
+    assert "Nothing to be done" in rerun.stdout + rerun.stderr
+    run_snakemake(workflow_dir)  # the rest of the matrix: the Megatron files
     rerun = run_snakemake(workflow_dir)
     assert "Nothing to be done" in rerun.stdout + rerun.stderr
 
     time.sleep(1.1)  # mtime resolution
     os.utime(workflow_dir / "data/tokenizers/gpt2.tokenizer.json")
-    assert planned_jobs(workflow_dir) == {"pack", "all"}  # the raw index does not depend on the tokenizer
+    assert planned_jobs(workflow_dir) == {"pack", "megatron", "all"}  # the index does not depend on it
     os.utime(workflow_dir / "data/raw/demo.jsonl")
-    assert planned_jobs(workflow_dir) == {"raw_index", "pack", "all"}
+    assert planned_jobs(workflow_dir) == {"raw_index", "pack", "megatron", "all"}
     run_snakemake(workflow_dir)
     assert pbin.read_bytes() == first_build
+    megatron = MMapIndexedDataset(workflow_dir / "data/megatron/demo_text_document")
+    assert megatron.num_documents == 2990 and megatron.dtype == np.uint16
 
 
 def test_multi_file_dataset_packs_each_file_and_merges_in_order(workflow_dir):

@@ -11,4 +11,5 @@ __version__ = "0.1.0"
 FORMAT_VERSIONS = {
     "raw_index": "modalities-raw-index/1",
     "pbin": "modalities-pbin-0.5.0/1",
+    "mmidx": "megatron-mmidx-v1/1",
 }

@@ -36,10 +36,33 @@ def _pack(args: argparse.Namespace) -> None:
 
 
 def _merge(args: argparse.Namespace) -> None:
-    from tokenmill.pbin import merge_pbin
+    pbin_inputs = [path.endswith(".pbin") for path in args.inputs]
+    if any(pbin_inputs) != all(pbin_inputs) or args.output.endswith(".pbin") != all(pbin_inputs):
+        raise TokenmillError("merge takes either .pbin files only or Megatron prefixes only, output included")
+    if all(pbin_inputs):
+        from tokenmill.pbin import merge_pbin
 
-    meta = merge_pbin(args.output, args.inputs)
-    print(f"{args.output}: {meta['documents']} documents, {meta['tokens']} tokens from {len(args.inputs)} files",
+        meta = merge_pbin(args.output, args.inputs)
+        print(f"{args.output}: {meta['documents']} documents, {meta['tokens']} tokens from {len(args.inputs)} files",
+              file=sys.stderr)
+    else:
+        from tokenmill.mmidx import merge_megatron
+
+        summary = merge_megatron(_prefix(args.output), [_prefix(path) for path in args.inputs])
+        print(f"{args.output}: {summary['documents']} documents ({summary['dtype']}) from {len(args.inputs)} "
+              f"datasets", file=sys.stderr)
+
+
+def _prefix(path: str) -> str:
+    """A Megatron prefix, also when given as its .bin or .idx file."""
+    return path[:-4] if path.endswith((".bin", ".idx")) else path
+
+
+def _to_megatron(args: argparse.Namespace) -> None:
+    from tokenmill.mmidx import pbin_to_megatron
+
+    summary = pbin_to_megatron(args.input, _prefix(args.output), vocab_size=args.vocab_size)
+    print(f"{args.output}: {summary['documents']} documents, {summary['tokens']} tokens as {summary['dtype']}",
           file=sys.stderr)
 
 
@@ -71,10 +94,17 @@ def build_parser() -> argparse.ArgumentParser:
     pack.add_argument("--batch-bytes", type=int, default=1 << 20, help=argparse.SUPPRESS)
     pack.set_defaults(run=_pack)
 
-    merge = verbs.add_parser("merge", help="concatenate .pbin files in the order given")
-    merge.add_argument("output", help="output .pbin")
-    merge.add_argument("inputs", nargs="+", metavar="INPUT", help=".pbin files")
+    merge = verbs.add_parser("merge", help="concatenate .pbin files, or Megatron datasets, in the order given")
+    merge.add_argument("output", help="output .pbin, or output Megatron prefix")
+    merge.add_argument("inputs", nargs="+", metavar="INPUT", help=".pbin files, or Megatron prefixes")
     merge.set_defaults(run=_merge)
+
+    to_megatron = verbs.add_parser("to-megatron", help="convert a .pbin into Megatron MMIDIDX .bin/.idx")
+    to_megatron.add_argument("input", help=".pbin file")
+    to_megatron.add_argument("-o", "--output", required=True, help="output prefix (PREFIX.bin, PREFIX.idx)")
+    to_megatron.add_argument("--vocab-size", type=int,
+                             help="vocabulary size that picks uint16 (< 65500) or int32 (default: from the sidecar)")
+    to_megatron.set_defaults(run=_to_megatron)
     return parser
 
 

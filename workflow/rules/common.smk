@@ -92,7 +92,12 @@ def pack_mem_mb(wildcards, threads):
     return 1000 + 500 * threads
 
 
+def megatron_prefix(wildcards):
+    """The Megatron prefix (`--data-path` value) of a dataset, as preprocess_data.py names it."""
+    return f"data/megatron/{wildcards.name}_text_document"
+
+
 def all_targets():
     """Every file that `rule all` builds for the configured matrix."""
-    return [f"data/packed/{name}.pbin" for name in config["datasets"]]
+    return [f"data/megatron/{name}_text_document.idx" for name in config["datasets"]]
 
