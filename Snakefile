@@ -1,4 +1,5 @@
-# tokenmill: raw JSONL → raw line index → packed .pbin → Megatron .bin/.idx (see README.md).
+# tokenmill: raw JSONL → raw line index → packed .pbin → Megatron .bin/.idx → index caches
+# (see README.md).
 #
 #   snakemake --cores 2                          build the whole matrix in config/config.yaml
 #   snakemake --cores 2 data/packed/demo.pbin    build one target
@@ -16,6 +17,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/raw_index.smk"
 include: "workflow/rules/pack.smk"
 include: "workflow/rules/megatron.smk"
+include: "workflow/rules/sample_index.smk"
 
 
 # Everything the config asks for.

@@ -12,4 +12,5 @@ FORMAT_VERSIONS = {
     "raw_index": "modalities-raw-index/1",
     "pbin": "modalities-pbin-0.5.0/1",
     "mmidx": "megatron-mmidx-v1/1",
+    "sample_index": "megatron-gpt-cache-0.19/1",
 }

@@ -66,6 +66,48 @@ def _to_megatron(args: argparse.Namespace) -> None:
           file=sys.stderr)
 
 
+def _tokenizer_identifiers(args: argparse.Namespace) -> dict:
+    """The tokenizer identifiers Megatron hashes: given as JSON, or its null tokenizer of a vocab size."""
+    import json
+
+    from tokenmill.sample_index import null_tokenizer_identifiers
+
+    if args.tokenizer_identifiers is not None:
+        try:
+            identifiers = json.loads(args.tokenizer_identifiers)
+        except ValueError as exc:
+            raise TokenmillError(f"--tokenizer-identifiers: not JSON ({exc})") from None
+        if not isinstance(identifiers, dict):
+            raise TokenmillError("--tokenizer-identifiers: expected a JSON object")
+        return identifiers
+    if args.vocab_size_from is not None:
+        from tokenmill.pbin import read_sidecar
+
+        meta = read_sidecar(args.vocab_size_from.removesuffix(".meta.json"))
+        if not meta or "tokenizer" not in meta:
+            raise TokenmillError(f"{args.vocab_size_from}: no .pbin sidecar with a tokenizer vocabulary size")
+        return null_tokenizer_identifiers(int(meta["tokenizer"]["vocab_size"]))
+    return null_tokenizer_identifiers(args.vocab_size)
+
+
+def _sample_index(args: argparse.Namespace) -> None:
+    from tokenmill.sample_index import build_gpt_cache, num_samples_for_epochs
+
+    prefix = _prefix(args.prefix)
+    if args.epochs is not None:
+        num_samples = num_samples_for_epochs(prefix, args.split, args.epochs, args.seq_length,
+                                             0 if args.no_extra_token else 1)
+    else:
+        num_samples = {"train": args.num_samples, "valid": args.valid_samples, "test": args.test_samples}
+    results = build_gpt_cache(prefix, args.output, args.seq_length, args.seed, args.split, num_samples,
+                              _tokenizer_identifiers(args), extra=0 if args.no_extra_token else 1,
+                              dataset_path=args.megatron_path_prefix)
+    for split_name, result in results.items():
+        state = "found" if result["cached"] else "built"
+        print(f"{args.output}/{result['files']['description.txt']}: {split_name}, {result['samples']} samples ({state})",
+              file=sys.stderr)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every verb."""
     parser = argparse.ArgumentParser(prog="tokenmill", description="Turn raw JSONL corpora into LLM training data.")
@@ -105,6 +147,32 @@ def build_parser() -> argparse.ArgumentParser:
     to_megatron.add_argument("--vocab-size", type=int,
                              help="vocabulary size that picks uint16 (< 65500) or int32 (default: from the sidecar)")
     to_megatron.set_defaults(run=_to_megatron)
+    sample_index = verbs.add_parser(
+        "sample-index", help="build Megatron GPTDataset index caches (document/sample/shuffle .npy) for every split")
+    sample_index.add_argument("prefix", help="Megatron dataset prefix (PREFIX.bin, PREFIX.idx)")
+    sample_index.add_argument("-o", "--output", required=True, help="cache folder (Megatron's --data-cache-path)")
+    sample_index.add_argument("--seq-length", type=int, required=True, help="tokens per sample (--seq-length)")
+    sample_index.add_argument("--seed", type=int, required=True, help="random seed (--seed)")
+    sample_index.add_argument("--split", default="969,30,1", help="train,valid,test weights (default: 969,30,1)")
+    amount = sample_index.add_mutually_exclusive_group(required=True)
+    amount.add_argument("--num-samples", type=int, help="training samples (Megatron: train_iters x global batch)")
+    amount.add_argument("--epochs", type=int,
+                        help="whole epochs of every split instead of sample counts (1: Megatron's num_samples=None)")
+    sample_index.add_argument("--valid-samples", type=int, help="validation samples (default: one epoch)")
+    sample_index.add_argument("--test-samples", type=int, help="test samples (default: one epoch)")
+    sample_index.add_argument("--no-extra-token", action="store_true",
+                              help="samples of exactly seq-length tokens (Megatron's add_extra_token_to_sequence off); "
+                                   "not part of Megatron's hash, so use a separate cache folder")
+    sample_index.add_argument("--megatron-path-prefix", metavar="STR",
+                              help="the dataset path exactly as the training job passes it in --data-path, which "
+                                   "Megatron hashes (default: PREFIX as given here)")
+    identity = sample_index.add_mutually_exclusive_group(required=True)
+    identity.add_argument("--tokenizer-identifiers", metavar="JSON",
+                          help="the training tokenizer's unique_identifiers, as in a Megatron description.txt")
+    identity.add_argument("--vocab-size", type=int, help="hash Megatron's NullTokenizer with this --vocab-size")
+    identity.add_argument("--vocab-size-from", metavar="PBIN_META",
+                          help="as --vocab-size, taking the vocabulary size from a .pbin or its .pbin.meta.json")
+    sample_index.set_defaults(run=_sample_index)
     return parser
 
 

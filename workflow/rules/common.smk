@@ -2,6 +2,7 @@
 # Everything the rule files need that is Python lives here (snakemake-workflows convention).
 
 import glob
+import json
 import re
 from shlex import quote as shlex_quote
 
@@ -97,7 +98,35 @@ def megatron_prefix(wildcards):
     return f"data/megatron/{wildcards.name}_text_document"
 
 
+SAMPLING = config["sampling"]
+if SAMPLING.get("num_samples") and SAMPLING["epochs"] is not None:
+    raise ValueError("sampling: give num_samples or epochs, not both")
+
+
+def sample_index_options(wildcards):
+    """`tokenmill sample-index` options from the sampling config and the dataset's tokenizer."""
+    options = ["--split", SAMPLING["split"],
+               "--megatron-path-prefix", f"{SAMPLING['megatron_path_prefix']}{wildcards.name}_text_document"]
+    if SAMPLING["epochs"] is not None or not SAMPLING.get("num_samples"):
+        options += ["--epochs", str(SAMPLING["epochs"] or 1)]
+    else:
+        counts = SAMPLING["num_samples"]
+        options += ["--num-samples", str(counts.get("train", 0))]
+        options += [f"--{split}-samples={counts[split]}" for split in ("valid", "test") if split in counts]
+    if not SAMPLING["add_extra_token"]:
+        options.append("--no-extra-token")
+    identifiers = config["tokenizers"][config["datasets"][wildcards.name]["tokenizer"]]["megatron_identifiers"]
+    if identifiers is not None:
+        options += ["--tokenizer-identifiers", json.dumps(identifiers)]
+    else:
+        options += ["--vocab-size-from", f"data/packed/{wildcards.name}.pbin.meta.json"]
+    return " ".join(map(shlex_quote, options))
+
+
 def all_targets():
     """Every file that `rule all` builds for the configured matrix."""
-    return [f"data/megatron/{name}_text_document.idx" for name in config["datasets"]]
+    megatron = [f"data/megatron/{name}_text_document.idx" for name in config["datasets"]]
+    caches = [f"data/cache/{name}/seq{seq_length}_seed{seed}" for name in config["datasets"]
+              for seq_length in SAMPLING["seq_lengths"] for seed in SAMPLING["seeds"]]
+    return megatron + caches
 

@@ -1,0 +1,389 @@
+"""Megatron GPTDataset indices — document, sample and shuffle index — and their cache files.
+
+The arrays, dtypes, ``.npy`` bytes, description text and md5 equal megatron-core 0.19's
+``GPTDataset`` for the same inputs (spec megatron §2–§4), so a folder of them can be handed to
+Megatron as ``--data-cache-path`` and training starts without building anything.
+
+Worked example (sizes of the split's sequences ``[20, 50, 60, 30, 100, 5]``, seq 30, extra token 1,
+one epoch, document_index unshuffled ``[0..5]``): samples start every 30 tokens of the concatenated
+stream, each covering 31 tokens, so sample_index rows ``(position in document_index, offset)`` are
+``[(0,0), (1,10), (1,40), (2,20), (3,-) ...]`` — row k is where the token ``30k`` lies, taken from
+the document that holds token ``30k`` *after* the previous sample's last (extra) token; see
+:func:`build_sample_index`.
+
+Algorithm and cost, per split:
+
+1. ``split``: ``"969,30,1"`` → weights normalised in float64 → book-ends ``[(0, .969), ...]`` →
+   sequence ranges ``[round(start·N), round(end·N))`` with Python's banker's rounding.
+2. epochs E: the smallest E with ``E·T ≥ num_samples·seq + extra`` (T = tokens per epoch).
+3. document_index: the split's sequence ids repeated E times, int32, one ``RandomState(seed)``
+   shuffle over all epochs — or, when the final epoch is "separate" (fewer than 80 % of an epoch's
+   samples are needed from it), a shuffle of the first E−1 epochs then one of the last.
+4. sample_index: sample k starts at token ``k·seq`` of the stream; a ``searchsorted`` over the
+   cumulative sequence sizes finds all rows at once (replacing Megatron's C++ loop), O(E·n log n).
+5. shuffle_index: ``arange(n)`` shuffled (uint32, or int64 past 2**32−2), in two parts when the final
+   epoch is separate. The same RandomState continues from step 3.
+
+Memory is that of the arrays themselves (~4 bytes per sequence per epoch + 12 bytes per sample).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from tokenmill.atomic import atomic_output
+from tokenmill.errors import TokenmillError
+
+__all__ = ["SPLIT_NAMES", "parse_split", "split_matrix", "split_ranges", "num_epochs", "GPTIndexSpec",
+           "GPTIndices", "build_gpt_indices", "build_document_index", "build_sample_index",
+           "build_shuffle_index", "description", "cache_file_names", "write_cache", "load_cache",
+           "null_tokenizer_identifiers"]
+
+SPLIT_NAMES = ("train", "valid", "test")
+_SEPARATE_FINAL_EPOCH_THRESHOLD = 0.80
+_CLASS = "GPTDataset"
+
+
+# ---------------------------------------------------------------------------------------------
+# Splits (spec §2)
+
+def parse_split(split: str) -> list[float]:
+    """``"969,30,1"`` → normalised float64 weights ``[0.969, 0.03, 0.001]``.
+
+    Every ``[.0-9]+`` in the string is a weight (so ``"80/10/10"`` works), right-padded to three.
+
+    Raises:
+        TokenmillError: more than three weights, a non-number, or all weights zero.
+    """
+    try:
+        weights = [float(match) for match in re.findall(r"[.0-9]+", split)]
+    except ValueError:
+        raise TokenmillError(f"split {split!r}: not a list of numbers") from None
+    if len(weights) > len(SPLIT_NAMES):
+        raise TokenmillError(f"split {split!r}: at most {len(SPLIT_NAMES)} weights (train, valid, test)")
+    weights += [0.0] * (len(SPLIT_NAMES) - len(weights))
+    total = np.sum(np.array(weights, dtype=np.float64))
+    if not total > 0:
+        raise TokenmillError(f"split {split!r}: the weights add up to zero")
+    return (np.array(weights, dtype=np.float64) / total).tolist()
+
+
+def split_matrix(weights: list[float]) -> list[tuple[float, float] | None]:
+    """Book-ends of each split as Megatron computes them (running Python sum from the int 0)."""
+    ends = [0]
+    for weight in weights:
+        ends.append(ends[-1] + weight)
+    return [(start, end) if end > start else None for start, end in zip(ends[:-1], ends[1:])]
+
+
+def split_ranges(matrix: list[tuple[float, float] | None], num_sequences: int) -> list[np.ndarray | None]:
+    """The sequence ids of each split: ``arange(round(start·N), round(end·N))`` as int32."""
+    ranges = []
+    for bookends in matrix:
+        if bookends is None:
+            ranges.append(None)
+            continue
+        begin = int(round(bookends[0] * float(num_sequences)))
+        end = int(round(bookends[1] * float(num_sequences)))
+        ranges.append(np.arange(begin, end, dtype=np.int32))
+    return ranges
+
+
+# ---------------------------------------------------------------------------------------------
+# Index arrays (spec §3)
+
+def num_epochs(tokens_per_epoch: int, num_samples: int | None, seq_length: int, extra: int) -> int:
+    """Smallest E ≥ 1 with ``E·T ≥ num_samples·seq + extra`` (1 when num_samples is None)."""
+    if num_samples is None:
+        return 1
+    requested = num_samples * seq_length + extra
+    return max(1, -(-requested // tokens_per_epoch))
+
+
+def build_document_index(documents: np.ndarray, epochs: int, random_state: np.random.RandomState,
+                         separate_final_epoch: bool) -> np.ndarray:
+    """``documents`` repeated ``epochs`` times (int32), shuffled as one array or as E−1 + 1."""
+    if not separate_final_epoch or epochs == 1:
+        document_index = np.tile(documents.astype(np.int32), epochs)
+        random_state.shuffle(document_index)
+        return document_index
+    first = build_document_index(documents, epochs - 1, random_state, False)
+    last = build_document_index(documents, 1, random_state, False)
+    return np.concatenate((first, last))
+
+
+def build_sample_index(sizes: np.ndarray, document_index: np.ndarray, seq_length: int, epochs: int,
+                       tokens_per_epoch: int, drop_last_partial_sequence: bool, extra: int) -> np.ndarray:
+    """Where each sample starts and ends: ``(n + 1, 2)`` rows of (position in document_index, offset).
+
+    Sample k covers tokens ``[k·seq, k·seq + seq + extra)`` of the documents concatenated in
+    document_index order, so row k lies at token ``p = k·seq``: in the first document whose end
+    reaches ``p + extra`` (Megatron's loop walks there from the previous row, skipping empty
+    sequences), at offset ``p`` minus that document's start. With ``extra = 0`` a sample that ends
+    exactly on a document end therefore gives the next row ``offset == size`` of that document.
+    When the last partial sample is kept, its end row is the last document at ``size − extra``.
+    The count without drop-last is computed in float32, as Megatron's C++ helper does.
+
+    Returns:
+        int32 rows, or int64 when a position or size exceeds 2**31 − 1 (Megatron's choice).
+    """
+    total = epochs * tokens_per_epoch - extra
+    if drop_last_partial_sequence:
+        num_samples = total // seq_length
+    else:
+        num_samples = int(math.ceil(np.float32(total) / np.float32(seq_length)))
+    doc_sizes = sizes[document_index].astype(np.int64)
+    doc_ends = np.cumsum(doc_sizes)
+    sample_starts = np.arange(1, num_samples + 1, dtype=np.int64) * seq_length
+    positions = np.searchsorted(doc_ends, sample_starts + extra, side="left")
+    ran_out = positions >= len(document_index)
+    positions[ran_out] = len(document_index) - 1
+    offsets = sample_starts - (doc_ends[positions] - doc_sizes[positions])
+    offsets[ran_out] = doc_sizes[-1] - extra
+    wide = max(len(document_index), int(sizes.max()) if len(sizes) else 0) > np.iinfo(np.int32).max
+    rows = np.empty((num_samples + 1, 2), dtype=np.int64 if wide else np.int32)
+    rows[0] = 0
+    rows[1:, 0] = positions
+    rows[1:, 1] = offsets
+    return rows
+
+
+def build_shuffle_index(num_samples: int, total_size: int, random_state: np.random.RandomState) -> np.ndarray:
+    """``arange(num_samples)`` shuffled, then ``arange(num_samples, total_size)`` shuffled after it."""
+    dtype = np.int64 if total_size >= np.iinfo(np.uint32).max - 1 else np.uint32
+    first = np.arange(num_samples, dtype=dtype)
+    random_state.shuffle(first)
+    if num_samples == total_size:
+        return first
+    last = np.arange(num_samples, total_size, dtype=dtype)
+    random_state.shuffle(last)
+    return np.concatenate((first, last))
+
+
+@dataclass(frozen=True)
+class GPTIndexSpec:
+    """Everything that determines one split's indices.
+
+    Args:
+        seq_length: tokens per sample (plus ``extra``).
+        seed: ``random_seed`` of the RandomState.
+        num_samples: requested samples, or None for one epoch.
+        split_name: ``train``, ``valid`` or ``test`` (valid may keep its last partial sample).
+        extra: 1 with ``add_extra_token_to_sequence`` (Megatron's default), else 0.
+        drop_last_partial_validation_sequence: Megatron's default True.
+    """
+
+    seq_length: int
+    seed: int
+    num_samples: int | None
+    split_name: str = "train"
+    extra: int = 1
+    drop_last_partial_validation_sequence: bool = True
+
+
+@dataclass
+class GPTIndices:
+    """The three arrays of one split."""
+
+    document_index: np.ndarray
+    sample_index: np.ndarray
+    shuffle_index: np.ndarray
+
+
+def build_gpt_indices(sizes: np.ndarray, indices: np.ndarray, spec: GPTIndexSpec, where: str = "") -> GPTIndices:
+    """Build one split's document, sample and shuffle index exactly as megatron-core does.
+
+    Args:
+        sizes: tokens per sequence of the whole dataset (the ``.idx`` sequence lengths).
+        indices: the split's sequence ids (see :func:`split_ranges`).
+        spec: see :class:`GPTIndexSpec`.
+        where: names the dataset and split in errors.
+
+    Raises:
+        TokenmillError: the split has no tokens (Megatron loops forever on it).
+    """
+    sizes = np.asarray(sizes)
+    tokens_per_epoch = int(np.sum(sizes[indices], dtype=np.int64))
+    if tokens_per_epoch == 0:
+        raise TokenmillError(f"{where}: the {spec.split_name} split has {len(indices)} sequences and no tokens; "
+                             f"change the split or add data (Megatron would loop forever here)")
+    epochs = num_epochs(tokens_per_epoch, spec.num_samples, spec.seq_length, spec.extra)
+    separate_final_epoch = False
+    if epochs > 1:
+        samples_sans_final = ((epochs - 1) * tokens_per_epoch - spec.extra) // spec.seq_length
+        samples_from_final = spec.num_samples - samples_sans_final
+        samples_per_epoch = (tokens_per_epoch - spec.extra) // spec.seq_length
+        if not 0 <= samples_from_final <= samples_per_epoch + 1:  # Megatron asserts this
+            raise TokenmillError(f"{where}: inconsistent epoch arithmetic for {spec.num_samples} samples")
+        separate_final_epoch = samples_from_final < int(_SEPARATE_FINAL_EPOCH_THRESHOLD * samples_per_epoch)
+
+    random_state = np.random.RandomState(spec.seed)
+    document_index = build_document_index(indices, epochs, random_state, separate_final_epoch)
+    drop_last = spec.split_name != "valid" or spec.drop_last_partial_validation_sequence
+    sample_index = build_sample_index(sizes, document_index, spec.seq_length, epochs, tokens_per_epoch,
+                                      drop_last, spec.extra)
+    num_samples = len(sample_index) - 1  # 0 when one epoch holds less than a sample, as in Megatron
+    shuffle_index = build_shuffle_index(samples_sans_final if separate_final_epoch else num_samples,
+                                        num_samples, random_state)
+    return GPTIndices(document_index, sample_index, shuffle_index)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cache description and files (spec §4)
+
+def null_tokenizer_identifiers(vocab_size: int) -> dict:
+    """``unique_identifiers`` of megatron-core's null text tokenizer (``--tokenizer-type NullTokenizer``)."""
+    return {"class": "megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText",
+            "tokenizer_path": None, "vocab_size": str(vocab_size)}
+
+
+def description(dataset_path: str, num_samples: int | None, split_name: str, seed: int, seq_length: int,
+                split: str | None, matrix: list | None, tokenizer_identifiers: dict) -> str:
+    """The JSON that Megatron hashes into the cache name, byte for byte (``json.dumps(indent=4)``)."""
+    identifiers = OrderedDict()
+    identifiers["class"] = _CLASS
+    identifiers["dataset_path"] = dataset_path
+    identifiers["num_samples"] = num_samples
+    identifiers["index_split"] = split_name
+    identifiers["random_seed"] = seed
+    identifiers["sequence_length"] = seq_length
+    identifiers["split"] = split
+    identifiers["split_matrix"] = matrix
+    identifiers["tokenizer"] = tokenizer_identifiers
+    return json.dumps(identifiers, indent=4)
+
+
+def cache_file_names(description_text: str, split_name: str, class_name: str = _CLASS,
+                     suffixes=("description.txt", "document_index.npy", "sample_index.npy",
+                               "shuffle_index.npy")) -> dict[str, str]:
+    """``{suffix: "<md5>-<Class>-<split>-<suffix>"}``."""
+    digest = hashlib.md5(description_text.encode("utf-8")).hexdigest()
+    return {suffix: f"{digest}-{class_name}-{split_name}-{suffix}" for suffix in suffixes}
+
+
+def write_cache(cache_dir: str | os.PathLike, description_text: str, split_name: str,
+                arrays: dict[str, np.ndarray], class_name: str = _CLASS) -> dict[str, Path]:
+    """Write the description and ``.npy`` files (``numpy.save`` bytes), each atomically.
+
+    The description is written last, so a folder with it is complete.
+    """
+    cache_dir = Path(cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    names = cache_file_names(description_text, split_name, class_name,
+                             ("description.txt", *(f"{key}.npy" for key in arrays)))
+    written = {}
+    for key, array in arrays.items():
+        with atomic_output(cache_dir / names[f"{key}.npy"]) as tmp_path:
+            with open(tmp_path, "wb") as handle:
+                np.save(handle, array, allow_pickle=True)  # the flag only matters for object arrays
+        written[key] = cache_dir / names[f"{key}.npy"]
+    with atomic_output(cache_dir / names["description.txt"]) as tmp_path:
+        tmp_path.write_text(description_text, encoding="utf-8")
+    written["description"] = cache_dir / names["description.txt"]
+    return written
+
+
+def load_cache(cache_dir: str | os.PathLike, description_text: str, split_name: str,
+               keys=("document_index", "sample_index", "shuffle_index"), class_name: str = _CLASS,
+               ) -> dict[str, np.ndarray] | None:
+    """Memory-map the cached arrays for this description, or None if any file is missing.
+
+    Raises:
+        TokenmillError: a cache file exists but is not a plain ``.npy`` array.
+    """
+    names = cache_file_names(description_text, split_name, class_name,
+                             ("description.txt", *(f"{key}.npy" for key in keys)))
+    paths = {key: Path(cache_dir) / names[f"{key}.npy"] for key in keys}
+    if not all(path.exists() for path in paths.values()) or not (Path(cache_dir) / names["description.txt"]).exists():
+        return None
+    arrays = {}
+    for key, path in paths.items():
+        try:
+            arrays[key] = np.load(path, mmap_mode="r", allow_pickle=False)
+        except (ValueError, OSError) as exc:
+            raise TokenmillError(f"{path}: not a readable .npy array ({exc})") from None
+    return arrays
+
+
+def num_samples_for_epochs(prefix: str | os.PathLike, split: str, epochs: int, seq_length: int,
+                           extra: int) -> dict[str, int | None]:
+    """Sample counts that make every split exactly ``epochs`` epochs long.
+
+    One epoch is Megatron's ``num_samples=None``; E > 1 asks for the samples of E whole epochs,
+    ``(E·T − extra) // seq``, which Megatron turns back into E epochs.
+
+    Raises:
+        TokenmillError: ``epochs`` < 1.
+    """
+    from tokenmill.mmidx import MMapIndexedDataset
+
+    if epochs < 1:
+        raise TokenmillError(f"epochs must be at least 1, not {epochs}")
+    if epochs == 1:
+        return {name: None for name in SPLIT_NAMES}
+    sizes = MMapIndexedDataset(prefix).sizes
+    ranges = split_ranges(split_matrix(parse_split(split)), len(sizes))
+    return {name: None if indices is None else (epochs * int(np.sum(sizes[indices], dtype=np.int64)) - extra)
+            // seq_length for name, indices in zip(SPLIT_NAMES, ranges)}
+
+
+def build_gpt_cache(prefix: str | os.PathLike, cache_dir: str | os.PathLike, seq_length: int, seed: int,
+                    split: str, num_samples: dict[str, int | None], tokenizer_identifiers: dict, extra: int = 1,
+                    dataset_path: str | None = None, drop_last_partial_validation_sequence: bool = True,
+                    ) -> dict[str, dict]:
+    """Build (or find) the cache files of every non-empty split of ``<prefix>.bin/.idx``.
+
+    Args:
+        prefix: the Megatron dataset.
+        cache_dir: the folder to hand to Megatron as ``--data-cache-path``.
+        seq_length, seed, split: as Megatron's ``--seq-length``, ``--seed``, ``--split``.
+        num_samples: per split name, the sample count or None for one epoch.
+        extra: 1 with ``add_extra_token_to_sequence`` (default), 0 without (not in the hash!).
+        dataset_path: the prefix string exactly as the training job passes it (hashed); default
+            ``prefix`` as given.
+        tokenizer_identifiers: the training tokenizer's ``unique_identifiers`` (hashed; see
+            :func:`null_tokenizer_identifiers`).
+        drop_last_partial_validation_sequence: Megatron's default True.
+
+    Returns:
+        Per split name: ``{"description": ..., "files": {...}, "samples": n, "cached": bool}``.
+
+    Raises:
+        TokenmillError: unreadable dataset, bad split, or a split without tokens.
+    """
+    from tokenmill.mmidx import MMapIndexedDataset
+
+    dataset = MMapIndexedDataset(prefix)
+    weights = parse_split(split)
+    matrix = split_matrix(weights)
+    ranges = split_ranges(matrix, len(dataset))
+    dataset_path = str(prefix) if dataset_path is None else dataset_path
+    results = {}
+    for split_name, bookends, indices in zip(SPLIT_NAMES, matrix, ranges):
+        if bookends is None:
+            continue
+        text = description(dataset_path, num_samples.get(split_name), split_name, seed, seq_length, split,
+                           [list(pair) if pair else None for pair in matrix], tokenizer_identifiers)
+        cached = load_cache(cache_dir, text, split_name)
+        if cached is None:
+            spec = GPTIndexSpec(seq_length, seed, num_samples.get(split_name), split_name, extra,
+                                drop_last_partial_validation_sequence)
+            indices_built = build_gpt_indices(dataset.sizes, indices, spec, where=str(prefix))
+            write_cache(cache_dir, text, split_name, {"document_index": indices_built.document_index,
+                                                      "sample_index": indices_built.sample_index,
+                                                      "shuffle_index": indices_built.shuffle_index})
+            samples = len(indices_built.shuffle_index)
+        else:
+            samples = len(cached["shuffle_index"])
+        results[split_name] = {"description": text, "files": cache_file_names(text, split_name),
+                               "samples": samples, "cached": cached is not None}
+    return results

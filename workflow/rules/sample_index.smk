@@ -1,0 +1,31 @@
+# ---- Stage 4: Megatron GPTDataset index caches (document/sample/shuffle .npy per split) --------
+
+
+# One cache folder per dataset × sequence length × seed; hand it to Megatron as --data-cache-path.
+rule sample_index:
+    input:
+        bin="data/megatron/{name}_text_document.bin",
+        idx="data/megatron/{name}_text_document.idx",
+        meta="data/packed/{name}.pbin.meta.json",
+    output:
+        cache=directory("data/cache/{name}/seq{seq_length}_seed{seed}"),
+    params:
+        format=FORMAT_VERSIONS["sample_index"],
+        prefix=megatron_prefix,
+        options=sample_index_options,
+    log:
+        "logs/sample_index/{name}/seq{seq_length}_seed{seed}.log",
+    benchmark:
+        "benchmarks/sample_index/{name}/seq{seq_length}_seed{seed}.tsv"
+    threads: 1
+    resources:
+        mem_mb=4000,
+    conda:
+        "../../environment.yml"
+    wildcard_constraints:
+        name=NAME,
+        seq_length=r"[0-9]+",
+        seed=r"[0-9]+",
+    shell:
+        "tokenmill sample-index {params.prefix:q} -o {output.cache:q} --seq-length {wildcards.seq_length}"
+        " --seed {wildcards.seed} {params.options} > {log:q} 2>&1"
