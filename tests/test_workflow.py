@@ -86,3 +86,23 @@ def test_lint_is_clean(workflow_dir):
 def test_repository_config_is_the_demo_matrix():
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     assert list(config["datasets"]) == ["demo"] and config["datasets"]["demo"]["inputs"] == ["data/raw/demo.jsonl"]
+
+
+def test_sampling_matrix_builds_one_cache_per_seed_and_length_and_a_new_seed_builds_only_itself(workflow_dir):
+    lines = (workflow_dir / "data/raw/demo.jsonl").read_bytes().splitlines(keepends=True)
+    (workflow_dir / "data/raw/demo.jsonl").write_bytes(b"".join(lines[:1200]))
+    config_path = workflow_dir / "config/config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    config["sampling"] = {"seq_lengths": [64], "seeds": [1, 2], "num_samples": {"train": 500, "valid": 20}}
+    config_path.write_text(yaml.safe_dump(config))
+    run_snakemake(workflow_dir)
+    for seed in (1, 2):
+        cache = workflow_dir / f"data/cache/demo/seq64_seed{seed}"
+        assert len(list(cache.glob("*-GPTDataset-*-description.txt"))) == 3  # train, valid, test
+
+    config["sampling"]["seeds"] = [1, 3]
+    config_path.write_text(yaml.safe_dump(config))
+    result = run_snakemake(workflow_dir, "-n")
+    assert "output: data/cache/demo/seq64_seed3" in result.stdout
+    assert "output: data/cache/demo/seq64_seed1" not in result.stdout
+    assert planned_jobs(workflow_dir) == {"sample_index", "all"}

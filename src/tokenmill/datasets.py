@@ -8,6 +8,9 @@
   ``reuse_last_target`` consecutive blocks share one token, ``N = (T - B) // (B - 1) + 1`` and block
   *i* is tokens ``[i(B-1), i(B-1) + B)``; without it ``N = T // B`` and block *i* is
   ``[iB, (i+1)B)``. The tail that does not fill a block is dropped.
+* :class:`Nanoset` (+ :class:`NanosetConfig`, :class:`NanosetBuilder`) — samples of a Megatron
+  ``.bin/.idx`` through its cached GPTDataset indices, exactly as megatron-core returns them, plus
+  document boundaries (``cu_seqlens``) from the index.
 
 Items are numpy arrays in Modalities' in-memory dtypes (1-byte tokens → uint8, 2 → int32,
 4 → int64) so that ``torch.as_tensor`` works on them directly; pass ``sample_key`` to get
@@ -19,17 +22,22 @@ from __future__ import annotations
 
 import mmap
 import os
+from dataclasses import dataclass, field
 
 import numpy as np
+import torch
 from torch.utils.data import Dataset
 
 from tokenmill.errors import TokenmillError
+from tokenmill.mmidx import MMapIndexedDataset
 from tokenmill.pbin import PbinFile
 from tokenmill.raw_index import read_index, scan_lines
+from tokenmill.sample_index import build_gpt_cache, load_cache
 from tokenmill.text import TextSelector
 from tokenmill.tokenizer import load_tokenizer
 
-__all__ = ["MemMapDataset", "PackedMemMapDatasetBase", "PackedMemMapDatasetContinuous", "ITEM_DTYPES"]
+__all__ = ["MemMapDataset", "PackedMemMapDatasetBase", "PackedMemMapDatasetContinuous", "NanosetConfig", "Nanoset",
+           "NanosetBuilder", "ITEM_DTYPES"]
 
 #: In-memory dtype of items per token width (Modalities' choice: room for signed arithmetic).
 ITEM_DTYPES = {1: np.dtype(np.uint8), 2: np.dtype(np.int32), 4: np.dtype(np.int64)}
@@ -140,3 +148,141 @@ class PackedMemMapDatasetContinuous(Dataset):
     def __getitem__(self, i: int):
         start = range(self.num_blocks)[i] * self.stride
         return _wrap(self.pbin.tokens[start:start + self.block_size].astype(self.item_dtype), self.sample_key)
+
+
+# ---------------------------------------------------------------------------------------------
+# Megatron-style samples over an indexed dataset and its cached indices (Nanoset)
+
+@dataclass(frozen=True)
+class NanosetConfig:
+    """What a Nanoset reads and how it shapes samples (Megatron's GPTDatasetConfig, in short).
+
+    Args:
+        prefix: the Megatron dataset (``PREFIX.bin/.idx``).
+        cache_dir: the index cache folder (built there if missing).
+        seq_length, seed, split: as Megatron's flags.
+        tokenizer_identifiers: the training tokenizer's ``unique_identifiers`` (hashed into names).
+        num_samples: per split, a sample count or None for one epoch.
+        dataset_path: the prefix as the training job spells it (default ``prefix``).
+        add_extra_token: samples of seq_length + 1 tokens (Megatron's default).
+        eod_id: the end-of-document id, for ``eod_mask_loss`` and ``reset_position_ids``.
+        pad_id: fills a partial last sample; its positions are masked from the loss (Megatron: -1).
+        eod_mask_loss: zero the loss where the input token is EOD.
+        reset_position_ids: restart positions after each EOD.
+    """
+
+    prefix: str
+    cache_dir: str
+    seq_length: int
+    seed: int
+    tokenizer_identifiers: dict
+    split: str = "969,30,1"
+    num_samples: dict = field(default_factory=dict)
+    dataset_path: str | None = None
+    add_extra_token: bool = True
+    eod_id: int | None = None
+    pad_id: int = -1
+    eod_mask_loss: bool = False
+    reset_position_ids: bool = False
+
+
+class Nanoset(Dataset):
+    """Samples of one split exactly as megatron-core's ``GPTDataset.__getitem__`` makes them (spec §3.7).
+
+    Item ``i`` is a dict of torch tensors: ``tokens`` and ``labels`` (int64, ``seq_length``),
+    ``loss_mask`` (float32), ``position_ids`` (int64), and ``cu_seqlens`` (int32): the boundaries of
+    the sample's pieces of different sequences, taken from the index rather than guessed from EOD
+    tokens, so attention can stay inside each document with any tokenizer.
+
+    Args:
+        dataset: the indexed dataset.
+        indices: ``document_index``, ``sample_index``, ``shuffle_index`` arrays.
+        config: see :class:`NanosetConfig`.
+    """
+
+    def __init__(self, dataset: MMapIndexedDataset, indices: dict[str, np.ndarray], config: NanosetConfig):
+        self.dataset = dataset
+        self.document_index = indices["document_index"]
+        self.sample_index = indices["sample_index"]
+        self.shuffle_index = indices["shuffle_index"]
+        self.config = config
+        self.extra = 1 if config.add_extra_token else 0
+
+    def __len__(self) -> int:
+        return len(self.shuffle_index)
+
+    def pieces(self, i: int) -> list[tuple[int, int, int]]:
+        """The (sequence id, offset, length) pieces that sample ``i`` is made of, extra token included."""
+        sample = int(self.shuffle_index[range(len(self))[i]])
+        (first, first_offset), (last, last_offset) = self.sample_index[sample], self.sample_index[sample + 1]
+        first, first_offset, last, last_offset = int(first), int(first_offset), int(last), int(last_offset)
+        sizes = self.dataset.sizes
+        if first == last:
+            sequence = int(self.document_index[first])
+            return [(sequence, first_offset, last_offset + self.extra - first_offset)]
+        sequences = self.document_index[first:last + 1].tolist()
+        pieces = [(sequences[0], first_offset, int(sizes[sequences[0]]) - first_offset)]
+        pieces += [(sequence, 0, int(sizes[sequence])) for sequence in sequences[1:-1]]
+        pieces.append((sequences[-1], 0, last_offset + self.extra))
+        return pieces
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        config, extra = self.config, self.extra
+        pieces = self.pieces(i)
+        text = np.concatenate([self.dataset.get(sequence, offset, length) for sequence, offset, length in pieces])
+        text = text.astype(np.int64)
+        piece_lengths = [length for _, _, length in pieces]
+        if len(text) < config.seq_length + extra:  # only a partial last sample is short: pad it
+            piece_lengths.append(config.seq_length - len(text))
+            text = np.concatenate([text, np.full(config.seq_length + extra - len(text), config.pad_id, np.int64)])
+        else:
+            piece_lengths[-1] -= extra  # the extra token is a label only
+        if extra:
+            tokens, labels = text[:-1].copy(), text[1:].copy()
+        else:
+            tokens, labels = text, np.append(text[1:], config.pad_id)
+
+        loss_mask = np.ones(config.seq_length, dtype=np.float32)
+        if config.eod_mask_loss and config.eod_id is not None:
+            loss_mask[tokens == config.eod_id] = 0.0
+        loss_mask[labels == config.pad_id] = 0.0
+        tokens[tokens == config.pad_id] = 0
+        labels[labels == config.pad_id] = 0
+
+        position_ids = np.arange(config.seq_length, dtype=np.int64)
+        if config.reset_position_ids and config.eod_id is not None:
+            # restart at 0 on the token after each EOD; the EOD keeps its document's position
+            starts = np.flatnonzero(tokens[:-1] == config.eod_id) + 1
+            segment_start = np.zeros(config.seq_length, dtype=np.int64)
+            segment_start[starts] = starts
+            position_ids -= np.maximum.accumulate(segment_start)
+        cu_seqlens = np.concatenate([[0], np.cumsum([n for n in piece_lengths if n > 0])]).astype(np.int32)
+        cu_seqlens[-1] = config.seq_length
+        return {"tokens": torch.from_numpy(tokens), "labels": torch.from_numpy(labels),
+                "loss_mask": torch.from_numpy(loss_mask), "position_ids": torch.from_numpy(position_ids),
+                "cu_seqlens": torch.from_numpy(cu_seqlens)}
+
+
+class NanosetBuilder:
+    """Builds (or finds) the index caches of every split and returns one :class:`Nanoset` per split.
+
+    Args:
+        config: see :class:`NanosetConfig`.
+    """
+
+    def __init__(self, config: NanosetConfig):
+        self.config = config
+
+    def build(self) -> dict[str, Nanoset]:
+        """``{"train": Nanoset, "valid": ..., "test": ...}`` for the splits with a non-zero weight.
+
+        Raises:
+            TokenmillError: unreadable dataset, bad split, or a split without tokens.
+        """
+        config = self.config
+        results = build_gpt_cache(config.prefix, config.cache_dir, config.seq_length, config.seed, config.split,
+                                  config.num_samples, config.tokenizer_identifiers,
+                                  extra=1 if config.add_extra_token else 0, dataset_path=config.dataset_path)
+        dataset = MMapIndexedDataset(config.prefix)
+        return {split: Nanoset(dataset, load_cache(config.cache_dir, result["description"], split), config)
+                for split, result in results.items()}
