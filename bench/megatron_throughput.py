@@ -7,12 +7,14 @@ not depend on the token values), then times, each on a warm page cache:
 - ``to-megatron`` with vocab 50,257 (uint16: a block copy of the data section) and 131,072 (int32: a
   blockwise widening cast);
 - ``merge`` of the .pbin cut into 4 shards, and of their 4 Megatron conversions.
-GB/s = bytes written to the output ``.bin``/``.pbin`` per second, 10**9 bytes.
+GB/s = bytes written to the output ``.bin``/``.pbin`` per second, 10**9 bytes; every writer fsyncs.
+Yardstick in the same run: ``shutil.copyfile`` (kernel copy) of the whole .pbin plus fsync.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import time
 from pathlib import Path
@@ -56,6 +58,12 @@ def main() -> None:
     merge_pbin(whole, shards)  # warm-up pass and the ≥ 1 GB input
     data_bytes = 2 * 4 * shard_tokens
 
+    def copy_with_fsync():  # the yardstick: the OS copying the same bytes, flushed to disk like ours
+        shutil.copyfile(whole, args.scratch / "copy.pbin")
+        with open(args.scratch / "copy.pbin", "rb+") as handle:
+            os.fsync(handle.fileno())
+
+    timed("yardstick: shutil.copyfile + fsync of the whole .pbin", data_bytes, copy_with_fsync)
     timed("merge 4 .pbin shards", data_bytes, lambda: merge_pbin(args.scratch / "merged.pbin", shards))
     timed("to-megatron uint16 (vocab 50257)", data_bytes,
           lambda: pbin_to_megatron(whole, args.scratch / "u16", vocab_size=50257))

@@ -20,6 +20,7 @@ document index is read once, ~0.4 s per million documents) and O(item length) to
 
 from __future__ import annotations
 
+import itertools
 import mmap
 import os
 from dataclasses import dataclass, field
@@ -256,7 +257,7 @@ class Nanoset(Dataset):
             segment_start = np.zeros(config.seq_length, dtype=np.int64)
             segment_start[starts] = starts
             position_ids -= np.maximum.accumulate(segment_start)
-        cu_seqlens = np.concatenate([[0], np.cumsum([n for n in piece_lengths if n > 0])]).astype(np.int32)
+        cu_seqlens = np.array([0, *itertools.accumulate(n for n in piece_lengths if n > 0)], dtype=np.int32)
         cu_seqlens[-1] = config.seq_length
         return {"tokens": torch.from_numpy(tokens), "labels": torch.from_numpy(labels),
                 "loss_mask": torch.from_numpy(loss_mask), "position_ids": torch.from_numpy(position_ids),

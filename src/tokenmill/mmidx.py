@@ -24,6 +24,7 @@ the widths agree, one vectorised cast per block otherwise.
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 from pathlib import Path
@@ -32,7 +33,7 @@ import numpy as np
 
 from tokenmill.atomic import temporary_name
 from tokenmill.errors import TokenmillError
-from tokenmill.pbin import PbinFile, read_sidecar
+from tokenmill.pbin import PbinFile, copy_bytes, read_sidecar
 
 __all__ = ["MMapIndexedDataset", "MMapIndexedDatasetBuilder", "optimal_dtype", "pbin_to_megatron",
            "merge_megatron", "DTYPE_CODES"]
@@ -51,6 +52,14 @@ _CODE_OF = {np.dtype(dtype): code for code, dtype in DTYPE_CODES.items()}
 def optimal_dtype(vocab_size: int) -> np.dtype:
     """uint16 if ``vocab_size < 65500`` else int32, exactly Megatron's threshold (not 65536)."""
     return np.dtype(np.uint16) if vocab_size < 65500 else np.dtype(np.int32)
+
+
+def _map(path: Path) -> np.ndarray:
+    """The whole file as a read-only uint8 array over a memory map (empty files give an empty array)."""
+    with open(path, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size == 0:
+            return np.empty(0, np.uint8)
+        return np.frombuffer(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ), dtype=np.uint8)
 
 
 def _paths(prefix: str | os.PathLike) -> tuple[Path, Path]:
@@ -109,15 +118,15 @@ class MMapIndexedDataset:
             raise TokenmillError(f"{self.idx_path}: header says {num_sequences} sequences and {num_boundaries} "
                                  f"boundaries ({expected_size} bytes) but the file has {idx_size} bytes")
         self.dtype = np.dtype(DTYPE_CODES[dtype_code])
-        index = np.memmap(self.idx_path, dtype=np.uint8, mode="r") if idx_size else np.empty(0, np.uint8)
+        # Plain ndarrays over mmap buffers: np.memmap's slicing overhead dominates small random reads.
+        index = _map(self.idx_path)
         lengths_end = _HEADER.size + 4 * num_sequences
         pointers_end = lengths_end + 8 * num_sequences
         self.sequence_lengths = index[_HEADER.size:lengths_end].view("<i4")
         self.sequence_pointers = index[lengths_end:pointers_end].view("<i8")
         self.document_indices = index[pointers_end:pointers_end + 8 * num_boundaries].view("<i8")
         self._check_consistency(bin_size)
-        self._tokens = (np.memmap(self.bin_path, dtype=self.dtype, mode="r") if bin_size
-                        else np.empty(0, self.dtype))
+        self._tokens = _map(self.bin_path).view(self.dtype)
 
     def _check_consistency(self, bin_size: int) -> None:
         lengths, pointers, boundaries = self.sequence_lengths, self.sequence_pointers, self.document_indices
@@ -152,7 +161,6 @@ class MMapIndexedDataset:
 
     def get(self, i: int, offset: int = 0, length: int | None = None) -> np.ndarray:
         """Tokens ``[offset, offset + length)`` of sequence ``i`` as a view, reading nothing else."""
-        i = range(len(self))[i]
         start = int(self.sequence_pointers[i]) // self.dtype.itemsize + offset
         stop = start - offset + int(self.sequence_lengths[i]) if length is None else start + length
         return self._tokens[start:stop]
@@ -227,9 +235,8 @@ class MMapIndexedDatasetBuilder:
         if other.dtype != self.dtype:
             raise TokenmillError(f"{other.idx_path}: dtype {other.dtype.name}, but the merge writes "
                                  f"{self.dtype.name}; refusing to cast")
-        self._bin.flush()
         with open(other.bin_path, "rb") as source:
-            _copy_bytes(source, self._bin, os.path.getsize(other.bin_path))
+            copy_bytes(source, self._bin, os.path.getsize(other.bin_path))
         self._lengths.append(np.array(other.sequence_lengths, dtype=np.int64))
         self._boundaries.append(np.array(other.document_indices[1:], dtype=np.int64) + self._num_sequences)
         self._num_sequences += len(other)
@@ -242,10 +249,9 @@ class MMapIndexedDatasetBuilder:
         """
         source_dtype = np.dtype(source_dtype)
         num_tokens = int(np.sum(doc_lengths))
-        self._bin.flush()
         if source_dtype == self.dtype:
             source.seek(offset)
-            _copy_bytes(source, self._bin, num_tokens * self.dtype.itemsize)
+            copy_bytes(source, self._bin, num_tokens * self.dtype.itemsize)
         else:
             for start in range(0, num_tokens, _BLOCK_TOKENS):
                 count = min(_BLOCK_TOKENS, num_tokens - start)
@@ -289,20 +295,6 @@ class MMapIndexedDatasetBuilder:
             self.finalize()
         else:
             self.abort()
-
-
-def _copy_bytes(source, target, length: int) -> None:
-    """Copy ``length`` bytes from ``source``'s position to the end of ``target`` (kernel copy if possible)."""
-    while length:
-        try:
-            copied = os.copy_file_range(source.fileno(), target.fileno(), min(length, 64 << 20))
-        except OSError:
-            copied = target.write(source.read(min(length, 64 << 20)))
-            target.flush()
-        if copied == 0:
-            raise TokenmillError(f"{source.name}: ended {length} bytes early while copying")
-        length -= copied
-    target.seek(0, os.SEEK_END)
 
 
 def pbin_to_megatron(pbin_path: str | os.PathLike, prefix: str | os.PathLike, vocab_size: int | None = None) -> dict:

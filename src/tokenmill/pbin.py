@@ -20,7 +20,7 @@ lines by reason. It holds nothing that varies between two runs on the same input
 
 Costs: writing is one ``write`` per batch plus the index pickle (~12 bytes per document) at the
 end; reading maps the file and unpickles the index on first use (~0.4 s per million documents);
-merging copies data sections with ``os.copy_file_range`` in 64 MiB blocks.
+merging copies data sections in 16 MiB blocks.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ LAYOUT_LEGACY = "legacy-8-byte-header"
 _HEADER_050 = struct.Struct("<QI")  # data bytes D, token width S
 _HEADER_LEGACY = struct.Struct("<Q")  # data bytes D; tokens are 4 bytes
 _PICKLE_PROTO = 0x80  # every pickle of protocol >= 2 starts with the PROTO opcode
-_COPY_BLOCK = 64 << 20
+_COPY_BLOCK = 16 << 20
 
 #: On-disk dtype per token width.
 TOKEN_DTYPES = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
@@ -132,10 +132,9 @@ class PbinWriter:
         if len(offsets) and (offsets[0] != 0 or offsets[-1] + lengths[-1] != part.num_tokens
                              or np.any(offsets[1:] != offsets[:-1] + lengths[:-1])):
             raise TokenmillError(f"{part.path}: documents do not tile the data section; cannot append it")
-        self._handle.flush()  # the copy below bypasses the Python buffer
         with open(part.path, "rb") as source:
-            _copy_range(source, self._handle, part.layout.data_offset, part.layout.data_bytes)
-        self._handle.seek(0, os.SEEK_END)  # resync the buffered writer with the raw file
+            source.seek(part.layout.data_offset)
+            copy_bytes(source, self._handle, part.layout.data_bytes)
         self._doc_lengths.append(lengths.astype(np.int64))
         self.num_tokens += part.num_tokens
 
@@ -285,18 +284,19 @@ class PbinFile:
         return self.tokens[offset:offset + length]
 
 
-def _copy_range(source, target, offset: int, length: int) -> None:
-    """Copy ``length`` bytes at ``offset`` of ``source`` to the current end of ``target``."""
-    source.seek(offset)
+def copy_bytes(source, target, length: int) -> None:
+    """Append ``length`` bytes from ``source``'s current position to ``target``, in 16 MiB blocks.
+
+    Plain buffered reads into one reused buffer measured faster here than ``copy_file_range`` or
+    ``sendfile``. Raises TokenmillError if ``source`` ends early.
+    """
+    buffer = memoryview(bytearray(_COPY_BLOCK))
     while length:
-        try:
-            copied = os.copy_file_range(source.fileno(), target.fileno(), min(length, _COPY_BLOCK))
-        except OSError:  # not supported between these files: fall back to user-space copies
-            copied = target.write(source.read(min(length, _COPY_BLOCK)))
-            target.flush()
-        if copied == 0:
+        got = source.readinto(buffer[:min(length, _COPY_BLOCK)])
+        if not got:
             raise TokenmillError(f"{source.name}: file ended {length} bytes early while copying")
-        length -= copied
+        target.write(buffer[:got])
+        length -= got
 
 
 def merge_pbin(out_path: str | os.PathLike, in_paths: list[str | os.PathLike]) -> dict:
@@ -321,7 +321,7 @@ def merge_pbin(out_path: str | os.PathLike, in_paths: list[str | os.PathLike]) -
         described = ", ".join(f"{part.path}: {part.token_width}" for part in parts)
         raise TokenmillError(f"cannot merge .pbin files with different token widths ({described})")
     metas = [read_sidecar(path) for path in in_paths]
-    tokenizers = {meta["tokenizer"]["sha256"] for meta in metas if meta and "tokenizer" in meta}
+    tokenizers = {meta["tokenizer"].get("sha256") for meta in metas if meta and "tokenizer" in meta} - {None}
     if len(tokenizers) > 1:
         raise TokenmillError(f"cannot merge .pbin files made with different tokenizers ({', '.join(map(str, in_paths))})")
     token_width = widths.pop()

@@ -4,12 +4,14 @@ The arrays, dtypes, ``.npy`` bytes, description text and md5 equal megatron-core
 ``GPTDataset`` for the same inputs (spec megatron §2–§4), so a folder of them can be handed to
 Megatron as ``--data-cache-path`` and training starts without building anything.
 
-Worked example (sizes of the split's sequences ``[20, 50, 60, 30, 100, 5]``, seq 30, extra token 1,
-one epoch, document_index unshuffled ``[0..5]``): samples start every 30 tokens of the concatenated
-stream, each covering 31 tokens, so sample_index rows ``(position in document_index, offset)`` are
-``[(0,0), (1,10), (1,40), (2,20), (3,-) ...]`` — row k is where the token ``30k`` lies, taken from
-the document that holds token ``30k`` *after* the previous sample's last (extra) token; see
-:func:`build_sample_index`.
+Worked example (megatron-core's own output): sizes ``[20, 50, 60, 30, 100, 5]``, seq 30, extra
+token 1, one epoch, document_index ``[0..5]``. Sample k covers tokens ``[30k, 30k + 31)`` of the
+sequences concatenated in document_index order; row k = (position in document_index, offset) of
+token ``30k``::
+
+    sample_index = [(0,0), (1,10), (1,40), (2,20), (2,50), (3,20), (4,20), (4,50), (4,80)]
+
+(8 samples = (265 − 1) // 30; sample 3 is tokens 20..59 of sequence 2 plus 0 of sequence 3.)
 
 Algorithm and cost, per split:
 
@@ -19,8 +21,8 @@ Algorithm and cost, per split:
 3. document_index: the split's sequence ids repeated E times, int32, one ``RandomState(seed)``
    shuffle over all epochs — or, when the final epoch is "separate" (fewer than 80 % of an epoch's
    samples are needed from it), a shuffle of the first E−1 epochs then one of the last.
-4. sample_index: sample k starts at token ``k·seq`` of the stream; a ``searchsorted`` over the
-   cumulative sequence sizes finds all rows at once (replacing Megatron's C++ loop), O(E·n log n).
+4. sample_index: sample k starts at token ``k·seq`` of the stream; counting cumulative sequence
+   ends per sample finds all rows at once (replacing Megatron's C++ loop), O(E·n + samples).
 5. shuffle_index: ``arange(n)`` shuffled (uint32, or int64 past 2**32−2), in two parts when the final
    epoch is separate. The same RandomState continues from step 3.
 
@@ -141,12 +143,18 @@ def build_sample_index(sizes: np.ndarray, document_index: np.ndarray, seq_length
         num_samples = total // seq_length
     else:
         num_samples = int(math.ceil(np.float32(total) / np.float32(seq_length)))
-    doc_sizes = sizes[document_index].astype(np.int64)
-    doc_ends = np.cumsum(doc_sizes)
-    sample_starts = np.arange(1, num_samples + 1, dtype=np.int64) * seq_length
-    positions = np.searchsorted(doc_ends, sample_starts + extra, side="left")
+    doc_sizes = sizes[document_index]
+    doc_ends = np.cumsum(doc_sizes, dtype=np.int64)
+    # Row k lies in the first document whose end reaches k·seq + extra, i.e. after every document
+    # with end < k·seq + extra ⇔ (end − extra) // seq < k. Counting documents per value of that
+    # quotient and accumulating gives all rows in O(documents + samples), without a binary search.
+    quotients = (doc_ends - extra) // seq_length
+    np.clip(quotients, -1, num_samples, out=quotients)
+    documents_before = np.cumsum(np.bincount(quotients + 1, minlength=num_samples + 2)[:num_samples + 1])
+    positions = documents_before[1:]
     ran_out = positions >= len(document_index)
     positions[ran_out] = len(document_index) - 1
+    sample_starts = np.arange(1, num_samples + 1, dtype=np.int64) * seq_length
     offsets = sample_starts - (doc_ends[positions] - doc_sizes[positions])
     offsets[ran_out] = doc_sizes[-1] - extra
     wide = max(len(document_index), int(sizes.max()) if len(sizes) else 0) > np.iinfo(np.int32).max
@@ -308,7 +316,8 @@ def load_cache(cache_dir: str | os.PathLike, description_text: str, split_name: 
     arrays = {}
     for key, path in paths.items():
         try:
-            arrays[key] = np.load(path, mmap_mode="r", allow_pickle=False)
+            # a plain ndarray view of the map: np.memmap's indexing overhead dominates sample reads
+            arrays[key] = np.load(path, mmap_mode="r", allow_pickle=False).view(np.ndarray)
         except (ValueError, OSError) as exc:
             raise TokenmillError(f"{path}: not a readable .npy array ({exc})") from None
     return arrays

@@ -1,0 +1,67 @@
+"""Nanoset: Megatron GPTDataset samples (spec megatron §3.7) read through tokenmill's cached indices."""
+
+import numpy as np
+import pytest
+
+from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, run_tokenmill
+from tokenmill.datasets import NanosetBuilder, NanosetConfig
+from tokenmill.mmidx import MMapIndexedDataset, MMapIndexedDatasetBuilder
+from tokenmill.sample_index import null_tokenizer_identifiers
+
+EOD = 99
+
+
+def two_documents(tmp_path, **overrides):
+    """Documents [10, 11, EOD] and [20, 21, 22, EOD]; seed 1 keeps them in this order."""
+    with MMapIndexedDatasetBuilder(tmp_path / "two", np.uint16) as builder:
+        builder.add_document([10, 11, EOD], [3])
+        builder.add_document([20, 21, 22, EOD], [4])
+    settings = dict(prefix=str(tmp_path / "two"), cache_dir=str(tmp_path / "cache"), seq_length=4, seed=1,
+                    tokenizer_identifiers=null_tokenizer_identifiers(100), split="1,0,0", eod_id=EOD)
+    settings.update(overrides)
+    return NanosetBuilder(NanosetConfig(**settings)).build()
+
+
+def test_worked_example_with_the_extra_token(tmp_path):
+    train = two_documents(tmp_path)["train"]
+    assert len(train) == 1  # (7 - 1) // 4
+    sample = train[0]
+    assert sample["tokens"].tolist() == [10, 11, EOD, 20]
+    assert sample["labels"].tolist() == [11, EOD, 20, 21]
+    assert sample["loss_mask"].tolist() == [1, 1, 1, 1]
+    assert sample["position_ids"].tolist() == [0, 1, 2, 3]
+    assert sample["cu_seqlens"].tolist() == [0, 3, 4]  # from the index: document 0 is 3 tokens
+
+
+def test_eod_mask_loss_and_reset_position_ids(tmp_path):
+    sample = two_documents(tmp_path, eod_mask_loss=True, reset_position_ids=True)["train"][0]
+    assert sample["loss_mask"].tolist() == [1, 1, 0, 1]  # the prediction after EOD is masked
+    assert sample["position_ids"].tolist() == [0, 1, 2, 0]  # EOD keeps its position, the next restarts
+
+
+def test_without_the_extra_token_the_last_label_is_padding(tmp_path):
+    train = two_documents(tmp_path, add_extra_token=False, pad_id=-1)["train"]
+    assert len(train) == 1  # 7 // 4
+    sample = train[0]
+    assert sample["tokens"].tolist() == [10, 11, EOD, 20]
+    assert sample["labels"].tolist() == [11, EOD, 20, 0]  # pad (-1) replaced by 0 ...
+    assert sample["loss_mask"].tolist() == [1, 1, 1, 0]  # ... and masked
+
+
+def test_demo_samples_reassemble_the_token_stream(tmp_path):
+    run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "demo.pbin")
+    run_tokenmill("to-megatron", tmp_path / "demo.pbin", "-o", tmp_path / "demo")
+    config = NanosetConfig(str(tmp_path / "demo"), str(tmp_path / "cache"), 256, 42, null_tokenizer_identifiers(50257),
+                           num_samples={"train": 3000}, eod_id=GPT2_EOD_ID)
+    splits = NanosetBuilder(config).build()
+    assert set(splits) == {"train", "valid", "test"} and len(splits["train"]) >= 3000
+    dataset, train = MMapIndexedDataset(tmp_path / "demo"), splits["train"]
+    for i in np.random.default_rng(0).integers(0, len(train), 40):
+        sample, pieces = train[int(i)], train.pieces(int(i))
+        stream = np.concatenate([dataset.get(seq, offset, length) for seq, offset, length in pieces])
+        assert sample["tokens"].tolist() == stream[:-1].tolist() and sample["labels"].tolist() == stream[1:].tolist()
+        boundaries = np.cumsum([length for _, _, length in pieces])[:-1]
+        assert sample["cu_seqlens"].tolist() == [0, *boundaries.tolist(), 256]
+        # every piece but the last is the end of a document: it ends with EOD here, but the
+        # boundaries come from the index, not from finding EOD tokens
+        assert all(stream[end - 1] == GPT2_EOD_ID for end in boundaries)
