@@ -66,6 +66,23 @@ def _to_megatron(args: argparse.Namespace) -> None:
           file=sys.stderr)
 
 
+def _blend(args: argparse.Namespace) -> None:
+    from tokenmill.blend import build_blend_cache, parse_blend
+
+    if args.epochs not in (None, 1):
+        raise TokenmillError("blend: --epochs supports 1 (each part one epoch); give sample counts otherwise")
+    prefixes, weights = parse_blend(args.blend)
+    num_samples = ({} if args.epochs else
+                   {"train": args.num_samples, "valid": args.valid_samples, "test": args.test_samples})
+    results = build_blend_cache([_prefix(prefix) for prefix in prefixes], weights, args.output, args.seq_length,
+                                args.seed, args.split, num_samples, _tokenizer_identifiers(args),
+                                extra=0 if args.no_extra_token else 1, dataset_paths=prefixes)
+    for split_name, result in results.items():
+        state = "found" if result["cached"] else "built"
+        print(f"{args.output}/{result['files']['description.txt']}: {split_name}, {result['samples']} samples ({state})",
+              file=sys.stderr)
+
+
 def _tokenizer_identifiers(args: argparse.Namespace) -> dict:
     """The tokenizer identifiers Megatron hashes: given as JSON, or its null tokenizer of a vocab size."""
     import json
@@ -106,6 +123,29 @@ def _sample_index(args: argparse.Namespace) -> None:
         state = "found" if result["cached"] else "built"
         print(f"{args.output}/{result['files']['description.txt']}: {split_name}, {result['samples']} samples ({state})",
               file=sys.stderr)
+
+
+def _add_index_options(parser: argparse.ArgumentParser) -> None:
+    """Options shared by sample-index and blend: Megatron's sampling flags and the hashed identities."""
+    parser.add_argument("-o", "--output", required=True, help="cache folder (Megatron's --data-cache-path)")
+    parser.add_argument("--seq-length", type=int, required=True, help="tokens per sample (--seq-length)")
+    parser.add_argument("--seed", type=int, required=True, help="random seed (--seed)")
+    parser.add_argument("--split", default="969,30,1", help="train,valid,test weights (default: 969,30,1)")
+    amount = parser.add_mutually_exclusive_group(required=True)
+    amount.add_argument("--num-samples", type=int, help="training samples (Megatron: train_iters x global batch)")
+    amount.add_argument("--epochs", type=int,
+                        help="whole epochs of every split instead of sample counts (1: Megatron's num_samples=None)")
+    parser.add_argument("--valid-samples", type=int, help="validation samples (default: one epoch)")
+    parser.add_argument("--test-samples", type=int, help="test samples (default: one epoch)")
+    parser.add_argument("--no-extra-token", action="store_true",
+                        help="samples of exactly seq-length tokens (Megatron's add_extra_token_to_sequence off); "
+                             "not part of Megatron's hash, so use a separate cache folder")
+    identity = parser.add_mutually_exclusive_group(required=True)
+    identity.add_argument("--tokenizer-identifiers", metavar="JSON",
+                          help="the training tokenizer's unique_identifiers, as in a Megatron description.txt")
+    identity.add_argument("--vocab-size", type=int, help="hash Megatron's NullTokenizer with this --vocab-size")
+    identity.add_argument("--vocab-size-from", metavar="PBIN_META",
+                          help="as --vocab-size, taking the vocabulary size from a .pbin or its .pbin.meta.json")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -150,29 +190,17 @@ def build_parser() -> argparse.ArgumentParser:
     sample_index = verbs.add_parser(
         "sample-index", help="build Megatron GPTDataset index caches (document/sample/shuffle .npy) for every split")
     sample_index.add_argument("prefix", help="Megatron dataset prefix (PREFIX.bin, PREFIX.idx)")
-    sample_index.add_argument("-o", "--output", required=True, help="cache folder (Megatron's --data-cache-path)")
-    sample_index.add_argument("--seq-length", type=int, required=True, help="tokens per sample (--seq-length)")
-    sample_index.add_argument("--seed", type=int, required=True, help="random seed (--seed)")
-    sample_index.add_argument("--split", default="969,30,1", help="train,valid,test weights (default: 969,30,1)")
-    amount = sample_index.add_mutually_exclusive_group(required=True)
-    amount.add_argument("--num-samples", type=int, help="training samples (Megatron: train_iters x global batch)")
-    amount.add_argument("--epochs", type=int,
-                        help="whole epochs of every split instead of sample counts (1: Megatron's num_samples=None)")
-    sample_index.add_argument("--valid-samples", type=int, help="validation samples (default: one epoch)")
-    sample_index.add_argument("--test-samples", type=int, help="test samples (default: one epoch)")
-    sample_index.add_argument("--no-extra-token", action="store_true",
-                              help="samples of exactly seq-length tokens (Megatron's add_extra_token_to_sequence off); "
-                                   "not part of Megatron's hash, so use a separate cache folder")
+    _add_index_options(sample_index)
     sample_index.add_argument("--megatron-path-prefix", metavar="STR",
                               help="the dataset path exactly as the training job passes it in --data-path, which "
                                    "Megatron hashes (default: PREFIX as given here)")
-    identity = sample_index.add_mutually_exclusive_group(required=True)
-    identity.add_argument("--tokenizer-identifiers", metavar="JSON",
-                          help="the training tokenizer's unique_identifiers, as in a Megatron description.txt")
-    identity.add_argument("--vocab-size", type=int, help="hash Megatron's NullTokenizer with this --vocab-size")
-    identity.add_argument("--vocab-size-from", metavar="PBIN_META",
-                          help="as --vocab-size, taking the vocabulary size from a .pbin or its .pbin.meta.json")
     sample_index.set_defaults(run=_sample_index)
+
+    blend = verbs.add_parser("blend", help="build Megatron BlendedDataset caches (and every part's GPT caches)")
+    blend.add_argument("blend", nargs="+", metavar="[WEIGHT] PREFIX",
+                       help="as Megatron's --data-path: 'w1 P1 w2 P2 ...' or 'P1 P2 ...' (weights = lengths)")
+    _add_index_options(blend)
+    blend.set_defaults(run=_blend)
     return parser
 
 

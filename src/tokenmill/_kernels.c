@@ -1,0 +1,226 @@
+/*
+ * tokenmill._kernels: the two sequential loops of index building that numpy cannot vectorise
+ * exactly, in plain C over buffers (numpy arrays passed through the buffer protocol).
+ *
+ * sample_index(sizes:int32[], document_index:int32[], seq_length, num_samples, extra,
+ *              out:int64[(num_samples + 1) * 2])
+ *     Megatron's sample index walk (spec megatron §3.5): row k = (position in document_index,
+ *     offset) where sample k starts; O(len(document_index) + num_samples).
+ *
+ * blending_index(weights:float64[], size, dataset_index:int16[size], dataset_sample_index:int64[size])
+ *     Greedy error minimisation (spec §5): at step s, pick the dataset j maximising
+ *     weights[j] * max(s, 1) - count[j] (strict >, ties go to the lowest j). O(size * datasets).
+ *
+ * exhaustive_blending_index(sizes:int64[], dataset_index:int16[], dataset_sample_index:int64[])
+ *     The same rule with weights sizes[j] / total over the datasets not yet spent, until every
+ *     dataset has given sizes[j] samples; the outputs hold sum(sizes) entries.
+ *
+ * Arithmetic follows Megatron's helpers.cpp step for step (doubles, the same comparisons), so the
+ * outputs are identical, not merely equivalent.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+static int get_buffer(PyObject *object, Py_buffer *view, Py_ssize_t itemsize, int writable, const char *name) {
+    if (PyObject_GetBuffer(object, view, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) < 0) return -1;
+    if (view->itemsize != itemsize) {
+        PyErr_Format(PyExc_TypeError, "%s: expected %zd-byte items, got %zd", name, itemsize, view->itemsize);
+        PyBuffer_Release(view);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *sample_index(PyObject *self, PyObject *args) {
+    PyObject *sizes_obj, *document_index_obj, *out_obj;
+    long long seq_length, num_samples, extra;
+    Py_buffer sizes_view, document_view, out_view;
+    if (!PyArg_ParseTuple(args, "OOLLLO", &sizes_obj, &document_index_obj, &seq_length, &num_samples, &extra,
+                          &out_obj))
+        return NULL;
+    if (get_buffer(sizes_obj, &sizes_view, 4, 0, "sizes") < 0) return NULL;
+    if (get_buffer(document_index_obj, &document_view, 4, 0, "document_index") < 0) {
+        PyBuffer_Release(&sizes_view);
+        return NULL;
+    }
+    if (get_buffer(out_obj, &out_view, 8, 1, "out") < 0) {
+        PyBuffer_Release(&sizes_view);
+        PyBuffer_Release(&document_view);
+        return NULL;
+    }
+    const int32_t *sizes = sizes_view.buf;
+    const int32_t *document_index = document_view.buf;
+    int64_t *out = out_view.buf;
+    Py_ssize_t num_documents = document_view.len / 4;
+    Py_ssize_t num_sizes = sizes_view.len / 4;
+    if (out_view.len / 8 < 2 * (num_samples + 1) || num_documents == 0) {
+        PyErr_SetString(PyExc_ValueError, "sample_index: output too small or no documents");
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < num_documents; i++) {
+        if (document_index[i] < 0 || document_index[i] >= num_sizes) {
+            PyErr_Format(PyExc_IndexError, "document_index[%zd] = %d is not a sequence id", i, document_index[i]);
+            goto fail;
+        }
+    }
+    Py_BEGIN_ALLOW_THREADS
+    int64_t position = 0, offset = 0;
+    out[0] = 0;
+    out[1] = 0;
+    for (int64_t k = 1; k <= num_samples; k++) {
+        int64_t remaining = seq_length + extra;
+        while (remaining != 0) {
+            int64_t available = (int64_t)sizes[document_index[position]] - offset;
+            remaining -= available;
+            if (remaining <= 0) {  /* the sample ends inside this sequence */
+                offset += remaining + available - extra;
+                remaining = 0;
+            } else if (position == num_documents - 1) {  /* out of data: only without drop-last */
+                offset = (int64_t)sizes[document_index[position]] - extra;
+                break;
+            } else {
+                position++;
+                offset = 0;
+            }
+        }
+        out[2 * k] = position;
+        out[2 * k + 1] = offset;
+    }
+    Py_END_ALLOW_THREADS
+    PyBuffer_Release(&sizes_view);
+    PyBuffer_Release(&document_view);
+    PyBuffer_Release(&out_view);
+    Py_RETURN_NONE;
+fail:
+    PyBuffer_Release(&sizes_view);
+    PyBuffer_Release(&document_view);
+    PyBuffer_Release(&out_view);
+    return NULL;
+}
+
+static PyObject *blending_index(PyObject *self, PyObject *args) {
+    PyObject *weights_obj, *dataset_obj, *sample_obj;
+    long long size;
+    Py_buffer weights_view, dataset_view, sample_view;
+    if (!PyArg_ParseTuple(args, "OLOO", &weights_obj, &size, &dataset_obj, &sample_obj)) return NULL;
+    if (get_buffer(weights_obj, &weights_view, 8, 0, "weights") < 0) return NULL;
+    if (get_buffer(dataset_obj, &dataset_view, 2, 1, "dataset_index") < 0) {
+        PyBuffer_Release(&weights_view);
+        return NULL;
+    }
+    if (get_buffer(sample_obj, &sample_view, 8, 1, "dataset_sample_index") < 0) {
+        PyBuffer_Release(&weights_view);
+        PyBuffer_Release(&dataset_view);
+        return NULL;
+    }
+    Py_ssize_t num_datasets = weights_view.len / 8;
+    const double *weights = weights_view.buf;
+    int16_t *dataset_index = dataset_view.buf;
+    int64_t *dataset_sample_index = sample_view.buf;
+    int64_t *counts = calloc(num_datasets > 0 ? num_datasets : 1, sizeof(int64_t));
+    if (dataset_view.len / 2 < size || sample_view.len / 8 < size || num_datasets == 0 || counts == NULL) {
+        PyErr_SetString(PyExc_ValueError, "blending_index: outputs too small or no datasets");
+        free(counts);
+        PyBuffer_Release(&weights_view);
+        PyBuffer_Release(&dataset_view);
+        PyBuffer_Release(&sample_view);
+        return NULL;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t s = 0; s < size; s++) {
+        double s_double = s > 1 ? (double)s : 1.0;
+        Py_ssize_t best = 0;
+        double best_error = weights[0] * s_double - (double)counts[0];
+        for (Py_ssize_t j = 1; j < num_datasets; j++) {
+            double error = weights[j] * s_double - (double)counts[j];
+            if (error > best_error) {
+                best_error = error;
+                best = j;
+            }
+        }
+        dataset_index[s] = (int16_t)best;
+        dataset_sample_index[s] = counts[best];
+        counts[best] += 1;
+    }
+    Py_END_ALLOW_THREADS
+    free(counts);
+    PyBuffer_Release(&weights_view);
+    PyBuffer_Release(&dataset_view);
+    PyBuffer_Release(&sample_view);
+    Py_RETURN_NONE;
+}
+
+static PyObject *exhaustive_blending_index(PyObject *self, PyObject *args) {
+    PyObject *sizes_obj, *dataset_obj, *sample_obj;
+    Py_buffer sizes_view, dataset_view, sample_view;
+    if (!PyArg_ParseTuple(args, "OOO", &sizes_obj, &dataset_obj, &sample_obj)) return NULL;
+    if (get_buffer(sizes_obj, &sizes_view, 8, 0, "sizes") < 0) return NULL;
+    if (get_buffer(dataset_obj, &dataset_view, 2, 1, "dataset_index") < 0) {
+        PyBuffer_Release(&sizes_view);
+        return NULL;
+    }
+    if (get_buffer(sample_obj, &sample_view, 8, 1, "dataset_sample_index") < 0) {
+        PyBuffer_Release(&sizes_view);
+        PyBuffer_Release(&dataset_view);
+        return NULL;
+    }
+    Py_ssize_t num_datasets = sizes_view.len / 8;
+    const int64_t *sizes = sizes_view.buf;
+    int64_t total = 0;
+    for (Py_ssize_t j = 0; j < num_datasets; j++) total += sizes[j];
+    int64_t *counts = calloc(num_datasets > 0 ? num_datasets : 1, sizeof(int64_t));
+    double *weights = calloc(num_datasets > 0 ? num_datasets : 1, sizeof(double));
+    char *spent = calloc(num_datasets > 0 ? num_datasets : 1, 1);
+    int bad = dataset_view.len / 2 < total || sample_view.len / 8 < total || counts == NULL || weights == NULL
+              || spent == NULL;
+    for (Py_ssize_t j = 0; j < num_datasets && !bad; j++) {
+        bad = sizes[j] <= 0;
+        weights[j] = (double)sizes[j] / (double)total;
+    }
+    if (bad) {
+        PyErr_SetString(PyExc_ValueError, "exhaustive_blending_index: a dataset without samples, or outputs too small");
+    } else {
+        int16_t *dataset_index = dataset_view.buf;
+        int64_t *dataset_sample_index = sample_view.buf;
+        Py_BEGIN_ALLOW_THREADS
+        for (int64_t s = 0; s < total; s++) {
+            double s_double = s > 1 ? (double)s : 1.0;
+            Py_ssize_t best = -1;
+            double best_error = 0.0;
+            for (Py_ssize_t j = 0; j < num_datasets; j++) {  /* unspent datasets, in index order */
+                if (spent[j]) continue;
+                double error = weights[j] * s_double - (double)counts[j];
+                if (best < 0 || error > best_error) {
+                    best_error = error;
+                    best = j;
+                }
+            }
+            dataset_index[s] = (int16_t)best;
+            dataset_sample_index[s] = counts[best];
+            counts[best] += 1;
+            if (counts[best] == sizes[best]) spent[best] = 1;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    free(counts);
+    free(weights);
+    free(spent);
+    PyBuffer_Release(&sizes_view);
+    PyBuffer_Release(&dataset_view);
+    PyBuffer_Release(&sample_view);
+    if (bad) return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"sample_index", sample_index, METH_VARARGS, "Megatron's sample index walk into an int64 (n+1, 2) buffer."},
+    {"blending_index", blending_index, METH_VARARGS, "Greedy blending of weighted datasets."},
+    {"exhaustive_blending_index", exhaustive_blending_index, METH_VARARGS, "Blending until every dataset is spent."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_kernels", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__kernels(void) { return PyModule_Create(&module); }
