@@ -5,7 +5,8 @@ import pytest
 import torch
 
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, run_tokenmill
-from tokenmill.datasets import MemMapDataset, PackedMemMapDatasetBase, PackedMemMapDatasetContinuous
+from tokenmill.datasets import (MemMapDataset, PackedMemMapDatasetBase, PackedMemMapDatasetContinuous,
+                                 PackedMemMapDatasetMegatron)
 from tokenmill.errors import TokenmillError
 from tokenmill.pbin import PbinWriter
 
@@ -59,3 +60,19 @@ def test_memmap_dataset_names_the_bad_line(tmp_path):
     assert dataset[0].tolist() == [38125]
     with pytest.raises(TokenmillError, match=rf"{path}:2: no key 'text'"):
         dataset[1]
+
+
+def test_megatron_blocks_hold_whole_documents_and_cut_only_oversized_ones(tmp_path):
+    path = tmp_path / "docs.pbin"
+    with PbinWriter(path, token_width=2) as writer:  # documents of 3, 2, 4, 9, 1 tokens
+        writer.write(np.arange(19), np.array([3, 2, 4, 9, 1]))
+    dataset = PackedMemMapDatasetMegatron(path, block_size=5)
+    assert [dataset[i].tolist() for i in range(len(dataset))] == [
+        [0, 1, 2, 3, 4],  # documents 0 and 1 fill the block exactly
+        [5, 6, 7, 8],  # document 2; document 3 does not fit after it
+        [9, 10, 11, 12, 13],  # document 3 alone is longer than a block: cut
+        [18],  # document 4
+    ]
+    assert dataset.truncated_documents == 1
+    starts = set(PackedMemMapDatasetBase(path).pbin.doc_offsets.tolist())
+    assert set(dataset.block_offsets.tolist()) <= starts  # no block starts mid-document

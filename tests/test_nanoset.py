@@ -65,3 +65,18 @@ def test_demo_samples_reassemble_the_token_stream(tmp_path):
         # every piece but the last is the end of a document: it ends with EOD here, but the
         # boundaries come from the index, not from finding EOD tokens
         assert all(stream[end - 1] == GPT2_EOD_ID for end in boundaries)
+
+
+def test_blended_nanoset_draws_samples_from_each_part_by_the_blend_index(tmp_path):
+    prefixes = []
+    for name, token in (("a", 1), ("b", 2)):
+        with MMapIndexedDatasetBuilder(tmp_path / name, np.uint16) as builder:
+            builder.add_document(np.full(20000, token, np.uint16), np.full(2000, 10))
+        prefixes.append(str(tmp_path / name))
+    config = NanosetConfig("", str(tmp_path / "cache"), 8, 3, null_tokenizer_identifiers(100),
+                           num_samples={"train": 100, "valid": 10, "test": 2})
+    train = NanosetBuilder(config).build_blend(prefixes, [0.25, 0.75])["train"]
+    assert len(train) == 100
+    drawn = [train[i] for i in range(len(train))]
+    assert sum(sample["dataset_id"] == 0 for sample in drawn) == 25
+    assert all(set(sample["tokens"].tolist()) == {sample["dataset_id"] + 1} for sample in drawn)

@@ -28,15 +28,15 @@ def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(
 
     rerun = run_snakemake(workflow_dir, "data/packed/demo.pbin")
     assert "Nothing to be done" in rerun.stdout + rerun.stderr
-    run_snakemake(workflow_dir)  # the rest of the matrix: the Megatron files
+    run_snakemake(workflow_dir)  # the rest of the matrix: Megatron files and index caches
     rerun = run_snakemake(workflow_dir)
     assert "Nothing to be done" in rerun.stdout + rerun.stderr
 
     time.sleep(1.1)  # mtime resolution
     os.utime(workflow_dir / "data/tokenizers/gpt2.tokenizer.json")
-    assert planned_jobs(workflow_dir) == {"pack", "megatron", "all"}  # the index does not depend on it
+    assert planned_jobs(workflow_dir) == {"pack", "megatron", "sample_index", "all"}  # the raw index stays
     os.utime(workflow_dir / "data/raw/demo.jsonl")
-    assert planned_jobs(workflow_dir) == {"raw_index", "pack", "megatron", "all"}
+    assert planned_jobs(workflow_dir) == {"raw_index", "pack", "megatron", "sample_index", "all"}
     run_snakemake(workflow_dir)
     assert pbin.read_bytes() == first_build
     megatron = MMapIndexedDataset(workflow_dir / "data/megatron/demo_text_document")
@@ -50,6 +50,7 @@ def test_multi_file_dataset_packs_each_file_and_merges_in_order(workflow_dir):
     (workflow_dir / "data/raw/head.jsonl").write_bytes(b"".join(lines))
     config = yaml.safe_load((workflow_dir / "config/config.yaml").read_text())
     config["datasets"] = {"sharded": {"inputs": ["data/raw/shard_*.jsonl"], "tokenizer": "gpt2"}}
+    config["sampling"] = {"seq_lengths": []}  # 300 documents leave 969,30,1's test split empty
     (workflow_dir / "config/config.yaml").write_text(yaml.safe_dump(config))
 
     run_snakemake(workflow_dir)
@@ -106,3 +107,25 @@ def test_sampling_matrix_builds_one_cache_per_seed_and_length_and_a_new_seed_bui
     assert "output: data/cache/demo/seq64_seed3" in result.stdout
     assert "output: data/cache/demo/seq64_seed1" not in result.stdout
     assert planned_jobs(workflow_dir) == {"sample_index", "all"}
+
+
+def test_named_blend_builds_megatron_blend_caches(workflow_dir):
+    lines = (workflow_dir / "data/raw/demo.jsonl").read_bytes().splitlines(keepends=True)
+    (workflow_dir / "data/raw/a.jsonl").write_bytes(b"".join(lines[:1200]))
+    (workflow_dir / "data/raw/b.jsonl").write_bytes(b"".join(lines[1200:2400]))
+    config_path = workflow_dir / "config/config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    config["datasets"] = {name: {"inputs": [f"data/raw/{name}.jsonl"], "tokenizer": "gpt2"} for name in "ab"}
+    config["blends"] = {"mix": {"weights": {"a": 0.7, "b": 0.3}}}
+    config["sampling"] = {"seq_lengths": [128], "seeds": [7], "num_samples": {"train": 2000, "valid": 50, "test": 5}}
+    config_path.write_text(yaml.safe_dump(config))
+    run_snakemake(workflow_dir)
+    cache = workflow_dir / "data/cache/blend_mix/seq128_seed7"
+    assert len(list(cache.glob("*-BlendedDataset-*-description.txt"))) == 3
+    assert len(list(cache.glob("*-GPTDataset-*-description.txt"))) == 6  # both datasets, three splits
+    train = next(cache.glob("*-BlendedDataset-train-dataset_index.npy"))
+    dataset_index = np.load(train, allow_pickle=False)
+    # 2000 samples at 0.7/0.3: ceil(1400) + ceil(600), drawn greedily in that proportion
+    assert len(dataset_index) == 2000 and np.bincount(dataset_index).tolist() == [1400, 600]
+    description = next(cache.glob("*-BlendedDataset-train-description.txt")).read_text()
+    assert '"dataset_path": "data/megatron/a_text_document"' in description

@@ -72,11 +72,13 @@ def _blend(args: argparse.Namespace) -> None:
     if args.epochs not in (None, 1):
         raise TokenmillError("blend: --epochs supports 1 (each part one epoch); give sample counts otherwise")
     prefixes, weights = parse_blend(args.blend)
+    if args.megatron_paths is not None and len(args.megatron_paths) != len(prefixes):
+        raise TokenmillError(f"--megatron-paths names {len(args.megatron_paths)} paths for {len(prefixes)} datasets")
     num_samples = ({} if args.epochs else
                    {"train": args.num_samples, "valid": args.valid_samples, "test": args.test_samples})
     results = build_blend_cache([_prefix(prefix) for prefix in prefixes], weights, args.output, args.seq_length,
                                 args.seed, args.split, num_samples, _tokenizer_identifiers(args),
-                                extra=0 if args.no_extra_token else 1, dataset_paths=prefixes)
+                                extra=0 if args.no_extra_token else 1, dataset_paths=args.megatron_paths or prefixes)
     for split_name, result in results.items():
         state = "found" if result["cached"] else "built"
         print(f"{args.output}/{result['files']['description.txt']}: {split_name}, {result['samples']} samples ({state})",
@@ -200,6 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
     blend.add_argument("blend", nargs="+", metavar="[WEIGHT] PREFIX",
                        help="as Megatron's --data-path: 'w1 P1 w2 P2 ...' or 'P1 P2 ...' (weights = lengths)")
     _add_index_options(blend)
+    blend.add_argument("--megatron-paths", nargs="+", metavar="STR",
+                       help="the prefixes exactly as the training job spells them in --data-path, in the same "
+                            "order; Megatron hashes them (default: as given)")
     blend.set_defaults(run=_blend)
     return parser
 

@@ -8,7 +8,9 @@
   ``reuse_last_target`` consecutive blocks share one token, ``N = (T - B) // (B - 1) + 1`` and block
   *i* is tokens ``[i(B-1), i(B-1) + B)``; without it ``N = T // B`` and block *i* is
   ``[iB, (i+1)B)``. The tail that does not fill a block is dropped.
-* :class:`Nanoset` (+ :class:`NanosetConfig`, :class:`NanosetBuilder`) — samples of a Megatron
+* :class:`PackedMemMapDatasetMegatron` — a ``.pbin`` as blocks of whole documents, never starting
+  mid-document.
+* :class:`Nanoset` (+ :class:`NanosetConfig`, :class:`NanosetBuilder`, :class:`BlendedNanoset`) — samples of a Megatron
   ``.bin/.idx`` through its cached GPTDataset indices, exactly as megatron-core returns them, plus
   document boundaries (``cu_seqlens``) from the index.
 
@@ -37,8 +39,8 @@ from tokenmill.sample_index import build_gpt_cache, load_cache
 from tokenmill.text import TextSelector
 from tokenmill.tokenizer import load_tokenizer
 
-__all__ = ["MemMapDataset", "PackedMemMapDatasetBase", "PackedMemMapDatasetContinuous", "NanosetConfig", "Nanoset",
-           "NanosetBuilder", "ITEM_DTYPES"]
+__all__ = ["MemMapDataset", "PackedMemMapDatasetBase", "PackedMemMapDatasetContinuous", "PackedMemMapDatasetMegatron",
+           "NanosetConfig", "Nanoset", "NanosetBuilder", "BlendedNanoset", "ITEM_DTYPES"]
 
 #: In-memory dtype of items per token width (Modalities' choice: room for signed arithmetic).
 ITEM_DTYPES = {1: np.dtype(np.uint8), 2: np.dtype(np.int32), 4: np.dtype(np.int64)}
@@ -274,6 +276,29 @@ class NanosetBuilder:
     def __init__(self, config: NanosetConfig):
         self.config = config
 
+    def build_blend(self, prefixes: list[str], weights: list[float] | None,
+                    dataset_paths: list[str] | None = None) -> dict[str, "BlendedNanoset"]:
+        """One :class:`BlendedNanoset` per split over ``prefixes`` (``config.prefix`` is not used).
+
+        Raises:
+            TokenmillError: as :func:`tokenmill.blend.build_blend_cache`.
+        """
+        from tokenmill.blend import build_blend_cache
+
+        config = self.config
+        results = build_blend_cache(prefixes, weights, config.cache_dir, config.seq_length, config.seed, config.split,
+                                    config.num_samples, config.tokenizer_identifiers,
+                                    extra=1 if config.add_extra_token else 0, dataset_paths=dataset_paths)
+        blends = {}
+        for split, result in results.items():
+            parts = [Nanoset(MMapIndexedDataset(prefix),
+                             load_cache(config.cache_dir, part["description"], split), config)
+                     for prefix, part in zip(prefixes, result["parts"])]
+            arrays = load_cache(config.cache_dir, result["description"], split,
+                                ("dataset_index", "dataset_sample_index"), "BlendedDataset")
+            blends[split] = BlendedNanoset(parts, arrays["dataset_index"], arrays["dataset_sample_index"])
+        return blends
+
     def build(self) -> dict[str, Nanoset]:
         """``{"train": Nanoset, "valid": ..., "test": ...}`` for the splits with a non-zero weight.
 
@@ -287,3 +312,79 @@ class NanosetBuilder:
         dataset = MMapIndexedDataset(config.prefix)
         return {split: Nanoset(dataset, load_cache(config.cache_dir, result["description"], split), config)
                 for split, result in results.items()}
+
+
+class BlendedNanoset(Dataset):
+    """Megatron's BlendedDataset: blend sample ``s`` is sample ``dataset_sample_index[s]`` of dataset
+    ``dataset_index[s]``, returned with its ``dataset_id``.
+
+    Args:
+        datasets: the blended datasets.
+        dataset_index: int16 dataset per blend sample.
+        dataset_sample_index: int64 sample of that dataset.
+    """
+
+    def __init__(self, datasets: list[Nanoset], dataset_index: np.ndarray, dataset_sample_index: np.ndarray):
+        self.datasets = datasets
+        self.dataset_index = dataset_index
+        self.dataset_sample_index = dataset_sample_index
+
+    def __len__(self) -> int:
+        return len(self.dataset_index)
+
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        dataset_id = int(self.dataset_index[i])
+        return {"dataset_id": dataset_id, **self.datasets[dataset_id][int(self.dataset_sample_index[i])]}
+
+
+class PackedMemMapDatasetMegatron(Dataset):
+    """A ``.pbin`` as blocks of whole documents: what Modalities' class of this name intends.
+
+    Documents are packed greedily, in file order, into blocks of at most ``block_size`` tokens; a
+    block always starts at a document start and never splits a document, so no sample begins
+    mid-document (Modalities' 0.5.0 version returns shifted garbage; spec modalities §5). A document
+    longer than ``block_size`` forms a block of its own, cut to ``block_size`` tokens (counted in
+    ``truncated_documents``). Items have their block's length (≤ ``block_size``): pad in the collator.
+    The blocks are found at init with one ``searchsorted`` per block, O(blocks · log documents).
+
+    Args:
+        pbin: the packed file.
+        block_size: the most tokens per block.
+        sample_key: return ``{sample_key: block}`` instead of ``block``.
+
+    Raises:
+        TokenmillError: not a ``.pbin``, or ``block_size`` < 1.
+    """
+
+    def __init__(self, pbin: str | os.PathLike, block_size: int, sample_key: str | None = None):
+        if block_size < 1:
+            raise TokenmillError(f"{pbin}: block_size must be at least 1, not {block_size}")
+        self.pbin = PbinFile(pbin)
+        self.block_size = block_size
+        self.sample_key = sample_key
+        self.item_dtype = ITEM_DTYPES[self.pbin.token_width]
+        doc_ends = self.pbin.doc_offsets + self.pbin.doc_lengths
+        starts, lengths, truncated, doc = [], [], 0, 0
+        while doc < self.pbin.num_documents:
+            start = int(self.pbin.doc_offsets[doc])
+            # the last document that still ends within block_size tokens of this block's start
+            last = int(np.searchsorted(doc_ends, start + block_size, side="right")) - 1
+            if last < doc:  # one document longer than a block: cut it
+                last, end, truncated = doc, start + block_size, truncated + 1
+            else:
+                end = int(doc_ends[last])
+            starts.append(start)
+            lengths.append(end - start)
+            doc = last + 1
+        self.block_offsets = np.array(starts, dtype=np.int64)
+        self.block_lengths = np.array(lengths, dtype=np.int64)
+        self.truncated_documents = truncated
+
+    def __len__(self) -> int:
+        return len(self.block_offsets)
+
+    def __getitem__(self, i: int):
+        i = range(len(self))[i]
+        start = int(self.block_offsets[i])
+        return _wrap(self.pbin.tokens[start:start + int(self.block_lengths[i])].astype(self.item_dtype),
+                     self.sample_key)

@@ -44,6 +44,8 @@ def _alternatives(names):
 # A pack unit ("stem") is a single-file dataset or one file of a multi-file dataset (<name>.part<k>).
 STEM = rf"(?:{_alternatives(SINGLE_FILE_DATASETS)})|(?:{_alternatives(MULTI_FILE_DATASETS)})\.part[0-9]+"
 MERGED = _alternatives(MULTI_FILE_DATASETS)
+DATASET = _alternatives(config["datasets"])
+BLEND = _alternatives(config["blends"])
 
 
 def _split_stem(stem):
@@ -105,8 +107,13 @@ if SAMPLING.get("num_samples") and SAMPLING["epochs"] is not None:
 
 def sample_index_options(wildcards):
     """`tokenmill sample-index` options from the sampling config and the dataset's tokenizer."""
-    options = ["--split", SAMPLING["split"],
-               "--megatron-path-prefix", f"{SAMPLING['megatron_path_prefix']}{wildcards.name}_text_document"]
+    path = f"{SAMPLING['megatron_path_prefix']}{wildcards.name}_text_document"
+    return " ".join(map(shlex_quote, ["--megatron-path-prefix", path] + _sampling_options(wildcards.name)))
+
+
+def _sampling_options(name):
+    """Split, sample counts, extra token and tokenizer identity, for a dataset's tokenizer."""
+    options = ["--split", SAMPLING["split"]]
     if SAMPLING["epochs"] is not None or not SAMPLING.get("num_samples"):
         options += ["--epochs", str(SAMPLING["epochs"] or 1)]
     else:
@@ -115,12 +122,39 @@ def sample_index_options(wildcards):
         options += [f"--{split}-samples={counts[split]}" for split in ("valid", "test") if split in counts]
     if not SAMPLING["add_extra_token"]:
         options.append("--no-extra-token")
-    identifiers = config["tokenizers"][config["datasets"][wildcards.name]["tokenizer"]]["megatron_identifiers"]
+    identifiers = config["tokenizers"][config["datasets"][name]["tokenizer"]]["megatron_identifiers"]
     if identifiers is not None:
         options += ["--tokenizer-identifiers", json.dumps(identifiers)]
     else:
-        options += ["--vocab-size-from", f"data/packed/{wildcards.name}.pbin.meta.json"]
-    return " ".join(map(shlex_quote, options))
+        options += ["--vocab-size-from", f"data/packed/{name}.pbin.meta.json"]
+    return options
+
+
+for _blend_name, _blend in config["blends"].items():
+    for _name in _blend["weights"]:
+        if _name not in config["datasets"]:
+            raise ValueError(f"blends.{_blend_name}.weights: {_name!r} is not in datasets")
+    if len({config["datasets"][_name]["tokenizer"] for _name in _blend["weights"]}) > 1:
+        raise ValueError(f"blends.{_blend_name}: its datasets use different tokenizers")
+
+
+def blend_megatron_files(wildcards):
+    """The .idx and sidecar of every dataset of a blend."""
+    names = config["blends"][wildcards.blend]["weights"]
+    return [f"data/megatron/{name}_text_document.{ext}" for name in names for ext in ("bin", "idx")] + [
+        f"data/packed/{name}.pbin.meta.json" for name in names]
+
+
+def blend_options(wildcards):
+    """`tokenmill blend` arguments: weighted prefixes, hashed paths, sampling and tokenizer options."""
+    weights = config["blends"][wildcards.blend]["weights"]
+    blend = []
+    for name, weight in weights.items():
+        blend += [str(weight), f"data/megatron/{name}_text_document"]
+    paths = [f"{SAMPLING['megatron_path_prefix']}{name}_text_document" for name in weights]
+    first = next(iter(weights))
+    options = _sampling_options(first) + ["--megatron-paths", *paths]
+    return " ".join(map(shlex_quote, blend + options))
 
 
 def all_targets():
@@ -128,5 +162,7 @@ def all_targets():
     megatron = [f"data/megatron/{name}_text_document.idx" for name in config["datasets"]]
     caches = [f"data/cache/{name}/seq{seq_length}_seed{seed}" for name in config["datasets"]
               for seq_length in SAMPLING["seq_lengths"] for seed in SAMPLING["seeds"]]
-    return megatron + caches
+    blends = [f"data/cache/blend_{blend}/seq{seq_length}_seed{seed}" for blend in config["blends"]
+              for seq_length in SAMPLING["seq_lengths"] for seed in SAMPLING["seeds"]]
+    return megatron + caches + blends
 

@@ -23,9 +23,36 @@ rule sample_index:
     conda:
         "../../environment.yml"
     wildcard_constraints:
-        name=NAME,
+        name=DATASET,
         seq_length=r"[0-9]+",
         seed=r"[0-9]+",
     shell:
         "tokenmill sample-index {params.prefix:q} -o {output.cache:q} --seq-length {wildcards.seq_length}"
         " --seed {wildcards.seed} {params.options} > {log:q} 2>&1"
+
+
+# A named blend: the BlendedDataset caches plus its datasets' GPTDataset caches, in one folder.
+rule blend:
+    input:
+        megatron=blend_megatron_files,
+    output:
+        cache=directory("data/cache/blend_{blend}/seq{seq_length}_seed{seed}"),
+    params:
+        format=FORMAT_VERSIONS["sample_index"],
+        options=blend_options,
+    log:
+        "logs/blend/{blend}/seq{seq_length}_seed{seed}.log",
+    benchmark:
+        "benchmarks/blend/{blend}/seq{seq_length}_seed{seed}.tsv"
+    threads: 1
+    resources:
+        mem_mb=4000,
+    conda:
+        "../../environment.yml"
+    wildcard_constraints:
+        blend=BLEND,
+        seq_length=r"[0-9]+",
+        seed=r"[0-9]+",
+    shell:
+        "tokenmill blend {params.options} -o {output.cache:q} --seq-length {wildcards.seq_length}"
+        " --seed {wildcards.seed} > {log:q} 2>&1"
