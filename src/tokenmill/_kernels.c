@@ -3,7 +3,7 @@
  * exactly, in plain C over buffers (numpy arrays passed through the buffer protocol).
  *
  * sample_index(sizes:int32[], document_index:int32[], seq_length, num_samples, extra,
- *              out:int64[(num_samples + 1) * 2])
+ *              out:int32[] or int64[] of (num_samples + 1) * 2)
  *     Megatron's sample index walk (spec megatron §3.5): row k = (position in document_index,
  *     offset) where sample k starts; O(len(document_index) + num_samples).
  *
@@ -45,17 +45,21 @@ static PyObject *sample_index(PyObject *self, PyObject *args) {
         PyBuffer_Release(&sizes_view);
         return NULL;
     }
-    if (get_buffer(out_obj, &out_view, 8, 1, "out") < 0) {
+    if (PyObject_GetBuffer(out_obj, &out_view, PyBUF_C_CONTIGUOUS | PyBUF_WRITABLE) < 0) {
         PyBuffer_Release(&sizes_view);
         PyBuffer_Release(&document_view);
         return NULL;
     }
     const int32_t *sizes = sizes_view.buf;
     const int32_t *document_index = document_view.buf;
-    int64_t *out = out_view.buf;
+    int wide = out_view.itemsize == 8;  /* int64 rows, else int32 (Megatron picks by value range) */
+    if (out_view.itemsize != 4 && !wide) {
+        PyErr_SetString(PyExc_TypeError, "out: expected 4- or 8-byte items");
+        goto fail;
+    }
     Py_ssize_t num_documents = document_view.len / 4;
     Py_ssize_t num_sizes = sizes_view.len / 4;
-    if (out_view.len / 8 < 2 * (num_samples + 1) || num_documents == 0) {
+    if (out_view.len / out_view.itemsize < 2 * (num_samples + 1) || num_documents == 0) {
         PyErr_SetString(PyExc_ValueError, "sample_index: output too small or no documents");
         goto fail;
     }
@@ -67,8 +71,9 @@ static PyObject *sample_index(PyObject *self, PyObject *args) {
     }
     Py_BEGIN_ALLOW_THREADS
     int64_t position = 0, offset = 0;
-    out[0] = 0;
-    out[1] = 0;
+    int64_t *out64 = out_view.buf;
+    int32_t *out32 = out_view.buf;
+    if (wide) out64[0] = out64[1] = 0; else out32[0] = out32[1] = 0;
     for (int64_t k = 1; k <= num_samples; k++) {
         int64_t remaining = seq_length + extra;
         while (remaining != 0) {
@@ -85,8 +90,13 @@ static PyObject *sample_index(PyObject *self, PyObject *args) {
                 offset = 0;
             }
         }
-        out[2 * k] = position;
-        out[2 * k + 1] = offset;
+        if (wide) {
+            out64[2 * k] = position;
+            out64[2 * k + 1] = offset;
+        } else {
+            out32[2 * k] = (int32_t)position;
+            out32[2 * k + 1] = (int32_t)offset;
+        }
     }
     Py_END_ALLOW_THREADS
     PyBuffer_Release(&sizes_view);

@@ -291,10 +291,14 @@ class MMapIndexedDatasetBuilder:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self.finalize()
-        else:
+        if exc_type is not None:
             self.abort()
+            return
+        try:
+            self.finalize()
+        except BaseException:  # nothing half-written may stay behind
+            self.abort()
+            raise
 
 
 def pbin_to_megatron(pbin_path: str | os.PathLike, prefix: str | os.PathLike, vocab_size: int | None = None) -> dict:

@@ -164,10 +164,14 @@ class PbinWriter:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is None:
-            self.close()
-        else:
+        if exc_type is not None:
             self.abort()
+            return
+        try:
+            self.close()
+        except BaseException:  # nothing half-written may stay behind
+            self.abort()
+            raise
 
 
 @dataclass(frozen=True)

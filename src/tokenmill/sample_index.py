@@ -144,11 +144,11 @@ def build_sample_index(sizes: np.ndarray, document_index: np.ndarray, seq_length
         num_samples = total // seq_length
     else:
         num_samples = int(math.ceil(np.float32(total) / np.float32(seq_length)))
-    rows = np.empty((num_samples + 1, 2), dtype=np.int64)
+    wide = max(len(document_index), int(sizes.max()) if len(sizes) else 0) > np.iinfo(np.int32).max
+    rows = np.empty((num_samples + 1, 2), dtype=np.int64 if wide else np.int32)
     _kernels.sample_index(np.ascontiguousarray(sizes, dtype=np.int32),
                           np.ascontiguousarray(document_index, dtype=np.int32), seq_length, num_samples, extra, rows)
-    wide = max(len(document_index), int(sizes.max()) if len(sizes) else 0) > np.iinfo(np.int32).max
-    return rows if wide else rows.astype(np.int32)
+    return rows
 
 
 def build_shuffle_index(num_samples: int, total_size: int, random_state: np.random.RandomState) -> np.ndarray:
