@@ -18,6 +18,7 @@ include: "workflow/rules/raw_index.smk"
 include: "workflow/rules/pack.smk"
 include: "workflow/rules/megatron.smk"
 include: "workflow/rules/sample_index.smk"
+include: "workflow/rules/verify.smk"
 
 
 # Everything the config asks for.

@@ -34,9 +34,9 @@ def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(
 
     time.sleep(1.1)  # mtime resolution
     os.utime(workflow_dir / "data/tokenizers/gpt2.tokenizer.json")
-    assert planned_jobs(workflow_dir) == {"pack", "megatron", "sample_index", "all"}  # the raw index stays
+    assert planned_jobs(workflow_dir) == {"pack", "megatron", "sample_index", "verify", "all"}  # not the index
     os.utime(workflow_dir / "data/raw/demo.jsonl")
-    assert planned_jobs(workflow_dir) == {"raw_index", "pack", "megatron", "sample_index", "all"}
+    assert planned_jobs(workflow_dir) == {"raw_index", "pack", "megatron", "sample_index", "verify", "all"}
     run_snakemake(workflow_dir)
     assert pbin.read_bytes() == first_build
     megatron = MMapIndexedDataset(workflow_dir / "data/megatron/demo_text_document")
@@ -106,7 +106,7 @@ def test_sampling_matrix_builds_one_cache_per_seed_and_length_and_a_new_seed_bui
     result = run_snakemake(workflow_dir, "-n")
     assert "output: data/cache/demo/seq64_seed3" in result.stdout
     assert "output: data/cache/demo/seq64_seed1" not in result.stdout
-    assert planned_jobs(workflow_dir) == {"sample_index", "all"}
+    assert planned_jobs(workflow_dir) == {"sample_index", "verify", "all"}
 
 
 def test_named_blend_builds_megatron_blend_caches(workflow_dir):

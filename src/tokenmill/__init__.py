@@ -13,4 +13,5 @@ FORMAT_VERSIONS = {
     "pbin": "modalities-pbin-0.5.0/1",
     "mmidx": "megatron-mmidx-v1/1",
     "sample_index": "megatron-gpt-cache-0.19/1",
+    "verify": "checks/1",
 }

@@ -85,6 +85,20 @@ def _blend(args: argparse.Namespace) -> None:
               file=sys.stderr)
 
 
+def _verify(args: argparse.Namespace) -> None:
+    from tokenmill.verify import verify
+
+    problems = [problem for path in args.paths for problem in verify(path, jsonl=args.jsonl)]
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    if problems:
+        raise TokenmillError(f"{len(problems)} problem(s) found in {len(args.paths)} file(s)")
+    print(f"{len(args.paths)} file(s) verified, no problem found", file=sys.stderr)
+    if args.stamp:
+        with open(args.stamp, "w") as handle:
+            handle.write("".join(f"ok {path}\n" for path in args.paths))
+
+
 def _tokenizer_identifiers(args: argparse.Namespace) -> dict:
     """The tokenizer identifiers Megatron hashes: given as JSON, or its null tokenizer of a vocab size."""
     import json
@@ -206,6 +220,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the prefixes exactly as the training job spells them in --data-path, in the same "
                             "order; Megatron hashes them (default: as given)")
     blend.set_defaults(run=_blend)
+
+    verify = verbs.add_parser("verify", help="check files against their own structure and sidecars")
+    verify.add_argument("paths", nargs="+", metavar="FILE",
+                        help="raw .idx, .pbin, Megatron prefix (or its .bin/.idx), or index cache folder")
+    verify.add_argument("--jsonl", help="for a raw .idx: the JSONL file it indexes")
+    verify.add_argument("--stamp", help="write this file (listing what was verified) when nothing is wrong")
+    verify.set_defaults(run=_verify)
     return parser
 
 

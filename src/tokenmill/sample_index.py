@@ -48,7 +48,7 @@ from tokenmill.errors import TokenmillError
 
 __all__ = ["SPLIT_NAMES", "parse_split", "split_matrix", "split_ranges", "num_epochs", "GPTIndexSpec",
            "GPTIndices", "build_gpt_indices", "build_document_index", "build_sample_index",
-           "build_shuffle_index", "description", "gpt_identifiers", "cache_file_names", "write_cache", "load_cache",
+           "build_shuffle_index", "description", "gpt_identifiers", "cache_file_names", "write_cache", "load_cache", "load_npy",
            "null_tokenizer_identifiers"]
 
 SPLIT_NAMES = ("train", "valid", "test")
@@ -306,14 +306,21 @@ def load_cache(cache_dir: str | os.PathLike, description_text: str, split_name: 
     paths = {key: Path(cache_dir) / names[f"{key}.npy"] for key in keys}
     if not all(path.exists() for path in paths.values()) or not (Path(cache_dir) / names["description.txt"]).exists():
         return None
-    arrays = {}
-    for key, path in paths.items():
-        try:
-            # a plain ndarray view of the map: np.memmap's indexing overhead dominates sample reads
-            arrays[key] = np.load(path, mmap_mode="r", allow_pickle=False).view(np.ndarray)
-        except (ValueError, OSError) as exc:
-            raise TokenmillError(f"{path}: not a readable .npy array ({exc})") from None
-    return arrays
+    return {key: load_npy(path) for key, path in paths.items()}
+
+
+def load_npy(path: str | os.PathLike) -> np.ndarray:
+    """Memory-map a ``.npy`` array, never unpickling anything.
+
+    Returns a plain ndarray view of the map (np.memmap's indexing overhead dominates sample reads).
+
+    Raises:
+        TokenmillError: the file is missing, holds objects, or is not a ``.npy`` array.
+    """
+    try:
+        return np.load(path, mmap_mode="r", allow_pickle=False).view(np.ndarray)
+    except Exception as exc:  # numpy raises ValueError, OSError, even tokenize errors on corrupt headers
+        raise TokenmillError(f"{path}: not a readable .npy array ({type(exc).__name__}: {exc})") from None
 
 
 def num_samples_for_epochs(prefix: str | os.PathLike, split: str, epochs: int, seq_length: int,

@@ -157,12 +157,36 @@ def blend_options(wildcards):
     return " ".join(map(shlex_quote, blend + options))
 
 
+def _dataset_caches(name):
+    return [f"data/cache/{name}/seq{seq_length}_seed{seed}" for seq_length in SAMPLING["seq_lengths"]
+            for seed in SAMPLING["seeds"]]
+
+
+def verify_inputs(wildcards):
+    """Every file `rule verify` checks for a dataset (so that it reruns when any of them changes)."""
+    name = wildcards.name
+    files = [f"data/packed/{name}.pbin", f"data/packed/{name}.pbin.meta.json",
+             f"data/megatron/{name}_text_document.bin", f"data/megatron/{name}_text_document.idx"]
+    if name in SINGLE_FILE_DATASETS:
+        files += [f"data/index/{name}.idx", DATASET_INPUTS[name][0]]
+    return files + _dataset_caches(name)
+
+
+def verify_options(wildcards):
+    """`tokenmill verify` arguments: the raw index with its JSONL, the .pbin, the Megatron prefix, caches."""
+    name = wildcards.name
+    paths = [f"data/packed/{name}.pbin", f"data/megatron/{name}_text_document"] + _dataset_caches(name)
+    if name in SINGLE_FILE_DATASETS:
+        paths = ["--jsonl", DATASET_INPUTS[name][0], f"data/index/{name}.idx"] + paths
+    return " ".join(map(shlex_quote, paths))
+
+
 def all_targets():
     """Every file that `rule all` builds for the configured matrix."""
     megatron = [f"data/megatron/{name}_text_document.idx" for name in config["datasets"]]
-    caches = [f"data/cache/{name}/seq{seq_length}_seed{seed}" for name in config["datasets"]
-              for seq_length in SAMPLING["seq_lengths"] for seed in SAMPLING["seeds"]]
+    caches = [cache for name in config["datasets"] for cache in _dataset_caches(name)]
+    verified = [f"data/verified/{name}.ok" for name in config["datasets"]]
     blends = [f"data/cache/blend_{blend}/seq{seq_length}_seed{seed}" for blend in config["blends"]
               for seq_length in SAMPLING["seq_lengths"] for seed in SAMPLING["seeds"]]
-    return megatron + caches + blends
+    return megatron + caches + blends + verified
 

@@ -1,0 +1,203 @@
+"""Structural checks of every file tokenmill writes, listing each problem found.
+
+What is checked, by kind (told apart by extension, magic bytes and folder):
+
+* raw index ``.idx`` (a pickle): pairs of non-negative ints, lines in increasing order and not
+  overlapping; with the JSONL known, every line inside it.
+* ``.pbin``: a known layout, the index inside the data and tiling it; with a sidecar: token width,
+  document and token counts, every id below the vocabulary size, every document ending with the EOD
+  id, and the sha256 of each source file that still exists.
+* Megatron ``<prefix>.bin/.idx`` (``MMIDIDX`` magic): header, sizes, pointers, boundaries, ``.bin`` size.
+* a cache folder: each ``*-description.txt`` hashes to its file name; GPTDataset arrays have
+  Megatron's dtypes and shapes, rows that stay inside the document index and the sequences, and a
+  shuffle index that is a permutation; BlendedDataset arrays point at existing datasets.
+
+Cost: one pass over the tokens of a ``.pbin`` (in 16M-token blocks) and one over each source for
+its hash; the rest is O(index size).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from tokenmill.errors import TokenmillError
+from tokenmill.mmidx import MMapIndexedDataset
+from tokenmill.pbin import PbinFile, read_sidecar
+from tokenmill.raw_index import read_index
+from tokenmill.sample_index import load_npy
+from tokenmill.tokenizer import file_sha256
+
+__all__ = ["verify"]
+
+_BLOCK_TOKENS = 16 << 20
+
+
+def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None) -> list[str]:
+    """Every problem found in ``path`` (empty: the file is sound).
+
+    Args:
+        path: a raw ``.idx``, a ``.pbin``, a Megatron prefix (or its ``.bin``/``.idx``), or a cache folder.
+        jsonl: for a raw index, the JSONL it indexes.
+
+    Raises:
+        TokenmillError: ``path`` does not exist or is of no known kind.
+    """
+    path = Path(path)
+    if path.is_dir():
+        return _verify_cache(path)
+    if path.suffix == ".pbin":
+        return _verify_pbin(path)
+    prefix = path.with_suffix("") if path.suffix in (".bin", ".idx") else path
+    index_file = prefix.with_name(prefix.name + ".idx")
+    if not index_file.exists():
+        raise TokenmillError(f"{path}: no such file, .idx or cache folder")
+    with open(index_file, "rb") as handle:
+        if handle.read(9) == b"MMIDIDX\x00\x00":
+            return _checked(lambda: MMapIndexedDataset(prefix))
+    return _verify_raw_index(index_file, jsonl)
+
+
+def _checked(action) -> list[str]:
+    try:
+        action()
+    except TokenmillError as exc:
+        return [str(exc)]
+    return []
+
+
+def _verify_raw_index(path: Path, jsonl) -> list[str]:
+    try:
+        lines = read_index(path, jsonl)
+    except TokenmillError as exc:
+        return [str(exc)]
+    ends = lines[:-1, 0] + lines[:-1, 1]
+    overlapping = np.flatnonzero(lines[1:, 0] <= ends)  # a line starts after the previous one's "\n"
+    if len(overlapping):
+        return [f"{path}: line {int(overlapping[0]) + 2} starts at byte {int(lines[overlapping[0] + 1, 0])}, "
+                f"inside or right at the end of the line before it"]
+    return []
+
+
+def _verify_pbin(path: Path) -> list[str]:
+    try:
+        pbin = PbinFile(path)
+        offsets, lengths = pbin.doc_offsets, pbin.doc_lengths
+    except TokenmillError as exc:
+        return [str(exc)]
+    problems = []
+    if len(offsets) and (offsets[0] != 0 or np.any(offsets[1:] != offsets[:-1] + lengths[:-1])
+                         or offsets[-1] + lengths[-1] != pbin.num_tokens):
+        problems.append(f"{path}: the document index does not tile the data section (gaps or overlaps)")
+    try:
+        meta = read_sidecar(path)
+    except TokenmillError as exc:
+        return problems + [str(exc)]
+    if meta is None:
+        return problems
+    for key, actual in (("token_width", pbin.token_width), ("documents", pbin.num_documents),
+                        ("tokens", pbin.num_tokens)):
+        if key in meta and meta[key] != actual:
+            problems.append(f"{path}: the sidecar says {key} = {meta[key]}, the file has {actual}")
+    tokenizer = meta.get("tokenizer", {})
+    vocab_size, eod_id = tokenizer.get("vocab_size"), tokenizer.get("eod_id")
+    if vocab_size is not None:
+        for start in range(0, pbin.num_tokens, _BLOCK_TOKENS):
+            block = pbin.tokens[start:start + _BLOCK_TOKENS]
+            if len(block) and int(block.max()) >= vocab_size:
+                position = start + int(np.argmax(block >= vocab_size))
+                document = int(np.searchsorted(offsets + lengths, position, side="right"))
+                problems.append(f"{path}: token id {int(pbin.tokens[position])} of document {document} is beyond "
+                                f"the vocabulary of {vocab_size}")
+                break
+    if eod_id is not None and len(lengths):
+        last_tokens = pbin.tokens[offsets + lengths - 1]
+        missing = np.flatnonzero((last_tokens != eod_id) | (lengths == 0))
+        if len(missing):
+            problems.append(f"{path}: {len(missing)} documents do not end with the EOD id {eod_id} "
+                            f"(first: document {int(missing[0])})")
+    for source in meta.get("sources", []):
+        if "sha256" in source and os.path.isfile(source["path"]) and file_sha256(source["path"]) != source["sha256"]:
+            problems.append(f"{path}: source {source['path']} has changed since it was packed (sha256 differs)")
+    return problems
+
+
+def _verify_cache(folder: Path) -> list[str]:
+    descriptions = sorted(folder.glob("*-description.txt"))
+    if not descriptions:
+        return [f"{folder}: no *-description.txt: not an index cache folder"]
+    problems = []
+    for description_path in descriptions:
+        stem = description_path.name[:-len("-description.txt")]
+        text = description_path.read_bytes()
+        digest, _, kind = stem.partition("-")
+        if hashlib.md5(text).hexdigest() != digest:
+            problems.append(f"{description_path}: its md5 is {hashlib.md5(text).hexdigest()}, not the {digest} "
+                            f"of its name")
+            continue
+        try:
+            identifiers = json.loads(text)
+            arrays = {path.name[len(stem) + 1:-len(".npy")]: load_npy(path) for path in folder.glob(f"{stem}-*.npy")}
+        except ValueError as exc:
+            problems.append(f"{description_path}: not JSON ({exc})")
+            continue
+        except TokenmillError as exc:
+            problems.append(str(exc))
+            continue
+        if kind.startswith("GPTDataset-"):
+            problems += _verify_gpt_arrays(folder / stem, identifiers, arrays)
+        elif kind.startswith("BlendedDataset-"):
+            problems += _verify_blend_arrays(folder / stem, identifiers, arrays)
+    return problems
+
+
+def _verify_gpt_arrays(where: Path, identifiers: dict, arrays: dict) -> list[str]:
+    expected = {"document_index": ("int32",), "sample_index": ("int32", "int64"),
+                "shuffle_index": ("uint32", "int64")}
+    problems = [f"{where}: missing {key}.npy" for key in expected if key not in arrays]
+    if problems:
+        return problems
+    document_index, sample_index, shuffle_index = (arrays[key] for key in expected)
+    for key, dtypes in expected.items():
+        if arrays[key].dtype.name not in dtypes:
+            problems.append(f"{where}-{key}.npy: dtype {arrays[key].dtype}, Megatron writes {' or '.join(dtypes)}")
+    if sample_index.ndim != 2 or sample_index.shape[1] != 2:
+        return problems + [f"{where}-sample_index.npy: shape {sample_index.shape}, expected (samples + 1, 2)"]
+    if len(shuffle_index) != len(sample_index) - 1:
+        problems.append(f"{where}: {len(shuffle_index)} shuffled samples for {len(sample_index) - 1} in sample_index")
+    elif not np.array_equal(np.sort(shuffle_index), np.arange(len(shuffle_index))):
+        problems.append(f"{where}-shuffle_index.npy: not a permutation of the samples")
+    positions = sample_index[:, 0]
+    if len(positions) and (positions.min() < 0 or positions.max() >= len(document_index)
+                           or np.any(np.diff(positions) < 0)):
+        problems.append(f"{where}-sample_index.npy: rows leave the document index or go backwards")
+    dataset_path = identifiers.get("dataset_path")
+    if dataset_path and Path(f"{dataset_path}.idx").exists() and not problems:
+        try:
+            sizes = MMapIndexedDataset(dataset_path).sizes
+        except TokenmillError as exc:
+            return problems + [str(exc)]
+        if len(document_index) and (document_index.min() < 0 or document_index.max() >= len(sizes)):
+            problems.append(f"{where}-document_index.npy: sequence ids beyond the {len(sizes)} of {dataset_path}")
+        elif len(positions) > 1 and np.any(sample_index[1:, 1] > sizes[document_index[positions[1:]]]):
+            problems.append(f"{where}-sample_index.npy: offsets beyond their sequences in {dataset_path}")
+    return problems
+
+
+def _verify_blend_arrays(where: Path, identifiers: dict, arrays: dict) -> list[str]:
+    if set(arrays) != {"dataset_index", "dataset_sample_index"}:
+        return [f"{where}: expected dataset_index.npy and dataset_sample_index.npy, found {sorted(arrays)}"]
+    dataset_index, sample_index = arrays["dataset_index"], arrays["dataset_sample_index"]
+    problems = []
+    if dataset_index.dtype != np.int16 or sample_index.dtype != np.int64:
+        problems.append(f"{where}: dtypes {dataset_index.dtype}/{sample_index.dtype}, Megatron writes int16/int64")
+    if len(dataset_index) != len(sample_index):
+        problems.append(f"{where}: {len(dataset_index)} dataset ids for {len(sample_index)} samples")
+    elif len(dataset_index) and (dataset_index.min() < 0 or dataset_index.max() >= len(identifiers["datasets"])
+                                 or sample_index.min() < 0):
+        problems.append(f"{where}-dataset_index.npy: ids outside the blend's {len(identifiers['datasets'])} datasets")
+    return problems
