@@ -99,6 +99,25 @@ def _verify(args: argparse.Namespace) -> None:
             handle.write("".join(f"ok {path}\n" for path in args.paths))
 
 
+def _inspect(args: argparse.Namespace) -> None:
+    from tokenmill import inspect
+
+    if args.sample is not None:
+        prefix = _prefix(args.path)
+        cache = args.cache
+        if cache is None:
+            if args.seq_length is None or args.seed is None:
+                raise TokenmillError("--sample needs --cache, or --seq-length and --seed to find the workflow's cache")
+            cache = f"data/cache/{os.path.basename(prefix).removesuffix('_text_document')}/" \
+                    f"seq{args.seq_length}_seed{args.seed}"
+        lines = inspect.show_sample(prefix, args.sample, cache, args.split, args.tokenizer)
+    elif args.doc is not None:
+        lines = inspect.show_document(args.path, args.doc, args.tokenizer)
+    else:
+        lines = inspect.describe(args.path)
+    print("\n".join(lines))
+
+
 def _tokenizer_identifiers(args: argparse.Namespace) -> dict:
     """The tokenizer identifiers Megatron hashes: given as JSON, or its null tokenizer of a vocab size."""
     import json
@@ -227,6 +246,17 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--jsonl", help="for a raw .idx: the JSONL file it indexes")
     verify.add_argument("--stamp", help="write this file (listing what was verified) when nothing is wrong")
     verify.set_defaults(run=_verify)
+
+    inspect = verbs.add_parser("inspect", help="show a file's header and counts, a document, or a training sample")
+    inspect.add_argument("path", help=".pbin, raw .idx, or Megatron prefix")
+    inspect.add_argument("--doc", type=int, help="show document I, decoded, with its source file and line")
+    inspect.add_argument("--sample", type=int, help="show sample K of a split: its pieces, decoded, with sources")
+    inspect.add_argument("--seq-length", type=int, help="with --sample: find data/cache/<name>/seq<L>_seed<S>")
+    inspect.add_argument("--seed", type=int, help="with --sample: see --seq-length")
+    inspect.add_argument("--cache", help="with --sample: the cache folder (instead of --seq-length/--seed)")
+    inspect.add_argument("--split", default="train", choices=("train", "valid", "test"))
+    inspect.add_argument("--tokenizer", help="tokenizer.json for decoding (default: from the .pbin sidecar)")
+    inspect.set_defaults(run=_inspect)
     return parser
 
 

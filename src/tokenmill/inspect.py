@@ -1,0 +1,180 @@
+"""Human-readable views of tokenmill's files, down to one document or one training sample.
+
+* ``describe(path)``: header, layout, counts and sidecar facts of a raw index, ``.pbin`` or Megatron
+  dataset.
+* ``show_document(path, i)``: document ``i`` decoded, with the source file and line it came from.
+* ``show_sample(prefix, k, cache)``: sample ``k`` of a split, resolved through the cached indices
+  into the (sequence, offset, length) pieces it is made of, each with its source file and line.
+
+Provenance: the ``.pbin`` sidecar lists the sources in order with their document counts and the
+line numbers of skipped lines, so document ``i`` maps to a file and a line exactly (when more lines
+were skipped than the sidecar lists, the line is reported as unknown). A Megatron dataset written by
+``to-megatron`` has the same documents in the same order, so its sequence ``i`` is ``.pbin``
+document ``i``. Cost: O(1) per document or sample after reading the index.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from tokenmill.errors import TokenmillError
+from tokenmill.mmidx import MMapIndexedDataset
+from tokenmill.pbin import PbinFile, read_sidecar
+from tokenmill.raw_index import read_index
+
+__all__ = ["describe", "show_document", "show_sample", "source_of", "pbin_of_megatron"]
+
+_SNIPPET = 160
+
+
+def pbin_of_megatron(prefix: str | os.PathLike) -> Path | None:
+    """``data/megatron/<name>_text_document`` → ``data/packed/<name>.pbin`` when the layout is tokenmill's."""
+    prefix = Path(prefix)
+    if prefix.name.endswith("_text_document") and prefix.parent.name == "megatron":
+        candidate = prefix.parent.parent / "packed" / (prefix.name[:-len("_text_document")] + ".pbin")
+        return candidate if candidate.exists() else None
+    return None
+
+
+def source_of(meta: dict | None, document: int) -> tuple[str, int | None] | None:
+    """(source file, 1-based line or None if unknown) of a ``.pbin`` document, from its sidecar."""
+    if not meta or "sources" not in meta:
+        return None
+    for source in meta["sources"]:
+        if document < source["documents"]:
+            skipped = source.get("skipped", {})
+            if any(entry["count"] != len(entry["first_lines"]) for entry in skipped.values()):
+                return source["path"], None  # the sidecar lists only the first skipped lines
+            line = document + 1
+            for skipped_line in sorted(n for entry in skipped.values() for n in entry["first_lines"]):
+                if skipped_line <= line:
+                    line += 1
+            return source["path"], line
+        document -= source["documents"]
+    return None
+
+
+def _decoder(meta: dict | None, tokenizer_path: str | None):
+    path = tokenizer_path or (meta or {}).get("tokenizer", {}).get("path")
+    if not path or not os.path.exists(path):
+        return None
+    from tokenmill.tokenizer import load_tokenizer
+
+    tokenizer = load_tokenizer(path).tokenizer
+    return lambda ids: tokenizer.decode([int(i) for i in ids], skip_special_tokens=False)
+
+
+def _snippet(text: str) -> str:
+    text = json.dumps(text, ensure_ascii=False)[1:-1]
+    return text if len(text) <= _SNIPPET else text[:_SNIPPET] + f"... ({len(text)} chars)"
+
+
+def describe(path: str | os.PathLike) -> list[str]:
+    """Header and counts of a ``.pbin``, raw ``.idx`` or Megatron prefix, one fact per line.
+
+    Raises:
+        TokenmillError: unreadable or of no known kind.
+    """
+    path = Path(path)
+    if path.suffix == ".pbin":
+        pbin, meta = PbinFile(path), read_sidecar(path)
+        lines = [f"file: {path}", f"layout: {pbin.layout.name} (data at byte {pbin.layout.data_offset}, "
+                                  f"{pbin.layout.data_bytes} bytes)",
+                 f"token width: {pbin.token_width} bytes", f"documents: {pbin.num_documents}",
+                 f"tokens: {pbin.num_tokens}"]
+        if meta:
+            tokenizer = meta.get("tokenizer", {})
+            lines += [f"tokenizer: {tokenizer.get('path')} (sha256 {str(tokenizer.get('sha256'))[:16]}...), "
+                      f"vocab {tokenizer.get('vocab_size')}, eod {tokenizer.get('eod_token')!r} = {tokenizer.get('eod_id')}",
+                      f"skipped lines: {meta.get('skipped', {}) or 'none'}"]
+            lines += [f"source: {s['path']} ({s['bytes']} bytes, {s['documents']} documents)"
+                      for s in meta.get("sources", [])]
+        return lines
+    prefix = path.with_suffix("") if path.suffix in (".bin", ".idx") else path
+    index_file = prefix.with_name(prefix.name + ".idx")
+    if index_file.exists() and index_file.read_bytes()[:9] == b"MMIDIDX\x00\x00":
+        dataset = MMapIndexedDataset(prefix)
+        return [f"dataset: {prefix} (Megatron MMIDIDX)", f"dtype: {dataset.dtype.name}",
+                f"sequences: {len(dataset)}", f"documents: {dataset.num_documents}",
+                f"tokens: {int(dataset.sizes.sum(dtype=np.int64))}"]
+    lines = read_index(index_file)
+    lengths = lines[:, 1]
+    return [f"file: {index_file} (raw line index)", f"lines: {len(lines)}",
+            f"line bytes: min {int(lengths.min()) if len(lines) else 0}, max {int(lengths.max()) if len(lines) else 0}"]
+
+
+def show_document(path: str | os.PathLike, document: int, tokenizer_path: str | None = None) -> list[str]:
+    """Document ``document`` of a ``.pbin`` or Megatron dataset: length, ids, text, source and line.
+
+    Raises:
+        TokenmillError: unreadable file or a document number out of range.
+    """
+    path = Path(path)
+    if path.suffix == ".pbin":
+        pbin_path, tokens = path, None
+    else:
+        prefix = path.with_suffix("") if path.suffix in (".bin", ".idx") else path
+        dataset = MMapIndexedDataset(prefix)
+        if not 0 <= document < len(dataset):
+            raise TokenmillError(f"{prefix}: no sequence {document} (it has {len(dataset)})")
+        tokens, pbin_path = dataset[document], pbin_of_megatron(prefix)
+    meta = read_sidecar(pbin_path) if pbin_path else None
+    if tokens is None:
+        pbin = PbinFile(pbin_path)
+        if not 0 <= document < pbin.num_documents:
+            raise TokenmillError(f"{pbin_path}: no document {document} (it has {pbin.num_documents})")
+        tokens = pbin.document(document)
+    lines = [f"document {document}: {len(tokens)} tokens", f"ids: {tokens[:12].tolist()}"
+                                                          f"{' ...' if len(tokens) > 12 else ''}"]
+    decode = _decoder(meta, tokenizer_path)
+    if decode:
+        lines.append(f"text: {_snippet(decode(tokens))}")
+    origin = source_of(meta, document)
+    if origin:
+        lines.append(f"source: {origin[0]}, line {origin[1] if origin[1] else 'unknown'}")
+    return lines
+
+
+def show_sample(prefix: str | os.PathLike, sample: int, cache: str | os.PathLike, split: str = "train",
+                tokenizer_path: str | None = None) -> list[str]:
+    """Sample ``sample`` of a split: the pieces of sequences it is made of, decoded, with their sources.
+
+    Args:
+        prefix: the Megatron dataset.
+        sample: the sample number as the trainer sees it (before the shuffle index maps it).
+        cache: the folder with the split's GPTDataset cache.
+        split: ``train``, ``valid`` or ``test``.
+
+    Raises:
+        TokenmillError: no (or more than one) cache of that split in ``cache``, or ``sample`` out of range.
+    """
+    from tokenmill.datasets import Nanoset, NanosetConfig
+    from tokenmill.sample_index import load_cache
+
+    descriptions = sorted(Path(cache).glob(f"*-GPTDataset-{split}-description.txt"))
+    if len(descriptions) != 1:
+        raise TokenmillError(f"{cache}: {len(descriptions)} GPTDataset {split} caches; expected exactly one")
+    text = descriptions[0].read_text(encoding="utf-8")
+    identifiers = json.loads(text)
+    arrays = load_cache(cache, text, split)
+    dataset = MMapIndexedDataset(prefix)
+    nanoset = Nanoset(dataset, arrays, NanosetConfig(str(prefix), str(cache), identifiers["sequence_length"],
+                                                     identifiers["random_seed"], identifiers["tokenizer"]))
+    if not 0 <= sample < len(nanoset):
+        raise TokenmillError(f"{cache}: the {split} split has {len(nanoset)} samples, no sample {sample}")
+    pbin_path = pbin_of_megatron(prefix)
+    meta = read_sidecar(pbin_path) if pbin_path else None
+    decode = _decoder(meta, tokenizer_path)
+    lines = [f"sample {sample} of {split} (seq {identifiers['sequence_length']}, seed {identifiers['random_seed']}) "
+             f"= built sample {int(arrays['shuffle_index'][sample])}"]
+    for sequence, offset, length in nanoset.pieces(sample):
+        origin = source_of(meta, sequence)
+        where = f", from {origin[0]} line {origin[1] if origin[1] else 'unknown'}" if origin else ""
+        lines.append(f"  sequence {sequence} tokens [{offset}, {offset + length}){where}")
+        if decode:
+            lines.append(f"    {_snippet(decode(dataset.get(sequence, offset, length)))}")
+    return lines

@@ -1,0 +1,50 @@
+"""`tokenmill inspect`: counts, decoded documents and samples traced back to source file and line."""
+
+import json
+
+from conftest import GPT2, GPT2_EOD, run_tokenmill, write_jsonl_bytes
+from tokenmill.inspect import source_of
+
+
+def test_source_line_skips_the_skipped_lines():
+    meta = {"sources": [
+        {"path": "a.jsonl", "documents": 3, "skipped": {"blank line": {"count": 2, "first_lines": [2, 4]}}},
+        {"path": "b.jsonl", "documents": 2, "skipped": {}},
+    ]}
+    # a.jsonl lines: 1 doc0, 2 blank, 3 doc1, 4 blank, 5 doc2; then b.jsonl lines 1, 2
+    assert [source_of(meta, i) for i in range(5)] == [("a.jsonl", 1), ("a.jsonl", 3), ("a.jsonl", 5),
+                                                      ("b.jsonl", 1), ("b.jsonl", 2)]
+    meta["sources"][0]["skipped"]["blank line"]["count"] = 40  # more skipped lines than the sidecar lists
+    assert source_of(meta, 1) == ("a.jsonl", None)
+
+
+def test_document_and_sample_lead_back_to_their_lines(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    texts = [f"document number {i}: " + "word " * (i % 7 + 3) for i in range(400)]
+    lines = [json.dumps({"text": t}).encode() for t in texts]
+    lines.insert(10, b"")  # line 11 is blank and skipped
+    write_jsonl_bytes(tmp_path / "x.jsonl", lines)
+    (tmp_path / "data/packed").mkdir(parents=True)
+    (tmp_path / "data/megatron").mkdir()
+    run_tokenmill("pack", "x.jsonl", "--tokenizer", GPT2, "--eod", GPT2_EOD, "--on-bad-line", "skip",
+                  "-o", "data/packed/x.pbin")
+    run_tokenmill("to-megatron", "data/packed/x.pbin", "-o", "data/megatron/x_text_document")
+
+    shown = run_tokenmill("inspect", "data/packed/x.pbin", "--doc", "10").stdout
+    assert "text: document number 10: word" in shown and "source: x.jsonl, line 12" in shown
+    assert "skipped lines: {'blank line': 1}" in run_tokenmill("inspect", "data/packed/x.pbin").stdout
+
+    run_tokenmill("sample-index", "data/megatron/x_text_document", "-o", "data/cache/x/seq32_seed5", "--seq-length",
+                  "32", "--seed", "5", "--split", "1,0,0", "--epochs", "1", "--vocab-size", "50257")
+    sample = run_tokenmill("inspect", "data/megatron/x_text_document", "--sample", "0", "--seq-length", "32",
+                           "--seed", "5").stdout.splitlines()
+    assert sample[0].startswith("sample 0 of train (seq 32, seed 5) = built sample ")
+    pieces = [line for line in sample[1:] if line.startswith("  sequence ")]
+    texts_shown = [line.strip() for line in sample[1:] if line.startswith("    ")]
+    assert pieces and len(pieces) == len(texts_shown)
+    for piece, text in zip(pieces, texts_shown):
+        sequence = int(piece.split()[1])
+        line = int(piece.rsplit("line ", 1)[1])
+        assert line == sequence + 1 + (sequence >= 10)  # the blank line 11 shifts later documents
+        if "tokens [0," in piece:  # a piece from a document's start shows that document's own text
+            assert text.startswith(f"document number {sequence}:")
