@@ -129,3 +129,47 @@ def test_named_blend_builds_megatron_blend_caches(workflow_dir):
     assert len(dataset_index) == 2000 and np.bincount(dataset_index).tolist() == [1400, 600]
     description = next(cache.glob("*-BlendedDataset-train-description.txt")).read_text()
     assert '"dataset_path": "data/megatron/a_text_document"' in description
+
+
+def _outputs(workflow_dir) -> dict[str, bytes]:
+    data = workflow_dir / "data"
+    return {str(path.relative_to(data)): path.read_bytes() for path in sorted(data.rglob("*"))
+            if path.is_file() and path.parts[len(data.parts)] not in ("raw", "tokenizers")}
+
+
+def test_killed_runs_resume_to_byte_identical_outputs(workflow_dir, tmp_path):
+    import shutil
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import tool_env
+
+    baseline_dir = tmp_path / "baseline"
+    shutil.copytree(workflow_dir, baseline_dir)
+    started = time.monotonic()
+    run_snakemake(baseline_dir)
+    duration = time.monotonic() - started
+    expected = _outputs(baseline_dir)
+    assert any(name.startswith("cache/") for name in expected) and "verified/demo.ok" in expected
+
+    # kill points spread over an uninterrupted run: start-up, indexing, packing, conversion, caches, verify
+    interrupted = 0
+    for kill_after in (fraction * duration for fraction in (0.15, 0.25, 0.35, 0.45, 0.55, 0.65, 0.75)):
+        shutil.rmtree(workflow_dir / "data", ignore_errors=True)
+        shutil.copytree(baseline_dir / "data/raw", workflow_dir / "data/raw")
+        shutil.copytree(baseline_dir / "data/tokenizers", workflow_dir / "data/tokenizers")
+        process = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "2"], cwd=workflow_dir,
+                                   env=tool_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   start_new_session=True)
+        time.sleep(kill_after)
+        assert process.poll() is None, f"the run ended before the kill at {kill_after:.1f} s"
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+        interrupted += _outputs(workflow_dir) != expected  # the kill cut the build short
+        run_snakemake(workflow_dir, "--unlock")
+        run_snakemake(workflow_dir, "--rerun-incomplete")
+        assert _outputs(workflow_dir) == expected, f"killed after {kill_after:.1f} s"
+        leftovers = [path for path in (workflow_dir / "data").rglob(".*.tmp*")]
+        assert leftovers == [], f"temporary files left after resuming (killed after {kill_after:.1f} s)"
+    assert interrupted >= 5

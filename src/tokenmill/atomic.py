@@ -7,6 +7,7 @@ finished, and never destroys what was already built there. Cost: one ``rename`` 
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 from pathlib import Path
 from typing import Iterator
@@ -15,9 +16,26 @@ from typing import Iterator
 def temporary_name(final_path: Path) -> Path:
     """The hidden temporary name next to ``final_path`` that a writer fills before renaming.
 
-    It holds the pid so that two processes writing the same target never share a file.
+    It holds the pid so that two processes writing the same target never share a file. Temporaries
+    of the same target left by writers that no longer run (killed ones) are removed first.
     """
-    return final_path.with_name(f".{final_path.name}.tmp{os.getpid()}")
+    final_path = Path(final_path)
+    prefix = f".{final_path.name}.tmp"
+    for stale in final_path.parent.glob(f"{glob.escape(prefix)}*"):
+        pid = stale.name[len(prefix):]
+        if pid.isdigit() and not _running(int(pid)):
+            stale.unlink(missing_ok=True)
+    return final_path.with_name(f"{prefix}{os.getpid()}")
+
+
+def _running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's live process
+        return True
+    return True
 
 
 @contextlib.contextmanager
