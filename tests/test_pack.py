@@ -160,3 +160,21 @@ def test_sidecar_records_sources_and_tokenizer_and_reproduces_byte_for_byte(tmp_
     assert (meta["tokenizer"]["vocab_size"], meta["tokenizer"]["eod_id"], meta["token_width"]) == (50257, 50256, 2)
     assert meta["tokens"] == PbinFile(tmp_path / "a.pbin").num_tokens
     assert meta["documents"] == 50
+
+
+def test_a_full_disk_names_the_output_and_leaves_nothing_behind(tmp_path):
+    import resource
+    import signal
+    import subprocess
+    import sys
+
+    def file_size_limit():  # what a full disk looks like to the writer: EFBIG instead of ENOSPC
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+
+    out = tmp_path / "out.pbin"
+    result = subprocess.run([sys.executable, "-m", "tokenmill.cli", "pack", str(DEMO_JSONL), "--tokenizer", str(GPT2),
+                             "-o", str(out)], preexec_fn=file_size_limit, capture_output=True, text=True)
+    assert result.returncode == 1
+    assert result.stderr == f"tokenmill: error: {out}: cannot write (File too large)\n"
+    assert list(tmp_path.iterdir()) == []

@@ -12,6 +12,8 @@ import os
 from pathlib import Path
 from typing import Iterator
 
+from tokenmill.errors import TokenmillError
+
 
 def temporary_name(final_path: Path) -> Path:
     """The hidden temporary name next to ``final_path`` that a writer fills before renaming.
@@ -49,7 +51,9 @@ def atomic_output(final_path: str | os.PathLike) -> Iterator[Path]:
     try:
         yield tmp_path
         os.replace(tmp_path, final_path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             tmp_path.unlink()
+        if isinstance(exc, OSError) and exc.filename in (None, str(tmp_path)):
+            raise TokenmillError(f"{final_path}: cannot write ({exc.strerror})") from None
         raise

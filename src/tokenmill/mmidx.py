@@ -178,6 +178,7 @@ class MMapIndexedDatasetBuilder:
     """
 
     def __init__(self, prefix: str | os.PathLike, dtype=np.int32):
+        self.prefix = str(prefix)
         self.dtype = np.dtype(dtype)
         if self.dtype not in _CODE_OF:
             raise ValueError(f"dtype {self.dtype} has no Megatron code")
@@ -293,6 +294,8 @@ class MMapIndexedDatasetBuilder:
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is not None:
             self.abort()
+            if isinstance(exc, OSError):  # a full disk or a file-size limit: name the output
+                raise TokenmillError(f"{self.prefix}: cannot write ({exc.strerror})") from None
             return
         try:
             self.finalize()

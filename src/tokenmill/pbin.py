@@ -166,6 +166,8 @@ class PbinWriter:
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is not None:
             self.abort()
+            if isinstance(exc, OSError):  # a full disk or a file-size limit: name the output
+                raise TokenmillError(f"{self.path}: cannot write ({exc.strerror})") from None
             return
         try:
             self.close()

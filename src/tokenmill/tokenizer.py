@@ -78,10 +78,10 @@ def load_tokenizer(path: str | os.PathLike, eod_token: str | None = None) -> Tok
     Raises:
         TokenmillError: the file is missing or not a tokenizer, or ``eod_token`` is not one token.
     """
+    if not os.path.isfile(path):
+        raise TokenmillError(f"{path}: tokenizer file not found")
     try:
         tokenizer = Tokenizer.from_file(str(path))
-    except FileNotFoundError:
-        raise TokenmillError(f"{path}: tokenizer file not found") from None
     except Exception as exc:  # tokenizers raises a bare Exception on a malformed file
         raise TokenmillError(f"{path}: not a Hugging Face tokenizer.json ({str(exc).splitlines()[0]})") from None
     vocab = tokenizer.get_vocab(with_added_tokens=True)
