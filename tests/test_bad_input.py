@@ -55,3 +55,20 @@ def test_bad_paths_and_foreign_files_give_one_line_errors(tmp_path, verb_args, f
     assert_one_line_error(run_tokenmill(*args, check=False), fragment)
     assert not (tmp_path / "out.pbin").exists() and not (tmp_path / "out.idx").exists()
     assert not (tmp_path / "cache").exists()
+
+
+def test_a_50_mb_line_is_indexed_and_judged_like_any_other(tmp_path):
+    huge = json.dumps({"body": "x" * 50_000_000}).encode()  # valid JSON, but no "text" key
+    source = write_jsonl_bytes(tmp_path / "huge.jsonl", [b'{"text": "small"}', huge, b'{"text": "after"}'])
+    run_tokenmill("index", source, "-o", tmp_path / "huge.idx")
+    result = run_tokenmill("pack", source, "--index", tmp_path / "huge.idx", "--tokenizer", GPT2,
+                           "-o", tmp_path / "huge.pbin", check=False)
+    assert_one_line_error(result, f"{source}:2: no key 'text'")
+    run_tokenmill("pack", source, "--tokenizer", GPT2, "--on-bad-line", "skip", "-o", tmp_path / "huge.pbin")
+    assert json.loads((tmp_path / "huge.pbin.meta.json").read_text())["documents"] == 2
+
+
+def test_debug_shows_the_traceback_that_users_are_spared(tmp_path):
+    result = run_tokenmill("--debug", "verify", tmp_path / "nothing", check=False)
+    assert result.returncode == 1 and "Traceback" in result.stderr
+    assert result.stderr.strip().splitlines()[-1].startswith("tokenmill: error: ")
