@@ -1,12 +1,16 @@
 """The .pbin layout (spec modalities §3), its legacy variant, and merging."""
 
+import os
 import pickle
 import struct
+import subprocess
+import time
 
 import numpy as np
 import pytest
 
 from conftest import GPT2, GPT2_EOD, MIXED_JSONL, run_tokenmill
+from tokenmill.atomic import temporary_name
 from tokenmill.errors import TokenmillError
 from tokenmill.pbin import LAYOUT_050, LAYOUT_LEGACY, PbinFile, PbinWriter, merge_pbin, read_sidecar
 
@@ -115,3 +119,17 @@ def test_merging_different_token_widths_is_an_error(tmp_path):
     assert result.returncode == 1
     assert "different token widths" in result.stderr and "four.pbin: 4" in result.stderr
     assert not (tmp_path / "out.pbin").exists()
+
+
+def test_temporaries_of_dead_writers_are_cleared_and_live_ones_kept(tmp_path):
+    zombie = subprocess.Popen(["true"])  # exits and stays unreaped (a killed writer's state) until wait()
+    zombie_pid = zombie.pid
+    time.sleep(0.3)
+    final = tmp_path / "x.pbin"
+    dead = tmp_path / f".x.pbin.tmp{zombie_pid}"
+    live = tmp_path / f".x.pbin.tmp{os.getppid()}"
+    dead.write_bytes(b"half")
+    live.write_bytes(b"busy")
+    assert temporary_name(final) == tmp_path / f".x.pbin.tmp{os.getpid()}"
+    assert not dead.exists() and live.exists()
+    zombie.wait()

@@ -31,13 +31,18 @@ def temporary_name(final_path: Path) -> Path:
 
 
 def _running(pid: int) -> bool:
+    """Whether process ``pid`` exists and is not a zombie (a killed writer nobody reaped)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:  # someone else's live process
         return True
-    return True
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return stat.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return True
 
 
 @contextlib.contextmanager
