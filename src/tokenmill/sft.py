@@ -1,0 +1,292 @@
+"""Instruction tuning: conversations JSONL → token rows with loss masks, one conversation or packed.
+
+Input: one conversation per line, FastChat style (extra keys allowed)::
+
+    {"conversations": [{"from": "human", "value": "..."}, {"from": "gpt", "value": "..."}, ...],
+     "instruction": "...", "role": "..."}
+
+:class:`InstructionDataset` reads a line through the raw index and tokenizes the fields that its jq
+patterns name (``.role``, ``.instruction``, ``.conversations``): a string field is one piece, a list
+field one piece per element (a turn's ``value``). Special-token strings inside the text stay text
+(``encode_special_tokens``), so data cannot inject control tokens; the configured special tokens
+(``bos_token``, ``eos_token``, ...) must each be one id of the tokenizer.
+
+:class:`InstructionCollator` lays the pieces out in ``message_construction`` order, each as one
+message::
+
+    BOS  "<speaker>: "  <content>  EOS          speaker = the turn's "from", or the field name
+
+and keeps in the loss exactly the content and EOS of the messages that no
+``loss_masking_jq_patterns`` output selects (a pattern selects a piece when one of its outputs equals
+the piece's value or turn object). BOS and the speaker prefix are never trained.
+
+Label convention: ``labels`` are already shifted for next-token loss — ``labels[t]`` is the target
+for the prediction made at position ``t`` (``input_ids[t + 1]`` when that token is trained, else
+-100), so a trainer computes ``cross_entropy(logits[:, t], labels[:, t])`` with no further shift.
+
+Conversations longer than ``seq_length``: ``truncation="drop"`` leaves them out; ``"truncate"``
+drops trailing messages until the rest fits (whole messages only, so rows never drift out of
+alignment) and drops the conversation when nothing trainable is left. Both are counted in
+``collator.stats``. With ``pack=True`` whole conversations share a row greedily, never split across
+rows; ``position_ids`` restart per conversation and ``cu_seqlens`` (over the flattened batch, padding
+as its own segment) keeps attention inside each one. Cost: tokenization per piece (Rust), O(tokens)
+per batch in the collator.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import re
+import os
+from dataclasses import dataclass
+
+import numpy as np
+import orjson
+import torch
+from torch.utils.data import Dataset
+
+from tokenmill.errors import TokenmillError
+from tokenmill.raw_index import read_index, scan_lines
+from tokenmill.tokenizer import load_tokenizer
+
+__all__ = ["InstructionDataset", "InstructionCollator", "TRUNCATION_POLICIES", "IGNORE_INDEX"]
+
+IGNORE_INDEX = -100
+TRUNCATION_POLICIES = ("drop", "truncate")
+
+
+def _special_ids(tokenizer, special_tokens: dict[str, str]) -> dict[str, int]:
+    ids = {}
+    for key, token in special_tokens.items():
+        token_id = tokenizer.token_to_id(token)
+        if token_id is None:
+            raise TokenmillError(f"special_tokens.{key}: {token!r} is not a single token of the tokenizer")
+        ids[key] = token_id
+    return ids
+
+
+def _compile(pattern: str, what: str):
+    import jq
+
+    try:
+        return jq.compile(pattern)
+    except ValueError as exc:
+        raise TokenmillError(f"{what}: {pattern!r} is not valid jq ({str(exc).splitlines()[0]})") from None
+
+
+@dataclass
+class Piece:
+    """One message to be: its speaker, its content tokens, and the JSON value it came from."""
+
+    speaker: str
+    ids: list[int]
+    value: object
+
+
+class InstructionDataset(Dataset):
+    """Conversations of a JSONL file, tokenized field by field on access.
+
+    Args:
+        jsonl: the conversations file.
+        tokenizer: path of a Hugging Face ``tokenizer.json``.
+        jq_patterns: the fields to tokenize, as plain paths (``.role``, ``.conversations``); the
+            field name (after the dot) is what ``message_construction`` refers to.
+        special_tokens: e.g. ``{"bos_token": "<s>", "eos_token": "</s>"}``; each must be one id.
+        index: raw index of ``jsonl`` (scanned now if None).
+
+    Raises:
+        TokenmillError: unreadable files, a special token that is not one id, a pattern that is not a
+            plain field path; on access, a line that is not a conversation (naming file and line).
+    """
+
+    def __init__(self, jsonl: str | os.PathLike, tokenizer: str | os.PathLike, jq_patterns: list[str],
+                 special_tokens: dict[str, str], index: str | os.PathLike | None = None):
+        self.path = str(jsonl)
+        self.lines = read_index(index, jsonl) if index is not None else scan_lines(jsonl)
+        info = load_tokenizer(tokenizer)
+        self.tokenizer = info.tokenizer
+        self.tokenizer.encode_special_tokens = True  # control-token strings in data stay text
+        self.special_ids = _special_ids(self.tokenizer, special_tokens)
+        self.fields = []
+        for pattern in jq_patterns:
+            if not (pattern.startswith(".") and pattern[1:].isidentifier()):
+                raise TokenmillError(f"jq_patterns: {pattern!r} must name a field, like .conversations")
+            self.fields.append(pattern[1:])
+        self._mapped = None
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def _error(self, i: int, reason: str) -> TokenmillError:
+        return TokenmillError(f"{self.path}:{i + 1}: {reason}")
+
+    def record(self, i: int) -> dict:
+        """The parsed JSON object of line ``i``.
+
+        Raises:
+            TokenmillError: not a JSON object.
+        """
+        if self._mapped is None:
+            with open(self.path, "rb") as handle:
+                self._mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+        offset, length = (int(x) for x in self.lines[i])
+        try:
+            record = orjson.loads(self._mapped[offset:offset + length])
+        except orjson.JSONDecodeError as exc:
+            raise self._error(i, f"invalid JSON ({exc})") from None
+        if not isinstance(record, dict):
+            raise self._error(i, "not a conversation (not a JSON object)")
+        return record
+
+    def __getitem__(self, i: int) -> dict:
+        """``{"line", "record", "pieces": {field: [Piece, ...]}}`` for line ``i``."""
+        i = range(len(self))[i]
+        record = self.record(i)
+        pieces = {}
+        for field in self.fields:
+            value = record.get(field)
+            if isinstance(value, str):
+                pieces[field] = [Piece(field, self._encode(value), value)]
+            elif isinstance(value, list):
+                if not value:
+                    raise self._error(i, f"empty {field!r}")
+                turns = []
+                for number, turn in enumerate(value):
+                    if not isinstance(turn, dict) or not isinstance(turn.get("from"), str) \
+                            or not isinstance(turn.get("value"), str):
+                        raise self._error(i, f"{field}[{number}] needs string 'from' and 'value'")
+                    turns.append(Piece(turn["from"], self._encode(turn["value"]), turn))
+                pieces[field] = turns
+            else:
+                raise self._error(i, f"no string or list {field!r}")
+        return {"line": i + 1, "record": record, "pieces": pieces}
+
+    def _encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        state["_mapped"] = None
+        return state
+
+
+class InstructionCollator:
+    """Turns dataset items into ``input_ids``, ``labels``, ``attention_mask`` (+ packing tensors).
+
+    Args:
+        dataset: the :class:`InstructionDataset` (for its tokenizer and special ids).
+        message_construction: field names in prompt order, e.g. ``["role", "instruction", "conversations"]``.
+        loss_masking_jq_patterns: pieces these select are left out of the loss.
+        seq_length: tokens per row.
+        pack: several whole conversations per row.
+        truncation: ``"drop"`` or ``"truncate"`` (whole trailing messages).
+
+    Raises:
+        TokenmillError: a pattern that does not compile, a field not tokenized by the dataset,
+            missing ``bos_token``/``eos_token``, or an unknown truncation policy.
+    """
+
+    def __init__(self, dataset: InstructionDataset, message_construction: list[str],
+                 loss_masking_jq_patterns: list[str], seq_length: int, pack: bool = False,
+                 truncation: str = "truncate"):
+        missing = [name for name in message_construction if name not in dataset.fields]
+        if missing:
+            raise TokenmillError(f"message_construction: {missing} are not among the dataset's fields {dataset.fields}")
+        for key in ("bos_token", "eos_token"):
+            if key not in dataset.special_ids:
+                raise TokenmillError(f"special_tokens: {key} is required")
+        if truncation not in TRUNCATION_POLICIES:
+            raise TokenmillError(f"truncation must be one of {TRUNCATION_POLICIES}, not {truncation!r}")
+        self.dataset = dataset
+        self.message_construction = message_construction
+        # A pattern like `.conversations | select(.from == "human")` (the seed config's spelling) is
+        # applied to each element of the list field when jq refuses it on the list itself.
+        self.masks = []
+        for pattern in loss_masking_jq_patterns:
+            per_element = re.sub(r"^\.(\w+)\s*\|", r".\1[] |", pattern)
+            self.masks.append((pattern, _compile(pattern, "loss_masking_jq_patterns"),
+                               _compile(per_element, "loss_masking_jq_patterns") if per_element != pattern else None))
+        self.seq_length = seq_length
+        self.pack = pack
+        self.truncation = truncation
+        self.bos, self.eos = dataset.special_ids["bos_token"], dataset.special_ids["eos_token"]
+        self._prefixes: dict[str, list[int]] = {}
+        self.stats = {"conversations": 0, "dropped": 0, "truncated": 0}
+
+    def _prefix(self, speaker: str) -> list[int]:
+        if speaker not in self._prefixes:
+            self._prefixes[speaker] = self.dataset._encode(f"{speaker}: ")
+        return self._prefixes[speaker]
+
+    def conversation(self, item: dict) -> tuple[np.ndarray, np.ndarray] | None:
+        """Tokens and per-token "trained" flags of one conversation, truncated per policy (None: dropped)."""
+        record = item["record"]
+        selected = set()
+        for pattern, program, per_element in self.masks:
+            try:
+                outputs = program.input_value(record).all()
+            except ValueError as exc:
+                if per_element is None:
+                    raise TokenmillError(f"{self.dataset.path}:{item['line']}: loss masking pattern {pattern!r} "
+                                         f"fails ({str(exc).splitlines()[0]})") from None
+                outputs = per_element.input_value(record).all()
+            selected.update(json.dumps(out, sort_keys=True) for out in outputs)
+        messages = []
+        for name in self.message_construction:
+            for piece in item["pieces"][name]:
+                framing = [self.bos] + self._prefix(piece.speaker)
+                trained = json.dumps(piece.value, sort_keys=True) not in selected
+                messages.append((framing + piece.ids + [self.eos],
+                                 [False] * len(framing) + [trained] * (len(piece.ids) + 1)))
+        kept = len(messages)
+        total = sum(len(tokens) for tokens, _ in messages)
+        if total > self.seq_length:
+            if self.truncation == "drop":
+                self.stats["dropped"] += 1
+                return None
+            while kept and total > self.seq_length:
+                kept -= 1
+                total -= len(messages[kept][0])
+            self.stats["truncated"] += 1
+        tokens = np.array([t for message, _ in messages[:kept] for t in message], dtype=np.int64)
+        trained = np.array([f for _, flags in messages[:kept] for f in flags], dtype=bool)
+        if not trained.any():
+            self.stats["dropped"] += 1
+            return None
+        return tokens, trained
+
+    def __call__(self, items: list[dict]) -> dict[str, torch.Tensor]:
+        conversations = [c for c in map(self.conversation, items) if c is not None]
+        self.stats["conversations"] += len(items)
+        rows: list[list[tuple[np.ndarray, np.ndarray]]] = []
+        for conversation in conversations:
+            if self.pack and rows and sum(len(t) for t, _ in rows[-1]) + len(conversation[0]) <= self.seq_length:
+                rows[-1].append(conversation)
+            else:
+                rows.append([conversation])
+        shape = (len(rows), self.seq_length)
+        input_ids = np.full(shape, self.eos, dtype=np.int64)  # padding: EOS, never attended or trained
+        labels = np.full(shape, IGNORE_INDEX, dtype=np.int64)
+        attention_mask = np.zeros(shape, dtype=np.int64)
+        position_ids = np.zeros(shape, dtype=np.int64)
+        segment_lengths = []
+        for row, parts in enumerate(rows):
+            start = 0
+            for tokens, trained in parts:
+                end = start + len(tokens)
+                input_ids[row, start:end] = tokens
+                attention_mask[row, start:end] = 1
+                position_ids[row, start:end] = np.arange(len(tokens))
+                # label at t is the target of the prediction made at t: token t+1 if it is trained
+                labels[row, start:end - 1] = np.where(trained[1:], tokens[1:], IGNORE_INDEX)
+                segment_lengths.append(len(tokens))
+                start = end
+            if start < self.seq_length:
+                segment_lengths.append(self.seq_length - start)
+        batch = {"input_ids": torch.from_numpy(input_ids), "labels": torch.from_numpy(labels),
+                 "attention_mask": torch.from_numpy(attention_mask)}
+        if self.pack:
+            batch["position_ids"] = torch.from_numpy(position_ids)
+            batch["cu_seqlens"] = torch.from_numpy(np.concatenate([[0], np.cumsum(segment_lengths)]).astype(np.int32))
+        return batch
