@@ -19,6 +19,7 @@ include: "workflow/rules/pack.smk"
 include: "workflow/rules/megatron.smk"
 include: "workflow/rules/sample_index.smk"
 include: "workflow/rules/verify.smk"
+include: "workflow/rules/sft.smk"
 
 
 # Everything the config asks for.

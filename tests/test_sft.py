@@ -4,12 +4,15 @@ import json
 
 import numpy as np
 import pytest
+import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import GPT2, GPT2_EOD, REPO, TEKKEN, write_jsonl_bytes
 from tokenmill.errors import TokenmillError
-from tokenmill.sft import IGNORE_INDEX, InstructionCollator, InstructionDataset
+from tokenmill.pbin import PbinFile
+from tokenmill.sft import (IGNORE_INDEX, InstructionCollator, InstructionDataset, PackedInstructionDataset,
+                           loss_mask_path, write_sft)
 
 CHAT = REPO / "data/raw/chat.jsonl"
 FIELDS = [".role", ".instruction", ".conversations"]
@@ -115,3 +118,31 @@ def test_bad_configuration_names_the_key():
     dataset = InstructionDataset(CHAT, TEKKEN, FIELDS, SPECIAL)
     with pytest.raises(TokenmillError, match="loss_masking_jq_patterns: '.conversations | select\\(' is not valid jq"):
         InstructionCollator(dataset, ORDER, [".conversations | select("], 128)
+
+
+def test_pretokenized_pair_gives_the_same_tensors_as_the_lazy_path(tmp_path):
+    config = {"tokenizers": {"tekken": {"path": str(TEKKEN)}},
+              "sft": {"chat": {"inputs": [str(CHAT)], "tokenizer": "tekken", "special_tokens": SPECIAL,
+                               "loss_masking_jq_patterns": MASKING, "message_construction": ORDER,
+                               "seq_length": 768, "truncation": "truncate"}}}
+    meta = write_sft("chat", config, tmp_path / "chat.pbin")
+    dataset = InstructionDataset(CHAT, TEKKEN, FIELDS, SPECIAL)
+    for pack in (False, True):
+        lazy = InstructionCollator(dataset, ORDER, MASKING, seq_length=768, pack=pack, truncation="truncate")
+        expected = lazy([dataset[i] for i in range(len(dataset))])
+        packed = PackedInstructionDataset(tmp_path / "chat.pbin", pack=pack)
+        actual = packed.collate([packed[i] for i in range(len(packed))])
+        assert expected.keys() == actual.keys()
+        assert all(torch.equal(expected[key], actual[key]) for key in expected)
+    assert (meta["truncated"], meta["dropped"]) == (lazy.stats["truncated"], lazy.stats["dropped"])
+    assert meta["documents"] == len(packed) == 65 - meta["dropped"]
+    assert meta["truncated"] > 0  # 768 tokens force some truncation on this file
+    assert PbinFile(loss_mask_path(tmp_path / "chat.pbin")).token_width == 1
+
+
+def test_missing_config_key_is_named(tmp_path):
+    with pytest.raises(TokenmillError, match="config: missing sft.chat.seq_length"):
+        write_sft("chat", {"tokenizers": {"t": {"path": str(TEKKEN)}},
+                           "sft": {"chat": {"inputs": [str(CHAT)], "tokenizer": "t", "special_tokens": SPECIAL,
+                                            "message_construction": ORDER}}}, tmp_path / "x.pbin")
+    assert not (tmp_path / "x.pbin").exists()

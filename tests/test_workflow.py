@@ -34,11 +34,13 @@ def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(
 
     time.sleep(1.1)  # mtime resolution
     os.utime(workflow_dir / "data/tokenizers/gpt2.tokenizer.json")
-    assert planned_jobs(workflow_dir) == {"pack", "megatron", "sample_index", "verify", "all"}  # not the index
+    # everything tokenized depends on the tokenizer, the raw index does not
+    assert planned_jobs(workflow_dir) == {"pack", "megatron", "sample_index", "verify", "sft", "all"}
     os.utime(workflow_dir / "data/raw/demo.jsonl")
-    assert planned_jobs(workflow_dir) == {"raw_index", "pack", "megatron", "sample_index", "verify", "all"}
+    assert planned_jobs(workflow_dir) == {"raw_index", "pack", "megatron", "sample_index", "verify", "sft", "all"}
     run_snakemake(workflow_dir)
     assert pbin.read_bytes() == first_build
+    assert read_sidecar(workflow_dir / "data/sft/chat.pbin")["documents"] == 65
     megatron = MMapIndexedDataset(workflow_dir / "data/megatron/demo_text_document")
     assert megatron.num_documents == 2990 and megatron.dtype == np.uint16
 

@@ -14,4 +14,5 @@ FORMAT_VERSIONS = {
     "mmidx": "megatron-mmidx-v1/1",
     "sample_index": "megatron-gpt-cache-0.19/1",
     "verify": "checks/1",
+    "sft": "tokenmill-sft-pbin-pair/1",
 }

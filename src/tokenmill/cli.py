@@ -118,6 +118,21 @@ def _inspect(args: argparse.Namespace) -> None:
     print("\n".join(lines))
 
 
+def _sft(args: argparse.Namespace) -> None:
+    import yaml
+
+    from tokenmill.sft import write_sft
+
+    try:
+        text = sys.stdin.read() if args.config == "-" else open(args.config, encoding="utf-8").read()
+        config = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise TokenmillError(f"{args.config}: not YAML ({str(exc).splitlines()[0]})") from None
+    meta = write_sft(args.name, config, args.output)
+    print(f"{args.output}: {meta['documents']} conversations, {meta['tokens']} tokens, {meta['truncated']} truncated, "
+          f"{meta['dropped']} dropped, {sum(meta['skipped'].values())} lines skipped", file=sys.stderr)
+
+
 def _tokenizer_identifiers(args: argparse.Namespace) -> dict:
     """The tokenizer identifiers Megatron hashes: given as JSON, or its null tokenizer of a vocab size."""
     import json
@@ -246,6 +261,12 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--jsonl", help="for a raw .idx: the JSONL file it indexes")
     verify.add_argument("--stamp", help="write this file (listing what was verified) when nothing is wrong")
     verify.set_defaults(run=_verify)
+
+    sft = verbs.add_parser("sft", help="pre-tokenize conversations into a .pbin + .loss_mask.pbin pair")
+    sft.add_argument("config", help="YAML with `tokenizers:` and `sft:` sections (the workflow config), or - for stdin")
+    sft.add_argument("name", help="the entry of `sft:` to build")
+    sft.add_argument("-o", "--output", required=True, help="output .pbin (the loss mask goes next to it)")
+    sft.set_defaults(run=_sft)
 
     inspect = verbs.add_parser("inspect", help="show a file's header and counts, a document, or a training sample")
     inspect.add_argument("path", help=".pbin, raw .idx, or Megatron prefix")

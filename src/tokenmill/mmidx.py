@@ -184,7 +184,10 @@ class MMapIndexedDatasetBuilder:
             raise ValueError(f"dtype {self.dtype} has no Megatron code")
         self.bin_path, self.idx_path = _paths(prefix)
         self._tmp_bin = temporary_name(self.bin_path)
-        self._bin = open(self._tmp_bin, "wb")
+        try:
+            self._bin = open(self._tmp_bin, "wb")
+        except OSError as exc:
+            raise TokenmillError(f"{self.bin_path}: cannot write ({exc.strerror})") from None
         self._lengths: list[np.ndarray] = []
         self._boundaries: list[np.ndarray] = []
         self._num_sequences = 0

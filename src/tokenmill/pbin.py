@@ -95,7 +95,10 @@ class PbinWriter:
         self.token_width = token_width
         self.dtype = TOKEN_DTYPES[token_width]
         self._tmp_path = temporary_name(self.path)
-        self._handle = open(self._tmp_path, "wb")
+        try:
+            self._handle = open(self._tmp_path, "wb")
+        except OSError as exc:
+            raise TokenmillError(f"{self.path}: cannot write ({exc.strerror})") from None
         # Header placeholder: D is only known at the end (Modalities writes 0 first, too).
         self._handle.write(_HEADER_050.pack(0, token_width))
         self._doc_lengths: list[np.ndarray] = []

@@ -40,17 +40,21 @@ import mmap
 import re
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import orjson
 import torch
 from torch.utils.data import Dataset
 
+from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
+from tokenmill.pbin import LAYOUT_050, PbinFile, PbinWriter, read_sidecar, write_sidecar
 from tokenmill.raw_index import read_index, scan_lines
-from tokenmill.tokenizer import load_tokenizer
+from tokenmill.tokenizer import file_sha256, load_tokenizer
 
-__all__ = ["InstructionDataset", "InstructionCollator", "TRUNCATION_POLICIES", "IGNORE_INDEX"]
+__all__ = ["InstructionDataset", "InstructionCollator", "PackedInstructionDataset", "collate", "write_sft",
+           "loss_mask_path", "TRUNCATION_POLICIES", "IGNORE_INDEX"]
 
 IGNORE_INDEX = -100
 TRUNCATION_POLICIES = ("drop", "truncate")
@@ -257,36 +261,169 @@ class InstructionCollator:
         return tokens, trained
 
     def __call__(self, items: list[dict]) -> dict[str, torch.Tensor]:
-        conversations = [c for c in map(self.conversation, items) if c is not None]
         self.stats["conversations"] += len(items)
-        rows: list[list[tuple[np.ndarray, np.ndarray]]] = []
-        for conversation in conversations:
-            if self.pack and rows and sum(len(t) for t, _ in rows[-1]) + len(conversation[0]) <= self.seq_length:
-                rows[-1].append(conversation)
-            else:
-                rows.append([conversation])
-        shape = (len(rows), self.seq_length)
-        input_ids = np.full(shape, self.eos, dtype=np.int64)  # padding: EOS, never attended or trained
-        labels = np.full(shape, IGNORE_INDEX, dtype=np.int64)
-        attention_mask = np.zeros(shape, dtype=np.int64)
-        position_ids = np.zeros(shape, dtype=np.int64)
-        segment_lengths = []
-        for row, parts in enumerate(rows):
-            start = 0
-            for tokens, trained in parts:
-                end = start + len(tokens)
-                input_ids[row, start:end] = tokens
-                attention_mask[row, start:end] = 1
-                position_ids[row, start:end] = np.arange(len(tokens))
-                # label at t is the target of the prediction made at t: token t+1 if it is trained
-                labels[row, start:end - 1] = np.where(trained[1:], tokens[1:], IGNORE_INDEX)
-                segment_lengths.append(len(tokens))
-                start = end
-            if start < self.seq_length:
-                segment_lengths.append(self.seq_length - start)
-        batch = {"input_ids": torch.from_numpy(input_ids), "labels": torch.from_numpy(labels),
-                 "attention_mask": torch.from_numpy(attention_mask)}
-        if self.pack:
-            batch["position_ids"] = torch.from_numpy(position_ids)
-            batch["cu_seqlens"] = torch.from_numpy(np.concatenate([[0], np.cumsum(segment_lengths)]).astype(np.int32))
-        return batch
+        conversations = [c for c in map(self.conversation, items) if c is not None]
+        return collate(conversations, self.seq_length, self.pack, self.eos)
+
+
+def collate(conversations: list[tuple[np.ndarray, np.ndarray]], seq_length: int, pack: bool,
+            pad_id: int) -> dict[str, torch.Tensor]:
+    """Rows of ``seq_length`` from (tokens, trained flags) conversations that already fit a row.
+
+    Returns ``input_ids``, ``labels`` (shifted, -100 where not trained), ``attention_mask``, and with
+    ``pack`` also ``position_ids`` and ``cu_seqlens``; padding is ``pad_id``, never attended or trained.
+    """
+    rows: list[list[tuple[np.ndarray, np.ndarray]]] = []
+    for conversation in conversations:
+        if pack and rows and sum(len(t) for t, _ in rows[-1]) + len(conversation[0]) <= seq_length:
+            rows[-1].append(conversation)
+        else:
+            rows.append([conversation])
+    shape = (len(rows), seq_length)
+    input_ids = np.full(shape, pad_id, dtype=np.int64)
+    labels = np.full(shape, IGNORE_INDEX, dtype=np.int64)
+    attention_mask = np.zeros(shape, dtype=np.int64)
+    position_ids = np.zeros(shape, dtype=np.int64)
+    segment_lengths = []
+    for row, parts in enumerate(rows):
+        start = 0
+        for tokens, trained in parts:
+            end = start + len(tokens)
+            input_ids[row, start:end] = tokens
+            attention_mask[row, start:end] = 1
+            position_ids[row, start:end] = np.arange(len(tokens))
+            # label at t is the target of the prediction made at t: token t+1 if it is trained
+            labels[row, start:end - 1] = np.where(trained[1:], tokens[1:], IGNORE_INDEX)
+            segment_lengths.append(len(tokens))
+            start = end
+        if start < seq_length:
+            segment_lengths.append(seq_length - start)
+    batch = {"input_ids": torch.from_numpy(input_ids), "labels": torch.from_numpy(labels),
+             "attention_mask": torch.from_numpy(attention_mask)}
+    if pack:
+        batch["position_ids"] = torch.from_numpy(position_ids)
+        batch["cu_seqlens"] = torch.from_numpy(np.concatenate([[0], np.cumsum(segment_lengths)]).astype(np.int32))
+    return batch
+
+
+# ---------------------------------------------------------------------------------------------
+# Pre-tokenized path: <name>.pbin (tokens) + <name>.loss_mask.pbin (1 byte per token: 1 = trained)
+
+def loss_mask_path(pbin_path: str | os.PathLike) -> Path:
+    """``x.pbin`` → ``x.loss_mask.pbin``: the per-token trained flags, same document index."""
+    pbin_path = Path(pbin_path)
+    return pbin_path.with_name(pbin_path.name.removesuffix(".pbin") + ".loss_mask.pbin")
+
+
+def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conversations: int = 1000) -> dict:
+    """Tokenize ``config["sft"][name]`` into the ``.pbin`` / ``.loss_mask.pbin`` pair and a sidecar.
+
+    Each kept conversation is one document in both files (same lengths); conversations are
+    truncated or dropped exactly as :class:`InstructionCollator` does, counted in the sidecar.
+
+    Raises:
+        TokenmillError: a missing config key (named), bad lines under ``on_bad_line: error``.
+    """
+    entry = _config_entry(config, ("sft", name))
+    tokenizer_name = _config_entry(entry, ("tokenizer",), f"sft.{name}")
+    tokenizer_config = _config_entry(config, ("tokenizers", tokenizer_name))
+    messages = _config_entry(entry, ("message_construction",), f"sft.{name}")
+    on_bad_line = entry.get("on_bad_line", "error")
+    sources, skipped = [], {}
+    token_width = load_tokenizer(tokenizer_config["path"]).token_width
+    with PbinWriter(out_path, token_width) as tokens_out, PbinWriter(loss_mask_path(out_path), 1) as mask_out:
+        collator = None
+        for source in _config_entry(entry, ("inputs",), f"sft.{name}"):
+            dataset = InstructionDataset(source, tokenizer_config["path"], [f".{field}" for field in messages],
+                                         _config_entry(entry, ("special_tokens",), f"sft.{name}"))
+            collator = collator or InstructionCollator(dataset, messages, entry.get("loss_masking_jq_patterns", []),
+                                                       _config_entry(entry, ("seq_length",), f"sft.{name}"),
+                                                       truncation=entry.get("truncation", "truncate"))
+            collator.dataset = dataset
+            documents = 0
+            for start in range(0, len(dataset), batch_conversations):
+                kept = []
+                for i in range(start, min(start + batch_conversations, len(dataset))):
+                    try:
+                        conversation = collator.conversation(dataset[i])
+                    except TokenmillError as exc:
+                        if on_bad_line == "error":
+                            raise
+                        reason = str(exc).split(": ", 2)[-1]
+                        skipped[reason] = skipped.get(reason, 0) + 1
+                        continue
+                    if conversation is not None:
+                        kept.append(conversation)
+                if kept:
+                    lengths = np.array([len(tokens) for tokens, _ in kept])
+                    tokens_out.write(np.concatenate([tokens for tokens, _ in kept]), lengths)
+                    mask_out.write(np.concatenate([trained for _, trained in kept]).astype(np.uint8), lengths)
+                    documents += len(kept)
+            sources.append({"path": str(source), "bytes": os.path.getsize(source), "sha256": file_sha256(source),
+                            "lines": len(dataset), "documents": documents})
+        meta = {
+            "format": FORMAT_VERSIONS["sft"],
+            "layout": LAYOUT_050,
+            "loss_mask": loss_mask_path(out_path).name,
+            "tokenizer": {"path": tokenizer_config["path"], "sha256": file_sha256(tokenizer_config["path"]),
+                          "vocab_size": load_tokenizer(tokenizer_config["path"]).vocab_size,
+                          "special_tokens": entry["special_tokens"], "special_ids": collator.dataset.special_ids},
+            "token_width": token_width,
+            "message_construction": messages,
+            "loss_masking_jq_patterns": entry.get("loss_masking_jq_patterns", []),
+            "seq_length": entry["seq_length"],
+            "truncation": entry.get("truncation", "truncate"),
+            "documents": tokens_out.num_documents,
+            "tokens": tokens_out.num_tokens,
+            "dropped": collator.stats["dropped"],
+            "truncated": collator.stats["truncated"],
+            "skipped": dict(sorted(skipped.items())),
+            "sources": sources,
+        }
+    write_sidecar(out_path, meta)
+    return meta
+
+
+def _config_entry(config: dict, keys: tuple[str, ...], where: str = ""):
+    value = config
+    for key in keys:
+        if not isinstance(value, dict) or key not in value:
+            raise TokenmillError(f"config: missing {'.'.join(filter(None, [where, *keys]))}")
+        value = value[key]
+    return value
+
+
+class PackedInstructionDataset(Dataset):
+    """Conversations pre-tokenized by :func:`write_sft`: item i is ``(tokens, trained)`` arrays.
+
+    Feed items to :func:`collate` (``dataset.collate(items)``) for the same tensors as the lazy path.
+
+    Args:
+        pbin: the tokens file; its ``.loss_mask.pbin`` sibling must hold the same documents.
+        pack: several conversations per row.
+
+    Raises:
+        TokenmillError: a missing or mismatched loss-mask file, or no sidecar.
+    """
+
+    def __init__(self, pbin: str | os.PathLike, pack: bool = False):
+        self.tokens = PbinFile(pbin)
+        self.trained = PbinFile(loss_mask_path(pbin))
+        if not np.array_equal(self.tokens.doc_lengths, self.trained.doc_lengths):
+            raise TokenmillError(f"{loss_mask_path(pbin)}: its documents differ from those of {pbin}")
+        meta = read_sidecar(pbin)
+        if not meta or "seq_length" not in meta:
+            raise TokenmillError(f"{pbin}: no SFT sidecar (seq_length, special ids)")
+        self.seq_length = meta["seq_length"]
+        self.eos = meta["tokenizer"]["special_ids"]["eos_token"]
+        self.pack = pack
+
+    def __len__(self) -> int:
+        return self.tokens.num_documents
+
+    def __getitem__(self, i: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.tokens.document(i).astype(np.int64), self.trained.document(i).astype(bool)
+
+    def collate(self, items: list[tuple[np.ndarray, np.ndarray]]) -> dict[str, torch.Tensor]:
+        """Rows as :class:`InstructionCollator` makes them."""
+        return collate(items, self.seq_length, self.pack, self.eos)

@@ -46,6 +46,7 @@ STEM = rf"(?:{_alternatives(SINGLE_FILE_DATASETS)})|(?:{_alternatives(MULTI_FILE
 MERGED = _alternatives(MULTI_FILE_DATASETS)
 DATASET = _alternatives(config["datasets"])
 BLEND = _alternatives(config["blends"])
+SFT = _alternatives(config["sft"])
 
 
 def _split_stem(stem):
@@ -181,6 +182,25 @@ def verify_options(wildcards):
     return " ".join(map(shlex_quote, paths))
 
 
+for _sft_name, _sft in config["sft"].items():
+    if _sft["tokenizer"] not in config["tokenizers"]:
+        raise ValueError(f"sft.{_sft_name}.tokenizer: {_sft['tokenizer']!r} is not in tokenizers")
+
+
+def sft_inputs(wildcards):
+    """The conversation files and the tokenizer of an SFT dataset."""
+    entry = config["sft"][wildcards.name]
+    return entry["inputs"] + [config["tokenizers"][entry["tokenizer"]]["path"]]
+
+
+def sft_config(wildcards):
+    """The resolved config that `tokenmill sft -` reads: this entry and its tokenizer (as JSON)."""
+    entry = config["sft"][wildcards.name]
+    tokenizer = entry["tokenizer"]
+    return json.dumps({"sft": {wildcards.name: entry}, "tokenizers": {tokenizer: config["tokenizers"][tokenizer]}},
+                      sort_keys=True)
+
+
 def all_targets():
     """Every file that `rule all` builds for the configured matrix."""
     megatron = [f"data/megatron/{name}_text_document.idx" for name in config["datasets"]]
@@ -188,5 +208,6 @@ def all_targets():
     verified = [f"data/verified/{name}.ok" for name in config["datasets"]]
     blends = [f"data/cache/blend_{blend}/seq{seq_length}_seed{seed}" for blend in config["blends"]
               for seq_length in SAMPLING["seq_lengths"] for seed in SAMPLING["seeds"]]
-    return megatron + caches + blends + verified
+    sft = [f"data/sft/{name}.pbin" for name in config["sft"]]
+    return megatron + caches + blends + verified + sft
 

@@ -1,0 +1,27 @@
+# ---- Instruction tuning: conversations → tokens .pbin + loss-mask .pbin (same document index) ---
+
+
+# The resolved config entry goes in through stdin, so an edit of this entry (params) reruns it.
+rule sft:
+    input:
+        files=sft_inputs,
+    output:
+        pbin="data/sft/{name}.pbin",
+        loss_mask="data/sft/{name}.loss_mask.pbin",
+        meta="data/sft/{name}.pbin.meta.json",
+    params:
+        format=FORMAT_VERSIONS["sft"],
+        config=sft_config,
+    log:
+        "logs/sft/{name}.log",
+    benchmark:
+        "benchmarks/sft/{name}.tsv"
+    threads: 1
+    resources:
+        mem_mb=2000,
+    conda:
+        "../../environment.yml"
+    wildcard_constraints:
+        name=SFT,
+    shell:
+        "echo {params.config:q} | tokenmill sft - {wildcards.name} -o {output.pbin:q} > {log:q} 2>&1"
