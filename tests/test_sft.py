@@ -36,7 +36,7 @@ def trained_runs(labels: np.ndarray) -> list[list[int]]:
 @pytest.mark.parametrize("pack", [False, True])
 def test_trained_positions_decode_to_exactly_the_assistant_turns(pack):
     dataset = InstructionDataset(CHAT, TEKKEN, FIELDS, SPECIAL)
-    collator = InstructionCollator(dataset, ORDER, MASKING, seq_length=4096, pack=pack)
+    collator = InstructionCollator(ORDER, MASKING, SPECIAL, seq_length=4096, pack=pack)
     items = [dataset[i] for i in range(len(dataset))]
     batch = collator(items)
     assert collator.stats == {"conversations": 65, "dropped": 0, "truncated": 0}
@@ -50,7 +50,7 @@ def test_trained_positions_decode_to_exactly_the_assistant_turns(pack):
 
 def test_labels_are_the_next_input_token_wherever_they_are_trained():
     dataset = InstructionDataset(CHAT, TEKKEN, FIELDS, SPECIAL)
-    batch = InstructionCollator(dataset, ORDER, MASKING, seq_length=1024, pack=True)(
+    batch = InstructionCollator(ORDER, MASKING, SPECIAL, seq_length=1024, pack=True)(
         [dataset[i] for i in range(20)])
     input_ids, labels = batch["input_ids"].numpy(), batch["labels"].numpy()
     trained = labels[:, :-1] != IGNORE_INDEX
@@ -70,7 +70,7 @@ def test_special_token_strings_in_user_text_stay_text(tmp_path):
     path = write_jsonl_bytes(tmp_path / "c.jsonl", [json.dumps(record).encode()])
     dataset = InstructionDataset(path, TEKKEN, FIELDS, SPECIAL)
     eos = dataset.special_ids["eos_token"]
-    batch = InstructionCollator(dataset, ORDER, MASKING, seq_length=128)([dataset[0]])
+    batch = InstructionCollator(ORDER, MASKING, SPECIAL, seq_length=128)([dataset[0]])
     ids = batch["input_ids"][0][batch["attention_mask"][0] == 1].tolist()
     assert ids.count(eos) == 4  # the framing EOS of each of the 4 messages, none from the text
 
@@ -88,7 +88,7 @@ def test_rows_never_misalign_whatever_the_lengths(tmp_path_factory, conversation
     path = write_jsonl_bytes(tmp_path_factory.mktemp("sft") / "c.jsonl", lines)
     # GPT-2 (one special token for both ends) loads 3x faster than Tekken: it keeps this test short
     dataset = InstructionDataset(path, GPT2, FIELDS, {"bos_token": GPT2_EOD, "eos_token": GPT2_EOD})
-    collator = InstructionCollator(dataset, ORDER, MASKING, seq_length, pack=pack, truncation=policy)
+    collator = InstructionCollator(ORDER, MASKING, SPECIAL, seq_length, pack=pack, truncation=policy)
     batch = collator([dataset[i] for i in range(len(dataset))])
     input_ids, labels = batch["input_ids"].numpy(), batch["labels"].numpy()
     assert input_ids.shape[1] == seq_length
@@ -117,7 +117,7 @@ def test_bad_configuration_names_the_key():
         InstructionDataset(CHAT, TEKKEN, FIELDS, {"bos_token": "<s>", "eos_token": "<eos>"})
     dataset = InstructionDataset(CHAT, TEKKEN, FIELDS, SPECIAL)
     with pytest.raises(TokenmillError, match="loss_masking_jq_patterns: '.conversations | select\\(' is not valid jq"):
-        InstructionCollator(dataset, ORDER, [".conversations | select("], 128)
+        InstructionCollator(ORDER, [".conversations | select("], SPECIAL, 128)
 
 
 def test_pretokenized_pair_gives_the_same_tensors_as_the_lazy_path(tmp_path):
@@ -128,7 +128,7 @@ def test_pretokenized_pair_gives_the_same_tensors_as_the_lazy_path(tmp_path):
     meta = write_sft("chat", config, tmp_path / "chat.pbin")
     dataset = InstructionDataset(CHAT, TEKKEN, FIELDS, SPECIAL)
     for pack in (False, True):
-        lazy = InstructionCollator(dataset, ORDER, MASKING, seq_length=768, pack=pack, truncation="truncate")
+        lazy = InstructionCollator(ORDER, MASKING, SPECIAL, seq_length=768, pack=pack, truncation="truncate")
         expected = lazy([dataset[i] for i in range(len(dataset))])
         packed = PackedInstructionDataset(tmp_path / "chat.pbin", pack=pack)
         actual = packed.collate([packed[i] for i in range(len(packed))])

@@ -81,9 +81,9 @@ def _compile(pattern: str, what: str):
 
 @dataclass
 class Piece:
-    """One message to be: its speaker, its content tokens, and the JSON value it came from."""
+    """One message to be: its speaker prefix tokens, its content tokens, and the JSON value it came from."""
 
-    speaker: str
+    prefix_ids: list[int]
     ids: list[int]
     value: object
 
@@ -98,6 +98,8 @@ class InstructionDataset(Dataset):
             field name (after the dot) is what ``message_construction`` refers to.
         special_tokens: e.g. ``{"bos_token": "<s>", "eos_token": "</s>"}``; each must be one id.
         index: raw index of ``jsonl`` (scanned now if None).
+        speaker_template: the text before each message's content; ``{speaker}`` is the turn's
+            ``from`` or the field name. Default ``"{speaker}: "``.
 
     Raises:
         TokenmillError: unreadable files, a special token that is not one id, a pattern that is not a
@@ -105,7 +107,8 @@ class InstructionDataset(Dataset):
     """
 
     def __init__(self, jsonl: str | os.PathLike, tokenizer: str | os.PathLike, jq_patterns: list[str],
-                 special_tokens: dict[str, str], index: str | os.PathLike | None = None):
+                 special_tokens: dict[str, str], index: str | os.PathLike | None = None,
+                 speaker_template: str = "{speaker}: "):
         self.path = str(jsonl)
         self.lines = read_index(index, jsonl) if index is not None else scan_lines(jsonl)
         info = load_tokenizer(tokenizer)
@@ -117,6 +120,8 @@ class InstructionDataset(Dataset):
             if not (pattern.startswith(".") and pattern[1:].isidentifier()):
                 raise TokenmillError(f"jq_patterns: {pattern!r} must name a field, like .conversations")
             self.fields.append(pattern[1:])
+        self.speaker_template = speaker_template
+        self._prefixes: dict[str, list[int]] = {}
         self._mapped = None
 
     def __len__(self) -> int:
@@ -144,14 +149,14 @@ class InstructionDataset(Dataset):
         return record
 
     def __getitem__(self, i: int) -> dict:
-        """``{"line", "record", "pieces": {field: [Piece, ...]}}`` for line ``i``."""
+        """``{"path", "line", "record", "special_ids", "pieces": {field: [Piece, ...]}}`` for line ``i``."""
         i = range(len(self))[i]
         record = self.record(i)
         pieces = {}
         for field in self.fields:
             value = record.get(field)
             if isinstance(value, str):
-                pieces[field] = [Piece(field, self._encode(value), value)]
+                pieces[field] = [Piece(self._prefix(field), self._encode(value), value)]
             elif isinstance(value, list):
                 if not value:
                     raise self._error(i, f"empty {field!r}")
@@ -160,14 +165,19 @@ class InstructionDataset(Dataset):
                     if not isinstance(turn, dict) or not isinstance(turn.get("from"), str) \
                             or not isinstance(turn.get("value"), str):
                         raise self._error(i, f"{field}[{number}] needs string 'from' and 'value'")
-                    turns.append(Piece(turn["from"], self._encode(turn["value"]), turn))
+                    turns.append(Piece(self._prefix(turn["from"]), self._encode(turn["value"]), turn))
                 pieces[field] = turns
             else:
                 raise self._error(i, f"no string or list {field!r}")
-        return {"line": i + 1, "record": record, "pieces": pieces}
+        return {"path": self.path, "line": i + 1, "record": record, "special_ids": self.special_ids, "pieces": pieces}
 
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False).ids
+
+    def _prefix(self, speaker: str) -> list[int]:
+        if speaker not in self._prefixes:
+            self._prefixes[speaker] = self._encode(self.speaker_template.format(speaker=speaker))
+        return self._prefixes[speaker]
 
     def __getstate__(self):
         state = dict(self.__dict__)
@@ -179,30 +189,26 @@ class InstructionCollator:
     """Turns dataset items into ``input_ids``, ``labels``, ``attention_mask`` (+ packing tensors).
 
     Args:
-        dataset: the :class:`InstructionDataset` (for its tokenizer and special ids).
         message_construction: field names in prompt order, e.g. ``["role", "instruction", "conversations"]``.
         loss_masking_jq_patterns: pieces these select are left out of the loss.
+        special_tokens: the special tokens by role; ``bos_token`` and ``eos_token`` frame every
+            message (their ids come with each item from :class:`InstructionDataset`).
         seq_length: tokens per row.
         pack: several whole conversations per row.
         truncation: ``"drop"`` or ``"truncate"`` (whole trailing messages).
 
     Raises:
-        TokenmillError: a pattern that does not compile, a field not tokenized by the dataset,
-            missing ``bos_token``/``eos_token``, or an unknown truncation policy.
+        TokenmillError: a pattern that does not compile, missing ``bos_token``/``eos_token``, or an
+            unknown truncation policy; on a batch, an item lacking a field of ``message_construction``.
     """
 
-    def __init__(self, dataset: InstructionDataset, message_construction: list[str],
-                 loss_masking_jq_patterns: list[str], seq_length: int, pack: bool = False,
-                 truncation: str = "truncate"):
-        missing = [name for name in message_construction if name not in dataset.fields]
-        if missing:
-            raise TokenmillError(f"message_construction: {missing} are not among the dataset's fields {dataset.fields}")
+    def __init__(self, message_construction: list[str], loss_masking_jq_patterns: list[str],
+                 special_tokens: dict[str, str], seq_length: int, pack: bool = False, truncation: str = "truncate"):
         for key in ("bos_token", "eos_token"):
-            if key not in dataset.special_ids:
+            if key not in special_tokens:
                 raise TokenmillError(f"special_tokens: {key} is required")
         if truncation not in TRUNCATION_POLICIES:
             raise TokenmillError(f"truncation must be one of {TRUNCATION_POLICIES}, not {truncation!r}")
-        self.dataset = dataset
         self.message_construction = message_construction
         # A pattern like `.conversations | select(.from == "human")` (the seed config's spelling) is
         # applied to each element of the list field when jq refuses it on the list itself.
@@ -214,14 +220,8 @@ class InstructionCollator:
         self.seq_length = seq_length
         self.pack = pack
         self.truncation = truncation
-        self.bos, self.eos = dataset.special_ids["bos_token"], dataset.special_ids["eos_token"]
-        self._prefixes: dict[str, list[int]] = {}
+        self.eos: int | None = None  # learnt from the items: the padding id
         self.stats = {"conversations": 0, "dropped": 0, "truncated": 0}
-
-    def _prefix(self, speaker: str) -> list[int]:
-        if speaker not in self._prefixes:
-            self._prefixes[speaker] = self.dataset._encode(f"{speaker}: ")
-        return self._prefixes[speaker]
 
     def conversation(self, item: dict) -> tuple[np.ndarray, np.ndarray] | None:
         """Tokens and per-token "trained" flags of one conversation, truncated per policy (None: dropped)."""
@@ -232,16 +232,21 @@ class InstructionCollator:
                 outputs = program.input_value(record).all()
             except ValueError as exc:
                 if per_element is None:
-                    raise TokenmillError(f"{self.dataset.path}:{item['line']}: loss masking pattern {pattern!r} "
+                    raise TokenmillError(f"{item['path']}:{item['line']}: loss masking pattern {pattern!r} "
                                          f"fails ({str(exc).splitlines()[0]})") from None
                 outputs = per_element.input_value(record).all()
             selected.update(json.dumps(out, sort_keys=True) for out in outputs)
+        bos, eos = item["special_ids"]["bos_token"], item["special_ids"]["eos_token"]
+        self.eos = eos
         messages = []
         for name in self.message_construction:
+            if name not in item["pieces"]:
+                raise TokenmillError(f"message_construction: {name!r} is not among the dataset's fields "
+                                     f"{sorted(item['pieces'])}")
             for piece in item["pieces"][name]:
-                framing = [self.bos] + self._prefix(piece.speaker)
+                framing = [bos] + piece.prefix_ids
                 trained = json.dumps(piece.value, sort_keys=True) not in selected
-                messages.append((framing + piece.ids + [self.eos],
+                messages.append((framing + piece.ids + [eos],
                                  [False] * len(framing) + [trained] * (len(piece.ids) + 1)))
         kept = len(messages)
         total = sum(len(tokens) for tokens, _ in messages)
@@ -263,7 +268,7 @@ class InstructionCollator:
     def __call__(self, items: list[dict]) -> dict[str, torch.Tensor]:
         self.stats["conversations"] += len(items)
         conversations = [c for c in map(self.conversation, items) if c is not None]
-        return collate(conversations, self.seq_length, self.pack, self.eos)
+        return collate(conversations, self.seq_length, self.pack, self.eos if self.eos is not None else 0)
 
 
 def collate(conversations: list[tuple[np.ndarray, np.ndarray]], seq_length: int, pack: bool,
@@ -336,10 +341,10 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
         for source in _config_entry(entry, ("inputs",), f"sft.{name}"):
             dataset = InstructionDataset(source, tokenizer_config["path"], [f".{field}" for field in messages],
                                          _config_entry(entry, ("special_tokens",), f"sft.{name}"))
-            collator = collator or InstructionCollator(dataset, messages, entry.get("loss_masking_jq_patterns", []),
+            collator = collator or InstructionCollator(messages, entry.get("loss_masking_jq_patterns", []),
+                                                       entry["special_tokens"],
                                                        _config_entry(entry, ("seq_length",), f"sft.{name}"),
                                                        truncation=entry.get("truncation", "truncate"))
-            collator.dataset = dataset
             documents = 0
             for start in range(0, len(dataset), batch_conversations):
                 kept = []
@@ -367,7 +372,7 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
             "loss_mask": loss_mask_path(out_path).name,
             "tokenizer": {"path": tokenizer_config["path"], "sha256": file_sha256(tokenizer_config["path"]),
                           "vocab_size": load_tokenizer(tokenizer_config["path"]).vocab_size,
-                          "special_tokens": entry["special_tokens"], "special_ids": collator.dataset.special_ids},
+                          "special_tokens": entry["special_tokens"], "special_ids": dataset.special_ids},
             "token_width": token_width,
             "message_construction": messages,
             "loss_masking_jq_patterns": entry.get("loss_masking_jq_patterns", []),
