@@ -62,3 +62,36 @@ def atomic_output(final_path: str | os.PathLike) -> Iterator[Path]:
         if isinstance(exc, OSError) and exc.filename in (None, str(tmp_path)):
             raise TokenmillError(f"{final_path}: cannot write ({exc.strerror})") from None
         raise
+
+
+class AtomicWriter:
+    """Context-manager protocol of writers that fill temporaries and rename them when finished.
+
+    Subclasses define ``output_name`` (for errors), ``finish()`` (write the rest, rename into place)
+    and ``abort()`` (close and delete the temporaries). Leaving the block normally finishes; an
+    exception, or a failure while finishing, aborts, so nothing half-written stays behind; an
+    ``OSError`` (a full disk, a file-size limit) becomes a one-line error naming the output.
+    """
+
+    output_name: str
+
+    def finish(self) -> None:
+        raise NotImplementedError
+
+    def abort(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is not None:
+            self.abort()
+            if isinstance(exc, OSError):
+                raise TokenmillError(f"{self.output_name}: cannot write ({exc.strerror})") from None
+            return
+        try:
+            self.finish()
+        except BaseException:
+            self.abort()
+            raise

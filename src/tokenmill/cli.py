@@ -79,10 +79,7 @@ def _blend(args: argparse.Namespace) -> None:
     results = build_blend_cache([_prefix(prefix) for prefix in prefixes], weights, args.output, args.seq_length,
                                 args.seed, args.split, num_samples, _tokenizer_identifiers(args),
                                 extra=0 if args.no_extra_token else 1, dataset_paths=args.megatron_paths or prefixes)
-    for split_name, result in results.items():
-        state = "found" if result["cached"] else "built"
-        print(f"{args.output}/{result['files']['description.txt']}: {split_name}, {result['samples']} samples ({state})",
-              file=sys.stderr)
+    _report_caches(args.output, results)
 
 
 def _verify(args: argparse.Namespace) -> None:
@@ -133,6 +130,13 @@ def _sft(args: argparse.Namespace) -> None:
           f"{meta['dropped']} dropped, {sum(meta['skipped'].values())} lines skipped", file=sys.stderr)
 
 
+def _report_caches(cache_dir: str, results: dict) -> None:
+    for split_name, result in results.items():
+        state = "found" if result["cached"] else "built"
+        print(f"{cache_dir}/{result['files']['description.txt']}: {split_name}, {result['samples']} samples ({state})",
+              file=sys.stderr)
+
+
 def _tokenizer_identifiers(args: argparse.Namespace) -> dict:
     """The tokenizer identifiers Megatron hashes: given as JSON, or its null tokenizer of a vocab size."""
     import json
@@ -169,10 +173,7 @@ def _sample_index(args: argparse.Namespace) -> None:
     results = build_gpt_cache(prefix, args.output, args.seq_length, args.seed, args.split, num_samples,
                               _tokenizer_identifiers(args), extra=0 if args.no_extra_token else 1,
                               dataset_path=args.megatron_path_prefix)
-    for split_name, result in results.items():
-        state = "found" if result["cached"] else "built"
-        print(f"{args.output}/{result['files']['description.txt']}: {split_name}, {result['samples']} samples ({state})",
-              file=sys.stderr)
+    _report_caches(args.output, results)
 
 
 def _add_index_options(parser: argparse.ArgumentParser) -> None:

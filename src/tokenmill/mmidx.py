@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmill.atomic import temporary_name
+from tokenmill.atomic import AtomicWriter, temporary_name
 from tokenmill.errors import TokenmillError
 from tokenmill.pbin import PbinFile, copy_bytes, read_sidecar
 
@@ -169,7 +169,7 @@ class MMapIndexedDataset:
         return self.get(i)
 
 
-class MMapIndexedDatasetBuilder:
+class MMapIndexedDatasetBuilder(AtomicWriter):
     """Writes ``<prefix>.bin/.idx`` under temporary names; :meth:`finalize` renames both.
 
     Args:
@@ -178,7 +178,7 @@ class MMapIndexedDatasetBuilder:
     """
 
     def __init__(self, prefix: str | os.PathLike, dtype=np.int32):
-        self.prefix = str(prefix)
+        self.prefix = self.output_name = str(prefix)
         self.dtype = np.dtype(dtype)
         if self.dtype not in _CODE_OF:
             raise ValueError(f"dtype {self.dtype} has no Megatron code")
@@ -265,6 +265,10 @@ class MMapIndexedDatasetBuilder:
         self._boundaries.append(self._num_sequences + np.arange(1, len(doc_lengths) + 1, dtype=np.int64))
         self._num_sequences += len(doc_lengths)
 
+    def finish(self) -> None:
+        """Same as :meth:`finalize`."""
+        self.finalize()
+
     def finalize(self) -> None:
         """Write the ``.idx`` and rename both files into place (``.bin`` first, then ``.idx``)."""
         if self._pending_document:
@@ -291,20 +295,6 @@ class MMapIndexedDatasetBuilder:
         self._bin.close()
         self._tmp_bin.unlink(missing_ok=True)
 
-    def __enter__(self) -> "MMapIndexedDatasetBuilder":
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is not None:
-            self.abort()
-            if isinstance(exc, OSError):  # a full disk or a file-size limit: name the output
-                raise TokenmillError(f"{self.prefix}: cannot write ({exc.strerror})") from None
-            return
-        try:
-            self.finalize()
-        except BaseException:  # nothing half-written may stay behind
-            self.abort()
-            raise
 
 
 def pbin_to_megatron(pbin_path: str | os.PathLike, prefix: str | os.PathLike, vocab_size: int | None = None) -> dict:

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from tokenmill import FORMAT_VERSIONS, safe_pickle
-from tokenmill.atomic import atomic_output, temporary_name
+from tokenmill.atomic import AtomicWriter, atomic_output, temporary_name
 from tokenmill.errors import TokenmillError
 
 __all__ = ["PbinWriter", "PbinFile", "detect_layout", "merge_pbin", "sidecar_path", "read_sidecar",
@@ -78,7 +78,7 @@ def read_sidecar(pbin_path: str | os.PathLike) -> dict | None:
         raise TokenmillError(f"{path}: unreadable sidecar ({exc})") from None
 
 
-class PbinWriter:
+class PbinWriter(AtomicWriter):
     """Streams batches of documents into a ``.pbin`` under a temporary name; renames on close.
 
     Use as a context manager; an exception inside the block removes the temporary file.
@@ -92,6 +92,7 @@ class PbinWriter:
         if token_width not in TOKEN_DTYPES:
             raise ValueError(f"token width must be 1, 2 or 4, not {token_width}")
         self.path = Path(path)
+        self.output_name = str(self.path)
         self.token_width = token_width
         self.dtype = TOKEN_DTYPES[token_width]
         self._tmp_path = temporary_name(self.path)
@@ -145,6 +146,10 @@ class PbinWriter:
     def num_documents(self) -> int:
         return sum(len(lengths) for lengths in self._doc_lengths)
 
+    def finish(self) -> None:
+        """Same as :meth:`close`."""
+        self.close()
+
     def close(self) -> None:
         """Write the index and the header, flush, and rename into place."""
         lengths = np.concatenate(self._doc_lengths) if self._doc_lengths else np.empty(0, np.int64)
@@ -163,20 +168,6 @@ class PbinWriter:
         self._handle.close()
         self._tmp_path.unlink(missing_ok=True)
 
-    def __enter__(self) -> "PbinWriter":
-        return self
-
-    def __exit__(self, exc_type, exc, tb) -> None:
-        if exc_type is not None:
-            self.abort()
-            if isinstance(exc, OSError):  # a full disk or a file-size limit: name the output
-                raise TokenmillError(f"{self.path}: cannot write ({exc.strerror})") from None
-            return
-        try:
-            self.close()
-        except BaseException:  # nothing half-written may stay behind
-            self.abort()
-            raise
 
 
 @dataclass(frozen=True)
