@@ -1,7 +1,6 @@
 """Nanoset: Megatron GPTDataset samples (spec megatron §3.7) read through tokenmill's cached indices."""
 
 import numpy as np
-import pytest
 
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, run_tokenmill
 from tokenmill.datasets import NanosetBuilder, NanosetConfig

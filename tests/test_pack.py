@@ -4,7 +4,6 @@ import hashlib
 import json
 import re
 
-import numpy as np
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 

@@ -12,7 +12,7 @@ import pytest
 from conftest import GPT2, GPT2_EOD, MIXED_JSONL, run_tokenmill
 from tokenmill.atomic import temporary_name
 from tokenmill.errors import TokenmillError
-from tokenmill.pbin import LAYOUT_050, LAYOUT_LEGACY, PbinFile, PbinWriter, merge_pbin, read_sidecar
+from tokenmill.pbin import LAYOUT_050, LAYOUT_LEGACY, PbinFile, PbinWriter, read_sidecar
 
 
 def write_three_documents(path):

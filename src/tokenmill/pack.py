@@ -17,7 +17,7 @@ A bad line (blank, invalid UTF-8 or JSON, not an object, text missing, not a str
 tokens) stops the run with ``file:line: reason`` under ``on_bad_line="error"``; under ``"skip"``
 it is left out and counted by reason in the sidecar and the log. Nothing is ever dropped silently.
 
-Cost: tokenization dominates (~5 MB/s per core for GPT-2 on real text); JSON parsing, the EOD
+Cost: tokenization dominates (~2.5 MB/s per core for GPT-2 on real text); JSON parsing, the EOD
 step and the writes are vectorised or per-batch and come to a few percent of it.
 """
 
@@ -29,7 +29,6 @@ import os
 import sys
 from collections import deque
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import numpy as np

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from tokenizers import Tokenizer
 
