@@ -335,8 +335,8 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
     messages = _config_entry(entry, ("message_construction",), f"sft.{name}")
     on_bad_line = entry.get("on_bad_line", "error")
     sources, skipped = [], {}
-    token_width = load_tokenizer(tokenizer_config["path"]).token_width
-    with PbinWriter(out_path, token_width) as tokens_out, PbinWriter(loss_mask_path(out_path), 1) as mask_out:
+    tokenizer = load_tokenizer(tokenizer_config["path"])
+    with PbinWriter(out_path, tokenizer.token_width) as tokens_out, PbinWriter(loss_mask_path(out_path), 1) as mask_out:
         collator = None
         for source in _config_entry(entry, ("inputs",), f"sft.{name}"):
             dataset = InstructionDataset(source, tokenizer_config["path"], [f".{field}" for field in messages],
@@ -370,10 +370,9 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
             "format": FORMAT_VERSIONS["sft"],
             "layout": LAYOUT_050,
             "loss_mask": loss_mask_path(out_path).name,
-            "tokenizer": {"path": tokenizer_config["path"], "sha256": file_sha256(tokenizer_config["path"]),
-                          "vocab_size": load_tokenizer(tokenizer_config["path"]).vocab_size,
+            "tokenizer": {"path": tokenizer.path, "sha256": tokenizer.sha256, "vocab_size": tokenizer.vocab_size,
                           "special_tokens": entry["special_tokens"], "special_ids": dataset.special_ids},
-            "token_width": token_width,
+            "token_width": tokenizer.token_width,
             "message_construction": messages,
             "loss_masking_jq_patterns": entry.get("loss_masking_jq_patterns", []),
             "seq_length": entry["seq_length"],
