@@ -29,7 +29,8 @@ import numpy as np
 
 from tokenmill import _kernels
 from tokenmill.errors import TokenmillError
-from tokenmill.sample_index import SPLIT_NAMES, build_gpt_cache, cache_file_names, load_cache, write_cache
+from tokenmill.sample_index import (SPLIT_NAMES, build_gpt_cache, cache_file_names, load_cache, normalise,
+                                    write_cache)
 
 __all__ = ["MID_LEVEL_SURPLUS", "parse_blend", "blend_sizes", "build_blending_indices",
            "build_exhaustive_blending_indices", "build_blend_cache"]
@@ -56,15 +57,9 @@ def parse_blend(items: list[str]) -> tuple[list[str], list[float] | None]:
     return [item.strip() for item in items[1::2]], weights
 
 
-def _normalise(weights: list[float]) -> list[float]:
-    """Weights divided by their float64 sum, as Python floats."""
-    weights = np.array(weights, dtype=np.float64)
-    return (weights / np.sum(weights)).tolist()
-
-
 def blend_sizes(weights: list[float], size: int) -> tuple[list[int], list[int]]:
     """Per dataset, the samples the blend takes (``t_i``) and the samples it is built with (``b_i``)."""
-    targets = [int(math.ceil(size * weight)) for weight in _normalise(weights)]
+    targets = [int(math.ceil(size * weight)) for weight in normalise(weights)]
     return targets, [int(math.ceil(target * (1 + MID_LEVEL_SURPLUS))) for target in targets]
 
 
@@ -121,7 +116,7 @@ def build_blend_cache(prefixes: list[str], weights: list[float] | None, cache_di
     if weights is not None:
         if any(num_samples.get(name) is None for name in SPLIT_NAMES):
             raise TokenmillError("a weighted blend needs a sample count for every split (0 for an unused one)")
-        normalised = _normalise(weights)
+        normalised = normalise(weights)
         per_split = {name: blend_sizes(normalised, num_samples[name]) for name in SPLIT_NAMES}
         mid_level = [{name: per_split[name][1][i] for name in SPLIT_NAMES} for i in range(len(prefixes))]
     else:
@@ -145,7 +140,7 @@ def build_blend_cache(prefixes: list[str], weights: list[float] | None, cache_di
         else:
             size = None if num_samples.get(name) is None else min(num_samples[name], sum(lengths))
             # the lengths are the weights; Megatron normalises them when the blend has a size
-            blend_weights = lengths if size is None else _normalise(lengths)
+            blend_weights = lengths if size is None else normalise(lengths)
         identifiers = OrderedDict()
         identifiers["class"] = _CLASS
         identifiers["datasets"] = [dataset[name]["identifiers"] for dataset in datasets]

@@ -319,9 +319,8 @@ def pbin_to_megatron(pbin_path: str | os.PathLike, prefix: str | os.PathLike, vo
             raise TokenmillError(f"{pbin_path}: no sidecar with the vocabulary size; pass it explicitly")
         vocab_size = int(meta["tokenizer"]["vocab_size"])
     dtype = optimal_dtype(vocab_size)
-    offsets, lengths = pbin.doc_offsets, pbin.doc_lengths
-    if len(offsets) and (offsets[0] != 0 or offsets[-1] + lengths[-1] != pbin.num_tokens
-                         or np.any(offsets[1:] != offsets[:-1] + lengths[:-1])):
+    lengths = pbin.doc_lengths
+    if not pbin.documents_tile:
         raise TokenmillError(f"{pbin_path}: documents do not tile the data section; cannot convert it")
     if not np.can_cast(pbin.dtype, dtype):
         # Only a narrowing or a sign change (u4 → i4) can lose ids: check them block by block.

@@ -132,14 +132,12 @@ class PbinWriter(AtomicWriter):
         """
         if part.token_width != self.token_width:
             raise TokenmillError(f"{part.path}: {part.token_width}-byte tokens, expected {self.token_width}")
-        offsets, lengths = part.doc_offsets, part.doc_lengths
-        if len(offsets) and (offsets[0] != 0 or offsets[-1] + lengths[-1] != part.num_tokens
-                             or np.any(offsets[1:] != offsets[:-1] + lengths[:-1])):
+        if not part.documents_tile:
             raise TokenmillError(f"{part.path}: documents do not tile the data section; cannot append it")
         with open(part.path, "rb") as source:
             source.seek(part.layout.data_offset)
             copy_bytes(source, self._handle, part.layout.data_bytes)
-        self._doc_lengths.append(lengths.astype(np.int64))
+        self._doc_lengths.append(part.doc_lengths.astype(np.int64))
         self.num_tokens += part.num_tokens
 
     @property
@@ -277,6 +275,16 @@ class PbinFile:
     @property
     def num_documents(self) -> int:
         return len(self.doc_offsets)
+
+    @property
+    def documents_tile(self) -> bool:
+        """Whether the documents lie back to back from the data start to its end, as pack writes them
+        (a shuffled or Modalities-merged file may not; copying its data as a block would lose them)."""
+        offsets, lengths = self.doc_offsets, self.doc_lengths
+        if not len(offsets):
+            return True
+        return bool(offsets[0] == 0 and offsets[-1] + lengths[-1] == self.num_tokens
+                    and np.all(offsets[1:] == offsets[:-1] + lengths[:-1]))
 
     def document(self, i: int) -> np.ndarray:
         """Tokens of document ``i`` (a view into the memory map)."""

@@ -46,7 +46,7 @@ from tokenmill import _kernels
 from tokenmill.atomic import atomic_output
 from tokenmill.errors import TokenmillError
 
-__all__ = ["SPLIT_NAMES", "parse_split", "split_matrix", "split_ranges", "num_epochs", "GPTIndexSpec",
+__all__ = ["SPLIT_NAMES", "parse_split", "normalise", "split_matrix", "split_ranges", "num_epochs", "GPTIndexSpec",
            "GPTIndices", "build_gpt_indices", "build_document_index", "build_sample_index",
            "build_shuffle_index", "description", "gpt_identifiers", "cache_file_names", "write_cache", "load_cache", "load_npy",
            "null_tokenizer_identifiers"]
@@ -74,10 +74,15 @@ def parse_split(split: str) -> list[float]:
     if len(weights) > len(SPLIT_NAMES):
         raise TokenmillError(f"split {split!r}: at most {len(SPLIT_NAMES)} weights (train, valid, test)")
     weights += [0.0] * (len(SPLIT_NAMES) - len(weights))
-    total = np.sum(np.array(weights, dtype=np.float64))
-    if not total > 0:
+    if not sum(weights) > 0:
         raise TokenmillError(f"split {split!r}: the weights add up to zero")
-    return (np.array(weights, dtype=np.float64) / total).tolist()
+    return normalise(weights)
+
+
+def normalise(weights: list[float]) -> list[float]:
+    """Weights divided by their float64 sum, as Python floats (Megatron's ``normalize``)."""
+    weights = np.array(weights, dtype=np.float64)
+    return (weights / np.sum(weights)).tolist()
 
 
 def split_matrix(weights: list[float]) -> list[tuple[float, float] | None]:

@@ -90,8 +90,7 @@ def _verify_pbin(path: Path) -> list[str]:
     except TokenmillError as exc:
         return [str(exc)]
     problems = []
-    if len(offsets) and (offsets[0] != 0 or np.any(offsets[1:] != offsets[:-1] + lengths[:-1])
-                         or offsets[-1] + lengths[-1] != pbin.num_tokens):
+    if not pbin.documents_tile:
         problems.append(f"{path}: the document index does not tile the data section (gaps or overlaps)")
     try:
         meta = read_sidecar(path)
