@@ -55,7 +55,7 @@ def main() -> None:
         shards.append(args.scratch / f"shard{k}.pbin")
         synthetic_pbin(shards[-1], shard_tokens, rng)
     whole = args.scratch / "whole.pbin"
-    merge_pbin(whole, shards)  # warm-up pass and the ≥ 1 GB input
+    merge_pbin(whole, shards, force=True)  # warm-up pass and the ≥ 1 GB input
     data_bytes = 2 * 4 * shard_tokens
 
     def copy_with_fsync():  # the yardstick: the OS copying the same bytes, flushed to disk like ours
@@ -64,7 +64,7 @@ def main() -> None:
             os.fsync(handle.fileno())
 
     timed("yardstick: shutil.copyfile + fsync of the whole .pbin", data_bytes, copy_with_fsync)
-    timed("merge 4 .pbin shards", data_bytes, lambda: merge_pbin(args.scratch / "merged.pbin", shards))
+    timed("merge 4 .pbin shards", data_bytes, lambda: merge_pbin(args.scratch / "merged.pbin", shards, force=True))
     timed("to-megatron uint16 (vocab 50257)", data_bytes,
           lambda: pbin_to_megatron(whole, args.scratch / "u16", vocab_size=50257))
     timed("to-megatron int32 (vocab 131072)", 2 * data_bytes,
@@ -72,7 +72,7 @@ def main() -> None:
     for k, shard in enumerate(shards):
         pbin_to_megatron(shard, args.scratch / f"m{k}", vocab_size=50257)
     timed("merge 4 Megatron shards (uint16)", data_bytes,
-          lambda: merge_megatron(args.scratch / "merged_m", [args.scratch / f"m{k}" for k in range(4)]))
+          lambda: merge_megatron(args.scratch / "merged_m", [args.scratch / f"m{k}" for k in range(4)], force=True))
     shutil.rmtree(args.scratch)
 
 

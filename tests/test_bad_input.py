@@ -35,9 +35,9 @@ def test_empty_input_file_packs_to_an_empty_pbin_that_says_so(tmp_path):
 @pytest.mark.parametrize("verb_args, fragment", [
     (["to-megatron", "{tmp}/missing.pbin", "-o", "{tmp}/out"], "missing.pbin: cannot read (No such file"),
     (["to-megatron", "{tmp}/foreign.pbin", "-o", "{tmp}/out"], "foreign.pbin: not a .pbin file"),
-    (["merge", "{tmp}/out.pbin", "{tmp}/foreign.pbin"], "foreign.pbin: not a .pbin file"),
-    (["merge", "{tmp}/out", "{tmp}/nothing"], "nothing.idx: cannot read (No such file"),
-    (["merge", "{tmp}/out.pbin", "{tmp}/nothing"], "either .pbin files only or Megatron prefixes only"),
+    (["merge", "{tmp}/foreign.pbin", "-o", "{tmp}/out.pbin"], "foreign.pbin: not a .pbin file"),
+    (["merge", "{tmp}/nothing", "-o", "{tmp}/out"], "nothing.idx: cannot read (No such file"),
+    (["merge", "{tmp}/nothing", "-o", "{tmp}/out.pbin"], "either .pbin files only or Megatron prefixes only"),
     (["sample-index", "{tmp}/nothing", "-o", "{tmp}/cache", "--seq-length", "8", "--seed", "1", "--epochs", "1",
       "--vocab-size", "10"], "nothing.idx: cannot read (No such file"),
     (["sample-index", "{tmp}/nothing", "-o", "{tmp}/cache", "--seq-length", "8", "--seed", "1", "--epochs", "1",

@@ -99,7 +99,7 @@ def test_merging_shards_equals_converting_the_concatenation(tmp_path):
                       "-o", tmp_path / f"s{k}.pbin")
         run_tokenmill("to-megatron", tmp_path / f"s{k}.pbin", "-o", tmp_path / f"s{k}")
         prefixes.append(tmp_path / f"s{k}")
-    run_tokenmill("merge", tmp_path / "merged", *prefixes)
+    run_tokenmill("merge", *prefixes, "-o", tmp_path / "merged")
     run_tokenmill("pack", MIXED_JSONL, "--tokenizer", TEKKEN, "--eod", "</s>", "-o", tmp_path / "all.pbin")
     run_tokenmill("to-megatron", tmp_path / "all.pbin", "-o", tmp_path / "all")
     for extension in ("bin", "idx"):
@@ -111,7 +111,7 @@ def test_merging_different_dtypes_is_refused(tmp_path):
     for name, dtype in (("a", np.uint16), ("b", np.int32)):
         with MMapIndexedDatasetBuilder(tmp_path / name, dtype) as builder:
             builder.add_document([1, 2], [2])
-    result = run_tokenmill("merge", tmp_path / "out", tmp_path / "a", tmp_path / "b", check=False)
+    result = run_tokenmill("merge", tmp_path / "a", tmp_path / "b", "-o", tmp_path / "out", check=False)
     assert result.returncode == 1 and "b.idx: dtype int32, but the merge writes uint16" in result.stderr
     assert not (tmp_path / "out.idx").exists() and not (tmp_path / "out.bin").exists()
 

@@ -99,7 +99,7 @@ def test_merging_shards_equals_packing_the_concatenation(tmp_path):
         shard.write_bytes(b"".join(chunk))
         run_tokenmill("pack", shard, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / f"shard{k}.pbin")
         shards.append(tmp_path / f"shard{k}.pbin")
-    run_tokenmill("merge", tmp_path / "merged.pbin", *shards)
+    run_tokenmill("merge", *shards, "-o", tmp_path / "merged.pbin")
     run_tokenmill("pack", MIXED_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "whole.pbin")
     assert (tmp_path / "merged.pbin").read_bytes() == (tmp_path / "whole.pbin").read_bytes()
 
@@ -115,7 +115,7 @@ def test_merging_different_token_widths_is_an_error(tmp_path):
     write_three_documents(tmp_path / "two.pbin")
     with PbinWriter(tmp_path / "four.pbin", token_width=4) as writer:
         writer.write(np.array([1]), np.array([1]))
-    result = run_tokenmill("merge", tmp_path / "out.pbin", tmp_path / "two.pbin", tmp_path / "four.pbin", check=False)
+    result = run_tokenmill("merge", tmp_path / "two.pbin", tmp_path / "four.pbin", "-o", tmp_path / "out.pbin", check=False)
     assert result.returncode == 1
     assert "different token widths" in result.stderr and "four.pbin: 4" in result.stderr
     assert not (tmp_path / "out.pbin").exists()

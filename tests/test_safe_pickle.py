@@ -65,7 +65,9 @@ def test_a_pickle_that_would_run_code_is_refused_and_nothing_runs(tmp_path):
     ([(1, 2.5)], "not a list of \\(int, int\\) pairs"),
     ([(1, "2")], "not a list of \\(int, int\\) pairs"),
     ([(0, 1), (5, -1)], "entry 1 is negative"),
-    ([(0, 2**70)], "not a list of \\(int, int\\) pairs"),
+    ([(0, 2**70)], "an int beyond 64 bits"),
+    ([(0, True)], "not a list of \\(int, int\\) pairs"),
+    ([[0, 1]], "not a list of \\(int, int\\) pairs"),
 ])
 def test_anything_but_pairs_of_ints_is_refused(value, message):
     with pytest.raises(TokenmillError, match=message):

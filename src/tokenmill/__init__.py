@@ -10,9 +10,9 @@ __version__ = "0.1.0"
 #: Version of each file format tokenmill writes. Bump one when the bytes a stage writes change.
 FORMAT_VERSIONS = {
     "raw_index": "modalities-raw-index/1",
-    "pbin": "modalities-pbin-0.5.0/1",
+    "pbin": "modalities-pbin-0.5.0/2",  # /2: sidecar records the file identity and ignored tokenizer settings
     "mmidx": "megatron-mmidx-v1/1",
     "sample_index": "megatron-gpt-cache-0.19/1",
     "verify": "checks/1",
-    "sft": "tokenmill-sft-pbin-pair/1",
+    "sft": "tokenmill-sft-pbin-pair/2",
 }

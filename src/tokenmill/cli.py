@@ -13,14 +13,14 @@ import traceback
 
 from tokenmill import __version__
 from tokenmill.errors import TokenmillError
+from tokenmill.identity import refuse_inputs_as_outputs
 
 
 def _index(args: argparse.Namespace) -> None:
     from tokenmill import raw_index
 
-    lines = raw_index.build_index(args.input, validate=args.validate)
     out_path = args.output or os.path.splitext(args.input)[0] + ".idx"
-    raw_index.write_index(lines, out_path)
+    lines = raw_index.index_file(args.input, out_path, validate=args.validate)
     print(f"{out_path}: {len(lines)} lines", file=sys.stderr)
 
 
@@ -42,13 +42,13 @@ def _merge(args: argparse.Namespace) -> None:
     if all(pbin_inputs):
         from tokenmill.pbin import merge_pbin
 
-        meta = merge_pbin(args.output, args.inputs)
+        meta = merge_pbin(args.output, args.inputs, force=args.force)
         print(f"{args.output}: {meta['documents']} documents, {meta['tokens']} tokens from {len(args.inputs)} files",
               file=sys.stderr)
     else:
         from tokenmill.mmidx import merge_megatron
 
-        summary = merge_megatron(_prefix(args.output), [_prefix(path) for path in args.inputs])
+        summary = merge_megatron(_prefix(args.output), [_prefix(path) for path in args.inputs], force=args.force)
         print(f"{args.output}: {summary['documents']} documents ({summary['dtype']}) from {len(args.inputs)} "
               f"datasets", file=sys.stderr)
 
@@ -85,6 +85,8 @@ def _blend(args: argparse.Namespace) -> None:
 def _verify(args: argparse.Namespace) -> None:
     from tokenmill.verify import verify
 
+    if args.stamp:
+        refuse_inputs_as_outputs([args.stamp], [*args.paths, *([args.jsonl] if args.jsonl else [])])
     problems = [problem for path in args.paths for problem in verify(path, jsonl=args.jsonl)]
     for problem in problems:
         print(problem, file=sys.stderr)
@@ -228,8 +230,9 @@ def build_parser() -> argparse.ArgumentParser:
     pack.set_defaults(run=_pack)
 
     merge = verbs.add_parser("merge", help="concatenate .pbin files, or Megatron datasets, in the order given")
-    merge.add_argument("output", help="output .pbin, or output Megatron prefix")
     merge.add_argument("inputs", nargs="+", metavar="INPUT", help=".pbin files, or Megatron prefixes")
+    merge.add_argument("-o", "--output", required=True, help="output .pbin, or output Megatron prefix")
+    merge.add_argument("--force", action="store_true", help="replace the output if it exists")
     merge.set_defaults(run=_merge)
 
     to_megatron = verbs.add_parser("to-megatron", help="convert a .pbin into Megatron MMIDIDX .bin/.idx")

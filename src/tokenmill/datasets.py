@@ -26,16 +26,18 @@ import itertools
 import mmap
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import torch
 from torch.utils.data import Dataset
 
 from tokenmill.errors import TokenmillError
+from tokenmill.identity import FileIdentity
 from tokenmill.mmidx import MMapIndexedDataset
 from tokenmill.pbin import PbinFile
 from tokenmill.raw_index import read_index, scan_lines
-from tokenmill.sample_index import build_gpt_cache, load_cache
+from tokenmill.sample_index import build_gpt_cache, cache_file_names, load_cache, load_npy
 from tokenmill.text import TextSelector
 from tokenmill.tokenizer import load_tokenizer
 
@@ -68,6 +70,10 @@ class MemMapDataset(Dataset):
     def __init__(self, jsonl: str | os.PathLike, tokenizer: str | os.PathLike, index: str | os.PathLike | None = None,
                  jq_pattern: str = ".text", add_special_tokens: bool = True, sample_key: str | None = None):
         self.path = str(jsonl)
+        try:
+            self.identity = FileIdentity.of(jsonl)  # the version of the file that the lines describe
+        except OSError as exc:
+            raise TokenmillError(f"{jsonl}: cannot read ({exc.strerror})") from None
         self.lines = read_index(index, jsonl) if index is not None else scan_lines(jsonl)
         self.tokenizer = load_tokenizer(tokenizer).tokenizer
         self.selector = TextSelector(jq_pattern)
@@ -81,6 +87,7 @@ class MemMapDataset(Dataset):
     def __getitem__(self, i: int):
         if self._mapped is None:  # opened lazily so that the dataset pickles into DataLoader workers
             with open(self.path, "rb") as handle:
+                self.identity.check(self.path, handle.fileno())  # an edited file would shift every line
                 self._mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         offset, length = (int(x) for x in self.lines[i])
         text, reason = self.selector.select(self._mapped[offset:offset + length])
@@ -156,6 +163,37 @@ class PackedMemMapDatasetContinuous(Dataset):
 # ---------------------------------------------------------------------------------------------
 # Megatron-style samples over an indexed dataset and its cached indices (Nanoset)
 
+class MappedIndices:
+    """The cache ``.npy`` files a dataset's index arrays are mapped from, and their identities.
+
+    Args:
+        files: array name → ``.npy`` path.
+    """
+
+    def __init__(self, files: dict[str, Path]):
+        self.files = dict(files)
+        self.identities = {key: FileIdentity.of(path) for key, path in self.files.items()}
+
+    @classmethod
+    def of_cache(cls, cache_dir: str | os.PathLike, description_text: str, split: str, keys: tuple[str, ...],
+                 class_name: str) -> "MappedIndices":
+        """The files :func:`tokenmill.sample_index.load_cache` maps for these arguments."""
+        names = cache_file_names(description_text, split, class_name, tuple(f"{key}.npy" for key in keys))
+        return cls({key: Path(cache_dir) / names[f"{key}.npy"] for key in keys})
+
+    def load(self) -> dict[str, np.ndarray]:
+        """Map every file again.
+
+        Raises:
+            TokenmillError: a file was rebuilt or changed since the dataset was made.
+        """
+        arrays = {}
+        for key, path in self.files.items():
+            self.identities[key].check(path)
+            arrays[key] = load_npy(path)
+        return arrays
+
+
 @dataclass(frozen=True)
 class NanosetConfig:
     """What a Nanoset reads and how it shapes samples (Megatron's GPTDatasetConfig, in short).
@@ -201,15 +239,31 @@ class Nanoset(Dataset):
         dataset: the indexed dataset.
         indices: ``document_index``, ``sample_index``, ``shuffle_index`` arrays.
         config: see :class:`NanosetConfig`.
+        index_files: the ``.npy`` files the arrays are mapped from, if they are: a pickled Nanoset
+            (a DataLoader worker's copy) then re-maps them instead of carrying the arrays.
     """
 
-    def __init__(self, dataset: MMapIndexedDataset, indices: dict[str, np.ndarray], config: NanosetConfig):
+    def __init__(self, dataset: MMapIndexedDataset, indices: dict[str, np.ndarray], config: NanosetConfig,
+                 index_files: MappedIndices | None = None):
         self.dataset = dataset
         self.document_index = indices["document_index"]
         self.sample_index = indices["sample_index"]
         self.shuffle_index = indices["shuffle_index"]
         self.config = config
         self.extra = 1 if config.add_extra_token else 0
+        self._mapped_indices = index_files
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        if self._mapped_indices is not None:
+            for key in self._mapped_indices.files:
+                del state[key]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if self._mapped_indices is not None:
+            self.__dict__.update(self._mapped_indices.load())
 
     def __len__(self) -> int:
         return len(self.shuffle_index)
@@ -291,12 +345,13 @@ class NanosetBuilder:
                                     extra=1 if config.add_extra_token else 0, dataset_paths=dataset_paths)
         blends = {}
         for split, result in results.items():
-            parts = [Nanoset(MMapIndexedDataset(prefix),
-                             load_cache(config.cache_dir, part["description"], split), config)
+            parts = [Nanoset(MMapIndexedDataset(prefix), load_cache(config.cache_dir, part["description"], split),
+                             config, _gpt_index_files(config.cache_dir, part["description"], split))
                      for prefix, part in zip(prefixes, result["parts"])]
-            arrays = load_cache(config.cache_dir, result["description"], split,
-                                ("dataset_index", "dataset_sample_index"), "BlendedDataset")
-            blends[split] = BlendedNanoset(parts, arrays["dataset_index"], arrays["dataset_sample_index"])
+            keys = ("dataset_index", "dataset_sample_index")
+            arrays = load_cache(config.cache_dir, result["description"], split, keys, "BlendedDataset")
+            files = MappedIndices.of_cache(config.cache_dir, result["description"], split, keys, "BlendedDataset")
+            blends[split] = BlendedNanoset(parts, arrays["dataset_index"], arrays["dataset_sample_index"], files)
         return blends
 
     def build(self) -> dict[str, Nanoset]:
@@ -310,8 +365,14 @@ class NanosetBuilder:
                                   config.num_samples, config.tokenizer_identifiers,
                                   extra=1 if config.add_extra_token else 0, dataset_path=config.dataset_path)
         dataset = MMapIndexedDataset(config.prefix)
-        return {split: Nanoset(dataset, load_cache(config.cache_dir, result["description"], split), config)
+        return {split: Nanoset(dataset, load_cache(config.cache_dir, result["description"], split), config,
+                               _gpt_index_files(config.cache_dir, result["description"], split))
                 for split, result in results.items()}
+
+
+def _gpt_index_files(cache_dir: str, description_text: str, split: str) -> MappedIndices:
+    return MappedIndices.of_cache(cache_dir, description_text, split,
+                                  ("document_index", "sample_index", "shuffle_index"), "GPTDataset")
 
 
 class BlendedNanoset(Dataset):
@@ -322,12 +383,18 @@ class BlendedNanoset(Dataset):
         datasets: the blended datasets.
         dataset_index: int16 dataset per blend sample.
         dataset_sample_index: int64 sample of that dataset.
+        index_files: the ``.npy`` files of the two arrays, if mapped (see :class:`Nanoset`).
     """
 
-    def __init__(self, datasets: list[Nanoset], dataset_index: np.ndarray, dataset_sample_index: np.ndarray):
+    def __init__(self, datasets: list[Nanoset], dataset_index: np.ndarray, dataset_sample_index: np.ndarray,
+                 index_files: MappedIndices | None = None):
         self.datasets = datasets
         self.dataset_index = dataset_index
         self.dataset_sample_index = dataset_sample_index
+        self._mapped_indices = index_files
+
+    __getstate__ = Nanoset.__getstate__
+    __setstate__ = Nanoset.__setstate__
 
     def __len__(self) -> int:
         return len(self.dataset_index)

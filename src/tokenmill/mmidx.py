@@ -33,7 +33,8 @@ import numpy as np
 
 from tokenmill.atomic import AtomicWriter, temporary_name
 from tokenmill.errors import TokenmillError
-from tokenmill.pbin import PbinFile, copy_bytes, read_sidecar
+from tokenmill.identity import FileIdentity, refuse_inputs_as_outputs
+from tokenmill.pbin import PbinFile, copy_bytes, read_sidecar, sidecar_path
 
 __all__ = ["MMapIndexedDataset", "MMapIndexedDatasetBuilder", "optimal_dtype", "pbin_to_megatron",
            "merge_megatron", "DTYPE_CODES"]
@@ -54,12 +55,14 @@ def optimal_dtype(vocab_size: int) -> np.dtype:
     return np.dtype(np.uint16) if vocab_size < 65500 else np.dtype(np.int32)
 
 
-def _map(path: Path) -> np.ndarray:
-    """The whole file as a read-only uint8 array over a memory map (empty files give an empty array)."""
+def _map(path: Path) -> tuple[np.ndarray, FileIdentity]:
+    """The whole file as a read-only uint8 array over a memory map (empty files give an empty array),
+    and the identity of the file that was mapped."""
     with open(path, "rb") as handle:
-        if os.fstat(handle.fileno()).st_size == 0:
-            return np.empty(0, np.uint8)
-        return np.frombuffer(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ), dtype=np.uint8)
+        identity = FileIdentity.of(handle.fileno())
+        if identity.size == 0:
+            return np.empty(0, np.uint8), identity
+        return np.frombuffer(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ), dtype=np.uint8), identity
 
 
 def _paths(prefix: str | os.PathLike) -> tuple[Path, Path]:
@@ -84,6 +87,9 @@ class MMapIndexedDataset:
     Args:
         prefix: the path without ``.bin``/``.idx``.
 
+    Both files are opened once; pickled, the dataset carries only the prefix and the files'
+    identities, and the copy re-maps them, refusing files rebuilt since.
+
     Attributes:
         dtype: token dtype.
         sequence_lengths: int32 tokens per sequence (a view of the ``.idx``).
@@ -97,13 +103,14 @@ class MMapIndexedDataset:
     def __init__(self, prefix: str | os.PathLike):
         self.prefix = str(prefix)
         self.bin_path, self.idx_path = _paths(prefix)
+        # Each file is opened and mapped once, here: later reads never go back to the paths.
         try:
-            idx_size = self.idx_path.stat().st_size
-            bin_size = self.bin_path.stat().st_size
-            with open(self.idx_path, "rb") as handle:
-                header = handle.read(_HEADER.size)
+            index, self.idx_identity = _map(self.idx_path)
+            tokens, self.bin_identity = _map(self.bin_path)
         except OSError as exc:
             raise TokenmillError(f"{exc.filename}: cannot read ({exc.strerror})") from None
+        idx_size, bin_size = self.idx_identity.size, self.bin_identity.size
+        header = index[:_HEADER.size].tobytes()
         if len(header) < _HEADER.size:
             raise TokenmillError(f"{self.idx_path}: {idx_size} bytes, too short for an MMIDIDX header (34 bytes)")
         magic, version, dtype_code, num_sequences, num_boundaries = _HEADER.unpack(header)
@@ -119,14 +126,23 @@ class MMapIndexedDataset:
                                  f"boundaries ({expected_size} bytes) but the file has {idx_size} bytes")
         self.dtype = np.dtype(DTYPE_CODES[dtype_code])
         # Plain ndarrays over mmap buffers: np.memmap's slicing overhead dominates small random reads.
-        index = _map(self.idx_path)
         lengths_end = _HEADER.size + 4 * num_sequences
         pointers_end = lengths_end + 8 * num_sequences
         self.sequence_lengths = index[_HEADER.size:lengths_end].view("<i4")
         self.sequence_pointers = index[lengths_end:pointers_end].view("<i8")
         self.document_indices = index[pointers_end:pointers_end + 8 * num_boundaries].view("<i8")
         self._check_consistency(bin_size)
-        self._tokens = _map(self.bin_path).view(self.dtype)
+        self._tokens = tokens.view(self.dtype)
+
+    def __getstate__(self) -> dict:
+        # A DataLoader worker re-maps the files instead of receiving a copy of every token.
+        return {"prefix": self.prefix, "identities": (self.idx_identity, self.bin_identity)}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["prefix"])
+        for identity, now, path in zip(state["identities"], (self.idx_identity, self.bin_identity),
+                                       (self.idx_path, self.bin_path)):
+            identity.require_same(now, path)
 
     def _check_consistency(self, bin_size: int) -> None:
         lengths, pointers, boundaries = self.sequence_lengths, self.sequence_pointers, self.document_indices
@@ -309,9 +325,10 @@ def pbin_to_megatron(pbin_path: str | os.PathLike, prefix: str | os.PathLike, vo
         ``{"documents", "tokens", "dtype"}``.
 
     Raises:
-        TokenmillError: no vocabulary size known, documents that do not tile the data, or a token id
-            that does not fit the dtype (naming the document).
+        TokenmillError: no vocabulary size known, documents that do not tile the data, a token id
+            that does not fit the dtype (naming the document), or an output that is the input.
     """
+    refuse_inputs_as_outputs(_paths(prefix), [pbin_path, sidecar_path(pbin_path)])
     pbin = PbinFile(pbin_path)
     if vocab_size is None:
         meta = read_sidecar(pbin_path)
@@ -330,19 +347,29 @@ def pbin_to_megatron(pbin_path: str | os.PathLike, prefix: str | os.PathLike, vo
                         lambda position: f"{pbin_path} document "
                                          f"{int(np.searchsorted(ends, start + position, side='right'))}")
     with MMapIndexedDatasetBuilder(prefix, dtype) as builder:
-        with open(pbin_path, "rb") as source:
+        with pbin.open_data() as source:
             builder.add_documents_from_file(source, pbin.layout.data_offset, lengths, pbin.dtype)
     return {"documents": len(lengths), "tokens": pbin.num_tokens, "dtype": dtype.name}
 
 
-def merge_megatron(out_prefix: str | os.PathLike, prefixes: list[str | os.PathLike]) -> dict:
+def merge_megatron(out_prefix: str | os.PathLike, prefixes: list[str | os.PathLike], force: bool = False) -> dict:
     """Concatenate MMIDIDX datasets in the order given, as Megatron's ``add_index`` does.
 
+    Args:
+        out_prefix: the merged dataset.
+        prefixes: the parts, in order.
+        force: replace the output if it exists (never when it is one of the parts).
+
     Raises:
-        TokenmillError: no inputs, an unreadable input, or differing dtypes.
+        TokenmillError: no inputs, an existing output without ``force``, an output that is an
+            input, an unreadable input, or differing dtypes.
     """
     if not prefixes:
         raise TokenmillError("merge needs at least one input")
+    refuse_inputs_as_outputs(_paths(out_prefix), [path for prefix in prefixes for path in _paths(prefix)])
+    existing = [str(path) for path in _paths(out_prefix) if path.exists()]
+    if existing and not force:
+        raise TokenmillError(f"{existing[0]}: exists; pass --force to replace it")
     first = MMapIndexedDataset(prefixes[0])
     with MMapIndexedDatasetBuilder(out_prefix, first.dtype) as builder:
         for prefix in prefixes:

@@ -34,9 +34,10 @@ from typing import Callable
 import numpy as np
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
-from tokenmill.pbin import LAYOUT_050, TOKEN_DTYPES, PbinWriter, write_sidecar
+from tokenmill.identity import refuse_inputs_as_outputs
+from tokenmill.pbin import LAYOUT_050, TOKEN_DTYPES, PbinWriter, sidecar_path
 from tokenmill.raw_index import read_index, scan_lines
-from tokenmill.text import TextSelector
+from tokenmill.text import TextSelector, refuse_compressed
 from tokenmill.tokenizer import TokenizerInfo, file_sha256, load_tokenizer
 
 __all__ = ["PackSettings", "pack", "BAD_LINE_POLICIES"]
@@ -188,7 +189,7 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
 
     Args:
         inputs: JSONL files.
-        out_path: the ``.pbin`` to write (atomically; the sidecar is written after it).
+        out_path: the ``.pbin`` to write (atomically; its sidecar is renamed into place just before it).
         settings: see :class:`PackSettings`.
         indexes: raw index per input (scanned on the fly where None).
         log: where progress and skip counts go.
@@ -197,17 +198,20 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
         The sidecar contents.
 
     Raises:
-        TokenmillError: a bad line under ``on_bad_line="error"`` (naming file and line), or an
-            unreadable input, index or tokenizer.
+        TokenmillError: a bad line under ``on_bad_line="error"`` (naming file and line), an
+            unreadable input, index or tokenizer, or an output that is one of them.
     """
-    tokenizer = load_tokenizer(settings.tokenizer_path, settings.eod_token)
-    TextSelector(settings.text)  # fail on a bad pattern before starting workers
     if indexes is not None and len(indexes) != len(inputs):
         raise TokenmillError(f"got {len(indexes)} index files for {len(inputs)} inputs")
+    refuse_inputs_as_outputs([out_path, sidecar_path(out_path)],
+                             [*inputs, *(indexes or []), settings.tokenizer_path])
+    tokenizer = load_tokenizer(settings.tokenizer_path, settings.eod_token)
+    TextSelector(settings.text)  # fail on a bad pattern before starting workers
     sources = []
     for number, path in enumerate(inputs):
         if not os.path.isfile(path):
             raise TokenmillError(f"{path}: input file not found")
+        refuse_compressed(path)
         lines = read_index(indexes[number], path) if indexes and indexes[number] else scan_lines(path)
         sources.append({"path": str(path), "bytes": os.path.getsize(path), "sha256": file_sha256(path),
                         "lines": len(lines), "documents": 0, "skipped": {}, "_lines": lines})
@@ -232,9 +236,7 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
         meta = {
             "format": FORMAT_VERSIONS["pbin"],
             "layout": LAYOUT_050,
-            "tokenizer": {"path": tokenizer.path, "sha256": tokenizer.sha256, "vocab_size": tokenizer.vocab_size,
-                          "eod_token": tokenizer.eod_token, "eod_id": tokenizer.eod_id,
-                          "add_special_tokens": settings.add_special_tokens},
+            "tokenizer": {**tokenizer.sidecar_entry(), "add_special_tokens": settings.add_special_tokens},
             "token_width": tokenizer.token_width,
             "text": settings.text,
             "on_bad_line": settings.on_bad_line,
@@ -243,7 +245,8 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
             "sources": sources,
             "skipped": _total_skipped(sources),
         }
-    write_sidecar(out_path, meta)
+        writer.sidecar = meta
+    meta = {**meta, "file": writer.identity}
     log(f"{out_path}: {meta['documents']} documents, {meta['tokens']} tokens, "
         f"{sum(meta['skipped'].values())} lines skipped")
     return meta

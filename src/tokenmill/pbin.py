@@ -16,15 +16,21 @@ size and where the pickle starts, and says so when a file is neither.
 
 Sidecar ``<file>.pbin.meta.json`` (ours, never read by Modalities): format versions, tokenizer
 identity and hash, vocab size, EOD, token width, counts, sources with size and sha256, skipped
-lines by reason. It holds nothing that varies between two runs on the same inputs.
+lines by reason, and ``file``: the ``.pbin``'s ``bytes``, ``data_sha256`` (of the token section)
+and ``index_sha256`` (of the index pickle). It holds nothing that varies between two runs on the
+same inputs. The writer renames the sidecar into place *before* the ``.pbin``, and
+:func:`read_sidecar` checks ``file`` against the ``.pbin`` it sits beside, so a run killed between
+the two renames (or a ``.pbin`` replaced by hand) is refused instead of being described by the
+wrong sidecar.
 
 Costs: writing is one ``write`` per batch plus the index pickle (~12 bytes per document) at the
-end; reading maps the file and unpickles the index on first use (~0.4 s per million documents);
+end, and sha256 of everything written (~1.8 GB/s); reading maps the file and unpickles the index on first use (~0.4 s per million documents);
 merging copies data sections in 16 MiB blocks.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import struct
@@ -37,6 +43,7 @@ import numpy as np
 from tokenmill import FORMAT_VERSIONS, safe_pickle
 from tokenmill.atomic import AtomicWriter, atomic_output, temporary_name
 from tokenmill.errors import TokenmillError
+from tokenmill.identity import FileIdentity, refuse_inputs_as_outputs
 
 __all__ = ["PbinWriter", "PbinFile", "detect_layout", "merge_pbin", "sidecar_path", "read_sidecar",
            "write_sidecar", "TOKEN_DTYPES"]
@@ -66,26 +73,80 @@ def write_sidecar(pbin_path: str | os.PathLike, meta: dict) -> None:
 def read_sidecar(pbin_path: str | os.PathLike) -> dict | None:
     """The sidecar of ``pbin_path``, or None if it has none.
 
+    When the ``.pbin`` exists, the sidecar's ``file`` entry must describe it (size and index hash).
+
     Raises:
-        TokenmillError: the sidecar exists but is not JSON.
+        TokenmillError: the sidecar exists but is not a JSON object, or it describes another file.
     """
     path = sidecar_path(pbin_path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        meta = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
     except (OSError, ValueError) as exc:
         raise TokenmillError(f"{path}: unreadable sidecar ({exc})") from None
+    if not isinstance(meta, dict):
+        raise TokenmillError(f"{path}: unreadable sidecar (a JSON {type(meta).__name__}, expected an object)")
+    if os.path.exists(pbin_path):
+        problem = file_identity_problem(pbin_path, meta.get("file"), path, check_data=False)
+        if problem:
+            raise TokenmillError(problem)
+    return meta
+
+
+def file_identity_problem(pbin_path: str | os.PathLike, expected: dict | None, sidecar: str | os.PathLike,
+                          check_data: bool) -> str | None:
+    """Why the identity ``expected`` (a sidecar's ``file`` entry) does not match ``pbin_path``.
+
+    Args:
+        pbin_path: the ``.pbin`` to check.
+        expected: ``{"bytes", "data_sha256", "index_sha256"}``; None (a sidecar older than the
+            entry) matches any file.
+        sidecar: the file ``expected`` comes from, for the message.
+        check_data: also hash the token section (one pass over the file), as ``verify`` does.
+
+    Returns:
+        A one-line problem, or None when the file matches.
+    """
+    if expected is None:
+        return None
+    where = f"{sidecar}: describes another .pbin than {pbin_path}"
+    if not isinstance(expected, dict) or not {"bytes", "data_sha256", "index_sha256"} <= expected.keys():
+        return f"{sidecar}: its file entry must hold bytes, data_sha256 and index_sha256"
+    try:
+        layout = detect_layout(pbin_path)
+        with open(pbin_path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            if size != expected["bytes"]:
+                return f"{where} ({size} bytes, the sidecar says {expected['bytes']}); an interrupted write? rebuild it"
+            handle.seek(layout.index_offset)
+            if hashlib.sha256(handle.read()).hexdigest() != expected["index_sha256"]:
+                return f"{where} (its document index differs); an interrupted write? rebuild it"
+            if check_data:
+                digest = hashlib.sha256()
+                handle.seek(layout.data_offset)
+                copy_bytes(handle, None, layout.data_bytes, digest)
+                if digest.hexdigest() != expected["data_sha256"]:
+                    return f"{where} (its tokens differ: data_sha256 mismatch)"
+    except OSError as exc:
+        return f"{pbin_path}: cannot read ({exc.strerror})"
+    return None
 
 
 class PbinWriter(AtomicWriter):
     """Streams batches of documents into a ``.pbin`` under a temporary name; renames on close.
 
-    Use as a context manager; an exception inside the block removes the temporary file.
+    Use as a context manager; an exception inside the block removes the temporary file. Set
+    :attr:`sidecar` inside the block: on close it is completed with the file's identity and renamed
+    into place just before the ``.pbin`` (without one, a stale sidecar of the target is removed).
 
     Args:
         path: final output path.
         token_width: bytes per token (1, 2 or 4).
+
+    Attributes:
+        sidecar: the sidecar contents to write, or None.
+        identity: after close, ``{"bytes", "data_sha256", "index_sha256"}`` of the written file.
     """
 
     def __init__(self, path: str | os.PathLike, token_width: int):
@@ -103,7 +164,10 @@ class PbinWriter(AtomicWriter):
         # Header placeholder: D is only known at the end (Modalities writes 0 first, too).
         self._handle.write(_HEADER_050.pack(0, token_width))
         self._doc_lengths: list[np.ndarray] = []
+        self._data_digest = hashlib.sha256()
         self.num_tokens = 0
+        self.sidecar: dict | None = None
+        self.identity: dict | None = None
 
     def write(self, tokens: np.ndarray, doc_lengths: np.ndarray) -> None:
         """Append documents: ``tokens`` back to back, ``doc_lengths`` tokens each.
@@ -119,7 +183,9 @@ class PbinWriter(AtomicWriter):
             document = self.num_documents + int(np.searchsorted(np.cumsum(doc_lengths), bad, side="right"))
             raise TokenmillError(f"{self.path}: token id {int(tokens[bad])} of document {document} does not fit "
                                  f"{self.token_width}-byte tokens")
-        self._handle.write(np.ascontiguousarray(tokens, dtype=self.dtype).data)
+        data = np.ascontiguousarray(tokens, dtype=self.dtype).data
+        self._handle.write(data)
+        self._data_digest.update(data)
         self._doc_lengths.append(np.asarray(doc_lengths, dtype=np.int64))
         self.num_tokens += len(tokens)
 
@@ -134,9 +200,8 @@ class PbinWriter(AtomicWriter):
             raise TokenmillError(f"{part.path}: {part.token_width}-byte tokens, expected {self.token_width}")
         if not part.documents_tile:
             raise TokenmillError(f"{part.path}: documents do not tile the data section; cannot append it")
-        with open(part.path, "rb") as source:
-            source.seek(part.layout.data_offset)
-            copy_bytes(source, self._handle, part.layout.data_bytes)
+        with part.open_data() as source:
+            copy_bytes(source, self._handle, part.layout.data_bytes, self._data_digest)
         self._doc_lengths.append(part.doc_lengths.astype(np.int64))
         self.num_tokens += part.num_tokens
 
@@ -149,16 +214,24 @@ class PbinWriter(AtomicWriter):
         self.close()
 
     def close(self) -> None:
-        """Write the index and the header, flush, and rename into place."""
+        """Write the index and the header, flush, write the sidecar, and rename into place."""
         lengths = np.concatenate(self._doc_lengths) if self._doc_lengths else np.empty(0, np.int64)
         byte_lengths = lengths * self.token_width
         byte_offsets = np.cumsum(byte_lengths) - byte_lengths
-        self._handle.write(safe_pickle.dumps_pairs(byte_offsets, byte_lengths))
+        index_pickle = safe_pickle.dumps_pairs(byte_offsets, byte_lengths)
+        self._handle.write(index_pickle)
+        size = self._handle.tell()
         self._handle.seek(0)
         self._handle.write(_HEADER_050.pack(self.num_tokens * self.token_width, self.token_width))
         self._handle.flush()
         os.fsync(self._handle.fileno())
         self._handle.close()
+        self.identity = {"bytes": size, "data_sha256": self._data_digest.hexdigest(),
+                         "index_sha256": hashlib.sha256(index_pickle).hexdigest()}
+        if self.sidecar is None:
+            sidecar_path(self.path).unlink(missing_ok=True)
+        else:
+            write_sidecar(self.path, {**self.sidecar, "file": self.identity})
         os.replace(self._tmp_path, self.path)
 
     def abort(self) -> None:
@@ -190,27 +263,29 @@ def detect_layout(path: str | os.PathLike) -> PbinLayout:
     """
     try:
         with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            head = handle.read(_HEADER_050.size)
-
-            def byte_at(offset: int) -> int | None:
-                if not 0 <= offset < size:
-                    return None
-                handle.seek(offset)
-                return handle.read(1)[0]
-
-            if len(head) < _HEADER_LEGACY.size:
-                raise TokenmillError(f"{path}: {size} bytes, too short for a .pbin header")
-            (data_bytes,) = _HEADER_LEGACY.unpack_from(head)
-            if len(head) == _HEADER_050.size:
-                _, token_width = _HEADER_050.unpack(head)
-                if (token_width in TOKEN_DTYPES and data_bytes % token_width == 0
-                        and byte_at(_HEADER_050.size + data_bytes) == _PICKLE_PROTO):
-                    return PbinLayout(LAYOUT_050, _HEADER_050.size, data_bytes, token_width)
-            if data_bytes % 4 == 0 and byte_at(_HEADER_LEGACY.size + data_bytes) == _PICKLE_PROTO:
-                return PbinLayout(LAYOUT_LEGACY, _HEADER_LEGACY.size, data_bytes, 4)
+            return _layout_of(handle.fileno(), path)
     except OSError as exc:
         raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def _layout_of(fd: int, path: str | os.PathLike) -> PbinLayout:
+    """:func:`detect_layout` on an open file descriptor (positioned reads only)."""
+    size = os.fstat(fd).st_size
+    head = os.pread(fd, _HEADER_050.size, 0)
+
+    def byte_at(offset: int) -> int | None:
+        return os.pread(fd, 1, offset)[0] if 0 <= offset < size else None
+
+    if len(head) < _HEADER_LEGACY.size:
+        raise TokenmillError(f"{path}: {size} bytes, too short for a .pbin header")
+    (data_bytes,) = _HEADER_LEGACY.unpack_from(head)
+    if len(head) == _HEADER_050.size:
+        _, token_width = _HEADER_050.unpack(head)
+        if (token_width in TOKEN_DTYPES and data_bytes % token_width == 0
+                and byte_at(_HEADER_050.size + data_bytes) == _PICKLE_PROTO):
+            return PbinLayout(LAYOUT_050, _HEADER_050.size, data_bytes, token_width)
+    if data_bytes % 4 == 0 and byte_at(_HEADER_LEGACY.size + data_bytes) == _PICKLE_PROTO:
+        return PbinLayout(LAYOUT_LEGACY, _HEADER_LEGACY.size, data_bytes, 4)
     raise TokenmillError(
         f"{path}: not a .pbin file: its header says {data_bytes} data bytes in a {size}-byte file, and no index "
         f"pickle starts after them (checked the 0.5.0 layout, 12-byte header, and the legacy 8-byte header)")
@@ -219,6 +294,11 @@ def detect_layout(path: str | os.PathLike) -> PbinLayout:
 class PbinFile:
     """Read-only, memory-mapped view of a ``.pbin`` in either layout.
 
+    The file is opened once: the header, the token map and the (lazily read) index all come from
+    that one descriptor, so a ``.pbin`` rebuilt under the same name meanwhile is never mixed in.
+    Pickled (into a DataLoader worker, say), it carries only its path and identity; the copy
+    re-opens the file and refuses it if it is no longer the same file.
+
     Args:
         path: the file.
 
@@ -226,6 +306,7 @@ class PbinFile:
         layout: a :class:`PbinLayout`.
         tokens: all token ids as one memory-mapped array in the on-disk dtype.
         doc_offsets, doc_lengths: per document, in tokens (the index is read on first use).
+        identity: the :class:`FileIdentity` of the opened file.
 
     Raises:
         TokenmillError: not a ``.pbin``, or its index points outside the data section.
@@ -233,14 +314,37 @@ class PbinFile:
 
     def __init__(self, path: str | os.PathLike):
         self.path = Path(path)
-        self.layout = detect_layout(path)
+        try:
+            self._handle = open(path, "rb")
+        except OSError as exc:
+            raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
+        fd = self._handle.fileno()
+        self.identity = FileIdentity.of(fd)
+        self.layout = _layout_of(fd, path)
         self.token_width = self.layout.token_width
         self.dtype = TOKEN_DTYPES[self.token_width]
         if self.layout.data_bytes:
-            self.tokens = np.memmap(path, dtype=self.dtype, mode="r", offset=self.layout.data_offset,
+            self.tokens = np.memmap(self._handle, dtype=self.dtype, mode="r", offset=self.layout.data_offset,
                                     shape=(self.layout.data_bytes // self.token_width,))
         else:  # np.memmap refuses empty mappings
             self.tokens = np.empty(0, dtype=self.dtype)
+
+    def open_data(self):
+        """A binary file object over this same opened file, positioned at the first token.
+
+        Raises:
+            OSError: no descriptor left.
+        """
+        reader = os.fdopen(os.dup(self._handle.fileno()), "rb")
+        reader.seek(self.layout.data_offset)
+        return reader
+
+    def __getstate__(self) -> dict:
+        return {"path": self.path, "identity": self.identity}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["path"])
+        state["identity"].require_same(self.identity, self.path)
 
     @property
     def num_tokens(self) -> int:
@@ -248,9 +352,9 @@ class PbinFile:
 
     @cached_property
     def _doc_index(self) -> tuple[np.ndarray, np.ndarray]:
-        with open(self.path, "rb") as handle:
-            handle.seek(self.layout.index_offset)
-            pairs = safe_pickle.loads_pairs(handle.read(), f"{self.path} (index at byte {self.layout.index_offset})")
+        fd = self._handle.fileno()
+        index_bytes = os.pread(fd, os.fstat(fd).st_size - self.layout.index_offset, self.layout.index_offset)
+        pairs = safe_pickle.loads_pairs(index_bytes, f"{self.path} (index at byte {self.layout.index_offset})")
         byte_offsets, byte_lengths = pairs[:, 0], pairs[:, 1]
         if self.layout.name == LAYOUT_LEGACY and len(pairs) and byte_offsets[0] == self.layout.data_offset:
             byte_offsets = byte_offsets - self.layout.data_offset  # legacy offsets count from the file start
@@ -292,37 +396,52 @@ class PbinFile:
         return self.tokens[offset:offset + length]
 
 
-def copy_bytes(source, target, length: int) -> None:
+def copy_bytes(source, target, length: int, digest=None) -> None:
     """Append ``length`` bytes from ``source``'s current position to ``target``, in 16 MiB blocks.
 
     Plain buffered reads into one reused buffer measured faster here than ``copy_file_range`` or
-    ``sendfile``. Raises TokenmillError if ``source`` ends early.
+    ``sendfile``. ``target`` None only reads; ``digest`` (a hashlib object) is fed every block.
+
+    Raises:
+        TokenmillError: ``source`` ends early.
     """
     buffer = memoryview(bytearray(_COPY_BLOCK))
     while length:
         got = source.readinto(buffer[:min(length, _COPY_BLOCK)])
         if not got:
             raise TokenmillError(f"{source.name}: file ended {length} bytes early while copying")
-        target.write(buffer[:got])
+        if target is not None:
+            target.write(buffer[:got])
+        if digest is not None:
+            digest.update(buffer[:got])
         length -= got
 
 
-def merge_pbin(out_path: str | os.PathLike, in_paths: list[str | os.PathLike]) -> dict:
+def merge_pbin(out_path: str | os.PathLike, in_paths: list[str | os.PathLike], force: bool = False) -> dict:
     """Concatenate ``.pbin`` files, in the order given, into ``out_path`` (0.5.0 layout).
 
     Data sections are block-copied; each file's index is shifted by the data bytes before it
     (Modalities' merge shifts by 12 bytes too few; spec modalities §6). Sidecars, where present,
     are combined into the output's sidecar, which lists the parts.
 
+    Args:
+        out_path: the merged ``.pbin``.
+        in_paths: the parts, in order.
+        force: replace ``out_path`` if it exists (never when it is one of the parts).
+
     Returns:
         The output sidecar.
 
     Raises:
-        TokenmillError: no inputs, an input that is not a ``.pbin``, differing token widths or
-            tokenizers.
+        TokenmillError: no inputs, an existing output without ``force``, an output that is an
+            input, an input that is not a ``.pbin``, differing token widths or tokenizers.
     """
     if not in_paths:
         raise TokenmillError("merge needs at least one input file")
+    refuse_inputs_as_outputs([out_path, sidecar_path(out_path)],
+                             [*in_paths, *(sidecar_path(path) for path in in_paths)])
+    if not force and os.path.exists(out_path):
+        raise TokenmillError(f"{out_path}: exists; pass --force to replace it")
     parts = [PbinFile(path) for path in in_paths]
     widths = {part.token_width for part in parts}
     if len(widths) > 1:
@@ -336,9 +455,8 @@ def merge_pbin(out_path: str | os.PathLike, in_paths: list[str | os.PathLike]) -
     with PbinWriter(out_path, token_width) as writer:
         for part in parts:
             writer.append_file(part)
-        meta = _merged_sidecar(parts, metas, token_width)
-    write_sidecar(out_path, meta)
-    return meta
+        writer.sidecar = _merged_sidecar(parts, metas, token_width)
+    return {**writer.sidecar, "file": writer.identity}
 
 
 def _merged_sidecar(parts: list[PbinFile], metas: list[dict | None], token_width: int) -> dict:

@@ -24,8 +24,11 @@ import orjson
 from tokenmill import safe_pickle
 from tokenmill.atomic import atomic_output
 from tokenmill.errors import TokenmillError
+from tokenmill.identity import refuse_inputs_as_outputs
+from tokenmill.text import describe_json_error, refuse_compressed
 
-__all__ = ["scan_lines", "build_index", "write_index", "read_index", "validate_json_lines"]
+__all__ = ["scan_lines", "build_index", "index_file", "write_index", "read_index", "check_index_matches",
+           "validate_json_lines"]
 
 _BLOCK_BYTES = 64 << 20
 
@@ -76,7 +79,8 @@ def validate_json_lines(path: str | os.PathLike, lines: np.ndarray) -> None:
             try:
                 orjson.loads(mapped[offset:offset + length])
             except orjson.JSONDecodeError as exc:
-                reason = "blank line" if not mapped[offset:offset + length].strip() else f"invalid JSON ({exc})"
+                line = mapped[offset:offset + length]
+                reason = "blank line" if not line.strip() else describe_json_error(line, exc)
                 raise TokenmillError(f"{path}:{line_number}: {reason}") from None
 
 
@@ -84,11 +88,25 @@ def build_index(path: str | os.PathLike, validate: bool = False) -> np.ndarray:
     """The raw index of ``path`` as an ``(n, 2)`` int64 array (see module docstring).
 
     Raises:
-        TokenmillError: unreadable file, or (with ``validate``) a line that is not JSON.
+        TokenmillError: unreadable or compressed file, or (with ``validate``) a line that is not JSON.
     """
+    refuse_compressed(path)
     lines = scan_lines(path)
     if validate:
         validate_json_lines(path, lines)
+    return lines
+
+
+def index_file(path: str | os.PathLike, out_path: str | os.PathLike, validate: bool = False) -> np.ndarray:
+    """Build the raw index of ``path`` and write it to ``out_path``; returns the lines.
+
+    Raises:
+        TokenmillError: ``out_path`` is ``path`` itself, an unreadable file, or (with ``validate``)
+            a line that is not JSON.
+    """
+    refuse_inputs_as_outputs([out_path], [path])
+    lines = build_index(path, validate=validate)
+    write_index(lines, out_path)
     return lines
 
 
@@ -110,18 +128,52 @@ def read_index(index_path: str | os.PathLike, data_path: str | os.PathLike | Non
         An ``(n, 2)`` int64 array of ``(byte_offset, byte_length)``.
 
     Raises:
-        TokenmillError: unreadable, not an index, or entries outside ``data_path``.
+        TokenmillError: unreadable, not an index, or (with ``data_path``) not an index of that file
+            as it is now (see :func:`check_index_matches`).
     """
     try:
         payload = Path(index_path).read_bytes()
     except OSError as exc:
         raise TokenmillError(f"{index_path}: cannot read ({exc.strerror})") from None
     lines = safe_pickle.loads_pairs(payload, f"{index_path}")
-    if data_path is not None and len(lines):
-        size = os.path.getsize(data_path)
-        ends = lines[:, 0] + lines[:, 1]
-        if ends.max() > size:
+    if data_path is not None:
+        check_index_matches(lines, index_path, data_path)
+    return lines
+
+
+_SAMPLED_LINE_ENDS = 1024
+
+
+def check_index_matches(lines: np.ndarray, index_path: str | os.PathLike, data_path: str | os.PathLike) -> None:
+    """Check that a raw index still describes its JSONL file, cheaply.
+
+    Every entry must end inside the file; the last one where the file's content ends (only
+    whitespace may follow it: lines appended since the index was built would otherwise never be
+    read); and an evenly spaced sample of up to 1,024 entries must end right before a ``\n`` (lines
+    inserted or removed in the middle shift them). Cost: ~1,000 one-byte reads plus the tail.
+
+    Raises:
+        TokenmillError: naming the index, the JSONL and the first disagreement.
+    """
+    stale = f"(stale index? rebuild it with `tokenmill index {data_path}`)"
+    ends = lines[:, 0] + lines[:, 1]
+    with open(data_path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        if len(ends) and ends.max() > size:
             entry = int(np.argmax(ends > size))
             raise TokenmillError(f"{index_path}: entry {entry} ends at byte {int(ends[entry])}, "
-                                 f"beyond the {size} bytes of {data_path} (stale index?)")
-    return lines
+                                 f"beyond the {size} bytes of {data_path} {stale}")
+        last_end = int(ends.max()) if len(ends) else 0
+        handle.seek(last_end)
+        while block := handle.read(_BLOCK_BYTES):
+            if block.strip():
+                raise TokenmillError(f"{index_path}: its last line ends at byte {last_end}, but {data_path} has "
+                                     f"{size - last_end} more bytes with content after it {stale}")
+        sample = np.unique(np.linspace(0, len(ends) - 1, min(len(ends), _SAMPLED_LINE_ENDS)).astype(np.int64))
+        for entry in sample.tolist():
+            if ends[entry] == size:
+                continue
+            handle.seek(int(ends[entry]))
+            if handle.read(1) != b"\n":
+                raise TokenmillError(f"{index_path}: line {entry + 1} should end at byte {int(ends[entry])} of "
+                                     f"{data_path}, but no newline is there {stale}")

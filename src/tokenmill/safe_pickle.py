@@ -2,8 +2,13 @@
 
 Reading: a restricted unpickler whose ``find_class`` refuses everything, so a pickle can build
 only lists, tuples, ints and other built-in atoms — never call a function. Any global, reduce or
-persistent-id opcode therefore fails before anything runs. The result is then checked to be a list
-of 2-tuples of non-negative ints and returned as an ``(n, 2)`` int64 array.
+persistent-id opcode therefore fails before anything runs. The result must then have exactly the
+shape of an index — a list of 2-tuples of ints — checked level by level at C speed (``map(type,
+...)`` into a set) *before* anything walks it deeply: a crafted pickle of a few hundred bytes can
+nest shared references into a graph whose expansion (by ``np.array`` or ``repr``) would take
+gigabytes. Unpickling does O(1) work per opcode and the shape checks O(1) per element built, so
+reading costs O(file size) whatever the file holds; error messages describe a bad value by its
+type, never by its ``repr``. The pairs are returned as an ``(n, 2)`` int64 array.
 
 Writing: :func:`dumps_pairs` produces the exact bytes of CPython's
 ``pickle.dumps(list_of_tuples, protocol=4)`` — what Modalities writes — from two numpy arrays,
@@ -26,6 +31,7 @@ FRAME header. Both rules are reproduced below; the test suite compares with ``pi
 from __future__ import annotations
 
 import io
+import itertools
 import pickle
 
 import numpy as np
@@ -67,24 +73,45 @@ def loads_pairs(data: bytes | memoryview, source: str) -> np.ndarray:
     try:
         value = _RefusingUnpickler(io.BytesIO(data)).load()
     except Exception as exc:  # the C unpickler raises many types on corrupt input
-        raise TokenmillError(f"{source}: not a readable index pickle ({type(exc).__name__}: {exc})") from None
-    if not isinstance(value, list):
+        raise TokenmillError(f"{source}: not a readable index pickle ({type(exc).__name__}: "
+                             f"{_excerpt(str(exc))})") from None
+    if type(value) is not list:
         raise TokenmillError(f"{source}: index pickle holds a {type(value).__name__}, expected a list of pairs")
     if not value:
         return np.empty((0, 2), dtype=np.int64)
+    # Shape first, one level at a time, without recursing into anything: the entries must all be
+    # tuples, of length 2, holding ints (bool and int subclasses excluded by `type(...) is`).
+    entry_types = set(map(type, value))
+    if entry_types != {tuple}:
+        raise TokenmillError(f"{source}: index pickle is not a list of (int, int) pairs (it holds "
+                             f"{_type_names(entry_types)} entries)")
+    entry_lengths = set(map(len, value))
+    if entry_lengths != {2}:
+        raise TokenmillError(f"{source}: index pickle is not a list of (int, int) pairs (it holds tuples of "
+                             f"{_excerpt(', '.join(map(str, sorted(entry_lengths))))} elements)")
+    element_types = set(map(type, itertools.chain.from_iterable(value)))
+    if element_types != {int}:
+        raise TokenmillError(f"{source}: index pickle is not a list of (int, int) pairs (its pairs hold "
+                             f"{_type_names(element_types)} values)")
     try:
-        # numpy types the whole list at C speed: a float, string or None anywhere gives a
-        # non-integer dtype, a ragged entry a ValueError, an int beyond 64 bits an object dtype.
-        pairs = np.array(value)
-    except (ValueError, OverflowError):
-        pairs = None
-    if pairs is None or pairs.dtype.kind not in "iu" or pairs.shape != (len(value), 2):
-        raise TokenmillError(f"{source}: index pickle is not a list of (int, int) pairs "
-                             f"(first entry {value[0]!r})")
-    pairs = pairs.astype(np.int64)
+        pairs = np.array(value, dtype=np.int64)
+    except OverflowError:
+        raise TokenmillError(f"{source}: index pickle holds an int beyond 64 bits") from None
     if pairs.min() < 0:
         raise TokenmillError(f"{source}: index entry {int(np.argmin(pairs.min(axis=1)))} is negative")
     return pairs
+
+
+_EXCERPT_CHARACTERS = 120
+
+
+def _excerpt(text: str) -> str:
+    """``text`` cut to a short excerpt, so that a crafted file cannot flood an error message."""
+    return text if len(text) <= _EXCERPT_CHARACTERS else text[:_EXCERPT_CHARACTERS] + "..."
+
+
+def _type_names(types: set[type]) -> str:
+    return _excerpt(" and ".join(sorted(kind.__name__ for kind in types)))
 
 
 def _encode_ints(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

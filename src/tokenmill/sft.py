@@ -49,7 +49,8 @@ from torch.utils.data import Dataset
 
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
-from tokenmill.pbin import LAYOUT_050, PbinFile, PbinWriter, read_sidecar, write_sidecar
+from tokenmill.identity import refuse_inputs_as_outputs
+from tokenmill.pbin import LAYOUT_050, PbinFile, PbinWriter, file_identity_problem, read_sidecar, sidecar_path
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.tokenizer import file_sha256, load_tokenizer
 
@@ -335,43 +336,49 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
     messages = _config_entry(entry, ("message_construction",), f"sft.{name}")
     on_bad_line = entry.get("on_bad_line", "error")
     sources, skipped = [], {}
+    refuse_inputs_as_outputs([out_path, loss_mask_path(out_path), sidecar_path(out_path)],
+                             [*_config_entry(entry, ("inputs",), f"sft.{name}"), tokenizer_config["path"]])
     tokenizer = load_tokenizer(tokenizer_config["path"])
-    with PbinWriter(out_path, tokenizer.token_width) as tokens_out, PbinWriter(loss_mask_path(out_path), 1) as mask_out:
-        collator = None
-        for source in _config_entry(entry, ("inputs",), f"sft.{name}"):
-            dataset = InstructionDataset(source, tokenizer_config["path"], [f".{field}" for field in messages],
-                                         _config_entry(entry, ("special_tokens",), f"sft.{name}"))
-            collator = collator or InstructionCollator(messages, entry.get("loss_masking_jq_patterns", []),
-                                                       entry["special_tokens"],
-                                                       _config_entry(entry, ("seq_length",), f"sft.{name}"),
-                                                       truncation=entry.get("truncation", "truncate"))
-            documents = 0
-            for start in range(0, len(dataset), batch_conversations):
-                kept = []
-                for i in range(start, min(start + batch_conversations, len(dataset))):
-                    try:
-                        conversation = collator.conversation(dataset[i])
-                    except TokenmillError as exc:
-                        if on_bad_line == "error":
-                            raise
-                        reason = str(exc).split(": ", 2)[-1]
-                        skipped[reason] = skipped.get(reason, 0) + 1
-                        continue
-                    if conversation is not None:
-                        kept.append(conversation)
-                if kept:
-                    lengths = np.array([len(tokens) for tokens, _ in kept])
-                    tokens_out.write(np.concatenate([tokens for tokens, _ in kept]), lengths)
-                    mask_out.write(np.concatenate([trained for _, trained in kept]).astype(np.uint8), lengths)
-                    documents += len(kept)
-            sources.append({"path": str(source), "bytes": os.path.getsize(source), "sha256": file_sha256(source),
-                            "lines": len(dataset), "documents": documents})
-        meta = {
+    # The loss mask is renamed first, then the sidecar (which records the mask's identity), then the
+    # tokens: a run killed in between leaves a pair whose sidecar check fails, never a mixed pair.
+    with PbinWriter(out_path, tokenizer.token_width) as tokens_out:
+        with PbinWriter(loss_mask_path(out_path), 1) as mask_out:
+            collator = None
+            for source in _config_entry(entry, ("inputs",), f"sft.{name}"):
+                dataset = InstructionDataset(source, tokenizer_config["path"], [f".{field}" for field in messages],
+                                             _config_entry(entry, ("special_tokens",), f"sft.{name}"))
+                collator = collator or InstructionCollator(messages, entry.get("loss_masking_jq_patterns", []),
+                                                           entry["special_tokens"],
+                                                           _config_entry(entry, ("seq_length",), f"sft.{name}"),
+                                                           truncation=entry.get("truncation", "truncate"))
+                documents = 0
+                for start in range(0, len(dataset), batch_conversations):
+                    kept = []
+                    for i in range(start, min(start + batch_conversations, len(dataset))):
+                        try:
+                            conversation = collator.conversation(dataset[i])
+                        except TokenmillError as exc:
+                            if on_bad_line == "error":
+                                raise
+                            reason = str(exc).split(": ", 2)[-1]
+                            skipped[reason] = skipped.get(reason, 0) + 1
+                            continue
+                        if conversation is not None:
+                            kept.append(conversation)
+                    if kept:
+                        lengths = np.array([len(tokens) for tokens, _ in kept])
+                        tokens_out.write(np.concatenate([tokens for tokens, _ in kept]), lengths)
+                        mask_out.write(np.concatenate([trained for _, trained in kept]).astype(np.uint8), lengths)
+                        documents += len(kept)
+                sources.append({"path": str(source), "bytes": os.path.getsize(source), "sha256": file_sha256(source),
+                                "lines": len(dataset), "documents": documents})
+        tokens_out.sidecar = {
             "format": FORMAT_VERSIONS["sft"],
             "layout": LAYOUT_050,
             "loss_mask": loss_mask_path(out_path).name,
-            "tokenizer": {"path": tokenizer.path, "sha256": tokenizer.sha256, "vocab_size": tokenizer.vocab_size,
-                          "special_tokens": entry["special_tokens"], "special_ids": dataset.special_ids},
+            "loss_mask_file": mask_out.identity,
+            "tokenizer": {**tokenizer.sidecar_entry(), "special_tokens": entry["special_tokens"],
+                          "special_ids": dataset.special_ids},
             "token_width": tokenizer.token_width,
             "message_construction": messages,
             "loss_masking_jq_patterns": entry.get("loss_masking_jq_patterns", []),
@@ -384,8 +391,7 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
             "skipped": dict(sorted(skipped.items())),
             "sources": sources,
         }
-    write_sidecar(out_path, meta)
-    return meta
+    return {**tokens_out.sidecar, "file": tokens_out.identity}
 
 
 def _config_entry(config: dict, keys: tuple[str, ...], where: str = ""):
@@ -418,6 +424,11 @@ class PackedInstructionDataset(Dataset):
         meta = read_sidecar(pbin)
         if not meta or "seq_length" not in meta:
             raise TokenmillError(f"{pbin}: no SFT sidecar (seq_length, special ids)")
+        if "loss_mask_file" in meta:
+            problem = file_identity_problem(loss_mask_path(pbin), meta["loss_mask_file"], sidecar_path(pbin),
+                                            check_data=False)
+            if problem:
+                raise TokenmillError(problem)
         self.seq_length = meta["seq_length"]
         self.eos = meta["tokenizer"]["special_ids"]["eos_token"]
         self.pack = pack

@@ -1,35 +1,71 @@
 """Select the text of one JSONL line with a jq pattern, classifying every way a line can be bad.
 
-A plain ``.key`` pattern is answered by orjson (strict JSON and UTF-8, ~500 MB/s); any other
-pattern is compiled once with the ``jq`` package and its first output is taken, as Modalities does.
-Patterns are data: they are compiled by jq, never evaluated as Python.
+Every line must be exactly one JSON value: orjson parses it first (strict JSON and UTF-8, ~500
+MB/s), so a second value on the line (files concatenated without a final newline), trailing
+garbage, NaN or a lone surrogate is a bad line, whatever the pattern. A plain ``.key`` pattern is
+then answered from the parsed object; any other pattern is compiled once with the ``jq`` package
+and must give exactly one output (a second output would be dropped silently otherwise). Patterns
+are data: they are compiled by jq, never evaluated as Python.
 """
 
 from __future__ import annotations
 
-import json
+import os
 import re
 
 import orjson
 
 from tokenmill.errors import TokenmillError
 
-__all__ = ["TextSelector"]
+__all__ = ["TextSelector", "compression_of", "describe_json_error", "refuse_compressed"]
 
+_NO_OUTPUT = object()
 _PLAIN_KEY = re.compile(r"^\.([A-Za-z_][A-Za-z0-9_]*)$")
+_BOM = b"\xef\xbb\xbf"
+# Leading bytes of the compressed formats corpora ship in (Dolma and RedPajama use gzip and zstd).
+_COMPRESSION_MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"\xfd7zXZ\x00": "xz",
+                      b"BZh": "bzip2", b"PK\x03\x04": "zip"}
 
 
-def _json_failure(line: bytes) -> str:
-    """Why orjson refused ``line``: invalid UTF-8 (with its byte) or invalid JSON (with position)."""
+def compression_of(head: bytes) -> str | None:
+    """The compression format whose magic bytes ``head`` starts with, or None."""
+    return next((name for magic, name in _COMPRESSION_MAGIC.items() if head.startswith(magic)), None)
+
+
+def refuse_compressed(path: str | os.PathLike) -> None:
+    """Stop at once on a compressed file given where plain JSONL is needed.
+
+    Raises:
+        TokenmillError: the file starts with the magic bytes of a compression format.
+    """
+    try:
+        with open(path, "rb") as handle:
+            compression = compression_of(handle.read(8))
+    except OSError as exc:
+        raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
+    if compression:
+        raise TokenmillError(f"{path}: looks like {compression}-compressed data, not JSONL: decompress it first "
+                             f"(the raw index counts bytes of the plain file)")
+
+
+def describe_json_error(line: bytes, error: orjson.JSONDecodeError) -> str:
+    """Why orjson refused ``line``, in words a user can act on."""
+    compression = compression_of(line)
+    if compression:
+        return f"looks like {compression}-compressed data, not JSON: decompress the file first"
+    if line.startswith(_BOM):
+        return "starts with a UTF-8 byte-order mark (BOM), which JSON Lines forbid: remove it"
     try:
         line.decode("utf-8")
     except UnicodeDecodeError as exc:
         return f"invalid UTF-8 at byte {exc.start} of the line"
-    try:
-        json.loads(line)
-    except ValueError as exc:
-        return f"invalid JSON ({exc})"
-    return "invalid JSON"
+    if "surrogate" in error.msg:
+        return f"invalid JSON: a lone UTF-16 surrogate escape near byte {error.pos} is not Unicode text"
+    if line[error.pos:error.pos + 8].lstrip(b"-").startswith((b"NaN", b"Infinity")):
+        return f"invalid JSON: NaN/Infinity at byte {error.pos} is not a JSON number"
+    if error.msg == "unexpected content after document":
+        return f"invalid JSON: a second value or trailing characters at byte {error.pos}"
+    return f"invalid JSON ({error.msg} at byte {error.pos})"
 
 
 class TextSelector:
@@ -60,30 +96,35 @@ class TextSelector:
         """``(text, None)`` for a good line, ``(None, reason)`` for a bad one."""
         if not line.strip():
             return None, "blank line"
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            return None, describe_json_error(line, exc)
         if self.key is not None:
-            try:
-                record = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                return None, _json_failure(line)
             if not isinstance(record, dict):
                 return None, f"not a JSON object (a {type(record).__name__})"
             if self.key not in record:
                 return None, f"no key {self.key!r}"
             text = record[self.key]
         else:
-            try:
-                decoded = line.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                return None, f"invalid UTF-8 at byte {exc.start} of the line"
-            try:
-                text = next(iter(self.program.input_text(decoded)), None)
-            except ValueError as exc:
-                reason = str(exc).splitlines()[0]
-                return None, "invalid JSON" if "parse error" in reason.lower() else f"jq error: {reason}"
-            if text is None:
-                return None, f"jq pattern {self.pattern!r} gave no text"
+            text, reason = self._run_jq(line)
+            if reason is not None:
+                return None, reason
         if not isinstance(text, str):
             return None, f"text is not a string (a {type(text).__name__})"
         if not text:
             return None, "empty text"
+        return text, None
+
+    def _run_jq(self, line: bytes) -> tuple[object, str | None]:
+        """The one output of the pattern on a line that is known to be one JSON value."""
+        outputs = iter(self.program.input_text(line.decode("utf-8")))
+        try:
+            text = next(outputs, None)
+            if text is None:
+                return None, f"jq pattern {self.pattern!r} gave no text"
+            if next(outputs, _NO_OUTPUT) is not _NO_OUTPUT:
+                return None, f"jq pattern {self.pattern!r} gave more than one value; it must select one text"
+        except ValueError as exc:
+            return None, f"jq error: {str(exc).splitlines()[0]}"
         return text, None

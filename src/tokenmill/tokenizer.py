@@ -6,6 +6,11 @@
 * ``token_width``: bytes per token in a ``.pbin``: 1 if every id < 2**8, 2 if < 2**16, else 4.
   For every tokenizer whose ids fit Modalities' rule this is the width Modalities picks.
 * ``eod_id``: the id of the end-of-document token string, which must be a single token.
+* truncation and padding stored in the file are switched off: Megatron and Modalities never cut or
+  pad a document, and a ``tokenizer.json`` exported for a classifier (``truncation: 128``,
+  ``padding: Fixed``) would otherwise turn every document into 128 tokens without a word. What was
+  switched off is kept in ``ignored_settings`` (recorded in sidecars), and ``pad_id`` names the
+  padding id so that ``verify`` can flag data that holds it.
 
 Cost: parsing the JSON file once (~0.1–1 s for 50k–130k vocabularies).
 """
@@ -56,6 +61,9 @@ class TokenizerInfo:
         token_width: bytes per token (1, 2 or 4).
         eod_token: the end-of-document token string, or None.
         eod_id: its id, or None.
+        ignored_settings: the file's ``truncation`` / ``padding`` settings that loading switched
+            off (empty when it had none).
+        pad_id: the id the file's (switched off) padding would have filled with, or None.
     """
 
     tokenizer: Tokenizer
@@ -65,6 +73,14 @@ class TokenizerInfo:
     token_width: int
     eod_token: str | None
     eod_id: int | None
+    ignored_settings: dict
+    pad_id: int | None
+
+    def sidecar_entry(self) -> dict:
+        """What a sidecar records of this tokenizer (everything a rebuild must reproduce)."""
+        return {"path": self.path, "sha256": self.sha256, "vocab_size": self.vocab_size,
+                "eod_token": self.eod_token, "eod_id": self.eod_id, "pad_id": self.pad_id,
+                "ignored_settings": self.ignored_settings}
 
 
 def load_tokenizer(path: str | os.PathLike, eod_token: str | None = None) -> TokenizerInfo:
@@ -73,6 +89,8 @@ def load_tokenizer(path: str | os.PathLike, eod_token: str | None = None) -> Tok
     Args:
         path: a Hugging Face ``tokenizer.json``.
         eod_token: the end-of-document token string (e.g. ``<|endoftext|>``); None for none.
+
+    Truncation and padding stored in the file are switched off (see the module docstring).
 
     Raises:
         TokenmillError: the file is missing or not a tokenizer, or ``eod_token`` is not one token.
@@ -83,6 +101,10 @@ def load_tokenizer(path: str | os.PathLike, eod_token: str | None = None) -> Tok
         tokenizer = Tokenizer.from_file(str(path))
     except Exception as exc:  # tokenizers raises a bare Exception on a malformed file
         raise TokenmillError(f"{path}: not a Hugging Face tokenizer.json ({str(exc).splitlines()[0]})") from None
+    ignored_settings = {name: setting for name, setting in (("truncation", tokenizer.truncation),
+                                                            ("padding", tokenizer.padding)) if setting}
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
     vocab = tokenizer.get_vocab(with_added_tokens=True)
     vocab_size = max(vocab.values()) + 1 if vocab else 0
     eod_id = None
@@ -91,4 +113,10 @@ def load_tokenizer(path: str | os.PathLike, eod_token: str | None = None) -> Tok
         if eod_id is None:
             raise TokenmillError(f"{path}: EOD token {eod_token!r} is not a single token of this tokenizer")
     return TokenizerInfo(tokenizer=tokenizer, path=str(path), sha256=file_sha256(path), vocab_size=vocab_size,
-                         token_width=token_width_for(vocab_size), eod_token=eod_token, eod_id=eod_id)
+                         token_width=token_width_for(vocab_size), eod_token=eod_token, eod_id=eod_id,
+                         ignored_settings=ignored_settings, pad_id=_pad_id(ignored_settings))
+
+
+def _pad_id(ignored_settings: dict) -> int | None:
+    """The id the file's padding settings would fill encodings with, or None without padding."""
+    return int(ignored_settings["padding"]["pad_id"]) if "padding" in ignored_settings else None

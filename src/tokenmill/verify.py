@@ -6,14 +6,17 @@ What is checked, by kind (told apart by extension, magic bytes and folder):
   overlapping; with the JSONL known, every line inside it.
 * ``.pbin``: a known layout, the index inside the data and tiling it; with a sidecar: token width,
   document and token counts, every id below the vocabulary size, every document ending with the EOD
-  id, and the sha256 of each source file that still exists.
+  id, the sha256 of each source file that still exists, and the sidecar's ``file`` identity (size,
+  index and token hashes). Suspicious, though well-formed: documents holding the tokenizer's padding
+  id, many documents exactly as long as the longest (cut to a fixed size), or a sidecar from before
+  tokenizer truncation/padding were switched off whose tokenizer file sets them.
 * Megatron ``<prefix>.bin/.idx`` (``MMIDIDX`` magic): header, sizes, pointers, boundaries, ``.bin`` size.
 * a cache folder: each ``*-description.txt`` hashes to its file name; GPTDataset arrays have
   Megatron's dtypes and shapes, rows that stay inside the document index and the sequences, and a
   shuffle index that is a permutation; BlendedDataset arrays point at existing datasets.
 
-Cost: one pass over the tokens of a ``.pbin`` (in 16M-token blocks) and one over each source for
-its hash; the rest is O(index size).
+Cost: a few passes over the tokens of a ``.pbin`` (in 16M-token blocks, one of them sha256) and
+one over each source for its hash; the rest is O(index size).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import numpy as np
 
 from tokenmill.errors import TokenmillError
 from tokenmill.mmidx import MMapIndexedDataset
-from tokenmill.pbin import PbinFile, read_sidecar
+from tokenmill.pbin import PbinFile, file_identity_problem, read_sidecar, sidecar_path
 from tokenmill.raw_index import read_index
 from tokenmill.sample_index import load_npy
 from tokenmill.tokenizer import file_sha256
@@ -97,7 +100,10 @@ def _verify_pbin(path: Path) -> list[str]:
     except TokenmillError as exc:
         return problems + [str(exc)]
     if meta is None:
-        return problems
+        return problems + _suspicious_lengths(path, lengths)
+    data_problem = file_identity_problem(path, meta.get("file"), sidecar_path(path), check_data=True)
+    if data_problem:
+        problems.append(data_problem)
     for key, actual in (("token_width", pbin.token_width), ("documents", pbin.num_documents),
                         ("tokens", pbin.num_tokens)):
         if key in meta and meta[key] != actual:
@@ -122,7 +128,62 @@ def _verify_pbin(path: Path) -> list[str]:
     for source in meta.get("sources", []):
         if "sha256" in source and os.path.isfile(source["path"]) and file_sha256(source["path"]) != source["sha256"]:
             problems.append(f"{path}: source {source['path']} has changed since it was packed (sha256 differs)")
-    return problems
+    return problems + _suspicious_tokenizer(path, tokenizer, pbin, offsets, lengths) + _suspicious_lengths(path, lengths)
+
+
+def _suspicious_tokenizer(path: Path, tokenizer: dict, pbin: PbinFile, offsets: np.ndarray,
+                          lengths: np.ndarray) -> list[str]:
+    """Signs that the tokenizer's own truncation or padding shaped the documents.
+
+    A sidecar from before tokenmill switched them off lacks ``ignored_settings``: then the tokenizer
+    file it names (if it is still the same file) tells whether they were applied.
+    """
+    if "ignored_settings" in tokenizer:
+        pad_id = tokenizer.get("pad_id")
+    else:
+        settings = _tokenizer_file_settings(tokenizer)
+        if settings:
+            return [f"{path}: packed with a tokenizer.json whose {' and '.join(sorted(settings))} were applied "
+                    f"({tokenizer.get('path')}); documents may be cut or padded: repack it"]
+        return []
+    if pad_id is None:
+        return []
+    positions = np.concatenate([start + np.flatnonzero(pbin.tokens[start:start + _BLOCK_TOKENS] == pad_id)
+                                for start in range(0, pbin.num_tokens, _BLOCK_TOKENS)] or [np.empty(0, np.int64)])
+    if not len(positions):
+        return []
+    padded = np.unique(np.searchsorted(offsets + lengths, positions, side="right"))
+    return [f"{path}: {len(padded)} documents hold the padding id {pad_id} of the tokenizer "
+            f"(first: document {int(padded[0])}): padded text?"]
+
+
+def _tokenizer_file_settings(tokenizer: dict) -> list[str]:
+    """The truncation/padding settings set in the sidecar's tokenizer file, if it is still that file."""
+    tokenizer_path = tokenizer.get("path")
+    if not isinstance(tokenizer_path, str) or not os.path.isfile(tokenizer_path) \
+            or file_sha256(tokenizer_path) != tokenizer.get("sha256"):
+        return []
+    try:
+        with open(tokenizer_path, encoding="utf-8") as handle:
+            settings = json.load(handle)
+    except (OSError, ValueError):
+        return []
+    return [key for key in ("truncation", "padding") if isinstance(settings, dict) and settings.get(key)]
+
+
+_SUSPICIOUS_RUN = 8  # documents of one identical, maximal length that look cut to size
+
+
+def _suspicious_lengths(path: Path, lengths: np.ndarray) -> list[str]:
+    """Many documents exactly as long as the longest one: the mark of truncation to a fixed size."""
+    if len(lengths) < _SUSPICIOUS_RUN:
+        return []
+    longest = int(lengths.max())
+    at_longest = int(np.count_nonzero(lengths == longest))
+    if at_longest >= max(_SUSPICIOUS_RUN, len(lengths) // 10):
+        return [f"{path}: {at_longest} of {len(lengths)} documents are exactly {longest} tokens long, the longest: "
+                f"cut to a fixed length by the tokenizer?"]
+    return []
 
 
 def _verify_cache(folder: Path) -> list[str]:

@@ -50,4 +50,4 @@ rule merge_parts:
     wildcard_constraints:
         name=MERGED,
     shell:
-        "tokenmill merge {output.pbin:q} {input.parts:q} > {log:q} 2>&1"
+        "tokenmill merge {input.parts:q} -o {output.pbin:q} --force > {log:q} 2>&1"

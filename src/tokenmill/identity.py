@@ -1,0 +1,94 @@
+"""File identity: which file a path names, so that nothing is overwritten or read by mistake.
+
+Two uses:
+
+* :func:`refuse_inputs_as_outputs` — every verb checks, before it writes anything, that none of
+  its outputs *is* one of its inputs: the same path after resolving links, or the same
+  ``(device, inode)`` (a hard link). ``tokenmill pack x.jsonl -o x.jsonl`` would otherwise replace
+  the corpus by its tokens.
+* :class:`FileIdentity` — ``(device, inode, size, mtime_ns)`` of a file a reader opened. A reader
+  that must re-open a file later (a DataLoader worker unpickling a dataset, a lazily opened JSONL)
+  compares the identity and refuses a file that was rebuilt or edited since, instead of mixing the
+  old index with the new bytes.
+
+Cost: one ``stat`` per path.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Iterable
+
+from tokenmill.errors import TokenmillError
+
+__all__ = ["FileIdentity", "refuse_inputs_as_outputs"]
+
+
+@dataclass(frozen=True)
+class FileIdentity:
+    """What tells one version of a file from another: device, inode, size and modification time."""
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
+
+    @classmethod
+    def of(cls, file: str | os.PathLike | int) -> "FileIdentity":
+        """The identity of a path or an open file descriptor.
+
+        Raises:
+            OSError: the file cannot be found.
+        """
+        stat = os.fstat(file) if isinstance(file, int) else os.stat(file)
+        return cls(stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+
+    def check(self, path: str | os.PathLike, fd: int | None = None) -> None:
+        """Make sure ``path`` (or the descriptor ``fd`` opened from it) is still this file.
+
+        Raises:
+            TokenmillError: the file was replaced, resized or modified since it was first opened.
+        """
+        try:
+            now = FileIdentity.of(path if fd is None else fd)
+        except OSError as exc:
+            raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
+        self.require_same(now, path)
+
+    def require_same(self, now: "FileIdentity", path: str | os.PathLike) -> None:
+        """Make sure ``now``, the identity ``path`` has now, is this one.
+
+        Raises:
+            TokenmillError: the file was replaced, resized or modified since it was first opened.
+        """
+        if now != self:
+            change = "replaced" if (now.device, now.inode) != (self.device, self.inode) else "modified"
+            raise TokenmillError(f"{path}: {change} since it was opened ({self.size} → {now.size} bytes); "
+                                 f"open it again to read the new version")
+
+
+def refuse_inputs_as_outputs(outputs: Iterable[str | os.PathLike], inputs: Iterable[str | os.PathLike]) -> None:
+    """Refuse to write any of ``outputs`` that is one of ``inputs`` (through links too).
+
+    Raises:
+        TokenmillError: naming the output and the input it would overwrite.
+    """
+    known = []
+    for path in inputs:
+        try:
+            stat = os.stat(path)
+            known.append((path, os.path.realpath(path), (stat.st_dev, stat.st_ino)))
+        except OSError:
+            known.append((path, os.path.realpath(path), None))
+    for output in outputs:
+        real = os.path.realpath(output)
+        try:
+            stat = os.stat(output)
+            inode = (stat.st_dev, stat.st_ino)
+        except OSError:
+            inode = None
+        for path, input_real, input_inode in known:
+            if real == input_real or (inode is not None and inode == input_inode):
+                raise TokenmillError(f"{output}: is the input {path}; refusing to overwrite an input "
+                                     f"(choose another output path)")
