@@ -31,7 +31,8 @@ def _pack(args: argparse.Namespace) -> None:
         raise TokenmillError(f"--index was given {len(args.index)} times for {len(args.inputs)} inputs")
     settings = PackSettings(tokenizer_path=args.tokenizer, text=args.jq, eod_token=args.eod,
                             add_special_tokens=not args.no_special_tokens, on_bad_line=args.on_bad_line,
-                            workers=args.workers, batch_bytes=args.batch_bytes)
+                            workers=args.workers, batch_bytes=args.batch_bytes, engine=args.engine,
+                            check_fraction=args.check_fraction, on_mismatch=args.on_mismatch)
     pack(args.inputs, args.output, settings, indexes=args.index)
 
 
@@ -227,6 +228,14 @@ def build_parser() -> argparse.ArgumentParser:
                       help="stop at a bad line (default) or skip it and count it in the sidecar")
     pack.add_argument("--workers", type=int, default=1, help="tokenizer processes (default: 1)")
     pack.add_argument("--batch-bytes", type=int, default=1 << 20, help=argparse.SUPPRESS)
+    pack.add_argument("--engine", choices=("auto", "hf", "fastokens"), default="auto",
+                      help="tokenizer engine: fastokens where proven for the tokenizer, else Hugging Face (default: auto)")
+    pack.add_argument("--check-fraction", type=float, default=0.01, metavar="F",
+                      help="with a fast engine, re-encode this share of documents with Hugging Face, besides those "
+                           "of 1M+ characters or with special-token strings or rare code points (default: 0.01)")
+    pack.add_argument("--on-mismatch", choices=("error", "hf"), default="error",
+                      help="a fast-engine document that differs from Hugging Face: stop (default) or re-encode "
+                           "that input with Hugging Face")
     pack.set_defaults(run=_pack)
 
     merge = verbs.add_parser("merge", help="concatenate .pbin files, or Megatron datasets, in the order given")

@@ -23,7 +23,7 @@ step and the writes are vectorised or per-batch and come to a few percent of it.
 
 from __future__ import annotations
 
-import itertools
+import contextlib
 import multiprocessing
 import os
 import sys
@@ -38,11 +38,13 @@ from tokenmill.identity import refuse_inputs_as_outputs
 from tokenmill.pbin import LAYOUT_050, TOKEN_DTYPES, PbinWriter, sidecar_path
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import TextSelector, refuse_compressed
-from tokenmill.tokenizer import TokenizerInfo, file_sha256, load_tokenizer
+from tokenmill.tokenizer import (ENGINES, Encoder, ProofSampler, TokenizerInfo, encode_batch_hf, file_sha256,
+                                 first_difference, load_tokenizer)
 
-__all__ = ["PackSettings", "pack", "BAD_LINE_POLICIES"]
+__all__ = ["PackSettings", "pack", "BAD_LINE_POLICIES", "MISMATCH_POLICIES", "EngineMismatch"]
 
 BAD_LINE_POLICIES = ("error", "skip")
+MISMATCH_POLICIES = ("error", "hf")
 _SKIPPED_LINES_KEPT = 20  # line numbers listed per reason in the sidecar
 
 
@@ -60,6 +62,11 @@ class PackSettings:
         workers: tokenizer processes; 1 tokenizes in the calling process with the tokenizer's own
             threads.
         batch_bytes: approximate JSONL bytes per batch.
+        engine: ``auto``, ``hf`` or ``fastokens`` (see :class:`tokenmill.tokenizer.Encoder`).
+        check_fraction: with a fast engine, the share of documents re-encoded with HF besides
+            those :class:`~tokenmill.tokenizer.ProofSampler` always checks (1.0: all of them).
+        on_mismatch: a fast-engine document that differs from HF: ``"error"`` stops the run naming
+            file, line and token; ``"hf"`` re-encodes that whole input with HF.
     """
 
     tokenizer_path: str
@@ -69,12 +76,25 @@ class PackSettings:
     on_bad_line: str = "error"
     workers: int = 1
     batch_bytes: int = 1 << 20
+    engine: str = "auto"
+    check_fraction: float = 0.01
+    on_mismatch: str = "error"
 
     def __post_init__(self):
         if self.on_bad_line not in BAD_LINE_POLICIES:
             raise TokenmillError(f"on_bad_line must be one of {BAD_LINE_POLICIES}, not {self.on_bad_line!r}")
         if self.workers < 1:
             raise TokenmillError(f"workers must be at least 1, not {self.workers}")
+        if self.engine not in ENGINES:
+            raise TokenmillError(f"engine must be one of {ENGINES}, not {self.engine!r}")
+        if not 0 <= self.check_fraction <= 1:
+            raise TokenmillError(f"check fraction must lie in [0, 1], not {self.check_fraction}")
+        if self.on_mismatch not in MISMATCH_POLICIES:
+            raise TokenmillError(f"on_mismatch must be one of {MISMATCH_POLICIES}, not {self.on_mismatch!r}")
+
+
+class EngineMismatch(TokenmillError):
+    """The fast engine gave other ids than HF for a document (the message names file, line and token)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -85,20 +105,29 @@ class _Worker:
     tokenizer: TokenizerInfo
     settings: PackSettings
     selector: TextSelector
+    sampler: ProofSampler
+    encoders: dict = field(default_factory=dict)
     files: dict = field(default_factory=dict)
+
+    def encoder(self, engine: str) -> Encoder:
+        if engine not in self.encoders:
+            self.encoders[engine] = Encoder(self.tokenizer, engine)
+        return self.encoders[engine]
 
 
 _worker: _Worker | None = None
 
 
-def _init_worker(settings: PackSettings, single_process: bool) -> None:
+def _init_worker(settings: PackSettings, single_process: bool, tokenizer: TokenizerInfo | None = None) -> None:
     global _worker
     if not single_process:
         # One tokenizer thread per worker process: the processes already use every core. (Rayon with
         # one thread measured 1.4x faster than TOKENIZERS_PARALLELISM=false, which takes a slower path.)
         os.environ["RAYON_NUM_THREADS"] = "1"
-    tokenizer = load_tokenizer(settings.tokenizer_path, settings.eod_token)
-    _worker = _Worker(tokenizer, settings, TextSelector(settings.text))
+    tokenizer = tokenizer or load_tokenizer(settings.tokenizer_path, settings.eod_token)
+    added_tokens = [token.content for token in tokenizer.tokenizer.get_added_tokens_decoder().values()]
+    _worker = _Worker(tokenizer, settings, TextSelector(settings.text), ProofSampler(added_tokens,
+                                                                                     settings.check_fraction))
 
 
 def _read_range(path: str, offset: int, length: int) -> bytes:
@@ -109,20 +138,24 @@ def _read_range(path: str, offset: int, length: int) -> bytes:
     return handle.read(length)
 
 
-def _tokenize_batch(task: tuple[str, int, np.ndarray]) -> tuple[np.ndarray, np.ndarray, list[tuple[int, str]]]:
+def _tokenize_batch(task: tuple[str, int, np.ndarray, str]) -> tuple[np.ndarray, np.ndarray, list, int]:
     """Tokenize one batch of lines.
 
     Args:
-        task: (path, 1-based number of the first line, ``(n, 2)`` offsets/lengths of the lines).
+        task: (path, 1-based number of the first line, ``(n, 2)`` offsets/lengths of the lines, engine).
 
     Returns:
-        (tokens in the output dtype, tokens per kept document, [(line number, reason)] of bad lines).
+        (tokens in the output dtype, tokens per kept document, [(line number, reason)] of bad lines,
+        documents re-encoded with HF as proof).
+
+    Raises:
+        EngineMismatch: a proof document differs.
     """
-    path, first_line, lines = task
+    path, first_line, lines, engine = task
     base = int(lines[0, 0])
     block = _read_range(path, base, int(lines[-1, 0] + lines[-1, 1]) - base)
     if len(block) < int(lines[-1, 0] + lines[-1, 1]) - base:
-        return np.empty(0), np.empty(0, np.int64), [(first_line, "file is shorter than its index says (stale index?)")]
+        return np.empty(0), np.empty(0, np.int64), [(first_line, "file is shorter than its index says (stale index?)")], 0
     texts, text_lines, bad = [], [], []
     for line_number, (offset, length) in enumerate(lines.tolist(), start=first_line):
         text, reason = _worker.selector.select(block[offset - base:offset - base + length])
@@ -132,29 +165,49 @@ def _tokenize_batch(task: tuple[str, int, np.ndarray]) -> tuple[np.ndarray, np.n
         else:
             bad.append((line_number, reason))
             if _worker.settings.on_bad_line == "error":  # the run stops here; nothing to tokenize
-                return np.empty(0), np.empty(0, np.int64), bad
+                return np.empty(0), np.empty(0, np.int64), bad, 0
 
-    info = _worker.tokenizer
-    encodings = info.tokenizer.encode_batch_fast(texts, add_special_tokens=_worker.settings.add_special_tokens)
-    ids_per_doc = [encoding.ids for encoding in encodings]
-    lengths = np.fromiter(map(len, ids_per_doc), dtype=np.int64, count=len(ids_per_doc))
+    info, encoder = _worker.tokenizer, _worker.encoder(engine)
+    tokens, lengths = encoder.encode_batch(texts, _worker.settings.add_special_tokens)
+    checked = 0 if encoder.name == "hf" else _prove(path, text_lines, texts, tokens, lengths)
     if (lengths == 0).any():  # e.g. only whitespace for a tokenizer that drops it
         bad = sorted(bad + [(text_lines[i], "text gives no tokens") for i in np.flatnonzero(lengths == 0)])
-        ids_per_doc = [ids for ids in ids_per_doc if ids]
-        lengths = lengths[lengths > 0]
-    tokens = np.fromiter(itertools.chain.from_iterable(ids_per_doc), dtype=np.int64, count=int(lengths.sum()))
+        lengths = lengths[lengths > 0]  # they hold no tokens, so `tokens` stays as it is
     if info.eod_id is not None and len(lengths):
         doc_ends = np.cumsum(lengths)
         needs_eod = tokens[doc_ends - 1] != info.eod_id  # not doubled when a text already ends with it
         tokens = np.insert(tokens, doc_ends[needs_eod], info.eod_id)
         lengths = lengths + needs_eod
-    return tokens.astype(TOKEN_DTYPES[info.token_width]), lengths, bad
+    return tokens.astype(TOKEN_DTYPES[info.token_width]), lengths, bad, checked
+
+
+def _prove(path: str, text_lines: list[int], texts: list[str], tokens: np.ndarray, lengths: np.ndarray) -> int:
+    """Re-encode the batch's proof sample with HF and compare; returns how many were checked.
+
+    Raises:
+        EngineMismatch: naming the file, line and first differing token.
+    """
+    chosen = _worker.sampler.choose(texts)
+    reference, reference_lengths = encode_batch_hf(_worker.tokenizer.tokenizer, [texts[i] for i in chosen],
+                                                   _worker.settings.add_special_tokens)
+    starts = np.cumsum(lengths) - lengths
+    reference_starts = np.cumsum(reference_lengths) - reference_lengths
+    for i, reference_start, reference_length in zip(chosen, reference_starts.tolist(), reference_lengths.tolist()):
+        ids = tokens[starts[i]:starts[i] + lengths[i]]
+        expected = reference[reference_start:reference_start + reference_length]
+        position = first_difference(ids, expected)
+        if position is not None:
+            got = int(ids[position]) if position < len(ids) else "end"
+            wanted = int(expected[position]) if position < len(expected) else "end"
+            raise EngineMismatch(f"{path}:{text_lines[i]}: fast encoder disagrees with the tokenizer at token "
+                                 f"{position} (fastokens {got}, Hugging Face {wanted})")
+    return len(chosen)
 
 
 # ---------------------------------------------------------------------------------------------
 # Parent side: batches in, ordered writes out.
 
-def _batches(path: str, lines: np.ndarray, batch_bytes: int):
+def _batches(path: str, lines: np.ndarray, batch_bytes: int, engine: str):
     """Cut the indexed lines into tasks of about ``batch_bytes`` bytes of whole lines."""
     if not len(lines):
         return
@@ -163,24 +216,22 @@ def _batches(path: str, lines: np.ndarray, batch_bytes: int):
                                                                      batch_bytes), side="right")
     bounds = np.unique(np.concatenate([[0], cut_points, [len(lines)]]))
     for start, stop in zip(bounds[:-1], bounds[1:]):
-        yield path, int(start) + 1, lines[start:stop]
+        yield path, int(start) + 1, lines[start:stop], engine
 
 
-def _ordered_results(tasks, settings: PackSettings):
-    """Yield each task's result in task order, with at most ``2 × workers`` batches in flight."""
-    if settings.workers == 1:
-        _init_worker(settings, single_process=True)
+def _ordered_results(tasks, pool, workers: int):
+    """Yield each task's result in task order, with at most ``2 × workers`` batches in flight
+    (in this process when ``pool`` is None)."""
+    if pool is None:
         yield from map(_tokenize_batch, tasks)
         return
-    context = multiprocessing.get_context("spawn")
-    with context.Pool(settings.workers, initializer=_init_worker, initargs=(settings, False)) as pool:
-        in_flight: deque = deque()
-        for task in tasks:
-            in_flight.append(pool.apply_async(_tokenize_batch, (task,)))
-            if len(in_flight) >= 2 * settings.workers:
-                yield in_flight.popleft().get()
-        while in_flight:
+    in_flight: deque = deque()
+    for task in tasks:
+        in_flight.append(pool.apply_async(_tokenize_batch, (task,)))
+        if len(in_flight) >= 2 * workers:
             yield in_flight.popleft().get()
+    while in_flight:
+        yield in_flight.popleft().get()
 
 
 def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list[str] | None = None,
@@ -216,27 +267,37 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
         sources.append({"path": str(path), "bytes": os.path.getsize(path), "sha256": file_sha256(path),
                         "lines": len(lines), "documents": 0, "skipped": {}, "_lines": lines})
 
-    with PbinWriter(out_path, tokenizer.token_width) as writer:
+    encoder = Encoder(tokenizer, settings.engine)
+    with contextlib.ExitStack() as stack:
+        if settings.workers == 1:
+            pool = None
+            _init_worker(settings, single_process=True, tokenizer=tokenizer)
+        else:  # one pool for the whole run: workers load the tokenizer once, whatever the number of inputs
+            pool = stack.enter_context(multiprocessing.get_context("spawn").Pool(
+                settings.workers, initializer=_init_worker, initargs=(settings, False)))
+        writer = stack.enter_context(PbinWriter(out_path, tokenizer.token_width))
         for source in sources:
-            tasks = _batches(source["path"], source.pop("_lines"), settings.batch_bytes)
-            skipped_lines: dict[str, list[int]] = {}
-            for tokens, lengths, bad in _ordered_results(tasks, settings):
-                if bad and settings.on_bad_line == "error":
-                    line_number, reason = bad[0]
-                    raise TokenmillError(f"{source['path']}:{line_number}: {reason} "
-                                         f"(on_bad_line: error; use skip to leave such lines out)")
-                for line_number, reason in bad:
-                    skipped_lines.setdefault(reason, []).append(line_number)
-                writer.write(tokens, lengths)
-                source["documents"] += len(lengths)
-            source["skipped"] = {reason: {"count": len(numbers), "first_lines": numbers[:_SKIPPED_LINES_KEPT]}
-                                 for reason, numbers in sorted(skipped_lines.items())}
-            for reason, numbers in sorted(skipped_lines.items()):
-                log(f"{source['path']}: skipped {len(numbers)} lines: {reason} (first at line {numbers[0]})")
+            lines = source.pop("_lines")
+            start = writer.mark()
+            try:
+                _pack_source(source, lines, encoder.name, settings, pool, writer)
+            except EngineMismatch as mismatch:
+                if settings.on_mismatch == "error":
+                    raise
+                log(f"{mismatch}; re-encoding {source['path']} with Hugging Face (on_mismatch: hf)")
+                writer.rewind(start)
+                _pack_source(source, lines, "hf", settings, pool, writer)
+                source["mismatch"] = str(mismatch)
+            for reason, entry in source["skipped"].items():
+                log(f"{source['path']}: skipped {entry['count']} lines: {reason} (first at line {entry['first_lines'][0]})")
         meta = {
             "format": FORMAT_VERSIONS["pbin"],
             "layout": LAYOUT_050,
             "tokenizer": {**tokenizer.sidecar_entry(), "add_special_tokens": settings.add_special_tokens},
+            "engine": {"name": encoder.name, "reason": encoder.reason, "versions": encoder.versions(),
+                       "check_fraction": settings.check_fraction, "on_mismatch": settings.on_mismatch,
+                       "checked_documents": sum(source["checked_documents"] for source in sources),
+                       "mismatches": sum("mismatch" in source for source in sources)},
             "token_width": tokenizer.token_width,
             "text": settings.text,
             "on_bad_line": settings.on_bad_line,
@@ -248,8 +309,33 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
         writer.sidecar = meta
     meta = {**meta, "file": writer.identity}
     log(f"{out_path}: {meta['documents']} documents, {meta['tokens']} tokens, "
-        f"{sum(meta['skipped'].values())} lines skipped")
+        f"{sum(meta['skipped'].values())} lines skipped; {encoder.reason}, "
+        f"{meta['engine']['checked_documents']} documents checked against Hugging Face")
     return meta
+
+
+def _pack_source(source: dict, lines: np.ndarray, engine: str, settings: PackSettings, pool, writer: PbinWriter) -> None:
+    """Tokenize one input into ``writer``, filling its sidecar entry (documents, skipped, checked).
+
+    Raises:
+        TokenmillError: a bad line under ``on_bad_line="error"``.
+        EngineMismatch: a proof document differs.
+    """
+    skipped_lines: dict[str, list[int]] = {}
+    source.update(engine=engine, documents=0, checked_documents=0)
+    for tokens, lengths, bad, checked in _ordered_results(_batches(source["path"], lines, settings.batch_bytes, engine),
+                                                          pool, settings.workers):
+        if bad and settings.on_bad_line == "error":
+            line_number, reason = bad[0]
+            raise TokenmillError(f"{source['path']}:{line_number}: {reason} "
+                                 f"(on_bad_line: error; use skip to leave such lines out)")
+        for line_number, reason in bad:
+            skipped_lines.setdefault(reason, []).append(line_number)
+        writer.write(tokens, lengths)
+        source["documents"] += len(lengths)
+        source["checked_documents"] += checked
+    source["skipped"] = {reason: {"count": len(numbers), "first_lines": numbers[:_SKIPPED_LINES_KEPT]}
+                         for reason, numbers in sorted(skipped_lines.items())}
 
 
 def _total_skipped(sources: list[dict]) -> dict[str, int]:

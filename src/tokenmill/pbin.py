@@ -209,6 +209,18 @@ class PbinWriter(AtomicWriter):
     def num_documents(self) -> int:
         return sum(len(lengths) for lengths in self._doc_lengths)
 
+    def mark(self) -> tuple:
+        """A point to :meth:`rewind` to: everything written after it can be taken back."""
+        return self._handle.tell(), len(self._doc_lengths), self.num_tokens, self._data_digest.copy()
+
+    def rewind(self, mark: tuple) -> None:
+        """Drop every document written since ``mark`` (used to re-encode an input another way)."""
+        position, batches, self.num_tokens, digest = mark
+        self._handle.seek(position)
+        self._handle.truncate()
+        del self._doc_lengths[batches:]
+        self._data_digest = digest.copy()
+
     def finish(self) -> None:
         """Same as :meth:`close`."""
         self.close()

@@ -1,0 +1,157 @@
+"""The tokenizer engine: fastokens where it is proven, Hugging Face otherwise, and proof in every job.
+
+The fast engine must give the exact ids of Hugging Face's ``tokenizers`` (the golden Modalities
+hashes in test_pack.py run with ``auto``, so with fastokens); these tests add what the engine
+choice and the in-job proof promise, on an adversarial file.
+"""
+
+import json
+
+import numpy as np
+import pytest
+from tokenizers import Tokenizer
+
+from conftest import DATA, GPT2, GPT2_EOD, TEKKEN, run_tokenmill, write_jsonl_bytes
+from tokenmill.pack import EngineMismatch, PackSettings, pack
+from tokenmill.pbin import PbinFile, read_sidecar
+from tokenmill.tokenizer import Encoder, ProofSampler, fast_engine_refusal, load_tokenizer
+
+MINILM = DATA / "minilm-bert.tokenizer.json"
+
+
+def adversarial_texts() -> list[str]:
+    """Where encoders disagree if they ever do (issue 10's list), plus one 20 MB line."""
+    prose = ("The quick brown fox — naïve café, jalapeño; 東京は晴れ。 Привет, мир! مرحبا بالعالم שלום עולם "
+             "   spaced   out\t\ttabs\n\n\nnewlines 12345 3.14159 ")
+    return [
+        "special strings in text: <|endoftext|> and </s> and <s> and <unk> and <SPECIAL_12> inline",
+        "<|endoftext|>", "</s>", "<s>text</s>",
+        "NFC: caf\u00e9 r\u00e9sum\u00e9 / NFD: cafe\u0301 re\u0301sume\u0301",
+        "emoji ZWJ: 👩‍👩‍👧‍👦 👨🏽‍💻 🏳️‍🌈 and flags 🇫🇷🇯🇵 and ᄀᄁ Hangul jamo",
+        " " * 50 + "\t" * 20 + "\n" * 30 + "\u3000\u00a0\u2003" * 10 + "end",
+        "a" * 10_000,
+        "!" * 10_000,
+        "def f(x):\n    return {'k': [x ** 2 for x in range(10)]}  # code\n\tif (a && b) { return *p++; }\n",
+        "中文字符测试，日本語のテキスト、한국어 텍스트입니다。" * 20,
+        "العربية من اليمين إلى اليسار עברית מימין לשמאל" * 20,
+        "mixed\u200bzero\u200cwidth\u200djoiners\ufeffbom inside",
+        prose * (20_000_000 // len(prose.encode("utf-8"))),  # a 20 MB line
+    ]
+
+
+@pytest.fixture(scope="module")
+def adversarial_jsonl(tmp_path_factory):
+    path = tmp_path_factory.mktemp("adversarial") / "adversarial.jsonl"
+    write_jsonl_bytes(path, [json.dumps({"text": text}, ensure_ascii=False).encode() for text in adversarial_texts()])
+    return path
+
+
+@pytest.mark.parametrize("tokenizer, eod", [(GPT2, GPT2_EOD), (TEKKEN, "</s>")], ids=["gpt2", "tekken"])
+def test_both_engines_write_the_same_bytes_as_hugging_face_on_adversarial_text(tmp_path, adversarial_jsonl,
+                                                                                tokenizer, eod):
+    for engine in ("hf", "fastokens"):
+        run_tokenmill("pack", adversarial_jsonl, "--tokenizer", tokenizer, "--eod", eod, "--engine", engine,
+                      "--check-fraction", "1", "--workers", "2", "-o", tmp_path / f"{engine}.pbin")
+    assert (tmp_path / "hf.pbin").read_bytes() == (tmp_path / "fastokens.pbin").read_bytes()
+    fast = read_sidecar(tmp_path / "fastokens.pbin")["engine"]
+    assert (fast["name"], fast["checked_documents"], fast["mismatches"]) == ("fastokens", 14, 0)
+    assert read_sidecar(tmp_path / "hf.pbin")["engine"]["name"] == "hf"
+
+    reference = Tokenizer.from_file(str(tokenizer))
+    eod_id = reference.token_to_id(eod)
+    pbin = PbinFile(tmp_path / "fastokens.pbin")
+    for i, text in enumerate(adversarial_texts()[:-1]):
+        ids = reference.encode(text).ids
+        assert pbin.document(i).tolist() == ids + ([eod_id] if ids[-1] != eod_id else [])
+
+
+def test_auto_takes_fastokens_only_where_the_tokenizer_json_is_proven(tmp_path):
+    assert Encoder(load_tokenizer(GPT2)).name == Encoder(load_tokenizer(TEKKEN)).name == "fastokens"
+    bert = Encoder(load_tokenizer(MINILM))
+    assert (bert.name, bert.reason) == ("hf", "engine auto: HF, as fastokens is not proven for this tokenizer "
+                                              "(model 'WordPiece' is not BPE)")
+    gpt2 = json.loads(GPT2.read_text())
+    variants = {
+        "BPE dropout is set": {"model": {**gpt2["model"], "dropout": 0.1}},
+        "BPE byte fallback is set": {"model": {**gpt2["model"], "byte_fallback": True}},
+        "normalizer 'NFC'": {"normalizer": {"type": "NFC"}},
+        "pre-tokenizer Metaspace": {"pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True}]}},
+        "post-processor 'TemplateProcessing'": {"post_processor": {
+            "type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}},
+                                                     {"Sequence": {"id": "A", "type_id": 0}}],
+            "pair": [{"Sequence": {"id": "A", "type_id": 0}}],
+            "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [50256], "tokens": ["<|endoftext|>"]}}}},
+        "added token '<|endoftext|>' has lstrip/rstrip/single_word rules": {
+            "added_tokens": [{**gpt2["added_tokens"][0], "lstrip": True}]},
+    }
+    for reason, change in variants.items():
+        assert fast_engine_refusal({**gpt2, **change}) == reason
+        path = tmp_path / "variant.tokenizer.json"
+        path.write_text(json.dumps({**gpt2, **change}))
+        encoder = Encoder(load_tokenizer(path))
+        assert encoder.name == "hf" and reason in encoder.reason
+    assert fast_engine_refusal(gpt2) is None
+
+
+def test_forcing_fastokens_on_a_tokenizer_it_cannot_load_is_one_line(tmp_path):
+    source = write_jsonl_bytes(tmp_path / "x.jsonl", [b'{"text": "hello"}'])
+    result = run_tokenmill("pack", source, "--tokenizer", MINILM, "--engine", "fastokens", "-o", tmp_path / "x.pbin",
+                           check=False)
+    assert result.returncode == 1 and result.stderr.count("\n") == 1
+    assert "minilm-bert.tokenizer.json: fastokens cannot load it" in result.stderr
+
+
+def test_the_proof_sample_depends_on_each_text_alone():
+    sampler = ProofSampler(["<|endoftext|>", "</s>"], fraction=0.25)
+    texts = [f"plain document number {i}" for i in range(400)] + ["has </s> inside", "café\u0301", "🙂", "x" * (1 << 20)]
+    chosen = sampler.choose(texts)
+    assert chosen[-4:] == [400, 401, 402, 403]  # special string, combining mark, outside the BMP, 1M characters
+    assert 60 < len(chosen) - 4 < 140  # about a quarter of the rest, by hash
+    assert [i for i in range(0, 404, 101) if i in chosen] == [i for i in range(0, 404, 101)
+                                                              if sampler.choose([texts[i]])]  # batch-independent
+    assert ProofSampler([], 1.0).choose(texts) == list(range(404))
+
+
+def plant_mismatch(monkeypatch, marker: str):
+    """Make the fast engine give one wrong id for texts containing ``marker`` (a bug it might have)."""
+    real = Encoder.encode_batch
+
+    def encode_batch(self, texts, add_special_tokens):
+        tokens, lengths = real(self, texts, add_special_tokens)
+        if self.name == "fastokens":
+            tokens = tokens.copy()
+            starts = np.cumsum(lengths) - lengths
+            for i, text in enumerate(texts):
+                if marker in text:
+                    tokens[starts[i] + 2] += 1
+        return tokens, lengths
+
+    monkeypatch.setattr(Encoder, "encode_batch", encode_batch)
+
+
+def test_a_planted_mismatch_stops_the_job_naming_file_line_and_token(tmp_path, monkeypatch):
+    plant_mismatch(monkeypatch, "<|endoftext|>")  # texts with special-token strings are always checked
+    lines = [json.dumps({"text": f"ordinary text {i}"}).encode() for i in range(300)]
+    lines[123] = b'{"text": "a planted <|endoftext|> difference"}'
+    source = write_jsonl_bytes(tmp_path / "x.jsonl", lines)
+    settings = PackSettings(str(GPT2), eod_token=GPT2_EOD, check_fraction=0.0)
+    with pytest.raises(EngineMismatch, match=rf"{source}:124: fast encoder disagrees with the tokenizer at token 2 "):
+        pack([str(source)], str(tmp_path / "x.pbin"), settings, log=lambda message: None)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["x.jsonl"]
+
+
+def test_on_mismatch_hf_re_encodes_that_input_with_hugging_face(tmp_path, monkeypatch):
+    plant_mismatch(monkeypatch, "planted")
+    clean = write_jsonl_bytes(tmp_path / "clean.jsonl", [b'{"text": "nothing to see"}'] * 50)
+    planted = write_jsonl_bytes(tmp_path / "planted.jsonl", [json.dumps({"text": f"text {i}"}).encode()
+                                                             for i in range(200)] + [b'{"text": "planted here"}'])
+    settings = dict(eod_token=GPT2_EOD, check_fraction=1.0, batch_bytes=512)
+    meta = pack([str(clean), str(planted)], str(tmp_path / "fallback.pbin"),
+                PackSettings(str(GPT2), on_mismatch="hf", **settings), log=lambda message: None)
+    pack([str(clean), str(planted)], str(tmp_path / "hf.pbin"), PackSettings(str(GPT2), engine="hf", **settings),
+         log=lambda message: None)
+    assert (tmp_path / "fallback.pbin").read_bytes() == (tmp_path / "hf.pbin").read_bytes()
+    assert [source["engine"] for source in meta["sources"]] == ["fastokens", "hf"]
+    assert meta["engine"]["mismatches"] == 1
+    assert "planted.jsonl:201: fast encoder disagrees" in meta["sources"][1]["mismatch"]
