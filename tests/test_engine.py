@@ -104,13 +104,16 @@ def test_forcing_fastokens_on_a_tokenizer_it_cannot_load_is_one_line(tmp_path):
 
 def test_the_proof_sample_depends_on_each_text_alone():
     sampler = ProofSampler(["<|endoftext|>", "</s>"], fraction=0.25)
-    texts = [f"plain document number {i}" for i in range(400)] + ["has </s> inside", "café\u0301", "🙂", "x" * (1 << 20)]
-    chosen = sampler.choose(texts)
-    assert chosen[-4:] == [400, 401, 402, 403]  # special string, combining mark, outside the BMP, 1M characters
-    assert 60 < len(chosen) - 4 < 140  # about a quarter of the rest, by hash
-    assert [i for i in range(0, 404, 101) if i in chosen] == [i for i in range(0, 404, 101)
-                                                              if sampler.choose([texts[i]])]  # batch-independent
-    assert ProofSampler([], 1.0).choose(texts) == list(range(404))
+    texts = [f"plain document number {i}" for i in range(400)] + [
+        "has </s> inside", "x" * (1 << 20), "first line\ncafe\u0301 au lait\nlast line", "🙂 and 🙃\nplain\n🙂"]
+    documents, excerpts = sampler.choose(texts)
+    assert documents[-2:] == [400, 401]  # a special-token string; a million characters
+    assert 60 < len(documents) - 2 < 140  # about a quarter of the rest, by hash
+    # rare code points: the lines holding them, checked on their own
+    assert excerpts == [(402, "cafe\u0301 au lait"), (403, "🙂 and 🙃"), (403, "🙂")]
+    for i in range(0, 404, 37):  # the choice depends on the text alone, not on its batch
+        assert (i in documents) == bool(sampler.choose([texts[i]])[0])
+    assert ProofSampler([], 1.0).choose(texts) == (list(range(404)), [])
 
 
 def plant_mismatch(monkeypatch, marker: str):
@@ -155,3 +158,14 @@ def test_on_mismatch_hf_re_encodes_that_input_with_hugging_face(tmp_path, monkey
     assert [source["engine"] for source in meta["sources"]] == ["fastokens", "hf"]
     assert meta["engine"]["mismatches"] == 1
     assert "planted.jsonl:201: fast encoder disagrees" in meta["sources"][1]["mismatch"]
+
+
+def test_a_planted_mismatch_near_a_rare_code_point_is_caught_in_its_line(tmp_path, monkeypatch):
+    plant_mismatch(monkeypatch, "🙂")
+    lines = [json.dumps({"text": f"ordinary text {i}"}).encode() for i in range(100)]
+    lines[49] = json.dumps({"text": "a long first paragraph\nwith a smile 🙂 in its second line\nand more"}).encode()
+    source = write_jsonl_bytes(tmp_path / "x.jsonl", lines)
+    with pytest.raises(EngineMismatch, match=rf"{source}:50: fast encoder disagrees with the tokenizer at token 2 "
+                                             rf"of a line with rare code points"):
+        pack([str(source)], str(tmp_path / "x.pbin"), PackSettings(str(GPT2), check_fraction=0.0),
+             log=lambda message: None)

@@ -45,6 +45,7 @@ __all__ = ["PackSettings", "pack", "BAD_LINE_POLICIES", "MISMATCH_POLICIES", "En
 
 BAD_LINE_POLICIES = ("error", "skip")
 MISMATCH_POLICIES = ("error", "hf")
+_IN_PROCESS_BYTES = 8 << 20  # below this much input, worker processes cost more than they save
 _SKIPPED_LINES_KEPT = 20  # line numbers listed per reason in the sidecar
 
 
@@ -116,26 +117,34 @@ class _Worker:
 
 
 _worker: _Worker | None = None
+_worker_failure: TokenmillError | None = None
 
 
-def _init_worker(settings: PackSettings, single_process: bool, tokenizer: TokenizerInfo | None = None) -> None:
-    global _worker
+def _init_worker(settings: PackSettings, single_process: bool, tokenizer: TokenizerInfo | None = None,
+                 encoder: Encoder | None = None) -> None:
+    global _worker, _worker_failure
     if not single_process:
         # One tokenizer thread per worker process: the processes already use every core. (Rayon with
         # one thread measured 1.4x faster than TOKENIZERS_PARALLELISM=false, which takes a slower path.)
         os.environ["RAYON_NUM_THREADS"] = "1"
-    tokenizer = tokenizer or load_tokenizer(settings.tokenizer_path, settings.eod_token)
+    try:
+        tokenizer = tokenizer or load_tokenizer(settings.tokenizer_path, settings.eod_token)
+    except TokenmillError as exc:
+        # Raised here, a pool would restart the worker forever; the first task reports it instead.
+        _worker_failure = exc
+        return
     added_tokens = [token.content for token in tokenizer.tokenizer.get_added_tokens_decoder().values()]
-    _worker = _Worker(tokenizer, settings, TextSelector(settings.text), ProofSampler(added_tokens,
-                                                                                     settings.check_fraction))
+    _worker = _Worker(tokenizer, settings, TextSelector(settings.text),
+                      ProofSampler(added_tokens, settings.check_fraction))
+    if encoder is not None:
+        _worker.encoders[settings.engine] = encoder
 
 
 def _read_range(path: str, offset: int, length: int) -> bytes:
     handle = _worker.files.get(path)
     if handle is None:
         handle = _worker.files[path] = open(path, "rb")
-    handle.seek(offset)
-    return handle.read(length)
+    return os.pread(handle.fileno(), length, offset)
 
 
 def _tokenize_batch(task: tuple[str, int, np.ndarray, str]) -> tuple[np.ndarray, np.ndarray, list, int]:
@@ -151,6 +160,8 @@ def _tokenize_batch(task: tuple[str, int, np.ndarray, str]) -> tuple[np.ndarray,
     Raises:
         EngineMismatch: a proof document differs.
     """
+    if _worker_failure is not None:
+        raise _worker_failure
     path, first_line, lines, engine = task
     base = int(lines[0, 0])
     block = _read_range(path, base, int(lines[-1, 0] + lines[-1, 1]) - base)
@@ -169,7 +180,7 @@ def _tokenize_batch(task: tuple[str, int, np.ndarray, str]) -> tuple[np.ndarray,
 
     info, encoder = _worker.tokenizer, _worker.encoder(engine)
     tokens, lengths = encoder.encode_batch(texts, _worker.settings.add_special_tokens)
-    checked = 0 if encoder.name == "hf" else _prove(path, text_lines, texts, tokens, lengths)
+    checked = 0 if encoder.name == "hf" else _prove(path, text_lines, texts, tokens, lengths, encoder)
     if (lengths == 0).any():  # e.g. only whitespace for a tokenizer that drops it
         bad = sorted(bad + [(text_lines[i], "text gives no tokens") for i in np.flatnonzero(lengths == 0)])
         lengths = lengths[lengths > 0]  # they hold no tokens, so `tokens` stays as it is
@@ -181,31 +192,50 @@ def _tokenize_batch(task: tuple[str, int, np.ndarray, str]) -> tuple[np.ndarray,
     return tokens.astype(TOKEN_DTYPES[info.token_width]), lengths, bad, checked
 
 
-def _prove(path: str, text_lines: list[int], texts: list[str], tokens: np.ndarray, lengths: np.ndarray) -> int:
-    """Re-encode the batch's proof sample with HF and compare; returns how many were checked.
+def _prove(path: str, text_lines: list[int], texts: list[str], tokens: np.ndarray, lengths: np.ndarray,
+           encoder: Encoder) -> int:
+    """Re-encode the batch's proof sample with HF and compare; returns how many texts were checked.
 
     Raises:
         EngineMismatch: naming the file, line and first differing token.
     """
-    chosen = _worker.sampler.choose(texts)
-    reference, reference_lengths = encode_batch_hf(_worker.tokenizer.tokenizer, [texts[i] for i in chosen],
-                                                   _worker.settings.add_special_tokens)
+    documents, excerpts = _worker.sampler.choose(texts)
+    add_special_tokens = _worker.settings.add_special_tokens
+    hf = _worker.tokenizer.tokenizer
+    _compare(path, [text_lines[i] for i in documents], _split(tokens, lengths, documents),
+             _split(*encode_batch_hf(hf, [texts[i] for i in documents], add_special_tokens)), "")
+    if excerpts:
+        lines = [text for _, text in excerpts]
+        _compare(path, [text_lines[i] for i, _ in excerpts], _split(*encoder.encode_batch(lines, add_special_tokens)),
+                 _split(*encode_batch_hf(hf, lines, add_special_tokens)), " of a line with rare code points")
+    return len(documents) + len({i for i, _ in excerpts})
+
+
+def _split(tokens: np.ndarray, lengths: np.ndarray, chosen: list[int] | None = None) -> list[np.ndarray]:
+    """The id arrays of texts ``chosen`` (default: all) from a flat batch."""
     starts = np.cumsum(lengths) - lengths
-    reference_starts = np.cumsum(reference_lengths) - reference_lengths
-    for i, reference_start, reference_length in zip(chosen, reference_starts.tolist(), reference_lengths.tolist()):
-        ids = tokens[starts[i]:starts[i] + lengths[i]]
-        expected = reference[reference_start:reference_start + reference_length]
+    return [tokens[starts[i]:starts[i] + lengths[i]] for i in (range(len(lengths)) if chosen is None else chosen)]
+
+
+def _compare(path: str, line_numbers: list[int], fast: list[np.ndarray], reference: list[np.ndarray],
+             what: str) -> None:
+    """Raise at the first pair of id arrays that differ.
+
+    Raises:
+        EngineMismatch: naming the file, line and first differing token.
+    """
+    for line_number, ids, expected in zip(line_numbers, fast, reference):
         position = first_difference(ids, expected)
         if position is not None:
             got = int(ids[position]) if position < len(ids) else "end"
             wanted = int(expected[position]) if position < len(expected) else "end"
-            raise EngineMismatch(f"{path}:{text_lines[i]}: fast encoder disagrees with the tokenizer at token "
-                                 f"{position} (fastokens {got}, Hugging Face {wanted})")
-    return len(chosen)
+            raise EngineMismatch(f"{path}:{line_number}: fast encoder disagrees with the tokenizer at token "
+                                 f"{position}{what} (fastokens {got}, Hugging Face {wanted})")
 
 
 # ---------------------------------------------------------------------------------------------
 # Parent side: batches in, ordered writes out.
+
 
 def _batches(path: str, lines: np.ndarray, batch_bytes: int, engine: str):
     """Cut the indexed lines into tasks of about ``batch_bytes`` bytes of whole lines."""
@@ -256,25 +286,27 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
         raise TokenmillError(f"got {len(indexes)} index files for {len(inputs)} inputs")
     refuse_inputs_as_outputs([out_path, sidecar_path(out_path)],
                              [*inputs, *(indexes or []), settings.tokenizer_path])
-    tokenizer = load_tokenizer(settings.tokenizer_path, settings.eod_token)
     TextSelector(settings.text)  # fail on a bad pattern before starting workers
-    sources = []
-    for number, path in enumerate(inputs):
+    for path in inputs:
         if not os.path.isfile(path):
             raise TokenmillError(f"{path}: input file not found")
         refuse_compressed(path)
-        lines = read_index(indexes[number], path) if indexes and indexes[number] else scan_lines(path)
-        sources.append({"path": str(path), "bytes": os.path.getsize(path), "sha256": file_sha256(path),
-                        "lines": len(lines), "documents": 0, "skipped": {}, "_lines": lines})
-
-    encoder = Encoder(tokenizer, settings.engine)
+    # Small inputs are tokenized in this process: starting workers would cost more than they save.
+    workers = settings.workers if sum(map(os.path.getsize, inputs)) > _IN_PROCESS_BYTES else 1
     with contextlib.ExitStack() as stack:
-        if settings.workers == 1:
-            pool = None
-            _init_worker(settings, single_process=True, tokenizer=tokenizer)
-        else:  # one pool for the whole run: workers load the tokenizer once, whatever the number of inputs
+        pool = None
+        if workers > 1:  # one pool for the whole run, started first so that it warms up meanwhile
             pool = stack.enter_context(multiprocessing.get_context("spawn").Pool(
-                settings.workers, initializer=_init_worker, initargs=(settings, False)))
+                workers, initializer=_init_worker, initargs=(settings, False)))
+        tokenizer = load_tokenizer(settings.tokenizer_path, settings.eod_token)
+        encoder = Encoder(tokenizer, settings.engine)
+        if pool is None:
+            _init_worker(settings, single_process=True, tokenizer=tokenizer, encoder=encoder)
+        sources = []
+        for number, path in enumerate(inputs):
+            lines = read_index(indexes[number], path) if indexes and indexes[number] else scan_lines(path)
+            sources.append({"path": str(path), "bytes": os.path.getsize(path), "sha256": file_sha256(path),
+                            "lines": len(lines), "documents": 0, "skipped": {}, "_lines": lines})
         writer = stack.enter_context(PbinWriter(out_path, tokenizer.token_width))
         for source in sources:
             lines = source.pop("_lines")
