@@ -39,7 +39,7 @@ from tokenmill.pbin import LAYOUT_050, TOKEN_DTYPES, PbinWriter, sidecar_path
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import TextSelector, refuse_compressed
 from tokenmill.tokenizer import (ENGINES, Encoder, ProofSampler, TokenizerInfo, encode_batch_hf, file_sha256,
-                                 first_difference, load_tokenizer)
+                                 first_difference, load_tokenizer, preload_fast_engine)
 
 __all__ = ["PackSettings", "pack", "BAD_LINE_POLICIES", "MISMATCH_POLICIES", "EngineMismatch"]
 
@@ -127,6 +127,8 @@ def _init_worker(settings: PackSettings, single_process: bool, tokenizer: Tokeni
         # One tokenizer thread per worker process: the processes already use every core. (Rayon with
         # one thread measured 1.4x faster than TOKENIZERS_PARALLELISM=false, which takes a slower path.)
         os.environ["RAYON_NUM_THREADS"] = "1"
+    if settings.engine != "hf":
+        preload_fast_engine(settings.tokenizer_path)
     try:
         tokenizer = tokenizer or load_tokenizer(settings.tokenizer_path, settings.eod_token)
     except TokenmillError as exc:
@@ -298,6 +300,8 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
         if workers > 1:  # one pool for the whole run, started first so that it warms up meanwhile
             pool = stack.enter_context(multiprocessing.get_context("spawn").Pool(
                 workers, initializer=_init_worker, initargs=(settings, False)))
+        elif settings.engine != "hf":
+            preload_fast_engine(settings.tokenizer_path)
         tokenizer = load_tokenizer(settings.tokenizer_path, settings.eod_token)
         encoder = Encoder(tokenizer, settings.engine)
         if pool is None:

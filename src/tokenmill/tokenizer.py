@@ -36,6 +36,7 @@ import importlib.metadata
 import itertools
 import os
 import re
+import threading
 import zlib
 from dataclasses import dataclass
 
@@ -47,7 +48,7 @@ from tokenizers import Tokenizer
 from tokenmill.errors import TokenmillError
 
 __all__ = ["TokenizerInfo", "load_tokenizer", "token_width_for", "file_sha256", "ENGINES", "Encoder",
-           "fast_engine_refusal", "encode_batch_hf", "ProofSampler", "first_difference"]
+           "fast_engine_refusal", "preload_fast_engine", "encode_batch_hf", "ProofSampler", "first_difference"]
 
 ENGINES = ("auto", "hf", "fastokens")
 
@@ -196,8 +197,8 @@ class Encoder:
         name: the engine in use, ``hf`` or ``fastokens``.
         reason: one line saying why (logged, and kept in the sidecar).
 
-    The choice is made from the ``tokenizer.json`` alone; fastokens itself is loaded on the first
-    batch (~0.3 s for GPT-2, ~1.1 s for Tekken), so a process that only decides pays nothing.
+    The choice is made from the ``tokenizer.json`` alone; fastokens itself is loaded in the
+    background (:func:`preload_fast_engine`) and waited for on the first batch.
 
     Raises:
         TokenmillError: an unknown engine.
@@ -220,19 +221,19 @@ class Encoder:
         self.reason = f"engine {engine}: fastokens" + (f" (not proven: {refusal})" if refusal else "")
 
     def _fast_tokenizer(self):
-        """fastokens' tokenizer, loaded on first use with truncation and padding off.
+        """fastokens' tokenizer (see :func:`preload_fast_engine`), with truncation and padding off.
 
         Raises:
             TokenmillError: fastokens cannot load this ``tokenizer.json`` (use engine ``hf``).
         """
         if self._fast is None:
-            import fastokens
-
-            try:
-                self._fast = fastokens.Tokenizer.from_file(str(self.info.path))
-            except Exception as exc:  # fastokens raises plain exceptions on what it does not support
-                raise TokenmillError(f"{self.info.path}: fastokens cannot load it ({str(exc).splitlines()[0]}); "
-                                     f"use engine hf") from None
+            preload_fast_engine(self.info.path)
+            loader = _fast_loads[str(self.info.path)]
+            loader.join()
+            if loader.error is not None:  # fastokens raises plain exceptions on what it does not support
+                raise TokenmillError(f"{self.info.path}: fastokens cannot load it "
+                                     f"({str(loader.error).splitlines()[0]}); use engine hf")
+            self._fast = loader.tokenizer
             self._fast.no_truncation()  # as load_tokenizer does for HF
             self._fast.no_padding()
         return self._fast
@@ -250,6 +251,36 @@ class Encoder:
             return encode_batch_hf(self.info.tokenizer, texts, add_special_tokens)
         ids, offsets = self._fast_tokenizer().encode_batch_flat(texts, add_special_tokens=add_special_tokens)
         return np.frombuffer(ids, dtype="<u4"), np.diff(np.frombuffer(offsets, dtype="<u8")).astype(np.int64)
+
+
+class _FastLoad(threading.Thread):
+    """Loads fastokens' tokenizer in the background (its Rust loader releases the GIL)."""
+
+    def __init__(self, path: str):
+        super().__init__(daemon=True, name=f"fastokens-load-{path}")
+        self.path, self.tokenizer, self.error = path, None, None
+
+    def run(self) -> None:
+        try:
+            import fastokens
+
+            self.tokenizer = fastokens.Tokenizer.from_file(self.path)
+        except Exception as exc:  # reported by Encoder when the tokenizer is needed
+            self.error = exc
+
+
+_fast_loads: dict[str, _FastLoad] = {}
+
+
+def preload_fast_engine(path: str | os.PathLike) -> None:
+    """Start loading fastokens' tokenizer for ``path`` in the background, once per process.
+
+    Its load is the slowest step of a job's start (0.3 s for GPT-2, 1.1 s for Tekken), so callers
+    start it before loading the HF tokenizer, hashing inputs and reading indices, which overlap it.
+    """
+    if str(path) not in _fast_loads:
+        _fast_loads[str(path)] = loader = _FastLoad(str(path))
+        loader.start()
 
 
 def encode_batch_hf(tokenizer: Tokenizer, texts: list[str], add_special_tokens: bool) -> tuple[np.ndarray, np.ndarray]:
