@@ -88,7 +88,8 @@ def _verify(args: argparse.Namespace) -> None:
 
     if args.stamp:
         refuse_inputs_as_outputs([args.stamp], [*args.paths, *([args.jsonl] if args.jsonl else [])])
-    problems = [problem for path in args.paths for problem in verify(path, jsonl=args.jsonl)]
+    problems = [problem for path in args.paths
+                for problem in verify(path, jsonl=args.jsonl, against_tokenizer=args.against_tokenizer)]
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
@@ -273,6 +274,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="raw .idx, .pbin, Megatron prefix (or its .bin/.idx), or index cache folder")
     verify.add_argument("--jsonl", help="for a raw .idx: the JSONL file it indexes")
     verify.add_argument("--stamp", help="write this file (listing what was verified) when nothing is wrong")
+    verify.add_argument("--against-tokenizer", type=float, metavar="FRACTION",
+                        help="for a .pbin, also re-encode its documents from their JSONL lines with the Hugging Face "
+                             "tokenizer: the ones a pack job always checks plus this share of the rest (1.0: all)")
     verify.set_defaults(run=_verify)
 
     sft = verbs.add_parser("sft", help="pre-tokenize conversations into a .pbin + .loss_mask.pbin pair")

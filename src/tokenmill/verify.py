@@ -33,19 +33,23 @@ from tokenmill.mmidx import MMapIndexedDataset
 from tokenmill.pbin import PbinFile, file_identity_problem, read_sidecar, sidecar_path
 from tokenmill.raw_index import read_index
 from tokenmill.sample_index import load_npy
-from tokenmill.tokenizer import file_sha256
+from tokenmill.text import TextSelector
+from tokenmill.tokenizer import ProofSampler, file_sha256, first_difference, load_tokenizer
 
-__all__ = ["verify"]
+__all__ = ["verify", "verify_against_tokenizer"]
 
 _BLOCK_TOKENS = 16 << 20
 
 
-def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None) -> list[str]:
+def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
+           against_tokenizer: float | None = None) -> list[str]:
     """Every problem found in ``path`` (empty: the file is sound).
 
     Args:
         path: a raw ``.idx``, a ``.pbin``, a Megatron prefix (or its ``.bin``/``.idx``), or a cache folder.
         jsonl: for a raw index, the JSONL it indexes.
+        against_tokenizer: for a ``.pbin``, also re-encode this share of its documents from their
+            JSONL lines with the Hugging Face tokenizer (see :func:`verify_against_tokenizer`).
 
     Raises:
         TokenmillError: ``path`` does not exist or is of no known kind.
@@ -54,7 +58,10 @@ def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None) -> l
     if path.is_dir():
         return _verify_cache(path)
     if path.suffix == ".pbin":
-        return _verify_pbin(path)
+        problems = _verify_pbin(path)
+        if against_tokenizer is not None and not problems:
+            problems = verify_against_tokenizer(path, against_tokenizer)[0]
+        return problems
     prefix = path.with_suffix("") if path.suffix in (".bin", ".idx") else path
     index_file = prefix.with_name(prefix.name + ".idx")
     if not index_file.exists():
@@ -184,6 +191,67 @@ def _suspicious_lengths(path: Path, lengths: np.ndarray) -> list[str]:
         return [f"{path}: {at_longest} of {len(lengths)} documents are exactly {longest} tokens long, the longest: "
                 f"cut to a fixed length by the tokenizer?"]
     return []
+
+
+def verify_against_tokenizer(path: str | os.PathLike, fraction: float) -> tuple[list[str], int]:
+    """Re-encode documents of a ``.pbin`` from their JSONL lines with Hugging Face's tokenizer.
+
+    The sources, text pattern, tokenizer and EOD come from the sidecar; each source must still be
+    the file that was packed (sha256). Documents are matched to lines by re-reading every line the
+    way ``pack`` did (bad lines are skipped again); the ones checked are those the pack job's proof
+    always checks plus a CRC-selected ``fraction`` of the rest (``1.0``: every document). Cost: one
+    JSON parse of every source line plus Hugging Face's speed on the checked share.
+
+    Returns:
+        (problems, documents checked).
+
+    Raises:
+        TokenmillError: a fraction outside ``[0, 1]``, or a ``.pbin`` without a pack sidecar.
+    """
+    path = Path(path)
+    meta = read_sidecar(path)
+    if not meta or not {"sources", "tokenizer", "text"} <= meta.keys():
+        raise TokenmillError(f"{path}: no pack sidecar (sources, tokenizer, text) to check it against")
+    entry = meta["tokenizer"]
+    try:
+        tokenizer = load_tokenizer(entry["path"], entry.get("eod_token"))
+    except TokenmillError as exc:
+        return [f"{path}: cannot check against the tokenizer: {exc}"], 0
+    if tokenizer.sha256 != entry.get("sha256"):
+        return [f"{path}: {entry['path']} is no longer the tokenizer it was packed with (sha256 differs)"], 0
+    added = [token.content for token in tokenizer.tokenizer.get_added_tokens_decoder().values()]
+    sampler, selector = ProofSampler(added, fraction), TextSelector(meta["text"])
+    pbin, document, checked = PbinFile(path), 0, 0
+    for source in meta["sources"]:
+        if not os.path.isfile(source["path"]) or file_sha256(source["path"]) != source.get("sha256"):
+            return [f"{path}: source {source['path']} is gone or changed since it was packed; cannot check"], checked
+        no_tokens = source.get("skipped", {}).get("text gives no tokens", {"count": 0, "first_lines": []})
+        if no_tokens["count"] > len(no_tokens["first_lines"]):
+            return [f"{path}: {source['path']} had {no_tokens['count']} lines without tokens, more than the sidecar "
+                    f"lists; cannot match its documents to lines"], checked
+        texts, line_numbers = [], []
+        with open(source["path"], "rb") as handle:
+            for line_number, line in enumerate(handle, start=1):
+                text, reason = selector.select(line.rstrip(b"\n"))
+                if reason is None and line_number not in no_tokens["first_lines"]:
+                    texts.append(text)
+                    line_numbers.append(line_number)
+        documents, excerpts = sampler.choose(texts)
+        chosen = sorted(set(documents) | {i for i, _ in excerpts})  # verify re-encodes whole documents
+        references = tokenizer.tokenizer.encode_batch_fast([texts[i] for i in chosen],
+                                                           add_special_tokens=entry.get("add_special_tokens", True))
+        for i, reference in zip(chosen, references):
+            expected = np.array(reference.ids + ([tokenizer.eod_id] if tokenizer.eod_id is not None and
+                                                 reference.ids[-1:] != [tokenizer.eod_id] else []), np.int64)
+            position = first_difference(pbin.document(document + i), expected)
+            if position is not None:
+                return [f"{path}: document {document + i} ({source['path']}:{line_numbers[i]}) differs from what the "
+                        f"tokenizer gives at token {position}"], checked
+        checked += len(chosen)
+        document += len(texts)
+    if document != pbin.num_documents:
+        return [f"{path}: its sources give {document} documents, the file holds {pbin.num_documents}"], checked
+    return [], checked
 
 
 def _verify_cache(folder: Path) -> list[str]:
