@@ -191,3 +191,15 @@ def test_verify_against_tokenizer_re_encodes_documents_from_their_lines(tmp_path
     result = run_tokenmill("verify", tmp_path / "y.pbin", "--against-tokenizer", "1.0", check=False)
     assert result.returncode == 1
     assert f"y.pbin: document 30 ({source}:32) differs from what the tokenizer gives at token 3" in result.stderr
+
+
+def test_a_line_over_max_line_bytes_is_a_bad_line_that_is_never_read(tmp_path):
+    lines = [b'{"text": "short"}', json.dumps({"text": "long " * 2000}).encode(), b'{"text": "short again"}']
+    source = write_jsonl_bytes(tmp_path / "x.jsonl", lines)
+    result = run_tokenmill("pack", source, "--tokenizer", GPT2, "--max-line-bytes", "1000", "-o", tmp_path / "x.pbin",
+                           check=False)
+    assert result.returncode == 1
+    assert f"{source}:2: line of 10012 bytes, over max_line_bytes (1000)" in result.stderr
+    run_tokenmill("pack", source, "--tokenizer", GPT2, "--max-line-bytes", "1000", "--on-bad-line", "skip",
+                  "-o", tmp_path / "x.pbin")
+    assert PbinFile(tmp_path / "x.pbin").num_documents == 2

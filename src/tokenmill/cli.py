@@ -32,7 +32,8 @@ def _pack(args: argparse.Namespace) -> None:
     settings = PackSettings(tokenizer_path=args.tokenizer, text=args.jq, eod_token=args.eod,
                             add_special_tokens=not args.no_special_tokens, on_bad_line=args.on_bad_line,
                             workers=args.workers, batch_bytes=args.batch_bytes, engine=args.engine,
-                            check_fraction=args.check_fraction, on_mismatch=args.on_mismatch)
+                            check_fraction=args.check_fraction, on_mismatch=args.on_mismatch,
+                            max_line_bytes=args.max_line_bytes)
     pack(args.inputs, args.output, settings, indexes=args.index)
 
 
@@ -234,6 +235,9 @@ def build_parser() -> argparse.ArgumentParser:
     pack.add_argument("--check-fraction", type=float, default=0.01, metavar="F",
                       help="with a fast engine, re-encode this share of documents with Hugging Face, besides those "
                            "of 1M+ characters or with special-token strings or rare code points (default: 0.01)")
+    pack.add_argument("--max-line-bytes", type=int, default=64 << 20, metavar="N",
+                      help="longer lines are bad lines (memory: ~125 bytes per byte of a document under Hugging "
+                           "Face; default: 64 MiB)")
     pack.add_argument("--on-mismatch", choices=("error", "hf"), default="error",
                       help="a fast-engine document that differs from Hugging Face: stop (default) or re-encode "
                            "that input with Hugging Face")

@@ -73,6 +73,9 @@ class PackSettings:
             those :class:`~tokenmill.tokenizer.ProofSampler` always checks (1.0: all of them).
         on_mismatch: a fast-engine document that differs from HF: ``"error"`` stops the run naming
             file, line and token; ``"hf"`` re-encodes that whole input with HF.
+        max_line_bytes: longer lines are bad lines, never read: Hugging Face's encoder holds ~125
+            bytes per input byte (a 20 MB document peaks at 2.6 GB; fastokens ~10), so this bounds
+            a worker's memory at ~125 × max_line_bytes.
     """
 
     tokenizer_path: str
@@ -85,6 +88,7 @@ class PackSettings:
     engine: str = "auto"
     check_fraction: float = 0.01
     on_mismatch: str = "error"
+    max_line_bytes: int = 64 << 20
 
     def __post_init__(self):
         if self.on_bad_line not in BAD_LINE_POLICIES:
@@ -95,6 +99,8 @@ class PackSettings:
             raise TokenmillError(f"engine must be one of {ENGINES}, not {self.engine!r}")
         if not 0 <= self.check_fraction <= 1:
             raise TokenmillError(f"check fraction must lie in [0, 1], not {self.check_fraction}")
+        if self.max_line_bytes < 1:
+            raise TokenmillError(f"max_line_bytes must be at least 1, not {self.max_line_bytes}")
         if self.on_mismatch not in MISMATCH_POLICIES:
             raise TokenmillError(f"on_mismatch must be one of {MISMATCH_POLICIES}, not {self.on_mismatch!r}")
 
@@ -170,13 +176,22 @@ def _tokenize_batch(task: tuple[str, int, np.ndarray, str]) -> tuple[np.ndarray,
     if _worker_failure is not None:
         raise _worker_failure
     path, first_line, lines, engine = task
+    max_bytes = _worker.settings.max_line_bytes
     base = int(lines[0, 0])
-    block = _read_range(path, base, int(lines[-1, 0] + lines[-1, 1]) - base)
-    if len(block) < int(lines[-1, 0] + lines[-1, 1]) - base:
-        return np.empty(0), np.empty(0, np.int64), [(first_line, "file is shorter than its index says (stale index?)")], 0
+    if lines[:, 1].max() > max_bytes:  # rare: never read an oversized line, read the others one by one
+        block = None
+    else:
+        block = _read_range(path, base, int(lines[-1, 0] + lines[-1, 1]) - base)
+        if len(block) < int(lines[-1, 0] + lines[-1, 1]) - base:
+            return np.empty(0), np.empty(0, np.int64), [(first_line, "file is shorter than its index says (stale index?)")], 0
     texts, text_lines, bad = [], [], []
     for line_number, (offset, length) in enumerate(lines.tolist(), start=first_line):
-        text, reason = _worker.selector.select(block[offset - base:offset - base + length])
+        if length > max_bytes:
+            text, reason = None, (f"line of {length} bytes, over max_line_bytes ({max_bytes}): tokenizing it "
+                                  f"would take ~125 bytes of memory per byte")
+        else:
+            line = _read_range(path, offset, length) if block is None else block[offset - base:offset - base + length]
+            text, reason = _worker.selector.select(line)
         if reason is None:
             texts.append(text)
             text_lines.append(line_number)

@@ -77,7 +77,8 @@ def stem_tokenizer_path(wildcards):
 def pack_options(wildcards):
     """`tokenmill pack` options that come from the config, shell-quoted."""
     dataset, tokenizer = stem_dataset(wildcards), stem_tokenizer(wildcards)
-    options = ["--jq", dataset["text"], "--on-bad-line", dataset["on_bad_line"], "--engine", tokenizer["engine"],
+    options = ["--jq", dataset["text"], "--on-bad-line", dataset["on_bad_line"],
+               "--max-line-bytes", str(dataset["max_line_bytes"]), "--engine", tokenizer["engine"],
                "--check-fraction", str(tokenizer["check_fraction"]), "--on-mismatch", tokenizer["on_mismatch"]]
     if tokenizer["eod"] is not None:
         options += ["--eod", tokenizer["eod"]]
