@@ -231,7 +231,8 @@ def build_parser() -> argparse.ArgumentParser:
     pack.add_argument("--workers", type=int, default=1, help="tokenizer processes (default: 1)")
     pack.add_argument("--batch-bytes", type=int, default=1 << 20, help=argparse.SUPPRESS)
     pack.add_argument("--engine", choices=("auto", "hf", "fastokens"), default="auto",
-                      help="tokenizer engine: fastokens where proven for the tokenizer, else Hugging Face (default: auto)")
+                      help="tokenizer engine: fastokens where proven for the tokenizer, else Hugging Face "
+                           "(default: auto)")
     pack.add_argument("--check-fraction", type=float, default=0.01, metavar="F",
                       help="with a fast engine, re-encode this share of documents with Hugging Face, besides those "
                            "of 1M+ characters or with special-token strings or rare code points (default: 0.01)")

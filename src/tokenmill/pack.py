@@ -183,7 +183,8 @@ def _tokenize_batch(task: tuple[str, int, np.ndarray, str]) -> tuple[np.ndarray,
     else:
         block = _read_range(path, base, int(lines[-1, 0] + lines[-1, 1]) - base)
         if len(block) < int(lines[-1, 0] + lines[-1, 1]) - base:
-            return np.empty(0), np.empty(0, np.int64), [(first_line, "file is shorter than its index says (stale index?)")], 0
+            shorter = [(first_line, "file is shorter than its index says (stale index?)")]
+            return np.empty(0), np.empty(0, np.int64), shorter, 0
     texts, text_lines, bad = [], [], []
     for line_number, (offset, length) in enumerate(lines.tolist(), start=first_line):
         if length > max_bytes:
@@ -345,7 +346,8 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
                 _pack_source(source, lines, "hf", settings, pool, writer)
                 source["mismatch"] = str(mismatch)
             for reason, entry in source["skipped"].items():
-                log(f"{source['path']}: skipped {entry['count']} lines: {reason} (first at line {entry['first_lines'][0]})")
+                log(f"{source['path']}: skipped {entry['count']} lines: {reason} "
+                    f"(first at line {entry['first_lines'][0]})")
         meta = {
             "format": FORMAT_VERSIONS["pbin"],
             "layout": LAYOUT_050,
@@ -370,7 +372,8 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
     return meta
 
 
-def _pack_source(source: dict, lines: np.ndarray, engine: str, settings: PackSettings, pool, writer: PbinWriter) -> None:
+def _pack_source(source: dict, lines: np.ndarray, engine: str, settings: PackSettings, pool,
+                 writer: PbinWriter) -> None:
     """Tokenize one input into ``writer``, filling its sidecar entry (documents, skipped, checked).
 
     Raises:

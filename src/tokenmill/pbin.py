@@ -24,8 +24,8 @@ the two renames (or a ``.pbin`` replaced by hand) is refused instead of being de
 wrong sidecar.
 
 Costs: writing is one ``write`` per batch plus the index pickle (~12 bytes per document) at the
-end, and sha256 of everything written (~1.8 GB/s); reading maps the file and unpickles the index on first use (~0.4 s per million documents);
-merging copies data sections in 16 MiB blocks.
+end, and sha256 of everything written (~1.8 GB/s); reading maps the file and unpickles the index
+on first use (~0.4 s per million documents); merging copies data sections in 16 MiB blocks.
 """
 
 from __future__ import annotations

@@ -285,7 +285,8 @@ def preload_fast_engine(path: str | os.PathLike) -> None:
 
 def encode_batch_hf(tokenizer: Tokenizer, texts: list[str], add_special_tokens: bool) -> tuple[np.ndarray, np.ndarray]:
     """:meth:`Encoder.encode_batch` with the HF tokenizer itself (no offsets computed)."""
-    ids_per_text = [encoding.ids for encoding in tokenizer.encode_batch_fast(texts, add_special_tokens=add_special_tokens)]
+    encodings = tokenizer.encode_batch_fast(texts, add_special_tokens=add_special_tokens)
+    ids_per_text = [encoding.ids for encoding in encodings]
     lengths = np.fromiter(map(len, ids_per_text), dtype=np.int64, count=len(ids_per_text))
     ids = np.fromiter(itertools.chain.from_iterable(ids_per_text), dtype=np.int64, count=int(lengths.sum()))
     return ids, lengths

@@ -135,7 +135,8 @@ def _verify_pbin(path: Path) -> list[str]:
     for source in meta.get("sources", []):
         if "sha256" in source and os.path.isfile(source["path"]) and file_sha256(source["path"]) != source["sha256"]:
             problems.append(f"{path}: source {source['path']} has changed since it was packed (sha256 differs)")
-    return problems + _suspicious_tokenizer(path, tokenizer, pbin, offsets, lengths) + _suspicious_lengths(path, lengths)
+    return (problems + _suspicious_tokenizer(path, tokenizer, pbin, offsets, lengths)
+            + _suspicious_lengths(path, lengths))
 
 
 def _suspicious_tokenizer(path: Path, tokenizer: dict, pbin: PbinFile, offsets: np.ndarray,
