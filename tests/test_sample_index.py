@@ -170,6 +170,6 @@ def test_uint16_and_int32_datasets_give_the_same_indices(tmp_path):
                       "--seq-length", "64", "--seed", "5", "--epochs", "3", "--megatron-path-prefix", "same",
                       "--vocab-size", "1000")
     files = sorted(path.name for path in (tmp_path / "c_uint16").iterdir())
-    assert files == sorted(path.name for path in (tmp_path / "c_int32").iterdir()) and len(files) == 12
+    assert files == sorted(path.name for path in (tmp_path / "c_int32").iterdir()) and len(files) == 15  # 12 of Megatron + 3 fingerprints
     for name in files:
         assert (tmp_path / "c_uint16" / name).read_bytes() == (tmp_path / "c_int32" / name).read_bytes()

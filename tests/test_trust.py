@@ -347,3 +347,42 @@ def test_spawned_dataloader_workers_read_the_same_documents(big_pbin):
     documents = PackedMemMapDatasetBase(big_pbin)
     loader = torch.utils.data.DataLoader(documents, batch_size=100, num_workers=2, multiprocessing_context="spawn")
     assert torch.equal(torch.cat(list(loader)), torch.as_tensor(np.stack([documents[i] for i in range(2000)])))
+
+
+# ---- 6. a cache built for an older version of the dataset is rebuilt, not reused -------------------
+
+def test_a_cache_built_before_the_dataset_was_repacked_is_rebuilt(tmp_path):
+    lines = MIXED_JSONL.read_bytes().splitlines()
+    corpus = write_jsonl_bytes(tmp_path / "x.jsonl", lines[:40])
+    arguments = ["-o", tmp_path / "cache", "--seq-length", "16", "--seed", "1", "--split", "1,0,0", "--epochs", "1",
+                 "--vocab-size", "50257"]
+    run_tokenmill("pack", corpus, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "x.pbin")
+    run_tokenmill("to-megatron", tmp_path / "x.pbin", "-o", tmp_path / "x")
+    assert "(built)" in run_tokenmill("sample-index", tmp_path / "x", *arguments).stderr
+    assert "(found)" in run_tokenmill("sample-index", tmp_path / "x", *arguments).stderr
+
+    corpus.write_bytes(b"\n".join(lines[:40] + lines[:10]) + b"\n")  # more documents, same file names
+    run_tokenmill("pack", corpus, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "x.pbin")
+    run_tokenmill("to-megatron", tmp_path / "x.pbin", "-o", tmp_path / "x")
+    result = run_tokenmill("verify", tmp_path / "cache", check=False)
+    assert result.returncode == 1 and f"built for another version of {tmp_path / 'x'}" in result.stderr
+    result = run_tokenmill("sample-index", tmp_path / "x", *arguments)
+    assert "(rebuilt: it had been built for another version of the dataset)" in result.stderr
+    assert run_tokenmill("verify", tmp_path / "cache").returncode == 0
+
+    config = NanosetConfig(str(tmp_path / "x"), str(tmp_path / "cache"), 16, 1, null_tokenizer_identifiers(50257),
+                           split="1,0,0")
+    train = NanosetBuilder(config).build()["train"]
+    assert set(train.document_index.tolist()) == set(range(50))  # every document of the new version
+
+
+def test_a_cache_without_a_fingerprint_is_used_as_megatron_built_it(tmp_path):
+    corpus = write_jsonl_bytes(tmp_path / "x.jsonl", MIXED_JSONL.read_bytes().splitlines())
+    run_tokenmill("pack", corpus, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "x.pbin")
+    run_tokenmill("to-megatron", tmp_path / "x.pbin", "-o", tmp_path / "x")
+    arguments = ["-o", tmp_path / "cache", "--seq-length", "16", "--seed", "1", "--epochs", "1", "--split", "1,0,0",
+                 "--vocab-size", "50257"]
+    run_tokenmill("sample-index", tmp_path / "x", *arguments)
+    for fingerprint in (tmp_path / "cache").glob("*-tokenmill_fingerprint.json"):
+        fingerprint.unlink()
+    assert "(found)" in run_tokenmill("sample-index", tmp_path / "x", *arguments).stderr

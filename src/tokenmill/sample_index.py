@@ -27,6 +27,14 @@ Algorithm and cost, per split:
    epoch is separate. The same RandomState continues from step 3.
 
 Memory is that of the arrays themselves (~4 bytes per sequence per epoch + 12 bytes per sample).
+
+Megatron names cache files after its description only, so a cache built before the dataset was
+repacked looks valid to it. tokenmill keeps Megatron's names and adds, per split, a fingerprint of
+the ``.idx`` it was built from, ``<md5>-GPTDataset-<split>-tokenmill_fingerprint.json``:
+``{"idx_bytes", "sizes_sha256"}`` (sha256 of the sequence lengths and document boundaries, O(S)).
+A cache whose fingerprint differs is rebuilt (its description is removed first and written last,
+so a killed rebuild leaves a cache that is rebuilt again, never one that looks complete); a cache
+without one (built by Megatron) is used as it is.
 """
 
 from __future__ import annotations
@@ -48,12 +56,13 @@ from tokenmill.errors import TokenmillError
 
 __all__ = ["SPLIT_NAMES", "parse_split", "normalise", "split_matrix", "split_ranges", "num_epochs", "GPTIndexSpec",
            "GPTIndices", "build_gpt_indices", "build_document_index", "build_sample_index",
-           "build_shuffle_index", "description", "gpt_identifiers", "cache_file_names", "write_cache", "load_cache", "load_npy",
-           "null_tokenizer_identifiers"]
+           "build_shuffle_index", "description", "gpt_identifiers", "cache_file_names", "write_cache", "load_cache",
+           "load_npy", "null_tokenizer_identifiers", "dataset_fingerprint", "read_fingerprint"]
 
 SPLIT_NAMES = ("train", "valid", "test")
 _SEPARATE_FINAL_EPOCH_THRESHOLD = 0.80
 _CLASS = "GPTDataset"
+_FINGERPRINT = "tokenmill_fingerprint.json"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -277,8 +286,10 @@ def cache_file_names(description_text: str, split_name: str, class_name: str = _
 
 
 def write_cache(cache_dir: str | os.PathLike, description_text: str, split_name: str,
-                arrays: dict[str, np.ndarray], class_name: str = _CLASS) -> dict[str, Path]:
-    """Write the description and ``.npy`` files (``numpy.save`` bytes), each atomically.
+                arrays: dict[str, np.ndarray], class_name: str = _CLASS, fingerprint: dict | None = None,
+                ) -> dict[str, Path]:
+    """Write the description and ``.npy`` files (``numpy.save`` bytes), each atomically, and the
+    dataset's fingerprint if given (see the module docstring).
 
     The description is written last, so a folder with it is complete.
     """
@@ -292,6 +303,12 @@ def write_cache(cache_dir: str | os.PathLike, description_text: str, split_name:
             with open(tmp_path, "wb") as handle:
                 np.save(handle, array, allow_pickle=True)  # the flag only matters for object arrays
         written[key] = cache_dir / names[f"{key}.npy"]
+    if fingerprint is not None:
+        fingerprint_path = cache_dir / cache_file_names(description_text, split_name, class_name, (_FINGERPRINT,))[
+            _FINGERPRINT]
+        with atomic_output(fingerprint_path) as tmp_path:
+            tmp_path.write_text(json.dumps(fingerprint, sort_keys=True) + "\n", encoding="utf-8")
+        written["fingerprint"] = fingerprint_path
     with atomic_output(cache_dir / names["description.txt"]) as tmp_path:
         tmp_path.write_text(description_text, encoding="utf-8")
     written["description"] = cache_dir / names["description.txt"]
@@ -350,6 +367,30 @@ def num_samples_for_epochs(prefix: str | os.PathLike, split: str, epochs: int, s
             // seq_length for name, indices in zip(SPLIT_NAMES, ranges)}
 
 
+def dataset_fingerprint(dataset) -> dict:
+    """``{"idx_bytes", "sizes_sha256"}`` of an opened :class:`~tokenmill.mmidx.MMapIndexedDataset`."""
+    digest = hashlib.sha256(np.ascontiguousarray(dataset.sequence_lengths).tobytes())
+    digest.update(np.ascontiguousarray(dataset.document_indices).tobytes())
+    return {"idx_bytes": dataset.idx_identity.size, "sizes_sha256": digest.hexdigest()}
+
+
+def read_fingerprint(path: str | os.PathLike) -> dict | None:
+    """The fingerprint file of a cache split, or None when it has none (a cache Megatron built).
+
+    Raises:
+        TokenmillError: the file exists but is not a fingerprint.
+    """
+    try:
+        fingerprint = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise TokenmillError(f"{path}: unreadable fingerprint ({exc})") from None
+    if not isinstance(fingerprint, dict) or set(fingerprint) != {"idx_bytes", "sizes_sha256"}:
+        raise TokenmillError(f"{path}: not a cache fingerprint (expected idx_bytes and sizes_sha256)")
+    return fingerprint
+
+
 def build_gpt_cache(prefix: str | os.PathLike, cache_dir: str | os.PathLike, seq_length: int, seed: int,
                     split: str, num_samples: dict[str, int | None], tokenizer_identifiers: dict, extra: int = 1,
                     dataset_path: str | None = None, drop_last_partial_validation_sequence: bool = True,
@@ -369,7 +410,9 @@ def build_gpt_cache(prefix: str | os.PathLike, cache_dir: str | os.PathLike, seq
         drop_last_partial_validation_sequence: Megatron's default True.
 
     Returns:
-        Per split name: ``{"description", "identifiers", "files", "samples", "cached"}``.
+        Per split name: ``{"description", "identifiers", "files", "samples", "cached", "state"}``;
+        state is ``found``, ``built``, or ``rebuilt`` (a cache built for another version of the
+        dataset, see the module docstring).
 
     Raises:
         TokenmillError: unreadable dataset, bad split, or a split without tokens.
@@ -381,6 +424,7 @@ def build_gpt_cache(prefix: str | os.PathLike, cache_dir: str | os.PathLike, seq
     matrix = split_matrix(weights)
     ranges = split_ranges(matrix, len(dataset))
     dataset_path = str(prefix) if dataset_path is None else dataset_path
+    fingerprint = dataset_fingerprint(dataset)
     results = {}
     for split_name, bookends, indices in zip(SPLIT_NAMES, matrix, ranges):
         if bookends is None:
@@ -388,17 +432,26 @@ def build_gpt_cache(prefix: str | os.PathLike, cache_dir: str | os.PathLike, seq
         identifiers = gpt_identifiers(dataset_path, num_samples.get(split_name), split_name, seed, seq_length, split,
                                       [list(pair) if pair else None for pair in matrix], tokenizer_identifiers)
         text = json.dumps(identifiers, indent=4)
+        names = cache_file_names(text, split_name, suffixes=("description.txt", _FINGERPRINT))
+        fingerprint_path = Path(cache_dir) / names[_FINGERPRINT]
         cached = load_cache(cache_dir, text, split_name)
+        state = "found"
+        if cached is not None and read_fingerprint(fingerprint_path) not in (None, fingerprint):
+            cached, state = None, "rebuilt"
+            (Path(cache_dir) / names["description.txt"]).unlink()  # incomplete until rewritten last
         if cached is None:
+            state = "rebuilt" if state == "rebuilt" else "built"
             spec = GPTIndexSpec(seq_length, seed, num_samples.get(split_name), split_name, extra,
                                 drop_last_partial_validation_sequence)
             indices_built = build_gpt_indices(dataset.sizes, indices, spec, where=str(prefix))
             write_cache(cache_dir, text, split_name, {"document_index": indices_built.document_index,
                                                       "sample_index": indices_built.sample_index,
-                                                      "shuffle_index": indices_built.shuffle_index})
+                                                      "shuffle_index": indices_built.shuffle_index},
+                        fingerprint=fingerprint)
             samples = len(indices_built.shuffle_index)
         else:
             samples = len(cached["shuffle_index"])
         results[split_name] = {"description": text, "identifiers": identifiers, "samples": samples,
-                               "files": cache_file_names(text, split_name), "cached": cached is not None}
+                               "files": cache_file_names(text, split_name), "cached": state == "found",
+                               "state": state}
     return results

@@ -13,7 +13,8 @@ What is checked, by kind (told apart by extension, magic bytes and folder):
 * Megatron ``<prefix>.bin/.idx`` (``MMIDIDX`` magic): header, sizes, pointers, boundaries, ``.bin`` size.
 * a cache folder: each ``*-description.txt`` hashes to its file name; GPTDataset arrays have
   Megatron's dtypes and shapes, rows that stay inside the document index and the sequences, and a
-  shuffle index that is a permutation; BlendedDataset arrays point at existing datasets.
+  shuffle index that is a permutation, and (where tokenmill built it) the fingerprint of the dataset
+  it was built from; BlendedDataset arrays point at existing datasets.
 
 Cost: a few passes over the tokens of a ``.pbin`` (in 16M-token blocks, one of them sha256) and
 one over each source for its hash; the rest is O(index size).
@@ -32,7 +33,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.mmidx import MMapIndexedDataset
 from tokenmill.pbin import PbinFile, file_identity_problem, read_sidecar, sidecar_path
 from tokenmill.raw_index import read_index
-from tokenmill.sample_index import load_npy
+from tokenmill.sample_index import dataset_fingerprint, load_npy, read_fingerprint
 from tokenmill.text import TextSelector
 from tokenmill.tokenizer import ProofSampler, file_sha256, first_difference, load_tokenizer
 
@@ -307,9 +308,14 @@ def _verify_gpt_arrays(where: Path, identifiers: dict, arrays: dict) -> list[str
     dataset_path = identifiers.get("dataset_path")
     if dataset_path and Path(f"{dataset_path}.idx").exists() and not problems:
         try:
-            sizes = MMapIndexedDataset(dataset_path).sizes
+            dataset = MMapIndexedDataset(dataset_path)
+            recorded = read_fingerprint(f"{where}-tokenmill_fingerprint.json")
         except TokenmillError as exc:
             return problems + [str(exc)]
+        if recorded not in (None, dataset_fingerprint(dataset)):
+            return problems + [f"{where}: built for another version of {dataset_path} (its .idx fingerprint "
+                               f"differs): rebuild it with tokenmill sample-index"]
+        sizes = dataset.sizes
         if len(document_index) and (document_index.min() < 0 or document_index.max() >= len(sizes)):
             problems.append(f"{where}-document_index.npy: sequence ids beyond the {len(sizes)} of {dataset_path}")
         elif len(positions) > 1 and np.any(sample_index[1:, 1] > sizes[document_index[positions[1:]]]):
