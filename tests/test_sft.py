@@ -141,7 +141,7 @@ def test_pretokenized_pair_gives_the_same_tensors_as_the_lazy_path(tmp_path):
 
 
 def test_missing_config_key_is_named(tmp_path):
-    with pytest.raises(TokenmillError, match="config: missing sft.chat.seq_length"):
+    with pytest.raises(TokenmillError, match="config: sft.chat: 'seq_length' is a required property"):
         write_sft("chat", {"tokenizers": {"t": {"path": str(TEKKEN)}},
                            "sft": {"chat": {"inputs": [str(CHAT)], "tokenizer": "t", "special_tokens": SPECIAL,
                                             "message_construction": ORDER}}}, tmp_path / "x.pbin")

@@ -92,6 +92,8 @@ class AtomicWriter:
             return
         try:
             self.finish()
-        except BaseException:
+        except BaseException as exc:
             self.abort()
+            if isinstance(exc, OSError):  # a write while finishing (full disk): its filename is often None
+                raise TokenmillError(f"{self.output_name}: cannot write ({exc.strerror})") from None
             raise

@@ -29,10 +29,10 @@ import numpy as np
 
 from tokenmill import _kernels
 from tokenmill.errors import TokenmillError
-from tokenmill.sample_index import (SPLIT_NAMES, build_gpt_cache, cache_file_names, load_cache, normalise,
-                                    write_cache)
+from tokenmill.sample_index import (SPLIT_NAMES, build_gpt_cache, cache_file_names, check_sampling, load_cache,
+                                    normalise, write_cache)
 
-__all__ = ["MID_LEVEL_SURPLUS", "parse_blend", "blend_sizes", "build_blending_indices",
+__all__ = ["MID_LEVEL_SURPLUS", "parse_blend", "check_weights", "blend_sizes", "build_blending_indices",
            "build_exhaustive_blending_indices", "build_blend_cache"]
 
 MID_LEVEL_SURPLUS = 0.005
@@ -44,7 +44,7 @@ def parse_blend(items: list[str]) -> tuple[list[str], list[float] | None]:
     """Megatron's ``--data-path`` list: ``w1 p1 w2 p2 ...`` (weights) or ``p1 p2 ...`` (none).
 
     Raises:
-        TokenmillError: an odd-length list with weights, or a weight that is not a number ≥ 0.
+        TokenmillError: weights that are not finite numbers ≥ 0 or add up to zero.
     """
     if len(items) % 2 == 1 or not items:
         return [item.strip() for item in items], None
@@ -52,9 +52,20 @@ def parse_blend(items: list[str]) -> tuple[list[str], list[float] | None]:
         weights = [float(item) for item in items[0::2]]
     except ValueError:
         return [item.strip() for item in items], None  # all prefixes, an even number of them
-    if min(weights) < 0:
-        raise TokenmillError(f"blend weights must be ≥ 0, got {weights}")
+    check_weights(weights)
     return [item.strip() for item in items[1::2]], weights
+
+
+def check_weights(weights: list[float]) -> None:
+    """Refuse blend weights that cannot be normalised.
+
+    Raises:
+        TokenmillError: a weight that is negative, NaN or infinite, or weights that add up to zero.
+    """
+    if not all(math.isfinite(weight) and weight >= 0 for weight in weights):
+        raise TokenmillError(f"blend weights must be finite numbers ≥ 0, got {weights}")
+    if not sum(weights) > 0:
+        raise TokenmillError(f"blend weights add up to zero ({weights}): give at least one dataset a weight")
 
 
 def blend_sizes(weights: list[float], size: int) -> tuple[list[int], list[int]]:
@@ -112,8 +123,10 @@ def build_blend_cache(prefixes: list[str], weights: list[float] | None, cache_di
     """
     if not 1 <= len(prefixes) <= _MAX_DATASETS:
         raise TokenmillError(f"a blend takes 1 to {_MAX_DATASETS} datasets, got {len(prefixes)}")
+    check_sampling(seq_length, seed)
     dataset_paths = dataset_paths or [str(prefix) for prefix in prefixes]
     if weights is not None:
+        check_weights(weights)
         if any(num_samples.get(name) is None for name in SPLIT_NAMES):
             raise TokenmillError("a weighted blend needs a sample count for every split (0 for an unused one)")
         normalised = normalise(weights)

@@ -1,7 +1,8 @@
 """The ``tokenmill`` command: parses arguments and calls one module function per verb.
 
 User errors (:class:`TokenmillError`, missing files) print one line, ``tokenmill: error: ...``,
-and exit 1; ``--debug`` shows the traceback instead.
+and exit 1; Ctrl-C prints ``tokenmill: interrupted`` and exits 130; ``--debug`` shows the
+traceback too.
 """
 
 from __future__ import annotations
@@ -130,9 +131,10 @@ def _sft(args: argparse.Namespace) -> None:
         config = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise TokenmillError(f"{args.config}: not YAML ({str(exc).splitlines()[0]})") from None
-    meta = write_sft(args.name, config, args.output)
+    meta = write_sft(args.name, config, args.output, source=args.config)
+    skipped = sum(entry["count"] for entry in meta["skipped"].values())
     print(f"{args.output}: {meta['documents']} conversations, {meta['tokens']} tokens, {meta['truncated']} truncated, "
-          f"{meta['dropped']} dropped, {sum(meta['skipped'].values())} lines skipped", file=sys.stderr)
+          f"{meta['dropped']} dropped, {skipped} lines skipped", file=sys.stderr)
 
 
 def _report_caches(cache_dir: str, results: dict) -> None:
@@ -310,6 +312,11 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         args.run(args)
+    except KeyboardInterrupt:  # writers have removed their temporaries on the way out
+        if args.debug:
+            traceback.print_exc()
+        print("tokenmill: interrupted", file=sys.stderr)
+        return 130
     except (TokenmillError, OSError) as exc:
         if args.debug:
             traceback.print_exc()

@@ -200,6 +200,7 @@ class MMapIndexedDatasetBuilder(AtomicWriter):
             raise ValueError(f"dtype {self.dtype} has no Megatron code")
         self.bin_path, self.idx_path = _paths(prefix)
         self._tmp_bin = temporary_name(self.bin_path)
+        self._tmp_idx: Path | None = None
         try:
             self._bin = open(self._tmp_bin, "wb")
         except OSError as exc:
@@ -297,7 +298,7 @@ class MMapIndexedDatasetBuilder(AtomicWriter):
             raise TokenmillError(f"{self.idx_path}: a sequence of {int(lengths.max())} tokens exceeds int32 lengths")
         boundaries = np.concatenate([np.zeros(1, np.int64), *self._boundaries])
         pointers = np.cumsum(lengths) * self.dtype.itemsize - lengths * self.dtype.itemsize
-        tmp_idx = temporary_name(self.idx_path)
+        self._tmp_idx = tmp_idx = temporary_name(self.idx_path)
         with open(tmp_idx, "wb") as handle:
             handle.write(_HEADER.pack(_MAGIC, _VERSION, _CODE_OF[self.dtype], len(lengths), len(boundaries)))
             handle.write(lengths.astype("<i4").tobytes())  # sequence lengths, int32
@@ -307,9 +308,11 @@ class MMapIndexedDatasetBuilder(AtomicWriter):
         os.replace(tmp_idx, self.idx_path)
 
     def abort(self) -> None:
-        """Close and delete the temporary ``.bin``."""
+        """Close and delete the temporary ``.bin`` (and ``.idx``, if finishing had begun it)."""
         self._bin.close()
         self._tmp_bin.unlink(missing_ok=True)
+        if self._tmp_idx is not None:
+            self._tmp_idx.unlink(missing_ok=True)
 
 
 

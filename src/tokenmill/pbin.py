@@ -87,11 +87,45 @@ def read_sidecar(pbin_path: str | os.PathLike) -> dict | None:
         raise TokenmillError(f"{path}: unreadable sidecar ({exc})") from None
     if not isinstance(meta, dict):
         raise TokenmillError(f"{path}: unreadable sidecar (a JSON {type(meta).__name__}, expected an object)")
+    _check_sidecar_types(meta, path)
     if os.path.exists(pbin_path):
         problem = file_identity_problem(pbin_path, meta.get("file"), path, check_data=False)
         if problem:
             raise TokenmillError(problem)
     return meta
+
+
+# What readers take from a sidecar, and the JSON types it must have (None: may be null).
+_SIDECAR_TYPES = {("documents",): int, ("tokens",): int, ("token_width",): int, ("text",): str,
+                  ("tokenizer",): dict, ("tokenizer", "path"): str, ("tokenizer", "sha256"): str,
+                  ("tokenizer", "vocab_size"): int, ("tokenizer", "eod_id"): (int, None),
+                  ("tokenizer", "pad_id"): (int, None), ("sources",): list, ("skipped",): dict,
+                  ("seq_length",): int}
+_ABSENT = object()
+
+
+def _check_sidecar_types(meta: dict, path: Path) -> None:
+    """Raise, naming the key, if a value readers use has the wrong JSON type."""
+    for keys, expected in _SIDECAR_TYPES.items():
+        value = meta
+        for key in keys:
+            if not isinstance(value, dict) or key not in value:
+                value = _ABSENT
+                break
+            value = value[key]
+        if value is _ABSENT:
+            continue
+        allowed = expected if isinstance(expected, tuple) else (expected,)
+        if value is None and None in allowed:
+            continue
+        types = tuple(kind for kind in allowed if kind is not None)
+        if not isinstance(value, types) or isinstance(value, bool):
+            names = " or ".join("null" if kind is None else {int: "an integer", str: "a string", dict: "an object",
+                                                              list: "a list"}[kind] for kind in allowed)
+            raise TokenmillError(f"{path}: {'.'.join(keys)} must be {names}, not {json.dumps(value)[:60]}")
+    for number, source in enumerate(meta.get("sources", [])):
+        if not isinstance(source, dict) or not isinstance(source.get("path"), str):
+            raise TokenmillError(f"{path}: sources[{number}] must be an object with a string path")
 
 
 def file_identity_problem(pbin_path: str | os.PathLike, expected: dict | None, sidecar: str | os.PathLike,

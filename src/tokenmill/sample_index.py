@@ -345,6 +345,22 @@ def load_npy(path: str | os.PathLike) -> np.ndarray:
         raise TokenmillError(f"{path}: not a readable .npy array ({type(exc).__name__}: {exc})") from None
 
 
+MAX_SEED = 2**32 - 1  # numpy's RandomState, which Megatron seeds with --seed
+MAX_SEQ_LENGTH = 2**31 - 1  # sample_index rows hold token offsets in int32
+
+
+def check_sampling(seq_length: int, seed: int) -> None:
+    """Refuse a sequence length or seed that Megatron's index building cannot take.
+
+    Raises:
+        TokenmillError: ``seq_length`` outside ``[1, 2**31 - 1]`` or ``seed`` outside ``[0, 2**32 - 1]``.
+    """
+    if not 1 <= seq_length <= MAX_SEQ_LENGTH:
+        raise TokenmillError(f"sequence length must be 1 to {MAX_SEQ_LENGTH}, not {seq_length}")
+    if not 0 <= seed <= MAX_SEED:
+        raise TokenmillError(f"seed must be 0 to {MAX_SEED} (numpy's RandomState, as Megatron seeds it), not {seed}")
+
+
 def num_samples_for_epochs(prefix: str | os.PathLike, split: str, epochs: int, seq_length: int,
                            extra: int) -> dict[str, int | None]:
     """Sample counts that make every split exactly ``epochs`` epochs long.
@@ -359,6 +375,7 @@ def num_samples_for_epochs(prefix: str | os.PathLike, split: str, epochs: int, s
 
     if epochs < 1:
         raise TokenmillError(f"epochs must be at least 1, not {epochs}")
+    check_sampling(seq_length, 0)
     if epochs == 1:
         return {name: None for name in SPLIT_NAMES}
     sizes = MMapIndexedDataset(prefix).sizes
@@ -419,6 +436,7 @@ def build_gpt_cache(prefix: str | os.PathLike, cache_dir: str | os.PathLike, seq
     """
     from tokenmill.mmidx import MMapIndexedDataset
 
+    check_sampling(seq_length, seed)
     dataset = MMapIndexedDataset(prefix)
     weights = parse_split(split)
     matrix = split_matrix(weights)

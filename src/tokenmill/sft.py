@@ -48,11 +48,15 @@ import torch
 from torch.utils.data import Dataset
 
 from tokenmill import FORMAT_VERSIONS
-from tokenmill.errors import TokenmillError
+from tokenmill.config import validate_sections
+from tokenmill.errors import BadLine, TokenmillError
 from tokenmill.identity import refuse_inputs_as_outputs
 from tokenmill.pbin import LAYOUT_050, PbinFile, PbinWriter, file_identity_problem, read_sidecar, sidecar_path
 from tokenmill.raw_index import read_index, scan_lines
+from tokenmill.text import describe_json_error
 from tokenmill.tokenizer import file_sha256, load_tokenizer
+
+_SKIPPED_LINES_KEPT = 20  # line numbers listed per reason in the sidecar, as pack does
 
 __all__ = ["InstructionDataset", "InstructionCollator", "PackedInstructionDataset", "collate", "write_sft",
            "loss_mask_path", "TRUNCATION_POLICIES", "IGNORE_INDEX"]
@@ -128,8 +132,8 @@ class InstructionDataset(Dataset):
     def __len__(self) -> int:
         return len(self.lines)
 
-    def _error(self, i: int, reason: str) -> TokenmillError:
-        return TokenmillError(f"{self.path}:{i + 1}: {reason}")
+    def _error(self, i: int, reason: str) -> BadLine:
+        return BadLine(self.path, i + 1, reason)
 
     def record(self, i: int) -> dict:
         """The parsed JSON object of line ``i``.
@@ -141,10 +145,11 @@ class InstructionDataset(Dataset):
             with open(self.path, "rb") as handle:
                 self._mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         offset, length = (int(x) for x in self.lines[i])
+        line = self._mapped[offset:offset + length]
         try:
-            record = orjson.loads(self._mapped[offset:offset + length])
+            record = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
-            raise self._error(i, f"invalid JSON ({exc})") from None
+            raise self._error(i, "blank line" if not line.strip() else describe_json_error(line, exc)) from None
         if not isinstance(record, dict):
             raise self._error(i, "not a conversation (not a JSON object)")
         return record
@@ -230,12 +235,15 @@ class InstructionCollator:
         selected = set()
         for pattern, program, per_element in self.masks:
             try:
-                outputs = program.input_value(record).all()
+                try:
+                    outputs = program.input_value(record).all()
+                except ValueError:
+                    if per_element is None:
+                        raise
+                    outputs = per_element.input_value(record).all()
             except ValueError as exc:
-                if per_element is None:
-                    raise TokenmillError(f"{item['path']}:{item['line']}: loss masking pattern {pattern!r} "
-                                         f"fails ({str(exc).splitlines()[0]})") from None
-                outputs = per_element.input_value(record).all()
+                raise BadLine(item["path"], item["line"], f"loss masking pattern {pattern!r} fails "
+                                                          f"({str(exc).splitlines()[0]})") from None
             selected.update(json.dumps(out, sort_keys=True) for out in outputs)
         bos, eos = item["special_ids"]["bos_token"], item["special_ids"]["eos_token"]
         self.eos = eos
@@ -321,35 +329,45 @@ def loss_mask_path(pbin_path: str | os.PathLike) -> Path:
     return pbin_path.with_name(pbin_path.name.removesuffix(".pbin") + ".loss_mask.pbin")
 
 
-def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conversations: int = 1000) -> dict:
+def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conversations: int = 1000,
+              source: str = "config") -> dict:
     """Tokenize ``config["sft"][name]`` into the ``.pbin`` / ``.loss_mask.pbin`` pair and a sidecar.
 
     Each kept conversation is one document in both files (same lengths); conversations are
-    truncated or dropped exactly as :class:`InstructionCollator` does, counted in the sidecar.
+    truncated or dropped exactly as :class:`InstructionCollator` does, counted in the sidecar;
+    skipped lines are counted by reason with their first line numbers, as ``pack`` does.
+
+    Args:
+        name: the entry of ``sft:`` to build.
+        config: the parsed configuration (its ``tokenizers`` and ``sft`` sections are validated
+            against the workflow's schema).
+        out_path: the tokens ``.pbin``.
+        batch_conversations: conversations per write.
+        source: names the configuration in errors.
 
     Raises:
-        TokenmillError: a missing config key (named), bad lines under ``on_bad_line: error``.
+        TokenmillError: a config that breaks the schema or lacks the entry (naming the key), bad
+            lines under ``on_bad_line: error``.
     """
+    validate_sections(config, ("tokenizers", "sft"), source)
     entry = _config_entry(config, ("sft", name))
-    tokenizer_name = _config_entry(entry, ("tokenizer",), f"sft.{name}")
-    tokenizer_config = _config_entry(config, ("tokenizers", tokenizer_name))
-    messages = _config_entry(entry, ("message_construction",), f"sft.{name}")
+    tokenizer_config = _config_entry(config, ("tokenizers", entry["tokenizer"]))  # the schema checked the rest
+    messages = entry["message_construction"]
     on_bad_line = entry.get("on_bad_line", "error")
     sources, skipped = [], {}
     refuse_inputs_as_outputs([out_path, loss_mask_path(out_path), sidecar_path(out_path)],
-                             [*_config_entry(entry, ("inputs",), f"sft.{name}"), tokenizer_config["path"]])
+                             [*entry["inputs"], tokenizer_config["path"]])
     tokenizer = load_tokenizer(tokenizer_config["path"])
     # The loss mask is renamed first, then the sidecar (which records the mask's identity), then the
     # tokens: a run killed in between leaves a pair whose sidecar check fails, never a mixed pair.
     with PbinWriter(out_path, tokenizer.token_width) as tokens_out:
         with PbinWriter(loss_mask_path(out_path), 1) as mask_out:
             collator = None
-            for source in _config_entry(entry, ("inputs",), f"sft.{name}"):
+            for source in entry["inputs"]:
                 dataset = InstructionDataset(source, tokenizer_config["path"], [f".{field}" for field in messages],
-                                             _config_entry(entry, ("special_tokens",), f"sft.{name}"))
+                                             entry["special_tokens"])
                 collator = collator or InstructionCollator(messages, entry.get("loss_masking_jq_patterns", []),
-                                                           entry["special_tokens"],
-                                                           _config_entry(entry, ("seq_length",), f"sft.{name}"),
+                                                           entry["special_tokens"], entry["seq_length"],
                                                            truncation=entry.get("truncation", "truncate"))
                 documents = 0
                 for start in range(0, len(dataset), batch_conversations):
@@ -357,11 +375,10 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
                     for i in range(start, min(start + batch_conversations, len(dataset))):
                         try:
                             conversation = collator.conversation(dataset[i])
-                        except TokenmillError as exc:
+                        except BadLine as bad:
                             if on_bad_line == "error":
                                 raise
-                            reason = str(exc).split(": ", 2)[-1]
-                            skipped[reason] = skipped.get(reason, 0) + 1
+                            skipped.setdefault(bad.reason, []).append(bad.line)
                             continue
                         if conversation is not None:
                             kept.append(conversation)
@@ -388,7 +405,8 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
             "tokens": tokens_out.num_tokens,
             "dropped": collator.stats["dropped"],
             "truncated": collator.stats["truncated"],
-            "skipped": dict(sorted(skipped.items())),
+            "skipped": {reason: {"count": len(lines), "first_lines": lines[:_SKIPPED_LINES_KEPT]}
+                        for reason, lines in sorted(skipped.items())},
             "sources": sources,
         }
     return {**tokens_out.sidecar, "file": tokens_out.identity}

@@ -120,6 +120,8 @@ def load_tokenizer(path: str | os.PathLike, eod_token: str | None = None) -> Tok
     Raises:
         TokenmillError: the file is missing or not a tokenizer, or ``eod_token`` is not one token.
     """
+    if os.path.isdir(path):
+        raise TokenmillError(f"{path}: is a directory; give the tokenizer.json file in it")
     if not os.path.isfile(path):
         raise TokenmillError(f"{path}: tokenizer file not found")
     try:
@@ -254,10 +256,14 @@ class Encoder:
 
 
 class _FastLoad(threading.Thread):
-    """Loads fastokens' tokenizer in the background (its Rust loader releases the GIL)."""
+    """Loads fastokens' tokenizer in the background (its Rust loader releases the GIL).
+
+    Not a daemon: a process that exits early (a bad line) waits for the load to end, since killing
+    the thread inside Rust aborts the interpreter ("FATAL: exception not rethrown").
+    """
 
     def __init__(self, path: str):
-        super().__init__(daemon=True, name=f"fastokens-load-{path}")
+        super().__init__(daemon=False, name=f"fastokens-load-{path}")
         self.path, self.tokenizer, self.error = path, None, None
 
     def run(self) -> None:

@@ -278,6 +278,9 @@ def _verify_cache(folder: Path) -> list[str]:
         except TokenmillError as exc:
             problems.append(str(exc))
             continue
+        if not isinstance(identifiers, dict):
+            problems.append(f"{description_path}: a JSON {type(identifiers).__name__}, Megatron writes an object")
+            continue
         if kind.startswith("GPTDataset-"):
             problems += _verify_gpt_arrays(folder / stem, identifiers, arrays)
         elif kind.startswith("BlendedDataset-"):
@@ -327,6 +330,8 @@ def _verify_blend_arrays(where: Path, identifiers: dict, arrays: dict) -> list[s
     if set(arrays) != {"dataset_index", "dataset_sample_index"}:
         return [f"{where}: expected dataset_index.npy and dataset_sample_index.npy, found {sorted(arrays)}"]
     dataset_index, sample_index = arrays["dataset_index"], arrays["dataset_sample_index"]
+    if not isinstance(identifiers.get("datasets"), list):
+        return [f"{where}-description.txt: no list of datasets, as Megatron's BlendedDataset writes"]
     problems = []
     if dataset_index.dtype != np.int16 or sample_index.dtype != np.int64:
         problems.append(f"{where}: dtypes {dataset_index.dtype}/{sample_index.dtype}, Megatron writes int16/int64")

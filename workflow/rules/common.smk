@@ -9,8 +9,14 @@ from shlex import quote as shlex_quote
 from snakemake.utils import validate
 
 from tokenmill import FORMAT_VERSIONS
+from tokenmill.blend import check_weights
+from tokenmill.errors import TokenmillError
+from tokenmill.sample_index import parse_split
+from tokenmill.tokenizer import load_tokenizer
 
 
+# The schema ships inside the package (tokenmill sft validates its config with it too); the
+# workflow's copy is a link to it.
 validate(config, schema="../schemas/config.schema.yaml", set_default=True)
 
 NAME = r"[A-Za-z0-9_-]+"
@@ -27,9 +33,23 @@ def _dataset_inputs(name):
     return files
 
 
+def _checked(key, check, *arguments):
+    """Run a tokenmill check on a config value now, so a bad value fails before any job, naming its key."""
+    try:
+        return check(*arguments)
+    except TokenmillError as exc:
+        raise ValueError(f"{key}: {exc}") from None
+
+
+for _name, _tokenizer in config["tokenizers"].items():
+    _checked(f"tokenizers.{_name}", load_tokenizer, _tokenizer["path"], _tokenizer["eod"])
+
 for _name, _dataset in config["datasets"].items():
     if _dataset["tokenizer"] not in config["tokenizers"]:
         raise ValueError(f"datasets.{_name}.tokenizer: {_dataset['tokenizer']!r} is not in tokenizers")
+    if _name.startswith("blend_") and _name.removeprefix("blend_") in config.get("blends", {}):
+        raise ValueError(f"datasets.{_name}: its caches would share data/cache/{_name}/ with blend "
+                         f"{_name.removeprefix('blend_')!r}; rename one of them")
 
 DATASET_INPUTS = {name: _dataset_inputs(name) for name in config["datasets"]}
 SINGLE_FILE_DATASETS = [name for name, files in DATASET_INPUTS.items() if len(files) == 1]
@@ -106,6 +126,7 @@ def megatron_prefix(wildcards):
 SAMPLING = config["sampling"]
 if SAMPLING.get("num_samples") and SAMPLING["epochs"] is not None:
     raise ValueError("sampling: give num_samples or epochs, not both")
+_checked("sampling.split", parse_split, SAMPLING["split"])
 
 
 def sample_index_options(wildcards):
@@ -134,6 +155,7 @@ def _sampling_options(name):
 
 
 for _blend_name, _blend in config["blends"].items():
+    _checked(f"blends.{_blend_name}.weights", check_weights, list(_blend["weights"].values()))
     for _name in _blend["weights"]:
         if _name not in config["datasets"]:
             raise ValueError(f"blends.{_blend_name}.weights: {_name!r} is not in datasets")

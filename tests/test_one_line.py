@@ -1,0 +1,194 @@
+"""One line, never a traceback: every way a user can get an argument, a config or a file wrong.
+
+Each case used to end in a Python traceback, or failed only after packing (issue 9). Now the CLI
+prints one ``tokenmill: error: ...`` line naming the file or key and exits 1 (130 on Ctrl-C), and
+the workflow refuses a bad config at ``snakemake -n``, naming the key.
+"""
+
+import json
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import yaml
+
+from conftest import GPT2, GPT2_EOD, MIXED_JSONL, REPO, run_snakemake, run_tokenmill, tool_env, write_jsonl_bytes
+from tokenmill.pbin import PbinWriter
+
+
+def assert_one_line_error(result, *fragments):
+    assert result.returncode == 1, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("tokenmill: error: ") and "Traceback" not in result.stderr, \
+        result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+@pytest.fixture(scope="module")
+def megatron_dataset(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("megatron")
+    run_tokenmill("pack", MIXED_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", folder / "m.pbin")
+    run_tokenmill("to-megatron", folder / "m.pbin", "-o", folder / "m")
+    return folder
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--seq-length", "0", "sequence length must be 1 to 2147483647, not 0"),
+    ("--seq-length", "-4", "sequence length must be 1 to 2147483647, not -4"),
+    ("--seed", "-1", "seed must be 0 to 4294967295"),
+    ("--seed", "4294967296", "seed must be 0 to 4294967295"),
+])
+@pytest.mark.parametrize("verb", ["sample-index", "blend"])
+def test_sequence_lengths_and_seeds_outside_megatrons_range(tmp_path, megatron_dataset, verb, option, value, message):
+    settings = {"--seq-length": "8", "--seed": "1", option: value}
+    if verb == "sample-index":
+        target, amount = [megatron_dataset / "m"], ["--epochs", "1"]
+    else:
+        target, amount = ["1", megatron_dataset / "m"], ["--num-samples", "5", "--valid-samples", "0",
+                                                         "--test-samples", "0"]
+    result = run_tokenmill(verb, *target, "-o", tmp_path / "cache", *[x for pair in settings.items() for x in pair],
+                           *amount, "--split", "1,0,0", "--vocab-size", "50257", check=False)
+    assert_one_line_error(result, message)
+
+
+@pytest.mark.parametrize("weights, message", [
+    (["0", "0"], "blend weights add up to zero"),
+    (["nan", "1"], "blend weights must be finite numbers ≥ 0, got [nan, 1.0]"),
+    (["inf", "1"], "blend weights must be finite numbers ≥ 0, got [inf, 1.0]"),
+])
+def test_blend_weights_that_cannot_be_normalised(tmp_path, megatron_dataset, weights, message):
+    prefix = megatron_dataset / "m"
+    result = run_tokenmill("blend", weights[0], prefix, weights[1], prefix, "-o", tmp_path / "cache", "--seq-length",
+                           "8", "--seed", "1", "--num-samples", "10", "--valid-samples", "0", "--test-samples", "0",
+                           "--vocab-size", "50257", check=False)
+    assert_one_line_error(result, message)
+
+
+def sft_config(tmp_path, **entry):
+    settings = {"inputs": [str(REPO / "data/raw/chat.jsonl")], "tokenizer": "gpt2",
+                "special_tokens": {"bos_token": GPT2_EOD, "eos_token": GPT2_EOD},
+                "message_construction": ["role", "instruction", "conversations"], "seq_length": 256, **entry}
+    path = tmp_path / "sft.yaml"
+    path.write_text(yaml.safe_dump({"tokenizers": {"gpt2": {"path": str(GPT2)}}, "sft": {"chat": settings}}))
+    return path
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"inputs": []}, "sft.yaml: sft.chat.inputs: [] should be non-empty"),
+    ({"seq_length": "abc"}, "sft.yaml: sft.chat.seq_length: 'abc' is not of type 'integer'"),
+    ({"truncation": "cut"}, "sft.yaml: sft.chat.truncation: 'cut' is not one of ['drop', 'truncate']"),
+    ({"speakers": {}}, "Additional properties are not allowed ('speakers' was unexpected)"),
+])
+def test_sft_config_is_validated_with_the_workflow_schema(tmp_path, entry, message):
+    result = run_tokenmill("sft", sft_config(tmp_path, **entry), "chat", "-o", tmp_path / "chat.pbin", check=False)
+    assert_one_line_error(result, message)
+
+
+def test_sft_skip_keeps_each_reason_and_its_line_numbers(tmp_path):
+    good = {"role": "r", "instruction": "i", "conversations": [{"from": "human", "value": "hi"}]}
+    lines = [json.dumps({**good, "meta": {"x": 2}}).encode(), b'{"role": "r", "instruction": tru',
+             json.dumps({**good, "meta": "a string"}).encode(), json.dumps({**good, "meta": {"x": 1}}).encode()]
+    source = write_jsonl_bytes(tmp_path / "chat.jsonl", lines)
+    config = sft_config(tmp_path, inputs=[str(source)], on_bad_line="skip",
+                        loss_masking_jq_patterns=[".meta | select(.x == 1)"])
+    run_tokenmill("sft", config, "chat", "-o", tmp_path / "chat.pbin")
+    skipped = json.loads((tmp_path / "chat.pbin.meta.json").read_text())["skipped"]
+    assert skipped == {
+        "invalid JSON (unexpected end of data at byte 32)": {"count": 1, "first_lines": [2]},
+        "loss masking pattern '.meta | select(.x == 1)' fails (Cannot iterate over string (\"a string\"))":
+            {"count": 1, "first_lines": [3]}}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"tokenizer": []}, "m.pbin.meta.json: tokenizer must be an object, not []"),
+    ({"tokenizer": {"vocab_size": "x"}}, 'm.pbin.meta.json: tokenizer.vocab_size must be an integer, not "x"'),
+    ({"sources": [1]}, "m.pbin.meta.json: sources[0] must be an object with a string path"),
+    ({"documents": 2.5}, "m.pbin.meta.json: documents must be an integer, not 2.5"),
+])
+def test_sidecars_with_wrong_types_are_named_by_every_reader(tmp_path, megatron_dataset, change, message):
+    meta = json.loads((megatron_dataset / "m.pbin.meta.json").read_text())
+    (tmp_path / "m.pbin").write_bytes((megatron_dataset / "m.pbin").read_bytes())
+    (tmp_path / "m.pbin.meta.json").write_text(json.dumps({**meta, **change}))
+    for verb in (["to-megatron", tmp_path / "m.pbin", "-o", tmp_path / "out"], ["inspect", tmp_path / "m.pbin"],
+                 ["sample-index", megatron_dataset / "m", "-o", tmp_path / "cache", "--seq-length", "8", "--seed", "1",
+                  "--epochs", "1", "--vocab-size-from", tmp_path / "m.pbin.meta.json"]):
+        assert_one_line_error(run_tokenmill(*verb, check=False), message)
+    result = run_tokenmill("verify", tmp_path / "m.pbin", check=False)
+    assert result.returncode == 1 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_cache_description_that_is_not_an_object_is_a_problem_not_a_crash(tmp_path, megatron_dataset):
+    run_tokenmill("sample-index", megatron_dataset / "m", "-o", tmp_path / "cache", "--seq-length", "8", "--seed", "1",
+                  "--epochs", "1", "--split", "1,0,0", "--vocab-size", "50257")
+    import hashlib
+    text = b"[1, 2]"
+    for path in (tmp_path / "cache").iterdir():  # the same files, under the name of a list description
+        path.rename(path.with_name(hashlib.md5(text).hexdigest() + path.name[32:]))
+    next((tmp_path / "cache").glob("*-description.txt")).write_bytes(text)
+    result = run_tokenmill("verify", tmp_path / "cache", check=False)
+    assert result.returncode == 1 and "a JSON list, Megatron writes an object" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_ctrl_c_prints_one_line_removes_temporaries_and_exits_130(tmp_path):
+    corpus = tmp_path / "big.jsonl"
+    corpus.write_bytes(MIXED_JSONL.read_bytes() * 400)
+    process = subprocess.Popen([sys.executable, "-m", "tokenmill.cli", "pack", str(corpus), "--tokenizer", str(GPT2),
+                                "--engine", "hf", "--batch-bytes", "20000", "-o", str(tmp_path / "big.pbin")],
+                               stderr=subprocess.PIPE, text=True, env=tool_env())
+    deadline = time.monotonic() + 60
+    while not list(tmp_path.glob(".big.pbin.tmp*")):  # interrupt once the writer has begun
+        assert time.monotonic() < deadline and process.poll() is None
+        time.sleep(0.02)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130 and stderr == "tokenmill: interrupted\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["big.jsonl"]
+
+
+def test_a_write_error_while_finishing_names_the_output_and_leaves_nothing(tmp_path):
+    with PbinWriter(tmp_path / "tiny.pbin", 2) as writer:  # 10 kB of tokens, a 100 kB Megatron .idx
+        writer.write(np.arange(5000) % 100, np.ones(5000, np.int64))
+        writer.sidecar = {"tokenizer": {"vocab_size": 100}}
+    (tmp_path / "out").mkdir()
+
+    def file_size_limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (50_000, 50_000))
+
+    result = subprocess.run([sys.executable, "-m", "tokenmill.cli", "to-megatron", str(tmp_path / "tiny.pbin"), "-o",
+                             str(tmp_path / "out/t")], preexec_fn=file_size_limit, capture_output=True, text=True,
+                            env=tool_env())
+    assert_one_line_error(result, f"{tmp_path / 'out/t'}: cannot write (File too large)")
+    assert os.listdir(tmp_path / "out") == []
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda c: c["sampling"].update(split="0,0,0"), "sampling.split: split '0,0,0': the weights add up to zero"),
+    (lambda c: c["sampling"].update(split="abc"), "sampling.split: split 'abc': the weights add up to zero"),
+    (lambda c: c["sampling"].update(split="1,1,1,1"), "sampling.split: split '1,1,1,1': at most 3 weights"),
+    (lambda c: c["tokenizers"]["gpt2"].update(eod="<|end|>"), "tokenizers.gpt2: data/tokenizers/gpt2.tokenizer.json: "
+                                                              "EOD token '<|end|>' is not a single token"),
+    (lambda c: c["tokenizers"]["gpt2"].update(path="data/tokenizers"), "tokenizers.gpt2: data/tokenizers: is a "
+                                                                       "directory"),
+    (lambda c: c.update(datasets={**c["datasets"], "blend_m": c["datasets"]["demo"]},
+                        blends={"m": {"weights": {"demo": 1}}}), "datasets.blend_m: its caches would share"),
+    (lambda c: c.update(blends={"m": {"weights": {"demo": 0}}}), "blends.m.weights: blend weights add up to zero"),
+    (lambda c: c["sampling"].update(seeds=[2**32]), "4294967296 is greater than the maximum of 4294967295"),
+    (lambda c: c["sampling"].update(seq_lengths=[2**40]), "1099511627776 is greater than the maximum of 2147483647"),
+], ids=["split-zero", "split-abc", "split-four", "eod", "tokenizer-dir", "blend-name", "blend-zero", "seed",
+        "seq-length"])
+def test_bad_config_values_fail_before_any_job_naming_the_key(workflow_dir, edit, message):
+    config_path = workflow_dir / "config/config.yaml"
+    config = yaml.safe_load(config_path.read_text())
+    edit(config)
+    config_path.write_text(yaml.safe_dump(config))
+    result = run_snakemake(workflow_dir, "-n", check=False)
+    assert result.returncode != 0 and message in result.stdout + result.stderr
+    assert not (workflow_dir / "data/index").exists()
