@@ -5,6 +5,7 @@ import pickle
 import struct
 import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -124,7 +125,10 @@ def test_merging_different_token_widths_is_an_error(tmp_path):
 def test_temporaries_of_dead_writers_are_cleared_and_live_ones_kept(tmp_path):
     zombie = subprocess.Popen(["true"])  # exits and stays unreaped (a killed writer's state) until wait()
     zombie_pid = zombie.pid
-    time.sleep(0.3)
+    deadline = time.monotonic() + 60  # however loaded the machine, wait until it has really exited
+    while Path(f"/proc/{zombie_pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] != b"Z":
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
     final = tmp_path / "x.pbin"
     dead = tmp_path / f".x.pbin.tmp{zombie_pid}"
     live = tmp_path / f".x.pbin.tmp{os.getppid()}"
