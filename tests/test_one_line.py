@@ -171,7 +171,7 @@ def test_a_write_error_while_finishing_names_the_output_and_leaves_nothing(tmp_p
 
 @pytest.mark.parametrize("edit, message", [
     (lambda c: c["sampling"].update(split="0,0,0"), "sampling.split: split '0,0,0': the weights add up to zero"),
-    (lambda c: c["sampling"].update(split="abc"), "sampling.split: split 'abc': the weights add up to zero"),
+    (lambda c: c["sampling"].update(split="abc"), "sampling.split: split 'abc': not a list of numbers"),
     (lambda c: c["sampling"].update(split="1,1,1,1"), "sampling.split: split '1,1,1,1': at most 3 weights"),
     (lambda c: c["tokenizers"]["gpt2"].update(eod="<|end|>"), "tokenizers.gpt2: data/tokenizers/gpt2.tokenizer.json: "
                                                               "EOD token '<|end|>' is not a single token"),

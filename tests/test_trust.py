@@ -386,3 +386,25 @@ def test_a_cache_without_a_fingerprint_is_used_as_megatron_built_it(tmp_path):
     for fingerprint in (tmp_path / "cache").glob("*-tokenmill_fingerprint.json"):
         fingerprint.unlink()
     assert "(found)" in run_tokenmill("sample-index", tmp_path / "x", *arguments).stderr
+
+
+def test_blend_and_nanoset_builder_say_when_they_rebuild_a_part(tmp_path, caplog):
+    lines = MIXED_JSONL.read_bytes().splitlines()
+    corpus = write_jsonl_bytes(tmp_path / "x.jsonl", lines[:40])
+    run_tokenmill("pack", corpus, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "x.pbin")
+    run_tokenmill("to-megatron", tmp_path / "x.pbin", "-o", tmp_path / "x")
+    blend = ["blend", "1", tmp_path / "x", "-o", tmp_path / "cache", "--seq-length", "16", "--seed", "1", "--split",
+             "1,0,0", "--num-samples", "20", "--valid-samples", "0", "--test-samples", "0", "--vocab-size", "50257"]
+    run_tokenmill(*blend)
+    config = NanosetConfig(str(tmp_path / "x"), str(tmp_path / "nanoset"), 16, 1, null_tokenizer_identifiers(50257),
+                           split="1,0,0")
+    NanosetBuilder(config).build()
+    corpus.write_bytes(b"\n".join(lines) + b"\n")
+    run_tokenmill("pack", corpus, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "x.pbin")
+    run_tokenmill("to-megatron", tmp_path / "x.pbin", "-o", tmp_path / "x")
+    result = run_tokenmill(*blend)
+    assert "GPTDataset-train-description.txt: train, " in result.stderr
+    assert "(rebuilt: it had been built for another version of the dataset)" in result.stderr
+    with caplog.at_level("WARNING", logger="tokenmill.datasets"):
+        NanosetBuilder(config).build()
+    assert "the train index cache had been built for another version" in caplog.text

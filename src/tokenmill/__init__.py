@@ -12,7 +12,7 @@ FORMAT_VERSIONS = {
     "raw_index": "modalities-raw-index/1",
     "pbin": "modalities-pbin-0.5.0/2",  # /2: sidecar records the file identity and ignored tokenizer settings
     "mmidx": "megatron-mmidx-v1/1",
-    "sample_index": "megatron-gpt-cache-0.19/1",
+    "sample_index": "megatron-gpt-cache-0.19/2",  # /2: a fingerprint of the .idx beside each split
     "verify": "checks/1",
     "sft": "tokenmill-sft-pbin-pair/2",
 }

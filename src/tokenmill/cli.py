@@ -83,6 +83,10 @@ def _blend(args: argparse.Namespace) -> None:
                                 args.seed, args.split, num_samples, _tokenizer_identifiers(args),
                                 extra=0 if args.no_extra_token else 1, dataset_paths=args.megatron_paths or prefixes)
     _report_caches(args.output, results)
+    for split_name, result in results.items():  # the parts' own caches, where they were not simply found
+        for part in result["parts"]:
+            if part["state"] != "found":
+                _report_caches(args.output, {split_name: part})
 
 
 def _verify(args: argparse.Namespace) -> None:
@@ -164,7 +168,7 @@ def _tokenizer_identifiers(args: argparse.Namespace) -> dict:
         from tokenmill.pbin import read_sidecar
 
         meta = read_sidecar(args.vocab_size_from.removesuffix(".meta.json"))
-        if not meta or "tokenizer" not in meta:
+        if not meta or "vocab_size" not in meta.get("tokenizer", {}):
             raise TokenmillError(f"{args.vocab_size_from}: no .pbin sidecar with a tokenizer vocabulary size")
         return null_tokenizer_identifiers(int(meta["tokenizer"]["vocab_size"]))
     return null_tokenizer_identifiers(args.vocab_size)

@@ -23,6 +23,7 @@ document index is read once, ~0.4 s per million documents) and O(item length) to
 from __future__ import annotations
 
 import itertools
+import logging
 import mmap
 import os
 from dataclasses import dataclass, field
@@ -364,6 +365,10 @@ class NanosetBuilder:
         results = build_gpt_cache(config.prefix, config.cache_dir, config.seq_length, config.seed, config.split,
                                   config.num_samples, config.tokenizer_identifiers,
                                   extra=1 if config.add_extra_token else 0, dataset_path=config.dataset_path)
+        for split, result in results.items():
+            if result["state"] == "rebuilt":
+                logging.getLogger(__name__).warning("%s: the %s index cache had been built for another version "
+                                                    "of %s; rebuilt it", config.cache_dir, split, config.prefix)
         dataset = MMapIndexedDataset(config.prefix)
         return {split: Nanoset(dataset, load_cache(config.cache_dir, result["description"], split), config,
                                _gpt_index_files(config.cache_dir, result["description"], split))

@@ -335,7 +335,7 @@ def pbin_to_megatron(pbin_path: str | os.PathLike, prefix: str | os.PathLike, vo
     pbin = PbinFile(pbin_path)
     if vocab_size is None:
         meta = read_sidecar(pbin_path)
-        if not meta or "tokenizer" not in meta:
+        if not meta or "vocab_size" not in meta.get("tokenizer", {}):
             raise TokenmillError(f"{pbin_path}: no sidecar with the vocabulary size; pass it explicitly")
         vocab_size = int(meta["tokenizer"]["vocab_size"])
     dtype = optimal_dtype(vocab_size)

@@ -79,7 +79,9 @@ def parse_split(split: str) -> list[float]:
     try:
         weights = [float(match) for match in re.findall(r"[.0-9]+", split)]
     except ValueError:
-        raise TokenmillError(f"split {split!r}: not a list of numbers") from None
+        weights = []
+    if not weights:
+        raise TokenmillError(f"split {split!r}: not a list of numbers")
     if len(weights) > len(SPLIT_NAMES):
         raise TokenmillError(f"split {split!r}: at most {len(SPLIT_NAMES)} weights (train, valid, test)")
     weights += [0.0] * (len(SPLIT_NAMES) - len(weights))
