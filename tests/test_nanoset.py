@@ -1,10 +1,13 @@
-"""Nanoset: Megatron GPTDataset samples (spec megatron §3.7) read through tokenmill's cached indices."""
+"""Nanoset: Megatron GPTDataset samples (spec megatron §3.7) read through tokenmill's cached indices.
+
+Small worked examples here; the demo's samples are compared with megatron-core's own
+``GPTDataset.__getitem__`` and ``BlendedDataset`` results in test_megatron_golden.py.
+"""
 
 import numpy as np
 
-from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, run_tokenmill
 from tokenmill.datasets import NanosetBuilder, NanosetConfig
-from tokenmill.mmidx import MMapIndexedDataset, MMapIndexedDatasetBuilder
+from tokenmill.mmidx import MMapIndexedDatasetBuilder
 from tokenmill.sample_index import null_tokenizer_identifiers
 
 EOD = 99
@@ -45,25 +48,6 @@ def test_without_the_extra_token_the_last_label_is_padding(tmp_path):
     assert sample["tokens"].tolist() == [10, 11, EOD, 20]
     assert sample["labels"].tolist() == [11, EOD, 20, 0]  # pad (-1) replaced by 0 ...
     assert sample["loss_mask"].tolist() == [1, 1, 1, 0]  # ... and masked
-
-
-def test_demo_samples_reassemble_the_token_stream(tmp_path):
-    run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "demo.pbin")
-    run_tokenmill("to-megatron", tmp_path / "demo.pbin", "-o", tmp_path / "demo")
-    config = NanosetConfig(str(tmp_path / "demo"), str(tmp_path / "cache"), 256, 42, null_tokenizer_identifiers(50257),
-                           num_samples={"train": 3000}, eod_id=GPT2_EOD_ID)
-    splits = NanosetBuilder(config).build()
-    assert set(splits) == {"train", "valid", "test"} and len(splits["train"]) >= 3000
-    dataset, train = MMapIndexedDataset(tmp_path / "demo"), splits["train"]
-    for i in np.random.default_rng(0).integers(0, len(train), 40):
-        sample, pieces = train[int(i)], train.pieces(int(i))
-        stream = np.concatenate([dataset.get(seq, offset, length) for seq, offset, length in pieces])
-        assert sample["tokens"].tolist() == stream[:-1].tolist() and sample["labels"].tolist() == stream[1:].tolist()
-        boundaries = np.cumsum([length for _, _, length in pieces])[:-1]
-        assert sample["cu_seqlens"].tolist() == [0, *boundaries.tolist(), 256]
-        # every piece but the last is the end of a document: it ends with EOD here, but the
-        # boundaries come from the index, not from finding EOD tokens
-        assert all(stream[end - 1] == GPT2_EOD_ID for end in boundaries)
 
 
 def test_blended_nanoset_draws_samples_from_each_part_by_the_blend_index(tmp_path):
