@@ -154,6 +154,9 @@ def build_sample_index(sizes: np.ndarray, document_index: np.ndarray, seq_length
 
     Returns:
         int32 rows, or int64 when a position or size exceeds 2**31 − 1 (Megatron's choice).
+
+    Raises:
+        TokenmillError: a row with a negative offset, which megatron-core refuses to build.
     """
     total = epochs * tokens_per_epoch - extra
     if drop_last_partial_sequence:
@@ -164,6 +167,13 @@ def build_sample_index(sizes: np.ndarray, document_index: np.ndarray, seq_length
     rows = np.empty((num_samples + 1, 2), dtype=np.int64 if wide else np.int32)
     _kernels.sample_index(np.ascontiguousarray(sizes, dtype=np.int32),
                           np.ascontiguousarray(document_index, dtype=np.int32), seq_length, num_samples, extra, rows)
+    if len(rows) and rows[:, 1].min() < 0:
+        # Keeping a partial last sample whose document index ends on an empty sequence puts its end row
+        # at offset -extra; megatron-core's build_sample_idx asserts offsets >= 0 and builds nothing.
+        row = int(np.argmax(rows[:, 1] < 0))
+        raise TokenmillError(f"sample index row {row} would have offset {int(rows[row, 1])} (the partial last sample "
+                             f"ends on an empty sequence); megatron-core refuses such an index, so tokenmill does too: "
+                             f"drop the partial validation sample or remove empty sequences")
     return rows
 
 
