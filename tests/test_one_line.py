@@ -39,8 +39,8 @@ def megatron_dataset(tmp_path_factory):
 
 
 @pytest.mark.parametrize("option, value, message", [
-    ("--seq-length", "0", "sequence length must be 1 to 2147483647, not 0"),
-    ("--seq-length", "-4", "sequence length must be 1 to 2147483647, not -4"),
+    ("--seq-length", "0", "sequence length must be 2 to 2147483647, not 0"),
+    ("--seq-length", "-4", "sequence length must be 2 to 2147483647, not -4"),
     ("--seed", "-1", "seed must be 0 to 4294967295"),
     ("--seed", "4294967296", "seed must be 0 to 4294967295"),
 ])

@@ -362,13 +362,14 @@ MAX_SEQ_LENGTH = 2**31 - 1  # sample_index rows hold token offsets in int32
 
 
 def check_sampling(seq_length: int, seed: int) -> None:
-    """Refuse a sequence length or seed that Megatron's index building cannot take.
+    """Refuse a sequence length or seed that Megatron's index building cannot take (its C++
+    ``build_sample_idx`` aborts the process on a sequence length of 1).
 
     Raises:
-        TokenmillError: ``seq_length`` outside ``[1, 2**31 - 1]`` or ``seed`` outside ``[0, 2**32 - 1]``.
+        TokenmillError: ``seq_length`` outside ``[2, 2**31 - 1]`` or ``seed`` outside ``[0, 2**32 - 1]``.
     """
-    if not 1 <= seq_length <= MAX_SEQ_LENGTH:
-        raise TokenmillError(f"sequence length must be 1 to {MAX_SEQ_LENGTH}, not {seq_length}")
+    if not 2 <= seq_length <= MAX_SEQ_LENGTH:
+        raise TokenmillError(f"sequence length must be 2 to {MAX_SEQ_LENGTH}, not {seq_length}")
     if not 0 <= seed <= MAX_SEED:
         raise TokenmillError(f"seed must be 0 to {MAX_SEED} (numpy's RandomState, as Megatron seeds it), not {seed}")
 
