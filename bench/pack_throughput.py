@@ -11,8 +11,18 @@ Every figure is end to end, JSONL file to packed file, as a separate process (``
 the peers' command lines), timed by wall clock with the peak RSS of its largest process
 (``RUSAGE_CHILDREN``). Yardstick: Hugging Face ``encode_batch_fast`` on texts already parsed into
 memory, the tokenizer's own threads on every core. Rounds interleave all commands so that the
-machine's drifting speed hits them alike; each figure is the best of its rounds. The outputs of
-the engines are compared byte for byte. MB are 10**6 bytes of JSONL.
+machine's drifting speed hits them alike; each figure is the best of its rounds. MB are 10**6
+bytes of JSONL.
+
+The peers get the same corpus, tokenizer and EOD, and as many worker processes as there are cores:
+both load the tokenizer as a ``PreTrainedTokenizerFast`` from a folder in the scratch directory
+holding the tokenizer.json and a tokenizer_config.json that names the EOD as ``eos_token`` (Megatron
+appends the eos_token's id). Megatron runs ``preprocess_data.py --append-eod``. Modalities runs
+``create_raw_index`` then ``pack_encoded_data`` (which needs that index) in one timed shell, with a
+config generated from the arguments (jq ``.text``, batches of 1000 documents).
+
+Outputs are compared byte for byte (sha256): tokenmill's engines and Modalities' ``.pbin`` with the
+first tokenmill ``.pbin``; Megatron's ``.bin``/``.idx`` with ``tokenmill to-megatron`` of that file.
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ import argparse
 import hashlib
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -73,18 +84,47 @@ sys.exit(code)
 """
 
 
-def peer_commands(args: argparse.Namespace, scratch: str) -> dict[str, list[str]]:
-    """The peers' command lines for the same corpus and tokenizer (as their docs give them)."""
+def peer_commands(args: argparse.Namespace, scratch: Path) -> dict[str, tuple[list[str], list[Path]]]:
+    """The peers' command lines for the same corpus, tokenizer and EOD, each with the files it writes."""
+    folder = scratch / "hf-tokenizer"
+    folder.mkdir()
+    shutil.copyfile(args.tokenizer, folder / "tokenizer.json")
+    (folder / "tokenizer_config.json").write_bytes(
+        orjson.dumps({"tokenizer_class": "PreTrainedTokenizerFast", "eos_token": args.eod}))
     commands = {}
     if args.megatron:
-        commands["Megatron preprocess_data.py"] = [
-            *shlex.split(args.megatron), "--input", str(args.corpus), "--output-prefix", f"{scratch}/megatron",
-            "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", str(args.tokenizer.parent),
-            "--append-eod", "--workers", str(os.cpu_count())]
+        commands["Megatron preprocess_data.py"] = ([
+            *shlex.split(args.megatron), "--input", str(args.corpus), "--output-prefix", str(scratch / "megatron"),
+            "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", str(folder),
+            "--append-eod", "--workers", str(os.cpu_count())],
+            [scratch / "megatron_text_document.bin", scratch / "megatron_text_document.idx"])
     if args.modalities:
-        commands["Modalities pack_encoded_data"] = [
-            *shlex.split(args.modalities), "data", "pack_encoded_data", str(args.modalities_config)]
+        config = scratch / "modalities.yaml"  # JSON is YAML
+        config.write_bytes(orjson.dumps({
+            "settings": {
+                "src_path": str(args.corpus), "dst_path": str(scratch / "modalities.pbin"),
+                "index_path": str(scratch / "modalities.idx"), "jq_pattern": ".text", "num_cpus": os.cpu_count(),
+                "eod_token": args.eod, "processing_batch_size": 1000, "raw_samples_queue_size": 300,
+                "processed_samples_queue_size": 300},
+            "tokenizer": {
+                "component_key": "tokenizer", "variant_key": "pretrained_hf_tokenizer",
+                "config": {"pretrained_model_name_or_path": str(folder), "padding": False, "truncation": False,
+                           "max_length": None, "special_tokens": None}}}))
+        modalities = shlex.split(args.modalities)
+        index = [*modalities, "data", "create_raw_index", str(args.corpus),
+                 "--index_path", str(scratch / "modalities.idx"), "--file_existence_policy", "override"]
+        pack = [*modalities, "data", "pack_encoded_data", str(config), "--file_existence_policy", "override"]
+        commands["Modalities create_raw_index + pack"] = (
+            ["sh", "-c", f"{shlex.join(index)} && {shlex.join(pack)}"], [scratch / "modalities.pbin"])
     return commands
+
+
+def digest(paths: list[Path]) -> str:
+    """sha256 of the files' bytes one after the other, first 16 hex digits."""
+    sha = hashlib.sha256()
+    for path in paths:
+        sha.update(path.read_bytes())
+    return sha.hexdigest()[:16]
 
 
 def main() -> None:
@@ -97,7 +137,6 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--megatron", help="command running Megatron-LM's tools/preprocess_data.py")
     parser.add_argument("--modalities", help="the modalities command of a venv with modalities installed")
-    parser.add_argument("--modalities-config", type=Path, help="its pack_encoded_data YAML for this corpus")
     args = parser.parse_args()
     megabytes = args.corpus.stat().st_size / 1e6
 
@@ -108,21 +147,27 @@ def main() -> None:
     print(f"raw index (warm): {megabytes / ((time.perf_counter() - start) / 5) / 1000:.2f} GB/s")
 
     best: dict[str, tuple[float, float]] = {}
-    with tempfile.TemporaryDirectory() as scratch:
-        commands = {f"tokenmill pack --engine {engine} --workers {workers}": [
+    with tempfile.TemporaryDirectory() as scratch_name:
+        scratch = Path(scratch_name)
+        commands = {f"tokenmill pack --engine {engine} --workers {workers}": ([
             sys.executable, "-m", "tokenmill.cli", "pack", str(args.corpus), "--tokenizer", str(args.tokenizer),
-            "--eod", args.eod, "--engine", engine, "--workers", str(workers), "-o", f"{scratch}/{engine}{workers}.pbin"]
-            for engine in args.engines for workers in args.workers}
+            "--eod", args.eod, "--engine", engine, "--workers", str(workers), "-o", str(output)], [output])
+            for engine in args.engines for workers in args.workers
+            for output in [scratch / f"{engine}{workers}.pbin"]}
         commands.update(peer_commands(args, scratch))
         for _ in range(args.rounds):
             seconds = tokenizer_alone(args.corpus, args.tokenizer)
             best["alone"] = (min(best.get("alone", (seconds,))[0], seconds), float("nan"))
-            for name, command in commands.items():
+            for name, (command, _) in commands.items():
                 seconds, peak = timed(command)
                 if name not in best or seconds < best[name][0]:
                     best[name] = (seconds, peak)
-        digests = {name: hashlib.sha256(Path(command[-1]).read_bytes()).hexdigest()[:16]
-                   for name, command in commands.items() if name.startswith("tokenmill")}
+        reference = next(iter(commands.values()))[1][0]
+        subprocess.run([sys.executable, "-m", "tokenmill.cli", "to-megatron", str(reference),
+                        "-o", str(scratch / "reference")], check=True, capture_output=True)
+        expected = {"pbin": digest([reference]),
+                    "megatron": digest([scratch / "reference.bin", scratch / "reference.idx"])}
+        digests = {name: digest(outputs) for name, (_, outputs) in commands.items()}
     print(f"tokenizer: {args.tokenizer.name}, corpus: {args.corpus.name} ({megabytes:.1f} MB), best of {args.rounds}")
     peers = [name for name in best if not name.startswith(("tokenmill", "alone"))]
     print(f"{'what':48} {'MB/s':>7} {'peak RSS GiB':>13} {'vs HF alone':>12}" + "".join(f"  vs {peer}" for peer in peers))
@@ -130,7 +175,11 @@ def main() -> None:
         label = "HF encode_batch_fast alone (pre-parsed)" if name == "alone" else name
         ratios = "".join(f"  {best[peer][0] / seconds:{len(peer) + 2}.1f}x" for peer in peers)
         print(f"{label:48} {megabytes / seconds:7.2f} {peak:13.2f} {best['alone'][0] / seconds:11.2f}x{ratios}")
-    print(f"output sha256 (first 16 hex): {digests}; identical: {len(set(digests.values())) == 1}")
+    print(f"sha256 (first 16 hex) of the first tokenmill .pbin: {expected['pbin']}, of its to-megatron .bin+.idx: "
+          f"{expected['megatron']}")
+    for name, sha in digests.items():
+        equal = sha == expected["megatron" if name.startswith("Megatron") else "pbin"]
+        print(f"  {name:46} {sha}  {'identical' if equal else 'DIFFERENT'}")
 
 
 if __name__ == "__main__":
