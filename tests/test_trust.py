@@ -17,7 +17,7 @@ import pytest
 import torch
 from tokenizers import Tokenizer
 
-from conftest import (DATA, GPT2, GPT2_EOD, GPT2_EOD_ID, MIXED_JSONL, REPO, run_tokenmill, tool_env,
+from conftest import (DATA, GPT2, GPT2_EOD, GPT2_EOD_ID, MIXED_JSONL, run_tokenmill, tool_env,
                       write_jsonl_bytes)
 from tokenmill.datasets import (BlendedNanoset, MemMapDataset, Nanoset, NanosetBuilder, NanosetConfig,
                                 PackedMemMapDatasetBase)
