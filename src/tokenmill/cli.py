@@ -237,7 +237,7 @@ def build_parser() -> argparse.ArgumentParser:
     pack.add_argument("--on-bad-line", choices=("error", "skip"), default="error",
                       help="stop at a bad line (default) or skip it and count it in the sidecar")
     pack.add_argument("--workers", type=int, default=1, help="tokenizer processes (default: 1)")
-    pack.add_argument("--batch-bytes", type=int, default=1 << 20, help=argparse.SUPPRESS)
+    pack.add_argument("--batch-bytes", type=int, default=4 << 20, help=argparse.SUPPRESS)
     pack.add_argument("--engine", choices=("auto", "hf", "fastokens"), default="auto",
                       help="tokenizer engine: fastokens where proven for the tokenizer, else Hugging Face "
                            "(default: auto)")
