@@ -21,7 +21,7 @@ it is left out and counted by reason in the sidecar and the log. Nothing is ever
 A proof document on which the engines differ stops the run (``on_mismatch="error"``) or has its
 whole input re-encoded with Hugging Face (``"hf"``): no differing id is ever written.
 
-Cost (GPT-2, 100 MB, 2 cores, bench/RESULTS.md): ~40 MB/s end to end with fastokens, of which the
+Cost (GPT-2, 100 MB, 2 cores, bench/RESULTS.md): ~45 MB/s end to end with fastokens, of which the
 encoder ~20 %, the Hugging Face proof ~30 %, JSON parsing and the proof's regexes ~15 %, start-up
 (imports, tokenizer loads) ~25 %; ~6.5 MB/s with Hugging Face alone, which then dominates.
 """
