@@ -558,7 +558,7 @@ def test_cu_seqlens_equal_megatrons_inter_document_masking(root, cache, split, i
 def test_partial_validation_sample_is_padded_like_megatrons(root, cache):
     result = build_gpt_cache(root / DEMO, cache("e"), 512, 1234, "969,30,1", SAMPLES, null_tokenizer_identifiers(50257),
                              dataset_path=DEMO, drop_last_partial_validation_sequence=False)
-    assert result["valid"]["cached"]
+    assert result["valid"]["state"] == "found"
     config = NanosetConfig(str(root / DEMO), str(cache("e")), 512, 1234, null_tokenizer_identifiers(50257),
                            num_samples=SAMPLES, dataset_path=DEMO, eod_id=GPT2_EOD_ID)
     valid = Nanoset(MMapIndexedDataset(root / DEMO), load_cache(cache("e"), result["valid"]["description"], "valid"),

@@ -5,6 +5,7 @@ prints one ``tokenmill: error: ...`` line naming the file or key and exits 1 (13
 the workflow refuses a bad config at ``snakemake -n``, naming the key.
 """
 
+import hashlib
 import json
 import os
 import resource
@@ -126,7 +127,6 @@ def test_sidecars_with_wrong_types_are_named_by_every_reader(tmp_path, megatron_
 def test_a_cache_description_that_is_not_an_object_is_a_problem_not_a_crash(tmp_path, megatron_dataset):
     run_tokenmill("sample-index", megatron_dataset / "m", "-o", tmp_path / "cache", "--seq-length", "8", "--seed", "1",
                   "--epochs", "1", "--split", "1,0,0", "--vocab-size", "50257")
-    import hashlib
     text = b"[1, 2]"
     for path in (tmp_path / "cache").iterdir():  # the same files, under the name of a list description
         path.rename(path.with_name(hashlib.md5(text).hexdigest() + path.name[32:]))

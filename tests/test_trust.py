@@ -4,6 +4,7 @@ Each test is one way tokenmill used to lose or corrupt data while exiting 0 (iss
 and 7-10), written as the user met it.
 """
 
+import hashlib
 import json
 import os
 import pickle
@@ -86,7 +87,6 @@ def test_verify_flags_documents_holding_the_padding_id(tmp_path):
 
 
 def _sha256(path):
-    import hashlib
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 

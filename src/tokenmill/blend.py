@@ -114,8 +114,8 @@ def build_blend_cache(prefixes: list[str], weights: list[float] | None, cache_di
         Others: as :func:`tokenmill.sample_index.build_gpt_cache`.
 
     Returns:
-        Per split: ``{"description", "files", "samples", "cached"}`` of the blend, and ``"parts"``: each
-        dataset's own :func:`build_gpt_cache` result for that split.
+        Per split: ``{"description", "files", "samples", "state"}`` of the blend (``found`` or
+        ``built``), and ``"parts"``: each dataset's own :func:`build_gpt_cache` result for that split.
 
     Raises:
         TokenmillError: too many datasets, missing sizes with weights, a dataset asked for more samples
@@ -173,7 +173,7 @@ def build_blend_cache(prefixes: list[str], weights: list[float] | None, cache_di
             samples = len(dataset_index)
         else:
             samples = len(cached["dataset_index"])
-        results[name] = {"description": text, "samples": samples, "cached": cached is not None,
+        results[name] = {"description": text, "samples": samples, "state": "built" if cached is None else "found",
                          "parts": [dataset[name] for dataset in datasets],
                          "files": cache_file_names(text, name, _CLASS, ("description.txt", "dataset_index.npy",
                                                                         "dataset_sample_index.npy"))}

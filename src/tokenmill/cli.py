@@ -143,7 +143,7 @@ def _sft(args: argparse.Namespace) -> None:
 
 def _report_caches(cache_dir: str, results: dict) -> None:
     for split_name, result in results.items():
-        state = result.get("state") or ("found" if result["cached"] else "built")
+        state = result["state"]
         if state == "rebuilt":
             state = "rebuilt: it had been built for another version of the dataset"
         print(f"{cache_dir}/{result['files']['description.txt']}: {split_name}, {result['samples']} samples ({state})",

@@ -38,7 +38,7 @@ from tokenmill.identity import FileIdentity
 from tokenmill.mmidx import MMapIndexedDataset
 from tokenmill.pbin import PbinFile
 from tokenmill.raw_index import read_index, scan_lines
-from tokenmill.sample_index import build_gpt_cache, cache_file_names, load_cache, load_npy
+from tokenmill.sample_index import build_gpt_cache, cache_file_names, load_npy
 from tokenmill.text import TextSelector
 from tokenmill.tokenizer import load_tokenizer
 
@@ -346,12 +346,11 @@ class NanosetBuilder:
                                     extra=1 if config.add_extra_token else 0, dataset_paths=dataset_paths)
         blends = {}
         for split, result in results.items():
-            parts = [Nanoset(MMapIndexedDataset(prefix), load_cache(config.cache_dir, part["description"], split),
-                             config, _gpt_index_files(config.cache_dir, part["description"], split))
+            parts = [_nanoset(MMapIndexedDataset(prefix), config, part["description"], split)
                      for prefix, part in zip(prefixes, result["parts"])]
-            keys = ("dataset_index", "dataset_sample_index")
-            arrays = load_cache(config.cache_dir, result["description"], split, keys, "BlendedDataset")
-            files = MappedIndices.of_cache(config.cache_dir, result["description"], split, keys, "BlendedDataset")
+            files = MappedIndices.of_cache(config.cache_dir, result["description"], split,
+                                           ("dataset_index", "dataset_sample_index"), "BlendedDataset")
+            arrays = files.load()
             blends[split] = BlendedNanoset(parts, arrays["dataset_index"], arrays["dataset_sample_index"], files)
         return blends
 
@@ -370,14 +369,14 @@ class NanosetBuilder:
                 logging.getLogger(__name__).warning("%s: the %s index cache had been built for another version "
                                                     "of %s; rebuilt it", config.cache_dir, split, config.prefix)
         dataset = MMapIndexedDataset(config.prefix)
-        return {split: Nanoset(dataset, load_cache(config.cache_dir, result["description"], split), config,
-                               _gpt_index_files(config.cache_dir, result["description"], split))
-                for split, result in results.items()}
+        return {split: _nanoset(dataset, config, result["description"], split) for split, result in results.items()}
 
 
-def _gpt_index_files(cache_dir: str, description_text: str, split: str) -> MappedIndices:
-    return MappedIndices.of_cache(cache_dir, description_text, split,
-                                  ("document_index", "sample_index", "shuffle_index"), "GPTDataset")
+def _nanoset(dataset: MMapIndexedDataset, config: NanosetConfig, description_text: str, split: str) -> Nanoset:
+    """The Nanoset of one split over its cached GPTDataset indices, mapped once from their files."""
+    files = MappedIndices.of_cache(config.cache_dir, description_text, split,
+                                   ("document_index", "sample_index", "shuffle_index"), "GPTDataset")
+    return Nanoset(dataset, files.load(), config, files)
 
 
 class BlendedNanoset(Dataset):

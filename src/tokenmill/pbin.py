@@ -148,8 +148,8 @@ def file_identity_problem(pbin_path: str | os.PathLike, expected: dict | None, s
     if not isinstance(expected, dict) or not {"bytes", "data_sha256", "index_sha256"} <= expected.keys():
         return f"{sidecar}: its file entry must hold bytes, data_sha256 and index_sha256"
     try:
-        layout = detect_layout(pbin_path)
         with open(pbin_path, "rb") as handle:
+            layout = _layout_of(handle.fileno(), pbin_path)
             size = os.fstat(handle.fileno()).st_size
             if size != expected["bytes"]:
                 return f"{where} ({size} bytes, the sidecar says {expected['bytes']}); an interrupted write? rebuild it"

@@ -440,7 +440,7 @@ def build_gpt_cache(prefix: str | os.PathLike, cache_dir: str | os.PathLike, seq
         drop_last_partial_validation_sequence: Megatron's default True.
 
     Returns:
-        Per split name: ``{"description", "identifiers", "files", "samples", "cached", "state"}``;
+        Per split name: ``{"description", "identifiers", "files", "samples", "state"}``;
         state is ``found``, ``built``, or ``rebuilt`` (a cache built for another version of the
         dataset, see the module docstring).
 
@@ -483,6 +483,5 @@ def build_gpt_cache(prefix: str | os.PathLike, cache_dir: str | os.PathLike, seq
         else:
             samples = len(cached["shuffle_index"])
         results[split_name] = {"description": text, "identifiers": identifiers, "samples": samples,
-                               "files": cache_file_names(text, split_name), "cached": state == "found",
-                               "state": state}
+                               "files": cache_file_names(text, split_name), "state": state}
     return results

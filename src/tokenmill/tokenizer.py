@@ -16,9 +16,9 @@ The engine (:class:`Encoder`) turns a batch of texts into one flat id array and 
 
 * ``hf``: the ``tokenizers`` package itself (``encode_batch_fast``), ~2.5–5 MB/s per core.
 * ``fastokens``: fastokens 0.3 (Apache-2.0, no dependencies), which reimplements the same
-  ``tokenizer.json`` pipeline in Rust and returns flat ``uint32`` buffers: 128 MB/s per core for
-  GPT-2 and 207 MB/s for Tekken here, with ids equal to HF's on every one of the 21,639 documents
-  of the 100 MB benchmark corpus (bench/RESULTS.md, "Choosing the fast encoder").
+  ``tokenizer.json`` pipeline in Rust and returns flat ``uint32`` buffers: 62 MB/s per thread for
+  GPT-2 and 161 MB/s for Tekken here (HF: 2.1 and 2.3), with ids equal to HF's on every one of the
+  21,639 documents of the 100 MB benchmark corpus (``bench/encoder_compare.py``).
 * ``auto`` (the default): fastokens when :func:`fast_engine_refusal` finds nothing in the
   ``tokenizer.json`` outside what it was proven on (byte-level BPE, no normalizer, ByteLevel/Split
   pre-tokenizers, no dropout or byte fallback, plain added tokens), else HF; the reason is logged.
