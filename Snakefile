@@ -10,7 +10,11 @@ from snakemake.utils import min_version
 min_version("9.0")
 
 
-configfile: "config/config.yaml"
+# The demo matrix, unless a config of your own is given (`--configfile my.yaml` stands alone: the
+# demo's datasets are not added to it).
+if not workflow.overwrite_configfiles:
+
+    configfile: "config/config.yaml"
 
 
 include: "workflow/rules/common.smk"
@@ -20,10 +24,19 @@ include: "workflow/rules/megatron.smk"
 include: "workflow/rules/sample_index.smk"
 include: "workflow/rules/verify.smk"
 include: "workflow/rules/sft.smk"
+include: "workflow/rules/report.smk"
+
+
+report: "workflow/report/workflow.rst"
+
+
+# `all` only collects targets: on a cluster it runs on the submitting host, not through sbatch.
+localrules:
+    all,
 
 
 # Everything the config asks for.
 rule all:
+    default_target: True
     input:
         all_targets(),
-    default_target: True

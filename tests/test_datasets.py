@@ -30,7 +30,9 @@ def test_continuous_blocks_are_modalities_blocks(fifteen_tokens, block_size, reu
     assert len(dataset) == len(starts)
     assert [dataset[i].tolist() for i in range(len(dataset))] == \
         [list(range(100 + s, 100 + s + block_size)) for s in starts]
-    assert dataset[0].dtype == np.int32  # Modalities' in-memory dtype for 2-byte tokens
+    assert dataset[0].dtype == np.int64  # what cross_entropy takes as targets
+    compact = PackedMemMapDatasetContinuous(fifteen_tokens, block_size, reuse_last_target=reuse, compact=True)
+    assert compact[0].dtype == np.int32 and compact[0].tolist() == dataset[0].tolist()  # Modalities' dtype
 
 
 @pytest.mark.parametrize("block_size, message", [(1, "at least 2"), (16, "exceeds the file's 15 tokens")])
@@ -50,7 +52,9 @@ def test_documents_and_lines_agree_on_the_demo_corpus(tmp_path):
         document = documents[i]["input_ids"]
         assert document[-1] == GPT2_EOD_ID
         assert document[:-1].tolist() == lines[i].tolist()
-    assert torch.as_tensor(documents[3]["input_ids"]).dtype == torch.int32
+    assert torch.as_tensor(documents[3]["input_ids"]).dtype == torch.int64
+    compact = PackedMemMapDatasetBase(pbin, sample_key="input_ids", compact=True)
+    assert torch.as_tensor(compact[3]["input_ids"]).dtype == torch.int32
 
 
 def test_memmap_dataset_names_the_bad_line(tmp_path):

@@ -94,6 +94,24 @@ def test_auto_takes_fastokens_only_where_the_tokenizer_json_is_proven(tmp_path):
     assert fast_engine_refusal(gpt2) is None
 
 
+def test_auto_packs_an_input_under_1_mb_with_hugging_face_itself_and_the_same_bytes(tmp_path):
+    lines = (DATA.parent.parent / "data/raw/demo.jsonl").read_bytes().splitlines(keepends=True)
+    small, large = tmp_path / "small.jsonl", tmp_path / "large.jsonl"
+    small.write_bytes(b"".join(lines[:300]))  # ~0.3 MB: loading fastokens would take longer than HF
+    large.write_bytes(b"".join(lines[:1500]))  # ~1.6 MB
+    assert small.stat().st_size < 1 << 20 < large.stat().st_size
+    for path in (small, large):
+        for engine in ("auto", "fastokens"):
+            run_tokenmill("pack", path, "--tokenizer", GPT2, "--eod", GPT2_EOD, "--engine", engine,
+                          "-o", tmp_path / f"{path.stem}.{engine}.pbin")
+        assert (tmp_path / f"{path.stem}.auto.pbin").read_bytes() == (tmp_path / f"{path.stem}.fastokens.pbin").read_bytes()
+    small_engine = read_sidecar(tmp_path / "small.auto.pbin")["engine"]
+    size_mb = small.stat().st_size / 1e6
+    assert (small_engine["name"], small_engine["reason"]) == (
+        "hf", f"engine auto: HF, as this input ({size_mb:.2f} MB) takes it less time than loading fastokens would")
+    assert read_sidecar(tmp_path / "large.auto.pbin")["engine"]["name"] == "fastokens"
+
+
 def test_forcing_fastokens_on_a_tokenizer_it_cannot_load_is_one_line(tmp_path):
     source = write_jsonl_bytes(tmp_path / "x.jsonl", [b'{"text": "hello"}'])
     result = run_tokenmill("pack", source, "--tokenizer", MINILM, "--engine", "fastokens", "-o", tmp_path / "x.pbin",
@@ -138,7 +156,8 @@ def test_a_planted_mismatch_stops_the_job_naming_file_line_and_token(tmp_path, m
     lines = [json.dumps({"text": f"ordinary text {i}"}).encode() for i in range(300)]
     lines[123] = b'{"text": "a planted <|endoftext|> difference"}'
     source = write_jsonl_bytes(tmp_path / "x.jsonl", lines)
-    settings = PackSettings(str(GPT2), eod_token=GPT2_EOD, check_fraction=0.0)
+    # forced: under 1 MB, auto would take Hugging Face itself (see the small-input test)
+    settings = PackSettings(str(GPT2), eod_token=GPT2_EOD, check_fraction=0.0, engine="fastokens")
     with pytest.raises(EngineMismatch, match=rf"{source}:124: fast encoder disagrees with the tokenizer at token 2 "):
         pack([str(source)], str(tmp_path / "x.pbin"), settings, log=lambda message: None)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["x.jsonl"]
@@ -151,7 +170,7 @@ def test_on_mismatch_hf_re_encodes_that_input_with_hugging_face(tmp_path, monkey
                                                              for i in range(200)] + [b'{"text": "planted here"}'])
     settings = dict(eod_token=GPT2_EOD, check_fraction=1.0, batch_bytes=512)
     meta = pack([str(clean), str(planted)], str(tmp_path / "fallback.pbin"),
-                PackSettings(str(GPT2), on_mismatch="hf", **settings), log=lambda message: None)
+                PackSettings(str(GPT2), on_mismatch="hf", engine="fastokens", **settings), log=lambda message: None)
     pack([str(clean), str(planted)], str(tmp_path / "hf.pbin"), PackSettings(str(GPT2), engine="hf", **settings),
          log=lambda message: None)
     assert (tmp_path / "fallback.pbin").read_bytes() == (tmp_path / "hf.pbin").read_bytes()
@@ -167,7 +186,7 @@ def test_a_planted_mismatch_near_a_rare_code_point_is_caught_in_its_line(tmp_pat
     source = write_jsonl_bytes(tmp_path / "x.jsonl", lines)
     with pytest.raises(EngineMismatch, match=rf"{source}:50: fast encoder disagrees with the tokenizer at token 2 "
                                              rf"of a line with rare code points"):
-        pack([str(source)], str(tmp_path / "x.pbin"), PackSettings(str(GPT2), check_fraction=0.0),
+        pack([str(source)], str(tmp_path / "x.pbin"), PackSettings(str(GPT2), check_fraction=0.0, engine="fastokens"),
              log=lambda message: None)
 
 

@@ -1,6 +1,8 @@
 """The Snakemake workflow, driven as a user drives it: a subprocess in a scratch copy."""
 
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -9,6 +11,7 @@ import yaml
 from conftest import REPO, run_snakemake, run_tokenmill
 from tokenmill.mmidx import MMapIndexedDataset
 from tokenmill.pbin import PbinFile, read_sidecar
+from tokenmill.sample_index import load_npy
 
 
 def planned_jobs(workflow_dir) -> set[str]:
@@ -35,14 +38,36 @@ def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(
     time.sleep(1.1)  # mtime resolution
     os.utime(workflow_dir / "data/tokenizers/gpt2.tokenizer.json")
     # everything tokenized depends on the tokenizer, the raw index does not
-    assert planned_jobs(workflow_dir) == {"pack", "megatron", "sample_index", "verify", "sft", "all"}
+    assert planned_jobs(workflow_dir) == {"pack", "megatron", "sample_index", "verify", "report_dataset", "sft", "all"}
     os.utime(workflow_dir / "data/raw/demo.jsonl")
-    assert planned_jobs(workflow_dir) == {"raw_index", "pack", "megatron", "sample_index", "verify", "sft", "all"}
+    assert planned_jobs(workflow_dir) == {"raw_index", "pack", "megatron", "sample_index", "verify", "report_dataset",
+                                          "sft", "all"}
     run_snakemake(workflow_dir)
     assert pbin.read_bytes() == first_build
     assert read_sidecar(workflow_dir / "data/sft/chat.pbin")["documents"] == 65
     megatron = MMapIndexedDataset(workflow_dir / "data/megatron/demo_text_document")
     assert megatron.num_documents == 2990 and megatron.dtype == np.uint16
+
+
+def test_the_report_holds_each_datasets_statistics_histogram_and_caches(workflow_dir):
+    run_snakemake(workflow_dir)
+    page = (workflow_dir / "data/report/demo.html").read_text()
+    assert "<td>documents</td><td class=n>2,990</td>" in page and "<td>tokens</td><td class=n>1,026,497</td>" in page
+    assert "<td>tokens per byte of text</td><td class=n>0.2851</td>" in page  # 1,026,497 tokens / 3,599,934 bytes
+    assert "engine auto: fastokens; 29 documents re-encoded with Hugging Face, 0 mismatches" in page
+    assert "<td>verify</td><td>5 file(s) checked, no problem found</td>" in page
+    # the histogram: one bar per log2 bin up to the longest document (38,093 tokens: bin 15)
+    assert page.count("<rect ") == 16 and "64-127 tokens: 1,305 documents" in page
+    for seq_length in (512, 2048):  # per cache and split: samples (whole epochs: ≥ num_samples), the arguments
+        cache = workflow_dir / f"data/cache/demo/seq{seq_length}_seed1234"
+        shuffle = load_npy(next(cache.glob("*-GPTDataset-train-shuffle_index.npy")))
+        assert len(shuffle) >= 20000
+        assert (f"<td>train</td><td class=n>{len(shuffle):,}</td>" in page and f"<td>{seq_length}</td>"
+                f"<td>1234</td><td>data/megatron/demo_text_document</td>" in page)
+    result = run_snakemake(workflow_dir, "--report", "report.html")
+    assert "Report created" in result.stdout + result.stderr
+    report = (workflow_dir / "report.html").read_text()
+    assert "Datasets" in report and "demo.html" in report
 
 
 def test_multi_file_dataset_packs_each_file_and_merges_in_order(workflow_dir):
@@ -86,6 +111,12 @@ def test_lint_is_clean(workflow_dir):
     assert "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr
 
 
+def test_snakefmt_finds_nothing_to_change():
+    result = subprocess.run([sys.executable, "-m", "snakefmt", "--check", "Snakefile", "workflow/"], cwd=REPO,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_repository_config_is_the_demo_matrix():
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     assert list(config["datasets"]) == ["demo"] and config["datasets"]["demo"]["inputs"] == ["data/raw/demo.jsonl"]
@@ -108,7 +139,7 @@ def test_sampling_matrix_builds_one_cache_per_seed_and_length_and_a_new_seed_bui
     result = run_snakemake(workflow_dir, "-n")
     assert "output: data/cache/demo/seq64_seed3" in result.stdout
     assert "output: data/cache/demo/seq64_seed1" not in result.stdout
-    assert planned_jobs(workflow_dir) == {"sample_index", "verify", "all"}
+    assert planned_jobs(workflow_dir) == {"sample_index", "verify", "report_dataset", "all"}
 
 
 def test_named_blend_builds_megatron_blend_caches(workflow_dir):

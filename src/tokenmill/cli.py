@@ -26,6 +26,7 @@ def _index(args: argparse.Namespace) -> None:
 
 
 def _pack(args: argparse.Namespace) -> None:
+    from tokenmill.jsonl import parse_byte_range
     from tokenmill.pack import PackSettings, pack
 
     if args.index and len(args.index) != len(args.inputs):
@@ -35,7 +36,8 @@ def _pack(args: argparse.Namespace) -> None:
                             workers=args.workers, batch_bytes=args.batch_bytes, engine=args.engine,
                             check_fraction=args.check_fraction, on_mismatch=args.on_mismatch,
                             max_line_bytes=args.max_line_bytes)
-    pack(args.inputs, args.output, settings, indexes=args.index)
+    byte_range = parse_byte_range(args.byte_range) if args.byte_range else None
+    pack(args.inputs, args.output, settings, indexes=args.index, byte_range=byte_range)
 
 
 def _merge(args: argparse.Namespace) -> None:
@@ -141,6 +143,15 @@ def _sft(args: argparse.Namespace) -> None:
           f"{meta['dropped']} dropped, {skipped} lines skipped", file=sys.stderr)
 
 
+def _report(args: argparse.Namespace) -> None:
+    from tokenmill.report import blend_page, dataset_page
+
+    if args.blend:
+        blend_page(args.path, args.output)
+    else:
+        dataset_page(args.path, args.output, verify_stamp=args.verified, caches=args.cache or [])
+
+
 def _report_caches(cache_dir: str, results: dict) -> None:
     for split_name, result in results.items():
         state = result["state"]
@@ -229,7 +240,11 @@ def build_parser() -> argparse.ArgumentParser:
     pack.add_argument("inputs", nargs="+", metavar="INPUT", help="JSONL files, packed in this order")
     pack.add_argument("-o", "--output", required=True, help="output .pbin")
     pack.add_argument("--tokenizer", required=True, help="Hugging Face tokenizer.json")
-    pack.add_argument("--index", action="append", help="raw index of each input, in order (default: scan)")
+    pack.add_argument("--index", action="append",
+                      help="raw index of each input, in order (default: scan; ignored for compressed inputs)")
+    pack.add_argument("--byte-range", metavar="START:END",
+                      help="pack only the lines of the (one, plain) input that start in this byte range; "
+                           "line numbers stay those of the whole file")
     pack.add_argument("--jq", default=".text", help="jq pattern selecting the text (default: .text)")
     pack.add_argument("--eod", help="end-of-document token appended to every document, e.g. '<|endoftext|>'")
     pack.add_argument("--no-special-tokens", action="store_true",
@@ -308,6 +323,14 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("--split", default="train", choices=("train", "valid", "test"))
     inspect.add_argument("--tokenizer", help="tokenizer.json for decoding (default: from the .pbin sidecar)")
     inspect.set_defaults(run=_inspect)
+
+    report = verbs.add_parser("report", help="an HTML page on a build or a blend, for snakemake --report")
+    report.add_argument("path", help=".pbin (a build), or with --blend a blend cache folder")
+    report.add_argument("-o", "--output", required=True, help="the HTML page to write")
+    report.add_argument("--verified", metavar="STAMP", help="the build's verify stamp (data/verified/<name>.ok)")
+    report.add_argument("--cache", action="append", metavar="DIR", help="an index cache folder of the build")
+    report.add_argument("--blend", action="store_true", help="PATH is a blend cache folder")
+    report.set_defaults(run=_report)
     return parser
 
 

@@ -14,9 +14,10 @@
   ``.bin/.idx`` through its cached GPTDataset indices, exactly as megatron-core returns them, plus
   document boundaries (``cu_seqlens``) from the index.
 
-Items are numpy arrays in Modalities' in-memory dtypes (1-byte tokens → uint8, 2 → int32,
-4 → int64) so that ``torch.as_tensor`` works on them directly; pass ``sample_key`` to get
-``{sample_key: array}`` instead. Every item is a slice of a memory map: O(1) to open (the
+Items of the packed datasets are int64 numpy arrays (what ``F.cross_entropy`` takes as targets);
+``compact=True`` gives Modalities' in-memory dtypes instead (1-byte tokens → uint8, 2 → int32,
+4 → int64); pass ``sample_key`` to get ``{sample_key: array}``. ``tokenmill.loader`` has the collate
+functions and a resumable distributed sampler for ``DataLoader``. Every item is a slice of a memory map: O(1) to open (the
 document index is read once, ~0.4 s per million documents) and O(item length) to read.
 """
 
@@ -47,6 +48,10 @@ __all__ = ["MemMapDataset", "PackedMemMapDatasetBase", "PackedMemMapDatasetConti
 
 #: In-memory dtype of items per token width (Modalities' choice: room for signed arithmetic).
 ITEM_DTYPES = {1: np.dtype(np.uint8), 2: np.dtype(np.int32), 4: np.dtype(np.int64)}
+
+
+def _item_dtype(pbin: PbinFile, compact: bool) -> np.dtype:
+    return ITEM_DTYPES[pbin.token_width] if compact else np.dtype(np.int64)
 
 
 def _wrap(item: np.ndarray, sample_key: str | None):
@@ -109,14 +114,15 @@ class PackedMemMapDatasetBase(Dataset):
     Args:
         pbin: the packed file.
         sample_key: return ``{sample_key: tokens}`` instead of ``tokens``.
+        compact: Modalities' item dtypes instead of int64 (see the module docstring).
 
     Raises:
         TokenmillError: the file is not a readable ``.pbin``.
     """
 
-    def __init__(self, pbin: str | os.PathLike, sample_key: str | None = None):
+    def __init__(self, pbin: str | os.PathLike, sample_key: str | None = None, compact: bool = False):
         self.pbin = PbinFile(pbin)
-        self.item_dtype = ITEM_DTYPES[self.pbin.token_width]
+        self.item_dtype = _item_dtype(self.pbin, compact)
         self.sample_key = sample_key
 
     def __len__(self) -> int:
@@ -134,13 +140,14 @@ class PackedMemMapDatasetContinuous(Dataset):
         block_size: tokens per block, ≥ 2 and ≤ the file's tokens.
         reuse_last_target: consecutive blocks overlap by one token (so every token is a target).
         sample_key: return ``{sample_key: block}`` instead of ``block``.
+        compact: Modalities' item dtypes instead of int64 (see the module docstring).
 
     Raises:
         TokenmillError: not a ``.pbin``, or ``block_size`` outside ``[2, tokens]``.
     """
 
     def __init__(self, pbin: str | os.PathLike, block_size: int, reuse_last_target: bool = True,
-                 sample_key: str | None = None):
+                 sample_key: str | None = None, compact: bool = False):
         self.pbin = PbinFile(pbin)
         total_tokens = self.pbin.num_tokens
         if block_size < 2:
@@ -150,7 +157,7 @@ class PackedMemMapDatasetContinuous(Dataset):
         self.block_size = block_size
         self.stride = block_size - 1 if reuse_last_target else block_size
         self.num_blocks = (total_tokens - block_size) // self.stride + 1
-        self.item_dtype = ITEM_DTYPES[self.pbin.token_width]
+        self.item_dtype = _item_dtype(self.pbin, compact)
         self.sample_key = sample_key
 
     def __len__(self) -> int:
@@ -422,18 +429,20 @@ class PackedMemMapDatasetMegatron(Dataset):
         pbin: the packed file.
         block_size: the most tokens per block.
         sample_key: return ``{sample_key: block}`` instead of ``block``.
+        compact: Modalities' item dtypes instead of int64 (see the module docstring).
 
     Raises:
         TokenmillError: not a ``.pbin``, or ``block_size`` < 1.
     """
 
-    def __init__(self, pbin: str | os.PathLike, block_size: int, sample_key: str | None = None):
+    def __init__(self, pbin: str | os.PathLike, block_size: int, sample_key: str | None = None,
+                 compact: bool = False):
         if block_size < 1:
             raise TokenmillError(f"{pbin}: block_size must be at least 1, not {block_size}")
         self.pbin = PbinFile(pbin)
         self.block_size = block_size
         self.sample_key = sample_key
-        self.item_dtype = ITEM_DTYPES[self.pbin.token_width]
+        self.item_dtype = _item_dtype(self.pbin, compact)
         doc_ends = self.pbin.doc_offsets + self.pbin.doc_lengths
         starts, lengths, truncated, doc = [], [], 0, 0
         while doc < self.pbin.num_documents:

@@ -49,7 +49,7 @@ def source_of(meta: dict | None, document: int) -> tuple[str, int | None] | None
             skipped = source.get("skipped", {})
             if any(entry["count"] != len(entry["first_lines"]) for entry in skipped.values()):
                 return source["path"], None  # the sidecar lists only the first skipped lines
-            line = document + 1
+            line = source.get("first_line", 1) + document  # a shard's lines are numbered as in its whole file
             for skipped_line in sorted(n for entry in skipped.values() for n in entry["first_lines"]):
                 if skipped_line <= line:
                     line += 1

@@ -35,6 +35,7 @@ from tokenmill.atomic import AtomicWriter, temporary_name
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import FileIdentity, refuse_inputs_as_outputs
 from tokenmill.pbin import PbinFile, copy_bytes, read_sidecar, sidecar_path
+from tokenmill.progress import Progress
 
 __all__ = ["MMapIndexedDataset", "MMapIndexedDatasetBuilder", "optimal_dtype", "pbin_to_megatron",
            "merge_megatron", "DTYPE_CODES"]
@@ -262,22 +263,25 @@ class MMapIndexedDatasetBuilder(AtomicWriter):
         self._boundaries.append(np.array(other.document_indices[1:], dtype=np.int64) + self._num_sequences)
         self._num_sequences += len(other)
 
-    def add_documents_from_file(self, source, offset: int, doc_lengths: np.ndarray, source_dtype) -> None:
+    def add_documents_from_file(self, source, offset: int, doc_lengths: np.ndarray, source_dtype,
+                                on_copied=None) -> None:
         """Append one-sequence documents whose tokens lie back to back in an open file at ``offset``.
 
         Tokens are block-copied when ``source_dtype`` is the output dtype, else cast block by block;
-        the caller has checked that they fit.
+        the caller has checked that they fit. ``on_copied`` (progress) gets the source bytes of each block.
         """
         source_dtype = np.dtype(source_dtype)
         num_tokens = int(np.sum(doc_lengths))
         if source_dtype == self.dtype:
             source.seek(offset)
-            copy_bytes(source, self._bin, num_tokens * self.dtype.itemsize)
+            copy_bytes(source, self._bin, num_tokens * self.dtype.itemsize, on_copied=on_copied)
         else:
             for start in range(0, num_tokens, _BLOCK_TOKENS):
                 count = min(_BLOCK_TOKENS, num_tokens - start)
                 source.seek(offset + start * source_dtype.itemsize)
                 self._bin.write(np.fromfile(source, dtype=source_dtype, count=count).astype(self.dtype).data)
+                if on_copied is not None:
+                    on_copied(count * source_dtype.itemsize)
         self._lengths.append(np.asarray(doc_lengths, dtype=np.int64))
         self._boundaries.append(self._num_sequences + np.arange(1, len(doc_lengths) + 1, dtype=np.int64))
         self._num_sequences += len(doc_lengths)
@@ -349,9 +353,9 @@ def pbin_to_megatron(pbin_path: str | os.PathLike, prefix: str | os.PathLike, vo
             _check_fits(pbin.tokens[start:start + _BLOCK_TOKENS], dtype,
                         lambda position: f"{pbin_path} document "
                                          f"{int(np.searchsorted(ends, start + position, side='right'))}")
-    with MMapIndexedDatasetBuilder(prefix, dtype) as builder:
-        with pbin.open_data() as source:
-            builder.add_documents_from_file(source, pbin.layout.data_offset, lengths, pbin.dtype)
+    with MMapIndexedDatasetBuilder(prefix, dtype) as builder, pbin.open_data() as source, \
+            Progress(f"to-megatron {pbin_path}", pbin.layout.data_bytes) as progress:
+        builder.add_documents_from_file(source, pbin.layout.data_offset, lengths, pbin.dtype, progress.update)
     return {"documents": len(lengths), "tokens": pbin.num_tokens, "dtype": dtype.name}
 
 

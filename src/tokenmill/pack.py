@@ -29,6 +29,7 @@ encoder ~20 %, the Hugging Face proof ~30 %, JSON parsing and the proof's regexe
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import multiprocessing
 import os
 import signal
@@ -41,9 +42,11 @@ import numpy as np
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import refuse_inputs_as_outputs
+from tokenmill.jsonl import input_compression, lines_in_range, stream_line_batches
 from tokenmill.pbin import LAYOUT_050, TOKEN_DTYPES, PbinWriter, sidecar_path
+from tokenmill.progress import Progress
 from tokenmill.raw_index import read_index, scan_lines
-from tokenmill.text import TextSelector, refuse_compressed
+from tokenmill.text import TextSelector
 from tokenmill.tokenizer import (ENGINES, Encoder, ProofSampler, TokenizerInfo, encode_batch_hf, file_sha256,
                                  first_difference, load_tokenizer, preload_fast_engine)
 
@@ -52,6 +55,10 @@ __all__ = ["PackSettings", "pack", "BAD_LINE_POLICIES", "MISMATCH_POLICIES", "En
 BAD_LINE_POLICIES = ("error", "skip")
 MISMATCH_POLICIES = ("error", "hf")
 _IN_PROCESS_BYTES = 8 << 20  # below this much input, worker processes cost more than they save
+# Loading fastokens takes 0.4 s (GPT-2) to 1.1 s (Tekken), about what Hugging Face needs for 1-3 MB
+# of text on two threads: below this, auto takes Hugging Face (the reference itself, no proof needed).
+_FAST_ENGINE_PAYS_BYTES = 1 << 20
+_COMPRESSION_RATIO = 4  # about what gzip/zstd give on web text: the decompressed size, for the choice above
 _SKIPPED_LINES_KEPT = 20  # line numbers listed per reason in the sidecar
 
 
@@ -163,11 +170,13 @@ def _read_range(path: str, offset: int, length: int) -> bytes:
     return os.pread(handle.fileno(), length, offset)
 
 
-def _tokenize_batch(task: tuple[str, int, np.ndarray, str]) -> tuple[np.ndarray, np.ndarray, list, int]:
+def _tokenize_batch(task: tuple[str, int, np.ndarray, str, bytes | None]) -> tuple[np.ndarray, np.ndarray, list, int]:
     """Tokenize one batch of lines.
 
     Args:
-        task: (path, 1-based number of the first line, ``(n, 2)`` offsets/lengths of the lines, engine).
+        task: (path, 1-based number of the first line, ``(n, 2)`` offsets/lengths of the lines, engine,
+            and the lines' bytes when the parent read them (a compressed input; offsets are then
+            relative to them) or None to read them from ``path``).
 
     Returns:
         (tokens in the output dtype, tokens per kept document, [(line number, reason)] of bad lines,
@@ -178,12 +187,11 @@ def _tokenize_batch(task: tuple[str, int, np.ndarray, str]) -> tuple[np.ndarray,
     """
     if _worker_failure is not None:
         raise _worker_failure
-    path, first_line, lines, engine = task
+    path, first_line, lines, engine, block = task
     max_bytes = _worker.settings.max_line_bytes
-    base = int(lines[0, 0])
-    if lines[:, 1].max() > max_bytes:  # rare: never read an oversized line, read the others one by one
-        block = None
-    else:
+    base = 0
+    if block is None and lines[:, 1].max() <= max_bytes:  # else (rare) read the lines one by one
+        base = int(lines[0, 0])
         block = _read_range(path, base, int(lines[-1, 0] + lines[-1, 1]) - base)
         if len(block) < int(lines[-1, 0] + lines[-1, 1]) - base:
             shorter = [(first_line, "file is shorter than its index says (stale index?)")]
@@ -263,8 +271,9 @@ def _compare(path: str, line_numbers: list[int], fast: list[np.ndarray], referen
 # Parent side: batches in, ordered writes out.
 
 
-def _batches(path: str, lines: np.ndarray, batch_bytes: int, engine: str):
-    """Cut the indexed lines into tasks of about ``batch_bytes`` bytes of whole lines."""
+def _batches(path: str, lines: np.ndarray, first_line: int, batch_bytes: int, engine: str, sizes: deque):
+    """Cut the indexed lines (the first is line ``first_line``) into tasks of about ``batch_bytes``
+    bytes of whole lines, appending each task's bytes to ``sizes``."""
     if not len(lines):
         return
     line_ends = lines[:, 0] + lines[:, 1]
@@ -272,7 +281,8 @@ def _batches(path: str, lines: np.ndarray, batch_bytes: int, engine: str):
                                                                      batch_bytes), side="right")
     bounds = np.unique(np.concatenate([[0], cut_points, [len(lines)]]))
     for start, stop in zip(bounds[:-1], bounds[1:]):
-        yield path, int(start) + 1, lines[start:stop], engine
+        sizes.append(int(line_ends[stop - 1] - lines[start, 0]) + 1)
+        yield path, first_line + int(start), lines[start:stop], engine, None
 
 
 def _ordered_results(tasks, pool, workers: int):
@@ -291,14 +301,17 @@ def _ordered_results(tasks, pool, workers: int):
 
 
 def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list[str] | None = None,
+         byte_range: tuple[int, int] | None = None,
          log: Callable[[str], None] = lambda message: print(message, file=sys.stderr)) -> dict:
     """Tokenize ``inputs`` (in order) into one ``.pbin`` with its sidecar.
 
     Args:
-        inputs: JSONL files.
+        inputs: JSONL files, plain or compressed (gzip, zstd, xz, bzip2; see :mod:`tokenmill.jsonl`).
         out_path: the ``.pbin`` to write (atomically; its sidecar is renamed into place just before it).
         settings: see :class:`PackSettings`.
-        indexes: raw index per input (scanned on the fly where None).
+        indexes: raw index per plain input (scanned on the fly where None; ignored for compressed ones).
+        byte_range: ``(start, end)``: pack only the lines of the one plain input that start in this
+            byte range, numbered as in the whole file (a shard of a big file).
         log: where progress and skip counts go.
 
     Returns:
@@ -306,7 +319,8 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
 
     Raises:
         TokenmillError: a bad line under ``on_bad_line="error"`` (naming file and line), an
-            unreadable input, index or tokenizer, or an output that is one of them.
+            unreadable input, index or tokenizer, a truncated or corrupt archive, a byte range of
+            several or compressed inputs, or an output that is one of the inputs.
     """
     if indexes is not None and len(indexes) != len(inputs):
         raise TokenmillError(f"got {len(indexes)} index files for {len(inputs)} inputs")
@@ -316,9 +330,17 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
     for path in inputs:
         if not os.path.isfile(path):
             raise TokenmillError(f"{path}: input file not found")
-        refuse_compressed(path)
+    compressions = [input_compression(path) for path in inputs]
+    if byte_range is not None and (len(inputs) != 1 or compressions[0]):
+        raise TokenmillError("a byte range needs exactly one plain (uncompressed) JSONL input")
     # Small inputs are tokenized in this process: starting workers would cost more than they save.
-    workers = settings.workers if sum(map(os.path.getsize, inputs)) > _IN_PROCESS_BYTES else 1
+    input_bytes = (sum(os.path.getsize(path) * (1 if compression is None else _COMPRESSION_RATIO)
+                       for path, compression in zip(inputs, compressions))
+                   if byte_range is None else byte_range[1] - byte_range[0])
+    workers = settings.workers if input_bytes > _IN_PROCESS_BYTES else 1
+    small_input = settings.engine == "auto" and input_bytes < _FAST_ENGINE_PAYS_BYTES
+    if small_input:  # the same ids either way: take the engine that finishes first
+        settings = dataclasses.replace(settings, engine="hf")
     with contextlib.ExitStack() as stack:
         pool = None
         if workers > 1:  # one pool for the whole run, started first so that it warms up meanwhile
@@ -328,29 +350,31 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
             preload_fast_engine(settings.tokenizer_path)
         tokenizer = load_tokenizer(settings.tokenizer_path, settings.eod_token)
         encoder = Encoder(tokenizer, settings.engine)
+        if small_input:
+            encoder.reason = (f"engine auto: HF, as this input ({input_bytes / 1e6:.2f} MB) takes it less time than "
+                              f"loading fastokens would")
         if pool is None:
             _init_worker(settings, single_process=True, tokenizer=tokenizer, encoder=encoder)
-        sources = []
-        for number, path in enumerate(inputs):
-            lines = read_index(indexes[number], path) if indexes and indexes[number] else scan_lines(path)
-            sources.append({"path": str(path), "bytes": os.path.getsize(path), "sha256": file_sha256(path),
-                            "lines": len(lines), "documents": 0, "skipped": {}, "_lines": lines})
+        sources = [_plain_source(path, indexes[number] if indexes else None, byte_range) if compression is None
+                   else {"path": str(path), "compression": compression}
+                   for number, (path, compression) in enumerate(zip(inputs, compressions))]
         writer = stack.enter_context(PbinWriter(out_path, tokenizer.token_width))
         for source in sources:
-            lines = source.pop("_lines")
             start = writer.mark()
             try:
-                _pack_source(source, lines, encoder.name, settings, pool, writer)
+                _pack_source(source, encoder.name, settings, pool, writer)
             except EngineMismatch as mismatch:
                 if settings.on_mismatch == "error":
                     raise
                 log(f"{mismatch}; re-encoding {source['path']} with Hugging Face (on_mismatch: hf)")
                 writer.rewind(start)
-                _pack_source(source, lines, "hf", settings, pool, writer)
+                _pack_source(source, "hf", settings, pool, writer)
                 source["mismatch"] = str(mismatch)
             for reason, entry in source["skipped"].items():
                 log(f"{source['path']}: skipped {entry['count']} lines: {reason} "
                     f"(first at line {entry['first_lines'][0]})")
+        for source in sources:
+            source.pop("_lines", None)
         meta = {
             "format": FORMAT_VERSIONS["pbin"],
             "layout": LAYOUT_050,
@@ -362,6 +386,7 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
             "token_width": tokenizer.token_width,
             "text": settings.text,
             "on_bad_line": settings.on_bad_line,
+            "max_line_bytes": settings.max_line_bytes,
             "documents": writer.num_documents,
             "tokens": writer.num_tokens,
             "sources": sources,
@@ -375,27 +400,85 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
     return meta
 
 
-def _pack_source(source: dict, lines: np.ndarray, engine: str, settings: PackSettings, pool,
-                 writer: PbinWriter) -> None:
-    """Tokenize one input into ``writer``, filling its sidecar entry (documents, skipped, checked).
+def _plain_source(path: str, index: str | None, byte_range: tuple[int, int] | None) -> dict:
+    """The sidecar entry of a plain input (or of its byte range), with its lines under ``_lines``.
+
+    A byte range is recorded as the span of the lines it selects, and ``sha256`` hashes that span:
+    a shard job reads and hashes only its own bytes.
+    """
+    lines = read_index(index, path) if index else scan_lines(path)
+    source = {"path": str(path), "bytes": os.path.getsize(path)}
+    first = 0
+    if byte_range is None:
+        source["sha256"] = file_sha256(path)
+    else:
+        first, lines = lines_in_range(lines, *byte_range)
+        span_start = int(lines[0, 0]) if len(lines) else min(byte_range[0], source["bytes"])
+        span_end = min(int(lines[-1, 0] + lines[-1, 1]) + 1, source["bytes"]) if len(lines) else span_start
+        source.update(byte_range=[span_start, span_end], first_line=first + 1,
+                      sha256=file_sha256(path, span_start, span_end))
+    return {**source, "lines": len(lines), "_lines": lines}
+
+
+def _source_tasks(source: dict, engine: str, settings: PackSettings, sizes: deque):
+    """The batches of one input, with the input bytes behind each appended to ``sizes``; a
+    compressed input is decompressed here, and its entry completed at its end."""
+    if "compression" not in source:
+        return _batches(source["path"], source["_lines"], source.get("first_line", 1), settings.batch_bytes, engine,
+                        sizes)
+    return _compressed_tasks(source, engine, settings, sizes)
+
+
+def _compressed_tasks(source: dict, engine: str, settings: PackSettings, sizes: deque):
+    archive: dict = {}
+    compressed_bytes_read = [0]
+    lines = reported = 0
+
+    def count(read: int) -> None:
+        compressed_bytes_read[0] += read
+
+    for first_line, batch_lines, block in stream_line_batches(source["path"], source["compression"],
+                                                              settings.batch_bytes, settings.max_line_bytes, archive,
+                                                              on_read=count):
+        lines += len(batch_lines)
+        sizes.append(compressed_bytes_read[0] - reported)
+        reported = compressed_bytes_read[0]
+        yield source["path"], first_line, batch_lines, engine, block
+    source.update(bytes=archive["bytes"], sha256=archive["sha256"], decompressed_bytes=archive["decompressed_bytes"],
+                  lines=lines)
+
+
+def _source_bytes(source: dict) -> int:
+    """The bytes a source's progress counts: its byte range, or its file (compressed, as stored)."""
+    if "byte_range" in source:
+        return source["byte_range"][1] - source["byte_range"][0]
+    return os.path.getsize(source["path"])
+
+
+def _pack_source(source: dict, engine: str, settings: PackSettings, pool, writer: PbinWriter) -> None:
+    """Tokenize one input into ``writer``, filling its sidecar entry (documents, skipped, checked),
+    and report progress (see :mod:`tokenmill.progress`) as batches are written.
 
     Raises:
-        TokenmillError: a bad line under ``on_bad_line="error"``.
+        TokenmillError: a bad line under ``on_bad_line="error"``, a corrupt archive.
         EngineMismatch: a proof document differs.
     """
     skipped_lines: dict[str, list[int]] = {}
     source.update(engine=engine, documents=0, checked_documents=0)
-    for tokens, lengths, bad, checked in _ordered_results(_batches(source["path"], lines, settings.batch_bytes, engine),
-                                                          pool, settings.workers):
-        if bad and settings.on_bad_line == "error":
-            line_number, reason = bad[0]
-            raise TokenmillError(f"{source['path']}:{line_number}: {reason} "
-                                 f"(on_bad_line: error; use skip to leave such lines out)")
-        for line_number, reason in bad:
-            skipped_lines.setdefault(reason, []).append(line_number)
-        writer.write(tokens, lengths)
-        source["documents"] += len(lengths)
-        source["checked_documents"] += checked
+    sizes: deque = deque()  # input bytes of each batch handed out, in order
+    tasks = _source_tasks(source, engine, settings, sizes)
+    with Progress(f"pack {source['path']}", _source_bytes(source)) as progress:
+        for tokens, lengths, bad, checked in _ordered_results(tasks, pool, settings.workers):
+            if bad and settings.on_bad_line == "error":
+                line_number, reason = bad[0]
+                raise TokenmillError(f"{source['path']}:{line_number}: {reason} "
+                                     f"(on_bad_line: error; use skip to leave such lines out)")
+            for line_number, reason in bad:
+                skipped_lines.setdefault(reason, []).append(line_number)
+            writer.write(tokens, lengths)
+            source["documents"] += len(lengths)
+            source["checked_documents"] += checked
+            progress.update(sizes.popleft(), len(lengths))
     source["skipped"] = {reason: {"count": len(numbers), "first_lines": numbers[:_SKIPPED_LINES_KEPT]}
                          for reason, numbers in sorted(skipped_lines.items())}
 

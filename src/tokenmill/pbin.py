@@ -44,6 +44,7 @@ from tokenmill import FORMAT_VERSIONS, safe_pickle
 from tokenmill.atomic import AtomicWriter, atomic_output, temporary_name
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import FileIdentity, refuse_inputs_as_outputs
+from tokenmill.progress import Progress
 
 __all__ = ["PbinWriter", "PbinFile", "detect_layout", "merge_pbin", "sidecar_path", "read_sidecar",
            "write_sidecar", "TOKEN_DTYPES"]
@@ -223,8 +224,9 @@ class PbinWriter(AtomicWriter):
         self._doc_lengths.append(np.asarray(doc_lengths, dtype=np.int64))
         self.num_tokens += len(tokens)
 
-    def append_file(self, part: "PbinFile") -> None:
-        """Append every document of another ``.pbin`` of the same width by block copy.
+    def append_file(self, part: "PbinFile", on_copied=None) -> None:
+        """Append every document of another ``.pbin`` of the same width by block copy (``on_copied``:
+        see :func:`copy_bytes`).
 
         Raises:
             TokenmillError: the widths differ, or the part's documents do not tile its data
@@ -235,7 +237,7 @@ class PbinWriter(AtomicWriter):
         if not part.documents_tile:
             raise TokenmillError(f"{part.path}: documents do not tile the data section; cannot append it")
         with part.open_data() as source:
-            copy_bytes(source, self._handle, part.layout.data_bytes, self._data_digest)
+            copy_bytes(source, self._handle, part.layout.data_bytes, self._data_digest, on_copied)
         self._doc_lengths.append(part.doc_lengths.astype(np.int64))
         self.num_tokens += part.num_tokens
 
@@ -442,11 +444,12 @@ class PbinFile:
         return self.tokens[offset:offset + length]
 
 
-def copy_bytes(source, target, length: int, digest=None) -> None:
+def copy_bytes(source, target, length: int, digest=None, on_copied=None) -> None:
     """Append ``length`` bytes from ``source``'s current position to ``target``, in 16 MiB blocks.
 
     Plain buffered reads into one reused buffer measured faster here than ``copy_file_range`` or
-    ``sendfile``. ``target`` None only reads; ``digest`` (a hashlib object) is fed every block.
+    ``sendfile``. ``target`` None only reads; ``digest`` (a hashlib object) is fed every block, and
+    ``on_copied`` (progress) is called with each block's size.
 
     Raises:
         TokenmillError: ``source`` ends early.
@@ -460,6 +463,8 @@ def copy_bytes(source, target, length: int, digest=None) -> None:
             target.write(buffer[:got])
         if digest is not None:
             digest.update(buffer[:got])
+        if on_copied is not None:
+            on_copied(got)
         length -= got
 
 
@@ -498,9 +503,10 @@ def merge_pbin(out_path: str | os.PathLike, in_paths: list[str | os.PathLike], f
     if len(tokenizers) > 1:
         raise TokenmillError(f"cannot merge .pbin files made with different tokenizers ({', '.join(map(str, in_paths))})")
     token_width = widths.pop()
-    with PbinWriter(out_path, token_width) as writer:
+    with PbinWriter(out_path, token_width) as writer, \
+            Progress(f"merge {out_path}", sum(part.layout.data_bytes for part in parts)) as progress:
         for part in parts:
-            writer.append_file(part)
+            writer.append_file(part, progress.update)
         writer.sidecar = _merged_sidecar(parts, metas, token_width)
     return {**writer.sidecar, "file": writer.identity}
 
@@ -518,10 +524,17 @@ def _merged_sidecar(parts: list[PbinFile], metas: list[dict | None], token_width
                   for part in parts],
     }
     if known:
-        for key in ("tokenizer", "text", "on_bad_line"):
+        for key in ("tokenizer", "text", "on_bad_line", "max_line_bytes"):
             if key in known[0]:
                 meta[key] = known[0][key]
         meta["sources"] = [source for m in known for source in m.get("sources", [])]
+        engines = [m["engine"] for m in known if isinstance(m.get("engine"), dict)]
+        if engines:
+            names = sorted({engine.get("name") for engine in engines} - {None})
+            meta["engine"] = {"name": "+".join(names), "reason": "; ".join(sorted({engine.get("reason", "")
+                                                                                   for engine in engines})),
+                              "checked_documents": sum(engine.get("checked_documents", 0) for engine in engines),
+                              "mismatches": sum(engine.get("mismatches", 0) for engine in engines)}
         skipped: dict[str, int] = {}
         for m in known:
             for reason, count in m.get("skipped", {}).items():

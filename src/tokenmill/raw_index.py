@@ -25,6 +25,7 @@ from tokenmill import safe_pickle
 from tokenmill.atomic import atomic_output
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import refuse_inputs_as_outputs
+from tokenmill.progress import Progress
 from tokenmill.text import describe_json_error, refuse_compressed
 
 __all__ = ["scan_lines", "build_index", "index_file", "write_index", "read_index", "check_index_matches",
@@ -53,11 +54,14 @@ def scan_lines(path: str | os.PathLike, start: int = 0, end: int | None = None) 
             end = size if end is None else min(end, size)
             if end <= start:
                 return np.empty((0, 2), dtype=np.int64)
-            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
+            with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as mapped, \
+                    Progress(f"index {path}", end - start, item_name="lines") as progress:
                 data = np.frombuffer(mapped, dtype=np.uint8)
-                newlines = [start + block_start + np.flatnonzero(data[start + block_start:
-                                                                      min(start + block_start + _BLOCK_BYTES, end)] == 10)
-                            for block_start in range(0, end - start, _BLOCK_BYTES)]
+                newlines = []
+                for block_start in range(start, end, _BLOCK_BYTES):
+                    block_end = min(block_start + _BLOCK_BYTES, end)
+                    newlines.append(block_start + np.flatnonzero(data[block_start:block_end] == 10))
+                    progress.update(block_end - block_start, len(newlines[-1]))
                 del data  # the mmap cannot close while a numpy view holds it
     except OSError as exc:
         raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None

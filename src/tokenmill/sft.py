@@ -31,6 +31,10 @@ alignment) and drops the conversation when nothing trainable is left. Both are c
 rows; ``position_ids`` restart per conversation and ``cu_seqlens`` (over the flattened batch, padding
 as its own segment) keeps attention inside each one. Cost: tokenization per piece (Rust), O(tokens)
 per batch in the collator.
+
+Only :func:`collate` (and the collators that call it) needs torch, and imports it when called:
+``tokenmill sft`` and any packing never import torch. The datasets are plain map-style datasets
+(``__len__``/``__getitem__``), which torch's ``DataLoader`` takes as they are.
 """
 
 from __future__ import annotations
@@ -42,10 +46,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import orjson
-import torch
-from torch.utils.data import Dataset
 
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.config import validate_sections
@@ -55,6 +59,9 @@ from tokenmill.pbin import LAYOUT_050, PbinFile, PbinWriter, file_identity_probl
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import describe_json_error
 from tokenmill.tokenizer import file_sha256, load_tokenizer
+
+if TYPE_CHECKING:
+    import torch
 
 _SKIPPED_LINES_KEPT = 20  # line numbers listed per reason in the sidecar, as pack does
 
@@ -93,7 +100,7 @@ class Piece:
     value: object
 
 
-class InstructionDataset(Dataset):
+class InstructionDataset:
     """Conversations of a JSONL file, tokenized field by field on access.
 
     Args:
@@ -287,6 +294,8 @@ def collate(conversations: list[tuple[np.ndarray, np.ndarray]], seq_length: int,
     Returns ``input_ids``, ``labels`` (shifted, -100 where not trained), ``attention_mask``, and with
     ``pack`` also ``position_ids`` and ``cu_seqlens``; padding is ``pad_id``, never attended or trained.
     """
+    import torch  # only here: packing conversations must not need torch
+
     rows: list[list[tuple[np.ndarray, np.ndarray]]] = []
     for conversation in conversations:
         if pack and rows and sum(len(t) for t, _ in rows[-1]) + len(conversation[0]) <= seq_length:
@@ -421,7 +430,7 @@ def _config_entry(config: dict, keys: tuple[str, ...], where: str = ""):
     return value
 
 
-class PackedInstructionDataset(Dataset):
+class PackedInstructionDataset:
     """Conversations pre-tokenized by :func:`write_sft`: item i is ``(tokens, trained)`` arrays.
 
     Feed items to :func:`collate` (``dataset.collate(items)``) for the same tensors as the lazy path.

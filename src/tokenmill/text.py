@@ -44,8 +44,9 @@ def refuse_compressed(path: str | os.PathLike) -> None:
     except OSError as exc:
         raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
     if compression:
-        raise TokenmillError(f"{path}: looks like {compression}-compressed data, not JSONL: decompress it first "
-                             f"(the raw index counts bytes of the plain file)")
+        raise TokenmillError(f"{path}: {compression}-compressed data: a raw index (byte offsets, as Modalities' "
+                             f"MemMapDataset reads them) exists only for plain JSONL; `tokenmill pack` reads "
+                             f"the compressed file directly, or decompress it first")
 
 
 def describe_json_error(line: bytes, error: orjson.JSONDecodeError) -> str:

@@ -32,7 +32,6 @@ Cost: parsing the JSON file once (~0.1–1 s for 50k–130k vocabularies), twice
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import itertools
 import os
 import re
@@ -53,12 +52,15 @@ __all__ = ["TokenizerInfo", "load_tokenizer", "token_width_for", "file_sha256", 
 ENGINES = ("auto", "hf", "fastokens")
 
 
-def file_sha256(path: str | os.PathLike) -> str:
-    """Hex sha256 of a file, read in 8 MiB blocks."""
+def file_sha256(path: str | os.PathLike, start: int = 0, end: int | None = None) -> str:
+    """Hex sha256 of a file (or of its bytes ``[start, end)``), read in 8 MiB blocks."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        while block := handle.read(8 << 20):
+        handle.seek(start)
+        remaining = (1 << 62) if end is None else end - start
+        while remaining > 0 and (block := handle.read(min(8 << 20, remaining))):
             digest.update(block)
+            remaining -= len(block)
     return digest.hexdigest()
 
 
@@ -244,6 +246,8 @@ class Encoder:
         """The package versions whose ids this engine produces (recorded in sidecars)."""
         versions = {"tokenizers": tokenizers.__version__}
         if self.name == "fastokens":
+            import importlib.metadata  # 25 ms of imports: only where a sidecar needs it
+
             versions["fastokens"] = importlib.metadata.version("fastokens")
         return versions
 

@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from tokenmill.errors import TokenmillError
+from tokenmill.jsonl import iter_lines, source_sha256
 from tokenmill.mmidx import MMapIndexedDataset
 from tokenmill.pbin import PbinFile, file_identity_problem, read_sidecar, sidecar_path
 from tokenmill.raw_index import read_index
@@ -134,7 +135,7 @@ def _verify_pbin(path: Path) -> list[str]:
             problems.append(f"{path}: {len(missing)} documents do not end with the EOD id {eod_id} "
                             f"(first: document {int(missing[0])})")
     for source in meta.get("sources", []):
-        if "sha256" in source and os.path.isfile(source["path"]) and file_sha256(source["path"]) != source["sha256"]:
+        if "sha256" in source and os.path.isfile(source["path"]) and source_sha256(source) != source["sha256"]:
             problems.append(f"{path}: source {source['path']} has changed since it was packed (sha256 differs)")
     return (problems + _suspicious_tokenizer(path, tokenizer, pbin, offsets, lengths)
             + _suspicious_lengths(path, lengths))
@@ -225,19 +226,19 @@ def verify_against_tokenizer(path: str | os.PathLike, fraction: float) -> tuple[
     sampler, selector = ProofSampler(added, fraction), TextSelector(meta["text"])
     pbin, document, checked = PbinFile(path), 0, 0
     for source in meta["sources"]:
-        if not os.path.isfile(source["path"]) or file_sha256(source["path"]) != source.get("sha256"):
+        if not os.path.isfile(source["path"]) or source_sha256(source) != source.get("sha256"):
             return [f"{path}: source {source['path']} is gone or changed since it was packed; cannot check"], checked
         no_tokens = source.get("skipped", {}).get("text gives no tokens", {"count": 0, "first_lines": []})
         if no_tokens["count"] > len(no_tokens["first_lines"]):
             return [f"{path}: {source['path']} had {no_tokens['count']} lines without tokens, more than the sidecar "
                     f"lists; cannot match its documents to lines"], checked
         texts, line_numbers = [], []
-        with open(source["path"], "rb") as handle:
-            for line_number, line in enumerate(handle, start=1):
-                text, reason = selector.select(line.rstrip(b"\n"))
-                if reason is None and line_number not in no_tokens["first_lines"]:
-                    texts.append(text)
-                    line_numbers.append(line_number)
+        for line_number, line in iter_lines(source["path"], source.get("byte_range"),
+                                            meta.get("max_line_bytes", 1 << 62)):
+            text, reason = selector.select(line)
+            if reason is None and line_number not in no_tokens["first_lines"]:
+                texts.append(text)
+                line_numbers.append(line_number)
         documents, excerpts = sampler.choose(texts)
         chosen = sorted(set(documents) | {i for i, _ in excerpts})  # verify re-encodes whole documents
         references = tokenizer.tokenizer.encode_batch_fast([texts[i] for i in chosen],

@@ -9,19 +9,20 @@ rule megatron:
     output:
         bin="data/megatron/{name}_text_document.bin",
         idx="data/megatron/{name}_text_document.idx",
-    params:
-        format=FORMAT_VERSIONS["mmidx"],
-        prefix=megatron_prefix,
     log:
         "logs/megatron/{name}.log",
     benchmark:
         "benchmarks/megatron/{name}.tsv"
+    wildcard_constraints:
+        name=BUILD,
+    conda:
+        "../envs/tokenmill.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-    conda:
-        "../../environment.yml"
-    wildcard_constraints:
-        name=NAME,
+        mem_mb=document_index_mem_mb,
+        runtime=copy_runtime,
+    params:
+        format=FORMAT_VERSIONS["mmidx"],
+        prefix=megatron_prefix,
     shell:
         "tokenmill to-megatron {input.pbin:q} -o {params.prefix:q} > {log:q} 2>&1"

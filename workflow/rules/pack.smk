@@ -1,53 +1,71 @@
 # ---- Stage 2: tokenize and pack into .pbin (Modalities 0.5.0 layout) + sidecar ----------------
 
 
-# Tokenize one JSONL file (a single-file dataset, or one part of a multi-file one).
+# Tokenize one pack unit: a dataset's file (plain, through its raw index, or compressed, as a
+# stream) or one byte-range shard of a big plain file, with one of the dataset's tokenizers.
 rule pack:
     input:
-        jsonl=stem_jsonl,
-        idx="data/index/{stem}.idx",
-        tokenizer=stem_tokenizer_path,
+        jsonl=unit_jsonl,
+        idx=unit_index,
+        tokenizer=unit_tokenizer_path,
     output:
-        pbin="data/packed/{stem}.pbin",
-        meta="data/packed/{stem}.pbin.meta.json",
+        pbin="data/packed/{unit}.pbin",
+        meta="data/packed/{unit}.pbin.meta.json",
+    log:
+        "logs/pack/{unit}.log",
+    benchmark:
+        "benchmarks/pack/{unit}.tsv"
+    wildcard_constraints:
+        unit=SINGLE_UNIT,
+    conda:
+        "../envs/tokenmill.yaml"
+    threads: pack_threads
+    resources:
+        mem_mb=pack_mem_mb,
+        runtime=tokenize_runtime,
     params:
         format=FORMAT_VERSIONS["pbin"],
         options=pack_options,
-    log:
-        "logs/pack/{stem}.log",
-    benchmark:
-        "benchmarks/pack/{stem}.tsv"
-    threads: 8
-    resources:
-        mem_mb=pack_mem_mb,
-    conda:
-        "../../environment.yml"
-    wildcard_constraints:
-        stem=STEM,
     shell:
-        "tokenmill pack {input.jsonl:q} --index {input.idx:q} --tokenizer {input.tokenizer:q}"
+        "tokenmill pack {input.jsonl:q} --tokenizer {input.tokenizer:q}"
         " {params.options} --workers {threads} -o {output.pbin:q} > {log:q} 2>&1"
 
 
-# Concatenate the parts of a multi-file dataset, in input order, by block copy.
-rule merge_parts:
+# Concatenate the units of a build, in input order, by block copy (one pass over the bytes).
+rule merge_units:
     input:
-        parts=merge_parts,
+        units=merge_units,
+        sidecars=merge_unit_sidecars,
     output:
-        pbin="data/packed/{name}.pbin",
-        meta="data/packed/{name}.pbin.meta.json",
-    params:
-        format=FORMAT_VERSIONS["pbin"],
+        pbin="data/packed/{build}.pbin",
+        meta="data/packed/{build}.pbin.meta.json",
     log:
-        "logs/merge_parts/{name}.log",
+        "logs/merge_units/{build}.log",
     benchmark:
-        "benchmarks/merge_parts/{name}.tsv"
+        "benchmarks/merge_units/{build}.tsv"
+    wildcard_constraints:
+        build=MERGED,
+    conda:
+        "../envs/tokenmill.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-    conda:
-        "../../environment.yml"
-    wildcard_constraints:
-        name=MERGED,
+        mem_mb=document_index_mem_mb,
+        runtime=copy_runtime,
+    params:
+        format=FORMAT_VERSIONS["pbin"],
+        units=merge_units_shell,
     shell:
-        "tokenmill merge {input.parts:q} -o {output.pbin:q} --force > {log:q} 2>&1"
+        "tokenmill merge {params.units} -o {output.pbin:q} --force > {log:q} 2>&1"
+
+
+# The same job for the units of a merged build, whose .pbin are temporary without keep_parts.
+use rule pack as pack_unit with:
+    output:
+        pbin=part_file("data/packed/{unit}.pbin"),
+        meta=part_file("data/packed/{unit}.pbin.meta.json"),
+    log:
+        "logs/pack/{unit}.log",
+    benchmark:
+        "benchmarks/pack/{unit}.tsv"
+    wildcard_constraints:
+        unit=UNIT_OF_MERGED,

@@ -1,24 +1,26 @@
 # ---- Stage 1: raw line index (Modalities create_raw_index format) -----------------------------
 
 
-# One (byte offset, byte length) pair per line of a pack unit's JSONL file.
+# One (byte offset, byte length) pair per line of a plain JSONL input file, shared by every
+# tokenizer and shard of it. Compressed inputs have none: pack reads them as a stream.
 rule raw_index:
     input:
-        jsonl=stem_jsonl,
+        jsonl=file_jsonl,
     output:
         idx="data/index/{stem}.idx",
-    params:
-        format=FORMAT_VERSIONS["raw_index"],
     log:
         "logs/raw_index/{stem}.log",
     benchmark:
         "benchmarks/raw_index/{stem}.tsv"
+    wildcard_constraints:
+        stem=FILE_STEM,
+    conda:
+        "../envs/tokenmill.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-    conda:
-        "../../environment.yml"
-    wildcard_constraints:
-        stem=STEM,
+        mem_mb=line_index_mem_mb,
+        runtime=copy_runtime,
+    params:
+        format=FORMAT_VERSIONS["raw_index"],
     shell:
         "tokenmill index {input.jsonl:q} -o {output.idx:q} > {log:q} 2>&1"

@@ -9,23 +9,24 @@ rule sample_index:
         meta="data/packed/{name}.pbin.meta.json",
     output:
         cache=directory("data/cache/{name}/seq{seq_length}_seed{seed}"),
-    params:
-        format=FORMAT_VERSIONS["sample_index"],
-        prefix=megatron_prefix,
-        options=sample_index_options,
     log:
         "logs/sample_index/{name}/seq{seq_length}_seed{seed}.log",
     benchmark:
         "benchmarks/sample_index/{name}/seq{seq_length}_seed{seed}.tsv"
-    threads: 1
-    resources:
-        mem_mb=4000,
-    conda:
-        "../../environment.yml"
     wildcard_constraints:
-        name=DATASET,
+        name=BUILD,
         seq_length=r"[0-9]+",
         seed=r"[0-9]+",
+    conda:
+        "../envs/tokenmill.yaml"
+    threads: 1
+    resources:
+        mem_mb=cache_mem_mb,
+        runtime=copy_runtime,
+    params:
+        format=FORMAT_VERSIONS["sample_index"],
+        prefix=megatron_prefix,
+        options=sample_index_options,
     shell:
         "tokenmill sample-index {params.prefix:q} -o {output.cache:q} --seq-length {wildcards.seq_length}"
         " --seed {wildcards.seed} {params.options} > {log:q} 2>&1"
@@ -37,22 +38,23 @@ rule blend:
         megatron=blend_megatron_files,
     output:
         cache=directory("data/cache/blend_{blend}/seq{seq_length}_seed{seed}"),
-    params:
-        format=FORMAT_VERSIONS["sample_index"],
-        options=blend_options,
     log:
         "logs/blend/{blend}/seq{seq_length}_seed{seed}.log",
     benchmark:
         "benchmarks/blend/{blend}/seq{seq_length}_seed{seed}.tsv"
-    threads: 1
-    resources:
-        mem_mb=4000,
-    conda:
-        "../../environment.yml"
     wildcard_constraints:
         blend=BLEND,
         seq_length=r"[0-9]+",
         seed=r"[0-9]+",
+    conda:
+        "../envs/tokenmill.yaml"
+    threads: 1
+    resources:
+        mem_mb=cache_mem_mb,
+        runtime=copy_runtime,
+    params:
+        format=FORMAT_VERSIONS["sample_index"],
+        options=blend_options,
     shell:
         "tokenmill blend {params.options} -o {output.cache:q} --seq-length {wildcards.seq_length}"
         " --seed {wildcards.seed} > {log:q} 2>&1"

@@ -9,19 +9,20 @@ rule sft:
         pbin="data/sft/{name}.pbin",
         loss_mask="data/sft/{name}.loss_mask.pbin",
         meta="data/sft/{name}.pbin.meta.json",
-    params:
-        format=FORMAT_VERSIONS["sft"],
-        config=sft_config,
     log:
         "logs/sft/{name}.log",
     benchmark:
         "benchmarks/sft/{name}.tsv"
+    wildcard_constraints:
+        name=SFT,
+    conda:
+        "../envs/tokenmill.yaml"
     threads: 1
     resources:
         mem_mb=2000,
-    conda:
-        "../../environment.yml"
-    wildcard_constraints:
-        name=SFT,
+        runtime=sft_runtime,
+    params:
+        format=FORMAT_VERSIONS["sft"],
+        config=sft_config,
     shell:
         "echo {params.config:q} | tokenmill sft - {wildcards.name} -o {output.pbin:q} > {log:q} 2>&1"

@@ -7,19 +7,20 @@ rule verify:
         files=verify_inputs,
     output:
         stamp="data/verified/{name}.ok",
-    params:
-        format=FORMAT_VERSIONS["verify"],
-        options=verify_options,
     log:
         "logs/verify/{name}.log",
     benchmark:
         "benchmarks/verify/{name}.tsv"
+    wildcard_constraints:
+        name=BUILD,
+    conda:
+        "../envs/tokenmill.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-    conda:
-        "../../environment.yml"
-    wildcard_constraints:
-        name=DATASET,
+        mem_mb=document_index_mem_mb,
+        runtime=copy_runtime,
+    params:
+        format=FORMAT_VERSIONS["verify"],
+        options=verify_options,
     shell:
         "tokenmill verify {params.options} --stamp {output.stamp:q} > {log:q} 2>&1"

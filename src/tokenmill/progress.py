@@ -1,0 +1,89 @@
+"""Progress of a long step: a bar on a terminal, a log line every few seconds elsewhere.
+
+A step that knows its size (bytes of input, say) calls :meth:`Progress.update` as it goes. On a
+terminal (stderr is a TTY) that drives a tqdm bar; otherwise — a Snakemake job's log file — it writes
+one line at most every ``interval`` seconds::
+
+    pack data/raw/web.jsonl: 41.9/100.0 MB (42 %), 9,071 documents, 38.2 MB/s, ETA 0:00:02
+
+and nothing for a step that ends sooner. Cost: one clock read per update.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from datetime import timedelta
+from typing import Callable, TextIO
+
+__all__ = ["Progress"]
+
+# Seconds between log lines; TOKENMILL_PROGRESS_SECONDS changes it (e.g. 60 for a cluster's logs).
+_INTERVAL_SECONDS = 5.0
+
+
+class Progress:
+    """Reports ``done / total`` bytes of a step (plus a count of items, e.g. documents).
+
+    Args:
+        label: what is being done, e.g. ``"pack data/raw/web.jsonl"``.
+        total_bytes: the size of the whole step.
+        stream: where to report (default stderr); a bar is drawn only if it is a terminal.
+        interval: seconds between log lines when it is not (default 5, or TOKENMILL_PROGRESS_SECONDS).
+        item_name: what the counted items are (``"documents"``).
+    """
+
+    def __init__(self, label: str, total_bytes: int, stream: TextIO | None = None,
+                 interval: float | None = None, item_name: str = "documents"):
+        self.label, self.total_bytes, self.item_name = label, max(total_bytes, 1), item_name
+        self.stream = stream or sys.stderr
+        self.interval = interval if interval is not None else float(
+            os.environ.get("TOKENMILL_PROGRESS_SECONDS", _INTERVAL_SECONDS))
+        self.done_bytes, self.items = 0, 0
+        self.started = self.last_report = time.monotonic()
+        self._bar = None
+        if getattr(self.stream, "isatty", lambda: False)():
+            from tqdm import tqdm  # only on a terminal
+
+            self._bar = tqdm(total=total_bytes, desc=label, unit="B", unit_scale=True, unit_divisor=1000,
+                             file=self.stream, leave=False, dynamic_ncols=True)
+
+    def update(self, done_bytes: int, items: int = 0) -> None:
+        """Add ``done_bytes`` and ``items`` to what is done, and report if it is time."""
+        self.done_bytes += done_bytes
+        self.items += items
+        if self._bar is not None:
+            self._bar.update(done_bytes)
+            return
+        now = time.monotonic()
+        if now - self.last_report >= self.interval:
+            self.last_report = now
+            self.stream.write(self.line(now) + "\n")
+            self.stream.flush()
+
+    def line(self, now: float | None = None) -> str:
+        """The progress as one line of text."""
+        elapsed = max((now or time.monotonic()) - self.started, 1e-9)
+        rate = self.done_bytes / elapsed
+        remaining = (self.total_bytes - self.done_bytes) / rate if rate > 0 else 0
+        items = f", {self.items:,} {self.item_name}" if self.items else ""
+        return (f"{self.label}: {self.done_bytes / 1e6:.1f}/{self.total_bytes / 1e6:.1f} MB "
+                f"({100 * self.done_bytes / self.total_bytes:.0f} %){items}, {rate / 1e6:.1f} MB/s, "
+                f"ETA {timedelta(seconds=round(remaining))}")
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+            self._bar = None
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    @staticmethod
+    def callback(progress: "Progress | None") -> Callable[[int], None]:
+        """``progress.update`` for byte counts, or a no-op without a progress."""
+        return progress.update if progress is not None else (lambda done_bytes: None)

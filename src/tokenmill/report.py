@@ -1,0 +1,164 @@
+"""Pages for ``snakemake --report``: what a build holds, in numbers a person checks before training.
+
+* :func:`dataset_page` — one build (``.pbin`` + sidecar, its verify stamp, its index caches): sources,
+  documents, tokens, tokens per byte of text, skipped lines by reason, tokenizer and engine, the
+  verify result, a histogram of document lengths (an inline SVG, log₂ bins of tokens), and per cache
+  folder and split: samples, epochs, and the Megatron arguments it was built for.
+* :func:`blend_page` — one blend cache folder: per split, the weights asked for against the shares
+  of samples each dataset really got (``dataset_index``).
+
+Each page is one self-contained HTML file (no scripts, no external files), written atomically.
+Cost: one read of the ``.pbin`` document index and of each cache's arrays (memory-mapped).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from tokenmill.atomic import atomic_output
+from tokenmill.errors import TokenmillError
+from tokenmill.pbin import PbinFile, read_sidecar
+from tokenmill.sample_index import load_npy
+
+__all__ = ["dataset_page", "blend_page", "length_histogram_svg"]
+
+_STYLE = ("body{font-family:sans-serif;margin:1.5em;max-width:70em}table{border-collapse:collapse;margin:.5em 0 1.5em}"
+          "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}th{background:#f3f3f3}"
+          "td.n{text-align:right;font-variant-numeric:tabular-nums}")
+
+
+def _table(rows: list[tuple], header: tuple | None = None) -> str:
+    def cell(value, tag="td"):
+        numeric = isinstance(value, (int, float)) and not isinstance(value, bool)
+        text = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else (
+            f"{value:.4g}" if isinstance(value, float) else str(value))
+        return f"<{tag}{' class=n' if numeric and tag == 'td' else ''}>{html.escape(text)}</{tag}>"
+    head = "<tr>" + "".join(cell(value, "th") for value in header) + "</tr>" if header else ""
+    return "<table>" + head + "".join("<tr>" + "".join(map(cell, row)) + "</tr>" for row in rows) + "</table>"
+
+
+def length_histogram_svg(doc_lengths: np.ndarray, width: int = 640, height: int = 220) -> str:
+    """An SVG bar chart of document lengths in log₂ bins: bin k holds lengths in ``[2^k, 2^(k+1))``."""
+    lengths = np.asarray(doc_lengths, dtype=np.int64)
+    lengths = lengths[lengths > 0]
+    if not len(lengths):
+        return "<p>(no documents)</p>"
+    bins = np.bincount(np.floor(np.log2(lengths)).astype(np.int64))
+    top, bar = int(bins.max()), width / len(bins)
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 40}" '
+             f'role="img" aria-label="document lengths in tokens">']
+    for k, count in enumerate(bins.tolist()):
+        bar_height = height * count / top
+        x = k * bar
+        parts.append(f'<rect x="{x + 1:.1f}" y="{height - bar_height:.1f}" width="{bar - 2:.1f}" '
+                     f'height="{bar_height:.1f}" fill="#4a7ab8"><title>{2 ** k}-{2 ** (k + 1) - 1} tokens: '
+                     f'{count:,} documents</title></rect>')
+        parts.append(f'<text x="{x + bar / 2:.1f}" y="{height + 14}" font-size="10" text-anchor="middle">'
+                     f'{2 ** k}</text>')
+    parts.append(f'<text x="0" y="{height + 34}" font-size="12">document length in tokens (log₂ bins); '
+                 f'tallest bar: {top:,} documents</text></svg>')
+    return "".join(parts)
+
+
+def _write_page(out_path: str | os.PathLike, title: str, body: str) -> None:
+    page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>")
+    with atomic_output(out_path) as tmp_path:
+        Path(tmp_path).write_text(page, encoding="utf-8")
+
+
+def _text_bytes(source: dict) -> int:
+    if "decompressed_bytes" in source:
+        return source["decompressed_bytes"]
+    if "byte_range" in source:
+        return source["byte_range"][1] - source["byte_range"][0]
+    return source.get("bytes", 0)
+
+
+def dataset_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, verify_stamp: str | None = None,
+                 caches: list[str] = ()) -> None:
+    """Write the report page of one build.
+
+    Raises:
+        TokenmillError: the ``.pbin`` or its sidecar is missing or unreadable.
+    """
+    pbin, meta = PbinFile(pbin_path), read_sidecar(pbin_path)
+    if not meta or "sources" not in meta:
+        raise TokenmillError(f"{pbin_path}: no pack sidecar to report on")
+    text_bytes = sum(_text_bytes(source) for source in meta["sources"])
+    tokenizer, engine = meta.get("tokenizer", {}), meta.get("engine", {})
+    facts = [("documents", pbin.num_documents), ("tokens", pbin.num_tokens),
+             ("text", f"{text_bytes / 1e6:,.1f} MB in {len(meta['sources'])} source(s)"),
+             ("tokens per byte of text", round(pbin.num_tokens / max(text_bytes, 1), 4)),
+             ("mean / median / max document (tokens)",
+              f"{pbin.doc_lengths.mean():,.0f} / {np.median(pbin.doc_lengths):,.0f} / {pbin.doc_lengths.max():,}"
+              if pbin.num_documents else "-"),
+             ("tokenizer", f"{tokenizer.get('path')} (vocabulary {tokenizer.get('vocab_size')}, EOD id "
+                           f"{tokenizer.get('eod_id')}, sha256 {str(tokenizer.get('sha256'))[:12]}…)"),
+             ("engine", f"{engine.get('reason') or engine.get('name')}; {engine.get('checked_documents', 0):,} "
+                        f"documents re-encoded with Hugging Face, {engine.get('mismatches', 0)} mismatches"
+              if engine else "(not recorded)"),
+             ("token width", f"{meta.get('token_width')} bytes")]
+    if verify_stamp:
+        stamp = Path(verify_stamp).read_text(encoding="utf-8").strip().splitlines()
+        facts.append(("verify", f"{len(stamp)} file(s) checked, no problem found" if stamp else "not run"))
+    skipped = sorted(meta.get("skipped", {}).items())
+    body = _table(facts)
+    body += "<h2>Skipped lines</h2>" + (_table(skipped, ("reason", "lines")) if skipped else "<p>none</p>")
+    body += "<h2>Document lengths</h2>" + length_histogram_svg(pbin.doc_lengths)
+    body += "<h2>Sources</h2>" + _table(
+        [(source["path"], source.get("compression", "plain"),
+          "{}-{}".format(*source["byte_range"]) if "byte_range" in source else "whole file",
+          source.get("lines", 0), source.get("documents", 0),
+          sum(entry["count"] for entry in source.get("skipped", {}).values())) for source in meta["sources"]],
+        ("file", "compression", "bytes", "lines", "documents", "skipped lines"))
+    for cache in caches:
+        body += f"<h2>Index caches: {html.escape(str(cache))}</h2>" + _cache_table(Path(cache), pbin.num_documents)
+    _write_page(out_path, f"Dataset {Path(pbin_path).stem}", body)
+
+
+def _cache_table(folder: Path, num_documents: int) -> str:
+    """Per split of a GPTDataset cache folder: samples, epochs, sequence length, seed, the md5 name."""
+    rows = []
+    for description_path in sorted(folder.glob("*-GPTDataset-*-description.txt")):
+        stem = description_path.name[:-len("-description.txt")]
+        description = json.loads(description_path.read_text(encoding="utf-8"))
+        split = description["index_split"]
+        low, high = description["split_matrix"][["train", "valid", "test"].index(split)]
+        split_documents = max(round(high * num_documents) - round(low * num_documents), 1)
+        documents = load_npy(folder / f"{stem}-document_index.npy")
+        samples = load_npy(folder / f"{stem}-shuffle_index.npy")
+        rows.append((split, len(samples), round(len(documents) / split_documents, 2),  # arguments as typed:
+                     str(description["sequence_length"]), str(description["random_seed"]), description["dataset_path"],
+                     stem.split("-")[0]))
+    return _table(rows, ("split", "samples", "epochs", "--seq-length", "--seed", "--data-path", "cache name (md5)"))
+
+
+def blend_page(cache_dir: str | os.PathLike, out_path: str | os.PathLike) -> None:
+    """Write the report page of one blend cache folder: weights asked vs realised shares per split.
+
+    Raises:
+        TokenmillError: the folder holds no BlendedDataset cache.
+    """
+    folder = Path(cache_dir)
+    descriptions = sorted(folder.glob("*-BlendedDataset-*-description.txt"))
+    if not descriptions:
+        raise TokenmillError(f"{folder}: no BlendedDataset cache to report on")
+    body = ""
+    for description_path in descriptions:
+        stem = description_path.name[:-len("-description.txt")]
+        description = json.loads(description_path.read_text(encoding="utf-8"))
+        dataset_index = load_npy(folder / f"{stem}-dataset_index.npy")
+        counts = np.bincount(dataset_index, minlength=len(description["datasets"]))
+        weights = np.asarray(description["weights"], dtype=np.float64)
+        rows = [(part["dataset_path"], round(float(weight / weights.sum()), 4),
+                 round(float(count / max(len(dataset_index), 1)), 4), int(count))
+                for part, weight, count in zip(description["datasets"], weights, counts)]
+        body += (f"<h2>{html.escape(description['split'])}: {len(dataset_index):,} samples</h2>"
+                 + _table(rows, ("dataset", "weight asked", "share realised", "samples")))
+    _write_page(out_path, f"Blend {folder.parent.name.removeprefix('blend_')} ({folder.name})", body)

@@ -1,0 +1,76 @@
+"""Progress of long steps: log lines on a non-terminal, a bar on a terminal."""
+
+from __future__ import annotations
+
+import fcntl
+import io
+import os
+import pty
+import re
+import struct
+import subprocess
+import sys
+import termios
+
+from conftest import DEMO_JSONL, GPT2, GPT2_EOD, run_tokenmill, tool_env
+from tokenmill import progress as progress_module
+from tokenmill.progress import Progress
+
+
+def test_a_log_line_says_bytes_share_items_rate_and_eta(monkeypatch):
+    clock = iter([100.0, 102.0, 104.0])  # start, then two updates 2 s apart
+    monkeypatch.setattr(progress_module.time, "monotonic", lambda: next(clock))
+    out = io.StringIO()
+    progress = Progress("pack x.jsonl", 100_000_000, stream=out, interval=1.0)
+    progress.update(25_000_000, 1000)
+    progress.update(25_000_000, 1500)
+    assert out.getvalue().splitlines() == [
+        "pack x.jsonl: 25.0/100.0 MB (25 %), 1,000 documents, 12.5 MB/s, ETA 0:00:06",
+        "pack x.jsonl: 50.0/100.0 MB (50 %), 2,500 documents, 12.5 MB/s, ETA 0:00:04"]
+
+
+def test_no_line_before_the_interval_has_passed():
+    out = io.StringIO()
+    with Progress("merge", 10, stream=out, interval=3600) as progress:
+        progress.update(10)
+    assert out.getvalue() == ""
+
+
+def test_pack_logs_progress_lines_that_reach_the_whole_file(tmp_path):
+    env_seconds = os.environ.get("TOKENMILL_PROGRESS_SECONDS")
+    os.environ["TOKENMILL_PROGRESS_SECONDS"] = "0"
+    try:
+        result = run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "--batch-bytes", "500000",
+                               "-o", tmp_path / "demo.pbin")
+    finally:
+        if env_seconds is None:
+            del os.environ["TOKENMILL_PROGRESS_SECONDS"]
+        else:
+            os.environ["TOKENMILL_PROGRESS_SECONDS"] = env_seconds
+    lines = [line for line in result.stderr.splitlines() if line.startswith(f"pack {DEMO_JSONL}: ")]
+    shares = [int(re.search(r"\((\d+) %\)", line).group(1)) for line in lines]
+    documents = [int(re.search(r", ([\d,]+) documents,", line).group(1).replace(",", "")) for line in lines]
+    assert len(lines) == 8 and shares == sorted(shares) and shares[-1] == 100
+    assert documents[-1] == 2990 and lines[-1].startswith(f"pack {DEMO_JSONL}: 3.6/3.6 MB (100 %)")
+
+
+def test_on_a_terminal_pack_draws_a_bar(tmp_path):
+    controller, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # a 120-column terminal
+    process = subprocess.Popen([sys.executable, "-m", "tokenmill.cli", "pack", str(DEMO_JSONL), "--tokenizer", str(GPT2),
+                                "--batch-bytes", "500000", "-o", str(tmp_path / "demo.pbin")],
+                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=terminal, env=tool_env())
+    os.close(terminal)
+    screen = b""
+    while True:
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:  # the terminal closed with the process
+            break
+        if not chunk:
+            break
+        screen += chunk
+    assert process.wait() == 0
+    text = screen.decode("utf-8", "replace")
+    assert re.search(r"pack \S+demo\.jsonl: +\d+%\|", text), text  # tqdm's bar: label, share, |###|
+    assert "MB/s, ETA" not in text  # no log lines on a terminal
