@@ -27,10 +27,10 @@ def tool_env() -> dict:
     return env
 
 
-def run_tokenmill(*args, check: bool = True) -> subprocess.CompletedProcess:
-    """Run the `tokenmill` CLI; with ``check``, fail the test on a non-zero exit."""
+def run_tokenmill(*args, check: bool = True, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    """Run the `tokenmill` CLI (in ``cwd``); with ``check``, fail the test on a non-zero exit."""
     result = subprocess.run([sys.executable, "-m", "tokenmill.cli", *map(str, args)], capture_output=True,
-                            text=True, env=tool_env())
+                            text=True, env=tool_env(), cwd=cwd)
     if check and result.returncode != 0:
         raise AssertionError(f"tokenmill {' '.join(map(str, args))} failed:\n{result.stderr}")
     return result

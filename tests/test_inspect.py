@@ -48,3 +48,11 @@ def test_document_and_sample_lead_back_to_their_lines(tmp_path, monkeypatch):
         assert line == sequence + 1 + (sequence >= 10)  # the blank line 11 shifts later documents
         if "tokens [0," in piece:  # a piece from a document's start shows that document's own text
             assert text.startswith(f"document number {sequence}:")
+
+    # the same sample from the .pbin (the workflow's layout leads to its Megatron dataset and cache) and
+    # from the cache folder alone (its description names the dataset)
+    by_pbin = run_tokenmill("inspect", "data/packed/x.pbin", "--sample", "0", "--seq-length", "32", "--seed", "5")
+    by_cache = run_tokenmill("inspect", "data/cache/x/seq32_seed5", "--sample", "0")
+    assert by_pbin.stdout.splitlines() == by_cache.stdout.splitlines() == sample
+    missing = run_tokenmill("inspect", "data/packed/x.pbin", "--sample", "0", check=False)
+    assert missing.returncode == 1 and "--sample needs a cache folder" in missing.stderr

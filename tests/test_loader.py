@@ -157,3 +157,25 @@ def test_a_sampler_that_cannot_fill_a_global_batch_is_refused():
         ResumableSampler(7, 4, 0, 2)
     with pytest.raises(TokenmillError, match="rank 2 of world size 2"):
         ResumableSampler(100, 4, 2, 2)
+
+
+def test_the_readme_dataloader_snippet_runs_with_two_workers(tmp_path, monkeypatch):
+    """The README's DataLoader block, as printed, over the demo's Megatron files."""
+    import re
+
+    from conftest import DEMO_JSONL, GPT2, GPT2_EOD, REPO, run_tokenmill
+
+    readme = (REPO / "README.md").read_text()
+    snippet = re.search(r"<!-- dataloader-snippet -->\n```python\n(.*?)```", readme, re.DOTALL).group(1)
+    assert "num_workers=2" in snippet
+    monkeypatch.chdir(tmp_path)
+    for folder in ("data/packed", "data/megatron"):
+        (tmp_path / folder).mkdir(parents=True)
+    run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", "data/packed/demo.pbin")
+    run_tokenmill("to-megatron", "data/packed/demo.pbin", "-o", "data/megatron/demo_text_document")
+    namespace = {}
+    exec(compile(snippet, "README.md", "exec"), namespace)
+    assert namespace["tokens"].shape == (8, 512) and namespace["tokens"].dtype == torch.int64
+    assert namespace["resumed"].consumed_samples == 24 and namespace["max_seqlen"] <= 512
+    # the resumed sampler goes on with the fourth batch of the uninterrupted order
+    assert list(namespace["resumed"])[:8] == list(ResumableSampler(len(namespace["train"]), 8))[24:32]

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from conftest import GPT2, GPT2_EOD, REPO, TEKKEN, write_jsonl_bytes
 from tokenmill.errors import TokenmillError
 from tokenmill.pbin import PbinFile
+from tokenmill.verify import verify
 from tokenmill.sft import (IGNORE_INDEX, InstructionCollator, InstructionDataset, PackedInstructionDataset,
                            loss_mask_path, write_sft)
 
@@ -115,7 +116,7 @@ def test_bad_conversations_name_file_and_line(tmp_path, line, message):
 def test_bad_configuration_names_the_key():
     with pytest.raises(TokenmillError, match="special_tokens.eos_token: '<eos>' is not a single token"):
         InstructionDataset(CHAT, TEKKEN, FIELDS, {"bos_token": "<s>", "eos_token": "<eos>"})
-    dataset = InstructionDataset(CHAT, TEKKEN, FIELDS, SPECIAL)
+    InstructionDataset(CHAT, TEKKEN, FIELDS, SPECIAL)  # the valid special tokens load
     with pytest.raises(TokenmillError, match="loss_masking_jq_patterns: '.conversations | select\\(' is not valid jq"):
         InstructionCollator(ORDER, [".conversations | select("], SPECIAL, 128)
 
@@ -138,6 +139,15 @@ def test_pretokenized_pair_gives_the_same_tensors_as_the_lazy_path(tmp_path):
     assert meta["documents"] == len(packed) == 65 - meta["dropped"]
     assert meta["truncated"] > 0  # 768 tokens force some truncation on this file
     assert PbinFile(loss_mask_path(tmp_path / "chat.pbin")).token_width == 1
+
+    # verify checks the pair: no EOD asked of conversations, the loss mask against its recorded identity
+    assert verify(tmp_path / "chat.pbin") == []
+    mask = loss_mask_path(tmp_path / "chat.pbin")
+    flags = bytearray(mask.read_bytes())
+    flags[100] = 2
+    mask.write_bytes(bytes(flags))
+    assert verify(tmp_path / "chat.pbin") == [f"{tmp_path / 'chat.pbin.meta.json'}: describes another .pbin than "
+                                              f"{mask} (its tokens differ: data_sha256 mismatch)"]
 
 
 def test_missing_config_key_is_named(tmp_path):

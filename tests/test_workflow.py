@@ -38,13 +38,15 @@ def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(
     time.sleep(1.1)  # mtime resolution
     os.utime(workflow_dir / "data/tokenizers/gpt2.tokenizer.json")
     # everything tokenized depends on the tokenizer, the raw index does not
-    assert planned_jobs(workflow_dir) == {"pack", "megatron", "sample_index", "verify", "report_dataset", "sft", "all"}
+    assert planned_jobs(workflow_dir) == {"pack", "megatron", "sample_index", "verify", "report_dataset", "sft",
+                                          "verify_sft", "all"}
     os.utime(workflow_dir / "data/raw/demo.jsonl")
     assert planned_jobs(workflow_dir) == {"raw_index", "pack", "megatron", "sample_index", "verify", "report_dataset",
-                                          "sft", "all"}
+                                          "sft", "verify_sft", "all"}
     run_snakemake(workflow_dir)
     assert pbin.read_bytes() == first_build
     assert read_sidecar(workflow_dir / "data/sft/chat.pbin")["documents"] == 65
+    assert (workflow_dir / "data/verified/sft/chat.ok").exists()
     megatron = MMapIndexedDataset(workflow_dir / "data/megatron/demo_text_document")
     assert megatron.num_documents == 2990 and megatron.dtype == np.uint16
 
@@ -162,6 +164,21 @@ def test_named_blend_builds_megatron_blend_caches(workflow_dir):
     assert len(dataset_index) == 2000 and np.bincount(dataset_index).tolist() == [1400, 600]
     description = next(cache.glob("*-BlendedDataset-train-description.txt")).read_text()
     assert '"dataset_path": "data/megatron/a_text_document"' in description
+    assert (workflow_dir / "data/verified/blend/mix.ok").exists()
+    # the hand-off: what a Megatron job passes to find this cache
+    arguments = [line for line in (cache / "megatron_args.txt").read_text().splitlines() if not line.startswith("#")]
+    assert arguments == ["--data-path 0.7 data/megatron/a_text_document 0.3 data/megatron/b_text_document",
+                         "--data-cache-path data/cache/blend_mix/seq128_seed7", "--split 969,30,1",
+                         "--seq-length 128", "--seed 7", "--train-samples 2000", "--tokenizer-type NullTokenizer",
+                         "--vocab-size 50257"]
+    # a blend sample traced through the blend's indices to a dataset, its sample, and source lines
+    shown = run_tokenmill("inspect", "data/cache/blend_mix/seq128_seed7", "--sample", "1", cwd=workflow_dir).stdout
+    header, pieces = shown.splitlines()[0], [line for line in shown.splitlines() if line.startswith("  sequence ")]
+    part, part_sample = int(dataset_index[1]), int(np.load(next(cache.glob("*-BlendedDataset-train-dataset_sample_index.npy")))[1])
+    name = "ab"[part]
+    assert header == f"sample 1 of the train blend = dataset {part} (data/megatron/{name}_text_document), " \
+                     f"its sample {part_sample}"
+    assert pieces and all(f"from data/raw/{name}.jsonl line " in piece for piece in pieces)
 
 
 def _outputs(workflow_dir) -> dict[str, bytes]:

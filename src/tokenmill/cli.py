@@ -73,6 +73,7 @@ def _to_megatron(args: argparse.Namespace) -> None:
 
 def _blend(args: argparse.Namespace) -> None:
     from tokenmill.blend import build_blend_cache, parse_blend
+    from tokenmill.handoff import write_megatron_args
 
     if args.epochs not in (None, 1):
         raise TokenmillError("blend: --epochs supports 1 (each part one epoch); give sample counts otherwise")
@@ -89,6 +90,11 @@ def _blend(args: argparse.Namespace) -> None:
         for part in result["parts"]:
             if part["state"] != "found":
                 _report_caches(args.output, {split_name: part})
+    paths = args.megatron_paths or prefixes  # as the training job spells them
+    data_path = paths if weights is None else [item for pair in zip(args.blend[0::2], paths) for item in pair]
+    write_megatron_args(args.output, data_path, args.seq_length, args.seed, args.split,
+                        {name: num_samples.get(name) for name in results}, _tokenizer_identifiers(args),
+                        extra=0 if args.no_extra_token else 1)
 
 
 def _verify(args: argparse.Namespace) -> None:
@@ -112,13 +118,7 @@ def _inspect(args: argparse.Namespace) -> None:
     from tokenmill import inspect
 
     if args.sample is not None:
-        prefix = _prefix(args.path)
-        cache = args.cache
-        if cache is None:
-            if args.seq_length is None or args.seed is None:
-                raise TokenmillError("--sample needs --cache, or --seq-length and --seed to find the workflow's cache")
-            cache = f"data/cache/{os.path.basename(prefix).removesuffix('_text_document')}/" \
-                    f"seq{args.seq_length}_seed{args.seed}"
+        prefix, cache = inspect.sample_target(args.path, args.cache, args.seq_length, args.seed)
         lines = inspect.show_sample(prefix, args.sample, cache, args.split, args.tokenizer)
     elif args.doc is not None:
         lines = inspect.show_document(args.path, args.doc, args.tokenizer)
@@ -186,6 +186,7 @@ def _tokenizer_identifiers(args: argparse.Namespace) -> dict:
 
 
 def _sample_index(args: argparse.Namespace) -> None:
+    from tokenmill.handoff import write_megatron_args
     from tokenmill.sample_index import build_gpt_cache, num_samples_for_epochs
 
     prefix = _prefix(args.prefix)
@@ -198,6 +199,9 @@ def _sample_index(args: argparse.Namespace) -> None:
                               _tokenizer_identifiers(args), extra=0 if args.no_extra_token else 1,
                               dataset_path=args.megatron_path_prefix)
     _report_caches(args.output, results)
+    write_megatron_args(args.output, [args.megatron_path_prefix or prefix], args.seq_length, args.seed, args.split,
+                        {name: num_samples.get(name) for name in results}, _tokenizer_identifiers(args),
+                        extra=0 if args.no_extra_token else 1)
 
 
 def _add_index_options(parser: argparse.ArgumentParser) -> None:
@@ -314,7 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     sft.set_defaults(run=_sft)
 
     inspect = verbs.add_parser("inspect", help="show a file's header and counts, a document, or a training sample")
-    inspect.add_argument("path", help=".pbin, raw .idx, or Megatron prefix")
+    inspect.add_argument("path", help=".pbin, raw .idx, Megatron prefix, or (with --sample) an index cache folder")
     inspect.add_argument("--doc", type=int, help="show document I, decoded, with its source file and line")
     inspect.add_argument("--sample", type=int, help="show sample K of a split: its pieces, decoded, with sources")
     inspect.add_argument("--seq-length", type=int, help="with --sample: find data/cache/<name>/seq<L>_seed<S>")

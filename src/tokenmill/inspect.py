@@ -4,7 +4,10 @@
   dataset.
 * ``show_document(path, i)``: document ``i`` decoded, with the source file and line it came from.
 * ``show_sample(prefix, k, cache)``: sample ``k`` of a split, resolved through the cached indices
-  into the (sequence, offset, length) pieces it is made of, each with its source file and line.
+  into the (sequence, offset, length) pieces it is made of, each with its source file and line; a
+  blend's sample first through its ``dataset_index``/``dataset_sample_index`` to the dataset and
+  sample it is drawn from. ``sample_target`` finds the dataset and cache folder from a ``.pbin``,
+  a Megatron prefix or a cache folder.
 
 Provenance: the ``.pbin`` sidecar lists the sources in order with their document counts and the
 line numbers of skipped lines, so document ``i`` maps to a file and a line exactly (when more lines
@@ -26,7 +29,7 @@ from tokenmill.mmidx import MMapIndexedDataset
 from tokenmill.pbin import PbinFile, read_sidecar
 from tokenmill.raw_index import read_index
 
-__all__ = ["describe", "show_document", "show_sample", "source_of", "pbin_of_megatron"]
+__all__ = ["describe", "show_document", "show_sample", "sample_target", "source_of", "pbin_of_megatron"]
 
 _SNIPPET = 160
 
@@ -139,28 +142,110 @@ def show_document(path: str | os.PathLike, document: int, tokenizer_path: str | 
     return lines
 
 
-def show_sample(prefix: str | os.PathLike, sample: int, cache: str | os.PathLike, split: str = "train",
+def sample_target(path: str | os.PathLike, cache: str | os.PathLike | None = None, seq_length: int | None = None,
+                  seed: int | None = None) -> tuple[Path | None, Path]:
+    """(Megatron prefix or None, cache folder) that ``inspect PATH --sample K`` reads.
+
+    ``path`` is a cache folder (its descriptions name the dataset), a Megatron prefix or a ``.pbin``
+    of the workflow's layout (``data/packed/<b>.pbin`` → ``data/megatron/<b>_text_document``); without
+    ``cache`` the folder is the workflow's ``data/cache/<b>/seq<L>_seed<S>``.
+
+    Raises:
+        TokenmillError: a ``.pbin`` without its Megatron dataset, or no way to find the cache folder.
+    """
+    path = Path(path)
+    if path.is_dir() and cache is None:
+        return None, path
+    if path.suffix == ".pbin":
+        build = path.name[:-len(".pbin")]
+        prefix = path.parent.parent / "megatron" / f"{build}_text_document"
+        if not prefix.with_name(prefix.name + ".idx").exists():
+            raise TokenmillError(f"{path}: samples come from its Megatron dataset, and {prefix}.idx does not exist")
+    else:
+        prefix = path.with_suffix("") if path.suffix in (".bin", ".idx") else path
+        build = prefix.name.removesuffix("_text_document")
+    if cache is None:
+        if seq_length is None or seed is None:
+            raise TokenmillError("--sample needs a cache folder: --cache, or --seq-length and --seed to find the "
+                                 "workflow's data/cache/<name>/seq<L>_seed<S>")
+        cache = prefix.parent.parent / "cache" / build / f"seq{seq_length}_seed{seed}"
+    return prefix, Path(cache)
+
+
+def _local_prefix(dataset_path: str, cache: Path) -> Path:
+    """The Megatron dataset a cache description names, here: the path as hashed when it exists, else
+    the same name in the workflow's ``data/megatron/`` (the hashed path is how the training job spells
+    it, e.g. on a cluster file system)."""
+    candidates = [Path(dataset_path), cache.resolve().parent.parent.parent / "megatron" / Path(dataset_path).name]
+    for candidate in candidates:
+        if candidate.with_name(candidate.name + ".idx").exists():
+            return candidate
+    raise TokenmillError(f"{cache}: its dataset {dataset_path} is not here (looked for "
+                         f"{' and '.join(f'{candidate}.idx' for candidate in candidates)})")
+
+
+def _descriptions(cache: Path, class_name: str, split: str) -> list[tuple[Path, str]]:
+    return [(path, path.read_text(encoding="utf-8"))
+            for path in sorted(cache.glob(f"*-{class_name}-{split}-description.txt"))]
+
+
+def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.PathLike, split: str = "train",
                 tokenizer_path: str | None = None) -> list[str]:
     """Sample ``sample`` of a split: the pieces of sequences it is made of, decoded, with their sources.
 
+    A blend cache folder traces the blend's sample to the dataset and sample it is drawn from first.
+
     Args:
-        prefix: the Megatron dataset.
+        prefix: the Megatron dataset, or None to take it from the cache's description.
         sample: the sample number as the trainer sees it (before the shuffle index maps it).
-        cache: the folder with the split's GPTDataset cache.
+        cache: the folder with the split's GPTDataset or BlendedDataset cache.
         split: ``train``, ``valid`` or ``test``.
 
     Raises:
         TokenmillError: no (or more than one) cache of that split in ``cache``, or ``sample`` out of range.
     """
+    from tokenmill.sample_index import load_cache
+
+    cache = Path(cache)
+    blends = _descriptions(cache, "BlendedDataset", split)
+    if len(blends) > 1:
+        raise TokenmillError(f"{cache}: {len(blends)} BlendedDataset {split} caches; expected one")
+    if blends and prefix is None:
+        (description_path, text), = blends
+        arrays = load_cache(cache, text, split, ("dataset_index", "dataset_sample_index"), "BlendedDataset")
+        if arrays is None:
+            raise TokenmillError(f"{description_path}: its dataset_index/dataset_sample_index files are missing")
+        if not 0 <= sample < len(arrays["dataset_index"]):
+            raise TokenmillError(f"{cache}: the {split} blend has {len(arrays['dataset_index'])} samples, "
+                                 f"no sample {sample}")
+        part, part_sample = int(arrays["dataset_index"][sample]), int(arrays["dataset_sample_index"][sample])
+        part_identifiers = json.loads(text)["datasets"][part]
+        matches = [(path, gpt_text) for path, gpt_text in _descriptions(cache, "GPTDataset", split)
+                   if json.loads(gpt_text) == part_identifiers]
+        if not matches:
+            raise TokenmillError(f"{description_path}: no GPTDataset cache of its dataset {part} in {cache}")
+        dataset_path = part_identifiers["dataset_path"]
+        return ([f"sample {sample} of the {split} blend = dataset {part} ({dataset_path}), its sample {part_sample}"]
+                + _gpt_sample(_local_prefix(dataset_path, cache), part_sample, cache, matches[0][1], split,
+                              tokenizer_path))
+    gpts = _descriptions(cache, "GPTDataset", split)
+    if len(gpts) != 1:
+        raise TokenmillError(f"{cache}: {len(gpts)} GPTDataset {split} caches; expected exactly one")
+    text = gpts[0][1]
+    if prefix is None:
+        prefix = _local_prefix(json.loads(text)["dataset_path"], cache)
+    return _gpt_sample(Path(prefix), sample, cache, text, split, tokenizer_path)
+
+
+def _gpt_sample(prefix: Path, sample: int, cache: Path, text: str, split: str,
+                tokenizer_path: str | None) -> list[str]:
     from tokenmill.datasets import Nanoset, NanosetConfig
     from tokenmill.sample_index import load_cache
 
-    descriptions = sorted(Path(cache).glob(f"*-GPTDataset-{split}-description.txt"))
-    if len(descriptions) != 1:
-        raise TokenmillError(f"{cache}: {len(descriptions)} GPTDataset {split} caches; expected exactly one")
-    text = descriptions[0].read_text(encoding="utf-8")
     identifiers = json.loads(text)
     arrays = load_cache(cache, text, split)
+    if arrays is None:
+        raise TokenmillError(f"{cache}: the {split} cache of {identifiers['dataset_path']} misses index files")
     dataset = MMapIndexedDataset(prefix)
     nanoset = Nanoset(dataset, arrays, NanosetConfig(str(prefix), str(cache), identifiers["sequence_length"],
                                                      identifiers["random_seed"], identifiers["tokenizer"]))

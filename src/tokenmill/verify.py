@@ -128,7 +128,9 @@ def _verify_pbin(path: Path) -> list[str]:
                 problems.append(f"{path}: token id {int(pbin.tokens[position])} of document {document} is beyond "
                                 f"the vocabulary of {vocab_size}")
                 break
-    if eod_id is not None and len(lengths):
+    if "loss_mask" in meta:  # an SFT pair: conversations end as their template says, not with an EOD
+        problems += _verify_loss_mask(path, meta, pbin)
+    elif eod_id is not None and len(lengths):
         last_tokens = pbin.tokens[offsets + lengths - 1]
         missing = np.flatnonzero((last_tokens != eod_id) | (lengths == 0))
         if len(missing):
@@ -139,6 +141,26 @@ def _verify_pbin(path: Path) -> list[str]:
             problems.append(f"{path}: source {source['path']} has changed since it was packed (sha256 differs)")
     return (problems + _suspicious_tokenizer(path, tokenizer, pbin, offsets, lengths)
             + _suspicious_lengths(path, lengths))
+
+
+def _verify_loss_mask(path: Path, meta: dict, pbin: PbinFile) -> list[str]:
+    """An SFT ``.pbin``'s ``.loss_mask.pbin``: its recorded identity, the same documents, flags 0 or 1."""
+    mask_path = path.with_name(meta["loss_mask"])
+    try:
+        mask = PbinFile(mask_path)
+    except TokenmillError as exc:
+        return [str(exc)]
+    problem = file_identity_problem(mask_path, meta.get("loss_mask_file"), sidecar_path(path), check_data=True)
+    if problem:
+        return [problem]
+    if not np.array_equal(mask.doc_lengths, pbin.doc_lengths):
+        return [f"{mask_path}: its documents differ from those of {path}"]
+    for start in range(0, mask.num_tokens, _BLOCK_TOKENS):
+        block = mask.tokens[start:start + _BLOCK_TOKENS]
+        if len(block) and int(block.max()) > 1:
+            return [f"{mask_path}: flag {int(block.max())} at token {start + int(np.argmax(block > 1))}; "
+                    f"a loss mask holds 0 or 1"]
+    return []
 
 
 def _suspicious_tokenizer(path: Path, tokenizer: dict, pbin: PbinFile, offsets: np.ndarray,

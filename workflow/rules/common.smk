@@ -393,7 +393,7 @@ def blend_options(wildcards):
 
 
 def dataset_caches(name):
-    """The index cache folders of a build, one per sequence length and seed."""
+    """The index cache folders of a build (or of `blend_<name>`), one per sequence length and seed."""
     return [
         f"data/cache/{name}/seq{seq_length}_seed{seed}"
         for seq_length in SAMPLING["seq_lengths"]
@@ -453,17 +453,19 @@ def sft_config(wildcards):
     )
 
 
+def blend_caches(wildcards):
+    """The cache folders of a blend, one per sequence length and seed."""
+    return dataset_caches(f"blend_{wildcards.blend}")
+
+
 def all_targets():
     """Every file that `rule all` builds for the configured matrix."""
     megatron = [f"data/megatron/{build}_text_document.idx" for build in BUILDS]
     caches = [cache for build in BUILDS for cache in dataset_caches(build)]
     verified = [f"data/verified/{build}.ok" for build in BUILDS]
-    blends = [
-        f"data/cache/blend_{blend}/seq{seq_length}_seed{seed}"
-        for blend in config["blends"]
-        for seq_length in SAMPLING["seq_lengths"]
-        for seed in SAMPLING["seeds"]
-    ]
+    blends = [cache for blend in config["blends"] for cache in dataset_caches(f"blend_{blend}")]
+    verified += [f"data/verified/blend/{blend}.ok" for blend in config["blends"]]
+    verified += [f"data/verified/sft/{name}.ok" for name in config["sft"]]
     sft = [f"data/sft/{name}.pbin" for name in config["sft"]]
     reports = [f"data/report/{build}.html" for build in BUILDS] + [
         f"{blend}.html".replace("data/cache/", "data/report/") for blend in blends

@@ -24,3 +24,53 @@ rule verify:
         options=verify_options,
     shell:
         "tokenmill verify {params.options} --stamp {output.stamp:q} > {log:q} 2>&1"
+
+
+# A blend's cache folders (every sequence length and seed): descriptions, arrays and their bounds.
+rule verify_blend:
+    input:
+        caches=blend_caches,
+    output:
+        stamp="data/verified/blend/{blend}.ok",
+    log:
+        "logs/verify/blend/{blend}.log",
+    benchmark:
+        "benchmarks/verify/blend/{blend}.tsv"
+    wildcard_constraints:
+        blend=BLEND,
+    conda:
+        "../envs/tokenmill.yaml"
+    threads: 1
+    resources:
+        mem_mb=cache_mem_mb,
+        runtime=copy_runtime,
+    params:
+        format=FORMAT_VERSIONS["verify"],
+    shell:
+        "tokenmill verify {input.caches:q} --stamp {output.stamp:q} > {log:q} 2>&1"
+
+
+# An SFT pair: the tokens against the sidecar, the loss mask against the tokens.
+rule verify_sft:
+    input:
+        pbin="data/sft/{name}.pbin",
+        loss_mask="data/sft/{name}.loss_mask.pbin",
+        meta="data/sft/{name}.pbin.meta.json",
+    output:
+        stamp="data/verified/sft/{name}.ok",
+    log:
+        "logs/verify/sft/{name}.log",
+    benchmark:
+        "benchmarks/verify/sft/{name}.tsv"
+    wildcard_constraints:
+        name=SFT,
+    conda:
+        "../envs/tokenmill.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=sft_runtime,
+    params:
+        format=FORMAT_VERSIONS["verify"],
+    shell:
+        "tokenmill verify {input.pbin:q} --stamp {output.stamp:q} > {log:q} 2>&1"
