@@ -9,7 +9,8 @@
    per-job overhead (wall time per job beyond the tokenizing itself).
 3. scaling: a 16-file dataset (the 100 MB corpus cut in 16) with --cores 1 and --cores 2.
 4. shards: the 1 GB file with shard_bytes 100MB (10 jobs, the shape of 10 GB in 1 GB shards)
-   against one job over the whole file: wall times and byte equality.
+   against one job over the whole file: wall times and byte equality. `--big FILE --shard-bytes 1GB`
+   runs the same for a real 10 GB file.
 
 Each runs in a scratch copy of the workflow under /tmp/tokenmill-scale.
 """
@@ -137,6 +138,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", type=Path, default=Path("/tmp/corpus/real-100MB.jsonl"))
     parser.add_argument("--big", type=Path, default=Path("/tmp/corpus/real-1GB.jsonl"))
+    parser.add_argument("--shard-bytes", default="100MB", help="shard size for the shards run (default 100MB)")
     parser.add_argument("--only", choices=("plan", "compressed", "scaling", "shards"), action="append")
     args = parser.parse_args()
     only = set(args.only or ("plan", "compressed", "scaling", "shards"))
@@ -148,7 +150,7 @@ def main() -> None:
     if "scaling" in only:
         scaling(args.corpus, 16)
     if "shards" in only:
-        shards(args.big, "100MB")
+        shards(args.big, args.shard_bytes)
 
 
 if __name__ == "__main__":

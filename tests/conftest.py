@@ -20,10 +20,18 @@ GPT2_EOD = "<|endoftext|>"
 GPT2_EOD_ID = 50256
 
 
-def tool_env() -> dict:
-    """Environment in which `tokenmill` and `snakemake` of this interpreter come first on PATH."""
+# snakemake-executor-plugin-slurm runs `scontrol show config` whenever Snakemake starts; where SLURM's
+# client is installed but no controller runs (this machine after tests/test_slurm.py), that call waits
+# 9 s. Outside the SLURM test, Snakemake runs with an `scontrol` that fails at once.
+_NO_SLURM = Path(__file__).resolve().parent / "no_slurm"
+
+
+def tool_env(slurm: bool = False) -> dict:
+    """Environment in which `tokenmill` and `snakemake` of this interpreter come first on PATH (and,
+    unless ``slurm``, a failing `scontrol`)."""
     env = dict(os.environ)
-    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+    folders = [str(Path(sys.executable).parent)] + ([] if slurm else [str(_NO_SLURM)])
+    env["PATH"] = os.pathsep.join([*folders, env.get("PATH", "")])
     return env
 
 
@@ -53,10 +61,11 @@ def workflow_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def run_snakemake(workdir: Path, *args, check: bool = True) -> subprocess.CompletedProcess:
-    """Run snakemake in ``workdir``; with ``check``, fail the test on a non-zero exit."""
+def run_snakemake(workdir: Path, *args, check: bool = True, slurm: bool = False) -> subprocess.CompletedProcess:
+    """Run snakemake in ``workdir`` (with SLURM's real tools if ``slurm``); with ``check``, fail the test
+    on a non-zero exit."""
     result = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *map(str, args)], cwd=workdir,
-                            capture_output=True, text=True, env=tool_env())
+                            capture_output=True, text=True, env=tool_env(slurm))
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(map(str, args))} failed:\n{result.stdout}\n{result.stderr}")
     return result

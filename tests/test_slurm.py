@@ -52,7 +52,8 @@ def test_demo_builds_through_sbatch_byte_identical_to_a_local_run(slurm_cluster,
 
     # run_snakemake passes --cores 2: this node's CPUs, the most one job may ask for
     cluster = run_snakemake(workflow_dir, "--profile", "workflow/profiles/slurm",
-                            "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "2")
+                            "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "2",
+                            slurm=True)
     output = cluster.stdout + cluster.stderr
     submitted = dict(re.findall(r"submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/rule_(\w+)/", output))
     planned = {"raw_index", "pack", "megatron", "sample_index", "verify", "sft", "verify_sft", "report_dataset"}

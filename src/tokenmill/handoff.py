@@ -77,8 +77,12 @@ def megatron_args(cache_dir: str | os.PathLike, data_path: list[str], seq_length
 
 
 def write_megatron_args(cache_dir: str | os.PathLike, *args, **kwargs) -> Path:
-    """Write :func:`megatron_args` into ``cache_dir/megatron_args.txt`` atomically; returns its path."""
+    """Write :func:`megatron_args` into ``cache_dir/megatron_args.txt`` atomically, unless it already
+    says exactly that (a cache that was found is left untouched); returns its path."""
     path = Path(cache_dir) / HANDOFF_NAME
+    text = megatron_args(cache_dir, *args, **kwargs)
+    if path.is_file() and path.read_text(encoding="utf-8", errors="replace") == text:
+        return path
     with atomic_output(path) as temporary:
-        temporary.write_text(megatron_args(cache_dir, *args, **kwargs), encoding="utf-8")
+        temporary.write_text(text, encoding="utf-8")
     return path
