@@ -18,12 +18,14 @@ from tokenmill.progress import Progress
 
 
 def test_a_log_line_says_bytes_share_items_rate_and_eta(monkeypatch):
-    clock = iter([100.0, 102.0, 104.0])  # start, then two updates 2 s apart
-    monkeypatch.setattr(progress_module.time, "monotonic", lambda: next(clock))
+    clock = [100.0]  # start, then two updates 2 s apart
+    monkeypatch.setattr(progress_module.time, "monotonic", lambda: clock[0])
     out = io.StringIO()
-    progress = Progress("pack x.jsonl", 100_000_000, stream=out, interval=1.0)
-    progress.update(25_000_000, 1000)
-    progress.update(25_000_000, 1500)
+    with Progress("pack x.jsonl", 100_000_000, stream=out, interval=1.0) as progress:
+        clock[0] = 102.0
+        progress.update(25_000_000, 1000)
+        clock[0] = 104.0
+        progress.update(25_000_000, 1500)
     assert out.getvalue().splitlines() == [
         "pack x.jsonl: 25.0/100.0 MB (25 %), 1,000 documents, 12.5 MB/s, ETA 0:00:06",
         "pack x.jsonl: 50.0/100.0 MB (50 %), 2,500 documents, 12.5 MB/s, ETA 0:00:04"]
@@ -74,3 +76,19 @@ def test_on_a_terminal_pack_draws_a_bar(tmp_path):
     text = screen.decode("utf-8", "replace")
     assert re.search(r"pack \S+demo\.jsonl: +\d+%\|", text), text  # tqdm's bar: label, share, |###|
     assert "MB/s, ETA" not in text  # no log lines on a terminal
+
+
+def test_a_step_without_updates_still_logs_every_interval():
+    """A batch that takes longer than the interval (a slow tokenizer, a huge document) leaves no silent gap."""
+    import time
+
+    out = io.StringIO()
+    with Progress("pack slow.jsonl", 100, stream=out, interval=0.2) as progress:
+        progress.update(10, 1)
+        time.sleep(1.0)  # no update for five intervals
+    lines = out.getvalue().splitlines()
+    assert len(lines) >= 3  # one per 0.2 s of the 1 s without updates (a loaded machine may skip some)
+    assert all(line.startswith("pack slow.jsonl: 0.0/0.0 MB (10 %), 1 documents, ") for line in lines)
+    closed = out.getvalue()
+    time.sleep(0.5)
+    assert out.getvalue() == closed  # nothing after the step is closed

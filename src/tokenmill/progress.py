@@ -6,13 +6,17 @@ one line at most every ``interval`` seconds::
 
     pack data/raw/web.jsonl: 41.9/100.0 MB (42 %), 9,071 documents, 38.2 MB/s, ETA 0:00:02
 
-and nothing for a step that ends sooner. Cost: one clock read per update.
+and nothing for a step that ends sooner. Updates arrive when work completes (a batch of documents),
+which may be rarer than the interval (a slow tokenizer, a huge document): a timer thread then writes
+the line anyway, so a log never falls silent for longer than the interval. Cost: one clock read per
+update, one sleeping thread per step.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from datetime import timedelta
 from typing import Callable, TextIO
@@ -42,25 +46,39 @@ class Progress:
             os.environ.get("TOKENMILL_PROGRESS_SECONDS", _INTERVAL_SECONDS))
         self.done_bytes, self.items = 0, 0
         self.started = self.last_report = time.monotonic()
-        self._bar = None
+        self._bar, self._timer = None, None
+        self._lock, self._closed = threading.Lock(), threading.Event()
         if getattr(self.stream, "isatty", lambda: False)():
             from tqdm import tqdm  # only on a terminal
 
             self._bar = tqdm(total=total_bytes, desc=label, unit="B", unit_scale=True, unit_divisor=1000,
                              file=self.stream, leave=False, dynamic_ncols=True)
+        elif self.interval > 0:
+            self._timer = threading.Thread(target=self._report_while_silent, name="progress", daemon=True)
+            self._timer.start()
 
     def update(self, done_bytes: int, items: int = 0) -> None:
         """Add ``done_bytes`` and ``items`` to what is done, and report if it is time."""
-        self.done_bytes += done_bytes
-        self.items += items
+        with self._lock:
+            self.done_bytes += done_bytes
+            self.items += items
         if self._bar is not None:
             self._bar.update(done_bytes)
             return
-        now = time.monotonic()
-        if now - self.last_report >= self.interval:
-            self.last_report = now
-            self.stream.write(self.line(now) + "\n")
-            self.stream.flush()
+        self._report_if_due()
+
+    def _report_if_due(self) -> None:
+        with self._lock:
+            now = time.monotonic()
+            if now - self.last_report >= self.interval and not self._closed.is_set():
+                self.last_report = now
+                self.stream.write(self.line(now) + "\n")
+                self.stream.flush()
+
+    def _report_while_silent(self) -> None:
+        """The timer: a line whenever no update has written one for ``interval`` seconds."""
+        while not self._closed.wait(max(self.interval - (time.monotonic() - self.last_report), 0.01)):
+            self._report_if_due()
 
     def line(self, now: float | None = None) -> str:
         """The progress as one line of text."""
@@ -73,6 +91,10 @@ class Progress:
                 f"ETA {timedelta(seconds=round(remaining))}")
 
     def close(self) -> None:
+        self._closed.set()
+        if self._timer is not None:
+            self._timer.join()
+            self._timer = None
         if self._bar is not None:
             self._bar.close()
             self._bar = None

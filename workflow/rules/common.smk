@@ -276,9 +276,19 @@ def tokenize_runtime(wildcards):
     return 10 + int(_job_text_mb(wildcards) / 60)
 
 
+def _sft_text_mb(wildcards):
+    return sum(map(os.path.getsize, config["sft"][wildcards.name]["inputs"])) / 1e6
+
+
 def sft_runtime(wildcards):
     """Minutes to tokenize an SFT dataset's conversations at 1 MB/s."""
-    return 10 + int(sum(map(os.path.getsize, config["sft"][wildcards.name]["inputs"])) / 60e6)
+    return 10 + int(_sft_text_mb(wildcards) / 60)
+
+
+def sft_mem_mb(wildcards):
+    """A tokenizer and a batch of conversations (~1 GB), and the raw line index of its inputs (16 bytes
+    per line: a tenth of the text for conversations of 160+ bytes)."""
+    return 2000 + int(_sft_text_mb(wildcards) / 10)
 
 
 def copy_runtime(wildcards):

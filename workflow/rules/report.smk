@@ -56,7 +56,7 @@ rule report_blend:
         "../envs/tokenmill.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
-        runtime=10,
+        mem_mb=cache_mem_mb,
+        runtime=copy_runtime,
     shell:
         "tokenmill report --blend {input.cache:q} -o {output.page:q} > {log:q} 2>&1"

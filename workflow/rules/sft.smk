@@ -19,7 +19,7 @@ rule sft:
         "../envs/tokenmill.yaml"
     threads: 1
     resources:
-        mem_mb=2000,
+        mem_mb=sft_mem_mb,
         runtime=sft_runtime,
     params:
         format=FORMAT_VERSIONS["sft"],
