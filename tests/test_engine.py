@@ -108,7 +108,8 @@ def test_auto_packs_an_input_under_1_mb_with_hugging_face_itself_and_the_same_by
     small_engine = read_sidecar(tmp_path / "small.auto.pbin")["engine"]
     size_mb = small.stat().st_size / 1e6
     assert (small_engine["name"], small_engine["reason"]) == (
-        "hf", f"engine auto: HF, as this input ({size_mb:.2f} MB) takes it less time than loading fastokens would")
+        "hf", f"engine auto: HF, as this input (~{size_mb:.2f} MB of text) takes it less time than loading "
+              f"fastokens would")
     assert read_sidecar(tmp_path / "large.auto.pbin")["engine"]["name"] == "fastokens"
 
 

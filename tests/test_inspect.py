@@ -56,3 +56,14 @@ def test_document_and_sample_lead_back_to_their_lines(tmp_path, monkeypatch):
     assert by_pbin.stdout.splitlines() == by_cache.stdout.splitlines() == sample
     missing = run_tokenmill("inspect", "data/packed/x.pbin", "--sample", "0", check=False)
     assert missing.returncode == 1 and "--sample needs a cache folder" in missing.stderr
+
+    # another dataset's cache is refused, never shown as pieces of this one
+    run_tokenmill("pack", "x.jsonl", "--tokenizer", GPT2, "--eod", GPT2_EOD, "--on-bad-line", "skip",
+                  "--jq", '.text + " twice " + .text', "-o", "data/packed/y.pbin")
+    run_tokenmill("to-megatron", "data/packed/y.pbin", "-o", "data/megatron/y_text_document")
+    wrong = run_tokenmill("inspect", "data/megatron/y_text_document", "--sample", "0", "--cache",
+                          "data/cache/x/seq32_seed5", check=False)
+    assert wrong.returncode == 1 and wrong.stderr == (
+        "tokenmill: error: data/cache/x/seq32_seed5: its train cache was built from another dataset than "
+        "data/megatron/y_text_document (its fingerprint differs); name the cache folder of "
+        "data/megatron/y_text_document\n")

@@ -136,7 +136,9 @@ def test_a_cache_description_that_is_not_an_object_is_a_problem_not_a_crash(tmp_
     assert "Traceback" not in result.stderr
 
 
-def test_ctrl_c_prints_one_line_removes_temporaries_and_exits_130(tmp_path):
+@pytest.mark.parametrize("sent, code, said", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")],
+                         ids=["ctrl-c", "sigterm"])  # SIGTERM: what scancel and Snakemake send
+def test_ctrl_c_or_sigterm_prints_one_line_removes_temporaries_and_exits(tmp_path, sent, code, said):
     corpus = tmp_path / "big.jsonl"
     corpus.write_bytes(MIXED_JSONL.read_bytes() * 400)
     process = subprocess.Popen([sys.executable, "-m", "tokenmill.cli", "pack", str(corpus), "--tokenizer", str(GPT2),
@@ -146,9 +148,9 @@ def test_ctrl_c_prints_one_line_removes_temporaries_and_exits_130(tmp_path):
     while not list(tmp_path.glob(".big.pbin.tmp*")):  # interrupt once the writer has begun
         assert time.monotonic() < deadline and process.poll() is None
         time.sleep(0.02)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(sent)
     _, stderr = process.communicate(timeout=60)
-    assert process.returncode == 130 and stderr == "tokenmill: interrupted\n"
+    assert process.returncode == code and stderr == f"tokenmill: {said}\n"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["big.jsonl"]
 
 
@@ -182,8 +184,13 @@ def test_a_write_error_while_finishing_names_the_output_and_leaves_nothing(tmp_p
     (lambda c: c.update(blends={"m": {"weights": {"demo": 0}}}), "blends.m.weights: blend weights add up to zero"),
     (lambda c: c["sampling"].update(seeds=[2**32]), "4294967296 is greater than the maximum of 4294967295"),
     (lambda c: c["sampling"].update(seq_lengths=[2**40]), "1099511627776 is greater than the maximum of 2147483647"),
+    (lambda c: c["datasets"]["demo"].update(shard_bytes="1.2.3MB"), "datasets.demo.shard_bytes: '1.2.3MB' is not a "
+                                                                     "size"),
+    (lambda c: c["datasets"]["demo"].update(shard_bytes="0.5"), "datasets.demo.shard_bytes: '0.5' is less than one "
+                                                                "byte"),
+    (lambda c: c["datasets"]["demo"].update(tokenizer=["gpt2", "gpt2"]), "['gpt2', 'gpt2'] has non-unique elements"),
 ], ids=["split-zero", "split-abc", "split-four", "eod", "tokenizer-dir", "blend-name", "blend-zero", "seed",
-        "seq-length"])
+        "seq-length", "shard-bytes-garbage", "shard-bytes-zero", "tokenizer-twice"])
 def test_bad_config_values_fail_before_any_job_naming_the_key(workflow_dir, edit, message):
     config_path = workflow_dir / "config/config.yaml"
     config = yaml.safe_load(config_path.read_text())

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
 import traceback
 
@@ -341,20 +342,33 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``tokenmill`` console script; returns the exit code."""
     args = build_parser().parse_args(argv)
+    # SIGTERM (scancel, Snakemake stopping a job) unwinds like Ctrl-C, so writers remove their temporaries
+    previous_handler = signal.signal(signal.SIGTERM, _terminate)
     try:
         args.run(args)
-    except KeyboardInterrupt:  # writers have removed their temporaries on the way out
+    except KeyboardInterrupt as interruption:  # writers have removed their temporaries on the way out
         if args.debug:
             traceback.print_exc()
-        print("tokenmill: interrupted", file=sys.stderr)
-        return 130
+        terminated = isinstance(interruption, _Terminated)
+        print(f"tokenmill: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
+        return 128 + (signal.SIGTERM if terminated else signal.SIGINT)
     except (TokenmillError, OSError) as exc:
         if args.debug:
             traceback.print_exc()
         message = str(exc) if isinstance(exc, TokenmillError) else f"{exc.filename or ''}: {exc.strerror}"
         print(f"tokenmill: error: {message}", file=sys.stderr)
         return 1
+    finally:
+        signal.signal(signal.SIGTERM, previous_handler)
     return 0
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, to unwind through the writers' clean-up."""
+
+
+def _terminate(signum, frame) -> None:
+    raise _Terminated()
 
 
 if __name__ == "__main__":

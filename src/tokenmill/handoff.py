@@ -32,7 +32,9 @@ _NULL_TOKENIZER_CLASS = "megatron.core.tokenizers.text.models.default_tokenizer.
 def _tokenizer_lines(identifiers: dict) -> list[str]:
     """The tokenizer arguments whose identifiers the cache was hashed with, or a comment naming them."""
     if identifiers.get("class") == _NULL_TOKENIZER_CLASS and identifiers.get("tokenizer_path") is None:
-        return ["--tokenizer-type NullTokenizer", f"--vocab-size {identifiers.get('vocab_size')}"]
+        return ["--tokenizer-type NullTokenizer", f"--vocab-size {identifiers.get('vocab_size')}",
+                "# with --eod-mask-loss, --reset-position-ids or --reset-attention-mask, check that the job's "
+                "tokenizer.eod is the data's end-of-document id (eod_id in the .pbin sidecar)"]
     return [f"# tokenizer: a job whose tokenizer has the identifiers {identifiers} "
             f"(tokenizers.<name>.megatron_identifiers); set --tokenizer-type/--tokenizer-model to it"]
 

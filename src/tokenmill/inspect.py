@@ -83,6 +83,8 @@ def describe(path: str | os.PathLike) -> list[str]:
         TokenmillError: unreadable or of no known kind.
     """
     path = Path(path)
+    if path.is_dir():
+        raise TokenmillError(f"{path}: a folder; for an index cache folder show a sample with --sample K")
     if path.suffix == ".pbin":
         pbin, meta = PbinFile(path), read_sidecar(path)
         lines = [f"file: {path}", f"layout: {pbin.layout.name} (data at byte {pbin.layout.data_offset}, "
@@ -156,6 +158,10 @@ def sample_target(path: str | os.PathLike, cache: str | os.PathLike | None = Non
     path = Path(path)
     if path.is_dir() and cache is None:
         return None, path
+    if cache is not None and not Path(cache).is_dir():
+        raise TokenmillError(f"{cache}: no such cache folder")
+    if path.parent.parent.name == "cache" and not path.exists():
+        raise TokenmillError(f"{path}: no such cache folder")
     if path.suffix == ".pbin":
         build = path.name[:-len(".pbin")]
         prefix = path.parent.parent / "megatron" / f"{build}_text_document"
@@ -176,12 +182,15 @@ def _local_prefix(dataset_path: str, cache: Path) -> Path:
     """The Megatron dataset a cache description names, here: the path as hashed when it exists, else
     the same name in the workflow's ``data/megatron/`` (the hashed path is how the training job spells
     it, e.g. on a cluster file system)."""
-    candidates = [Path(dataset_path), cache.resolve().parent.parent.parent / "megatron" / Path(dataset_path).name]
+    candidates = [Path(dataset_path)]
+    if cache.resolve().parent.parent.name == "cache":  # data/cache/<build>/seq<L>_seed<S> → data/megatron
+        candidates.append(cache.resolve().parent.parent.parent / "megatron" / Path(dataset_path).name)
     for candidate in candidates:
         if candidate.with_name(candidate.name + ".idx").exists():
             return candidate
     raise TokenmillError(f"{cache}: its dataset {dataset_path} is not here (looked for "
-                         f"{' and '.join(f'{candidate}.idx' for candidate in candidates)})")
+                         f"{' and '.join(f'{candidate}.idx' for candidate in candidates)}); name it: "
+                         f"tokenmill inspect PREFIX --sample K --cache {cache}")
 
 
 def _descriptions(cache: Path, class_name: str, split: str) -> list[tuple[Path, str]]:
@@ -237,6 +246,22 @@ def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.P
     return _gpt_sample(Path(prefix), sample, cache, text, split, tokenizer_path)
 
 
+def _check_cache_of(dataset: MMapIndexedDataset, prefix: Path, cache: Path, text: str, split: str,
+                    arrays: dict) -> None:
+    """Refuse a cache built for another dataset: its fingerprint (tokenmill's caches), else its
+    document index reaching past the dataset (a cache Megatron built)."""
+    from tokenmill.sample_index import cache_fingerprint, dataset_fingerprint
+
+    fingerprint = cache_fingerprint(cache, text, split)
+    if fingerprint is not None and fingerprint != dataset_fingerprint(dataset):
+        raise TokenmillError(f"{cache}: its {split} cache was built from another dataset than {prefix} "
+                             f"(its fingerprint differs); name the cache folder of {prefix}")
+    document_index = arrays["document_index"]
+    if len(document_index) and int(document_index.max()) >= len(dataset):
+        raise TokenmillError(f"{cache}: its {split} cache names sequence {int(document_index.max())}, {prefix} "
+                             f"has {len(dataset)}: it was built from another dataset")
+
+
 def _gpt_sample(prefix: Path, sample: int, cache: Path, text: str, split: str,
                 tokenizer_path: str | None) -> list[str]:
     from tokenmill.datasets import Nanoset, NanosetConfig
@@ -247,6 +272,7 @@ def _gpt_sample(prefix: Path, sample: int, cache: Path, text: str, split: str,
     if arrays is None:
         raise TokenmillError(f"{cache}: the {split} cache of {identifiers['dataset_path']} misses index files")
     dataset = MMapIndexedDataset(prefix)
+    _check_cache_of(dataset, prefix, cache, text, split, arrays)
     nanoset = Nanoset(dataset, arrays, NanosetConfig(str(prefix), str(cache), identifiers["sequence_length"],
                                                      identifiers["random_seed"], identifiers["tokenizer"]))
     if not 0 <= sample < len(nanoset):

@@ -336,7 +336,7 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
     # Small inputs are tokenized in this process: starting workers would cost more than they save.
     input_bytes = (sum(os.path.getsize(path) * (1 if compression is None else _COMPRESSION_RATIO)
                        for path, compression in zip(inputs, compressions))
-                   if byte_range is None else byte_range[1] - byte_range[0])
+                   if byte_range is None else max(min(byte_range[1], os.path.getsize(inputs[0])) - byte_range[0], 0))
     workers = settings.workers if input_bytes > _IN_PROCESS_BYTES else 1
     small_input = settings.engine == "auto" and input_bytes < _FAST_ENGINE_PAYS_BYTES
     if small_input:  # the same ids either way: take the engine that finishes first
@@ -351,8 +351,9 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
         tokenizer = load_tokenizer(settings.tokenizer_path, settings.eod_token)
         encoder = Encoder(tokenizer, settings.engine)
         if small_input:
-            encoder.reason = (f"engine auto: HF, as this input ({input_bytes / 1e6:.2f} MB) takes it less time than "
-                              f"loading fastokens would")
+            estimate = ", compressed input counted 4x" if any(compressions) else ""
+            encoder.reason = (f"engine auto: HF, as this input (~{input_bytes / 1e6:.2f} MB of text{estimate}) takes it "
+                              f"less time than loading fastokens would")
         if pool is None:
             _init_worker(settings, single_process=True, tokenizer=tokenizer, encoder=encoder)
         sources = [_plain_source(path, indexes[number] if indexes else None, byte_range) if compression is None

@@ -22,6 +22,7 @@ import numpy as np
 
 from tokenmill.atomic import atomic_output
 from tokenmill.errors import TokenmillError
+from tokenmill.handoff import HANDOFF_NAME
 from tokenmill.pbin import PbinFile, read_sidecar
 from tokenmill.sample_index import load_npy
 
@@ -136,7 +137,12 @@ def _cache_table(folder: Path, num_documents: int) -> str:
         rows.append((split, len(samples), round(len(documents) / split_documents, 2),  # arguments as typed:
                      str(description["sequence_length"]), str(description["random_seed"]), description["dataset_path"],
                      stem.split("-")[0]))
-    return _table(rows, ("split", "samples", "epochs", "--seq-length", "--seed", "--data-path", "cache name (md5)"))
+    rows.sort(key=lambda row: ("train", "valid", "test").index(row[0]))
+    table = _table(rows, ("split", "samples", "epochs", "--seq-length", "--seed", "--data-path", "cache name (md5)"))
+    handoff = folder / HANDOFF_NAME
+    if handoff.is_file():  # every argument a Megatron job needs to reuse the folder
+        table += f"<p>{HANDOFF_NAME}:</p><pre>{html.escape(handoff.read_text(encoding='utf-8'))}</pre>"
+    return table
 
 
 def blend_page(cache_dir: str | os.PathLike, out_path: str | os.PathLike) -> None:

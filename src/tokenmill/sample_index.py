@@ -57,7 +57,7 @@ from tokenmill.errors import TokenmillError
 __all__ = ["SPLIT_NAMES", "parse_split", "normalise", "split_matrix", "split_ranges", "num_epochs", "GPTIndexSpec",
            "GPTIndices", "build_gpt_indices", "build_document_index", "build_sample_index",
            "build_shuffle_index", "description", "gpt_identifiers", "cache_file_names", "write_cache", "load_cache",
-           "load_npy", "null_tokenizer_identifiers", "dataset_fingerprint", "read_fingerprint"]
+           "load_npy", "null_tokenizer_identifiers", "dataset_fingerprint", "read_fingerprint", "cache_fingerprint"]
 
 SPLIT_NAMES = ("train", "valid", "test")
 _SEPARATE_FINAL_EPOCH_THRESHOLD = 0.80
@@ -419,6 +419,16 @@ def read_fingerprint(path: str | os.PathLike) -> dict | None:
     if not isinstance(fingerprint, dict) or set(fingerprint) != {"idx_bytes", "sizes_sha256"}:
         raise TokenmillError(f"{path}: not a cache fingerprint (expected idx_bytes and sizes_sha256)")
     return fingerprint
+
+
+def cache_fingerprint(cache_dir: str | os.PathLike, description_text: str, split_name: str) -> dict | None:
+    """The fingerprint of the dataset a tokenmill cache split was built from (None: Megatron built it).
+
+    Raises:
+        TokenmillError: an unreadable fingerprint file.
+    """
+    names = cache_file_names(description_text, split_name, suffixes=(_FINGERPRINT,))
+    return read_fingerprint(Path(cache_dir) / names[_FINGERPRINT])
 
 
 def build_gpt_cache(prefix: str | os.PathLike, cache_dir: str | os.PathLike, seq_length: int, seed: int,

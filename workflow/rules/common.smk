@@ -73,11 +73,14 @@ def _size_bytes(key, value):
     """`shard_bytes` as bytes: an integer, or a number with a unit (2GB, 512MiB)."""
     if value is None or isinstance(value, int):
         return value
-    match = re.fullmatch(r"\s*([0-9.]+)\s*([KMGT]?)(i?)B?\s*", value, re.IGNORECASE)
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(i?)B?\s*", value, re.IGNORECASE)
     if not match:
         raise ValueError(f"{key}: {value!r} is not a size (e.g. 2GB, 512MiB or bytes)")
     number, unit, binary = match.groups()
-    return int(float(number) * (1024 if binary else 1000) ** " KMGT".index(unit.upper() or " "))
+    size = int(float(number) * (1024 if binary else 1000) ** " KMGT".index(unit.upper() or " "))
+    if size < 1:
+        raise ValueError(f"{key}: {value!r} is less than one byte")
+    return size
 
 
 # ---- Pack units ------------------------------------------------------------------------------
