@@ -3,8 +3,8 @@
 ``megatron_args.txt`` is written into every cache folder that ``tokenmill sample-index`` or
 ``tokenmill blend`` builds. Format: UTF-8 text, one Megatron argument with its value per line
 (``--seq-length 512``), comment lines starting with ``#``; so ``grep -v '^#' megatron_args.txt``
-gives arguments to paste into a launch script. Written in a fixed order from the cache's own
-descriptions, so the same cache gives the same bytes.
+gives arguments to paste into a launch script. Written in a fixed order from the arguments the cache
+was built with, so the same build gives the same bytes.
 
 Why these arguments: megatron-core finds cache files by the md5 of a description that holds
 ``--data-path`` exactly as the training job spells it, ``--split``, ``--seq-length``, ``--seed``,
@@ -12,7 +12,7 @@ the number of samples of each split and the tokenizer's identifiers (``../shared
 §4). Any difference makes the job build (and write) a new cache. Megatron derives the sample counts
 from its own flags: train = ``--train-samples`` (or train_iters × global batch), valid =
 ``(train_iters // eval_interval + 1) × eval_iters × global batch``, test = ``eval_iters × global
-batch``; the file states the counts the job must arrive at. Cost: reading the descriptions.
+batch``; the file states the counts the job must arrive at. Cost: one small file per cache folder.
 """
 
 from __future__ import annotations

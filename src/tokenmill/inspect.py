@@ -160,8 +160,8 @@ def sample_target(path: str | os.PathLike, cache: str | os.PathLike | None = Non
         return None, path
     if cache is not None and not Path(cache).is_dir():
         raise TokenmillError(f"{cache}: no such cache folder")
-    if path.parent.parent.name == "cache" and not path.exists():
-        raise TokenmillError(f"{path}: no such cache folder")
+    if not path.exists() and not path.with_name(path.name + ".idx").exists():
+        raise TokenmillError(f"{path}: no such .pbin, Megatron dataset or cache folder")
     if path.suffix == ".pbin":
         build = path.name[:-len(".pbin")]
         prefix = path.parent.parent / "megatron" / f"{build}_text_document"
