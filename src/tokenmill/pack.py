@@ -35,6 +35,7 @@ import os
 import signal
 import sys
 from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -48,7 +49,7 @@ from tokenmill.progress import Progress
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import TextSelector
 from tokenmill.tokenizer import (ENGINES, Encoder, ProofSampler, TokenizerInfo, encode_batch_hf, file_sha256,
-                                 first_difference, load_tokenizer, preload_fast_engine)
+                                 fast_engine_loading, first_difference, load_tokenizer, preload_fast_engine)
 
 __all__ = ["PackSettings", "pack", "BAD_LINE_POLICIES", "MISMATCH_POLICIES", "EngineMismatch"]
 
@@ -60,6 +61,9 @@ _IN_PROCESS_BYTES = 8 << 20  # below this much input, worker processes cost more
 _FAST_ENGINE_PAYS_BYTES = 1 << 20
 _COMPRESSION_RATIO = 4  # about what gzip/zstd give on web text: the decompressed size, for the choice above
 _SKIPPED_LINES_KEPT = 20  # line numbers listed per reason in the sidecar
+# Batches parsed ahead of the encoder in a single process while fastokens loads: 32 MB of JSONL is
+# about what parsing and proving get through during its longest load (Tekken, 1.1-2.2 s).
+_READ_AHEAD_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -160,7 +164,7 @@ def _init_worker(settings: PackSettings, single_process: bool, tokenizer: Tokeni
     _worker = _Worker(tokenizer, settings, TextSelector(settings.text),
                       ProofSampler(added_tokens, settings.check_fraction))
     if encoder is not None:
-        _worker.encoders[settings.engine] = encoder
+        _worker.encoders[encoder.name] = encoder
 
 
 def _read_range(path: str, offset: int, length: int) -> bytes:
@@ -170,33 +174,44 @@ def _read_range(path: str, offset: int, length: int) -> bytes:
     return os.pread(handle.fileno(), length, offset)
 
 
-def _tokenize_batch(task: tuple[str, int, np.ndarray, str, bytes | None]) -> tuple[np.ndarray, np.ndarray, list, int]:
-    """Tokenize one batch of lines.
+@dataclass
+class _Prepared:
+    """A batch read, parsed and sampled, with Hugging Face's ids of its proof sample (stage 1)."""
+
+    path: str
+    engine: str
+    texts: list = field(default_factory=list)
+    text_lines: list = field(default_factory=list)
+    bad: list = field(default_factory=list)
+    documents: list = field(default_factory=list)  # indices of the texts proven whole
+    reference: tuple | None = None  # HF's (ids, lengths) of those texts
+    excerpts: list = field(default_factory=list)  # (text index, line) proven on their own
+    excerpt_reference: tuple | None = None
+
+
+def _prepare_batch(task: tuple[str, int, np.ndarray, str, bytes | None]) -> _Prepared:
+    """Stage 1 of a batch: read and parse its lines, choose its proof sample and encode that with HF.
+
+    Nothing here needs the fast engine, so in a single process this runs ahead, in a thread, while
+    fastokens is still loading and while it encodes earlier batches.
 
     Args:
         task: (path, 1-based number of the first line, ``(n, 2)`` offsets/lengths of the lines, engine,
             and the lines' bytes when the parent read them (a compressed input; offsets are then
             relative to them) or None to read them from ``path``).
-
-    Returns:
-        (tokens in the output dtype, tokens per kept document, [(line number, reason)] of bad lines,
-        documents re-encoded with HF as proof).
-
-    Raises:
-        EngineMismatch: a proof document differs.
     """
     if _worker_failure is not None:
         raise _worker_failure
     path, first_line, lines, engine, block = task
+    batch = _Prepared(path, engine)
     max_bytes = _worker.settings.max_line_bytes
     base = 0
     if block is None and lines[:, 1].max() <= max_bytes:  # else (rare) read the lines one by one
         base = int(lines[0, 0])
         block = _read_range(path, base, int(lines[-1, 0] + lines[-1, 1]) - base)
         if len(block) < int(lines[-1, 0] + lines[-1, 1]) - base:
-            shorter = [(first_line, "file is shorter than its index says (stale index?)")]
-            return np.empty(0), np.empty(0, np.int64), shorter, 0
-    texts, text_lines, bad = [], [], []
+            batch.bad = [(first_line, "file is shorter than its index says (stale index?)")]
+            return batch
     for line_number, (offset, length) in enumerate(lines.tolist(), start=first_line):
         if length > max_bytes:
             text, reason = None, (f"line of {length} bytes, over max_line_bytes ({max_bytes}): tokenizing it "
@@ -205,18 +220,39 @@ def _tokenize_batch(task: tuple[str, int, np.ndarray, str, bytes | None]) -> tup
             line = _read_range(path, offset, length) if block is None else block[offset - base:offset - base + length]
             text, reason = _worker.selector.select(line)
         if reason is None:
-            texts.append(text)
-            text_lines.append(line_number)
+            batch.texts.append(text)
+            batch.text_lines.append(line_number)
         else:
-            bad.append((line_number, reason))
+            batch.bad.append((line_number, reason))
             if _worker.settings.on_bad_line == "error":  # the run stops here; nothing to tokenize
-                return np.empty(0), np.empty(0, np.int64), bad, 0
+                return batch
+    if engine != "hf":
+        hf, add_special_tokens = _worker.tokenizer.tokenizer, _worker.settings.add_special_tokens
+        batch.documents, batch.excerpts = _worker.sampler.choose(batch.texts)
+        batch.reference = encode_batch_hf(hf, [batch.texts[i] for i in batch.documents], add_special_tokens)
+        if batch.excerpts:
+            batch.excerpt_reference = encode_batch_hf(hf, [text for _, text in batch.excerpts], add_special_tokens)
+    return batch
 
-    info, encoder = _worker.tokenizer, _worker.encoder(engine)
-    tokens, lengths = encoder.encode_batch(texts, _worker.settings.add_special_tokens)
-    checked = 0 if encoder.name == "hf" else _prove(path, text_lines, texts, tokens, lengths, encoder)
+
+def _finish_batch(batch: _Prepared) -> tuple[np.ndarray, np.ndarray, list, int]:
+    """Stage 2 of a batch: tokenize it with its engine, prove the fast engine's sample, add EODs.
+
+    Returns:
+        (tokens in the output dtype, tokens per kept document, [(line number, reason)] of bad lines,
+        documents re-encoded with HF as proof).
+
+    Raises:
+        EngineMismatch: a proof document differs.
+    """
+    bad = batch.bad
+    if bad and _worker.settings.on_bad_line == "error":
+        return np.empty(0), np.empty(0, np.int64), bad, 0
+    info, encoder = _worker.tokenizer, _worker.encoder(batch.engine)
+    tokens, lengths = encoder.encode_batch(batch.texts, _worker.settings.add_special_tokens)
+    checked = 0 if encoder.name == "hf" else _prove(batch, tokens, lengths, encoder)
     if (lengths == 0).any():  # e.g. only whitespace for a tokenizer that drops it
-        bad = sorted(bad + [(text_lines[i], "text gives no tokens") for i in np.flatnonzero(lengths == 0)])
+        bad = sorted(bad + [(batch.text_lines[i], "text gives no tokens") for i in np.flatnonzero(lengths == 0)])
         lengths = lengths[lengths > 0]  # they hold no tokens, so `tokens` stays as it is
     if info.eod_id is not None and len(lengths):
         doc_ends = np.cumsum(lengths)
@@ -226,23 +262,25 @@ def _tokenize_batch(task: tuple[str, int, np.ndarray, str, bytes | None]) -> tup
     return tokens.astype(TOKEN_DTYPES[info.token_width]), lengths, bad, checked
 
 
-def _prove(path: str, text_lines: list[int], texts: list[str], tokens: np.ndarray, lengths: np.ndarray,
-           encoder: Encoder) -> int:
-    """Re-encode the batch's proof sample with HF and compare; returns how many texts were checked.
+def _tokenize_batch(task: tuple[str, int, np.ndarray, str, bytes | None]) -> tuple[np.ndarray, np.ndarray, list, int]:
+    """Both stages of a batch (in a worker process). See :func:`_prepare_batch`, :func:`_finish_batch`."""
+    return _finish_batch(_prepare_batch(task))
+
+
+def _prove(batch: _Prepared, tokens: np.ndarray, lengths: np.ndarray, encoder: Encoder) -> int:
+    """Compare the fast engine's ids of the batch's proof sample with HF's; returns how many texts
+    were checked.
 
     Raises:
         EngineMismatch: naming the file, line and first differing token.
     """
-    documents, excerpts = _worker.sampler.choose(texts)
-    add_special_tokens = _worker.settings.add_special_tokens
-    hf = _worker.tokenizer.tokenizer
-    _compare(path, [text_lines[i] for i in documents], _split(tokens, lengths, documents),
-             _split(*encode_batch_hf(hf, [texts[i] for i in documents], add_special_tokens)), "")
-    if excerpts:
-        lines = [text for _, text in excerpts]
-        _compare(path, [text_lines[i] for i, _ in excerpts], _split(*encoder.encode_batch(lines, add_special_tokens)),
-                 _split(*encode_batch_hf(hf, lines, add_special_tokens)), " of a line with rare code points")
-    return len(documents) + len({i for i, _ in excerpts})
+    _compare(batch.path, [batch.text_lines[i] for i in batch.documents], _split(tokens, lengths, batch.documents),
+             _split(*batch.reference), "")
+    if batch.excerpts:
+        fast = encoder.encode_batch([text for _, text in batch.excerpts], _worker.settings.add_special_tokens)
+        _compare(batch.path, [batch.text_lines[i] for i, _ in batch.excerpts], _split(*fast),
+                 _split(*batch.excerpt_reference), " of a line with rare code points")
+    return len(batch.documents) + len({i for i, _ in batch.excerpts})
 
 
 def _split(tokens: np.ndarray, lengths: np.ndarray, chosen: list[int] | None = None) -> list[np.ndarray]:
@@ -285,11 +323,26 @@ def _batches(path: str, lines: np.ndarray, first_line: int, batch_bytes: int, en
         yield path, first_line + int(start), lines[start:stop], engine, None
 
 
-def _ordered_results(tasks, pool, workers: int):
-    """Yield each task's result in task order, with at most ``2 × workers`` batches in flight
-    (in this process when ``pool`` is None)."""
+def _ordered_results(tasks, pool, workers: int, read_ahead: Callable[[], int]):
+    """Yield each task's result in task order, with at most ``2 × workers`` batches in flight.
+
+    Without a pool, a thread prepares up to ``read_ahead()`` batches ahead (:func:`_prepare_batch`:
+    parsing, sampling, HF's proof ids) while this thread encodes (:func:`_finish_batch`): it fills
+    the wait for fastokens' load (0.7–2.2 s) and the single-threaded stretches between encodes.
+    """
     if pool is None:
-        yield from map(_tokenize_batch, tasks)
+        with ThreadPoolExecutor(1, thread_name_prefix="tokenmill-prepare") as preparer:
+            prepared: deque = deque()
+            try:
+                for task in tasks:
+                    prepared.append(preparer.submit(_prepare_batch, task))
+                    if len(prepared) > read_ahead():
+                        yield _finish_batch(prepared.popleft().result())
+                while prepared:
+                    yield _finish_batch(prepared.popleft().result())
+            finally:  # stopped early (an error, Ctrl-C): drop what was not started, wait for the rest
+                for future in prepared:
+                    future.cancel()
         return
     in_flight: deque = deque()
     for task in tasks:
@@ -356,7 +409,10 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
                               f"less time than loading fastokens would")
         if pool is None:
             _init_worker(settings, single_process=True, tokenizer=tokenizer, encoder=encoder)
-        sources = [_plain_source(path, indexes[number] if indexes else None, byte_range) if compression is None
+        # Inputs are hashed for the sidecar in a thread (hashlib releases the GIL), beside tokenizing.
+        hasher = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="tokenmill-sha256"))
+        sources = [_plain_source(path, indexes[number] if indexes else None, byte_range, hasher)
+                   if compression is None
                    else {"path": str(path), "compression": compression}
                    for number, (path, compression) in enumerate(zip(inputs, compressions))]
         writer = stack.enter_context(PbinWriter(out_path, tokenizer.token_width))
@@ -376,6 +432,8 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
                     f"(first at line {entry['first_lines'][0]})")
         for source in sources:
             source.pop("_lines", None)
+            if isinstance(source["sha256"], Future):
+                source["sha256"] = source["sha256"].result()
         meta = {
             "format": FORMAT_VERSIONS["pbin"],
             "layout": LAYOUT_050,
@@ -401,8 +459,10 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
     return meta
 
 
-def _plain_source(path: str, index: str | None, byte_range: tuple[int, int] | None) -> dict:
-    """The sidecar entry of a plain input (or of its byte range), with its lines under ``_lines``.
+def _plain_source(path: str, index: str | None, byte_range: tuple[int, int] | None,
+                  hasher: ThreadPoolExecutor) -> dict:
+    """The sidecar entry of a plain input (or of its byte range), with its lines under ``_lines``
+    and its ``sha256`` a future of ``hasher``.
 
     A byte range is recorded as the span of the lines it selects, and ``sha256`` hashes that span:
     a shard job reads and hashes only its own bytes.
@@ -411,13 +471,13 @@ def _plain_source(path: str, index: str | None, byte_range: tuple[int, int] | No
     source = {"path": str(path), "bytes": os.path.getsize(path)}
     first = 0
     if byte_range is None:
-        source["sha256"] = file_sha256(path)
+        source["sha256"] = hasher.submit(file_sha256, path)
     else:
         first, lines = lines_in_range(lines, *byte_range)
         span_start = int(lines[0, 0]) if len(lines) else min(byte_range[0], source["bytes"])
         span_end = min(int(lines[-1, 0] + lines[-1, 1]) + 1, source["bytes"]) if len(lines) else span_start
         source.update(byte_range=[span_start, span_end], first_line=first + 1,
-                      sha256=file_sha256(path, span_start, span_end))
+                      sha256=hasher.submit(file_sha256, path, span_start, span_end))
     return {**source, "lines": len(lines), "_lines": lines}
 
 
@@ -469,7 +529,10 @@ def _pack_source(source: dict, engine: str, settings: PackSettings, pool, writer
     sizes: deque = deque()  # input bytes of each batch handed out, in order
     tasks = _source_tasks(source, engine, settings, sizes)
     with Progress(f"pack {source['path']}", _source_bytes(source)) as progress:
-        for tokens, lengths, bad, checked in _ordered_results(tasks, pool, settings.workers):
+        def read_ahead() -> int:  # far while fastokens loads, then just enough to keep the encoder fed
+            return max(2, _READ_AHEAD_BYTES // settings.batch_bytes) if fast_engine_loading(settings.tokenizer_path) else 2
+
+        for tokens, lengths, bad, checked in _ordered_results(tasks, pool, settings.workers, read_ahead):
             if bad and settings.on_bad_line == "error":
                 line_number, reason = bad[0]
                 raise TokenmillError(f"{source['path']}:{line_number}: {reason} "

@@ -47,7 +47,7 @@ from tokenizers import Tokenizer
 from tokenmill.errors import TokenmillError
 
 __all__ = ["TokenizerInfo", "load_tokenizer", "token_width_for", "file_sha256", "ENGINES", "Encoder",
-           "fast_engine_refusal", "preload_fast_engine", "encode_batch_hf", "ProofSampler", "first_difference"]
+           "fast_engine_refusal", "fast_engine_loading", "preload_fast_engine", "encode_batch_hf", "ProofSampler", "first_difference"]
 
 ENGINES = ("auto", "hf", "fastokens")
 
@@ -91,6 +91,8 @@ class TokenizerInfo:
         ignored_settings: the file's ``truncation`` / ``padding`` settings that loading switched
             off (empty when it had none).
         pad_id: the id the file's (switched off) padding would have filled with, or None.
+        fast_engine_refusal: why the fast engine is not proven for this file, or None
+            (see :func:`fast_engine_refusal`).
     """
 
     tokenizer: Tokenizer
@@ -102,6 +104,7 @@ class TokenizerInfo:
     eod_id: int | None
     ignored_settings: dict
     pad_id: int | None
+    fast_engine_refusal: str | None = None
 
     def sidecar_entry(self) -> dict:
         """What a sidecar records of this tokenizer (everything a rebuild must reproduce)."""
@@ -126,24 +129,42 @@ def load_tokenizer(path: str | os.PathLike, eod_token: str | None = None) -> Tok
         raise TokenmillError(f"{path}: is a directory; give the tokenizer.json file in it")
     if not os.path.isfile(path):
         raise TokenmillError(f"{path}: tokenizer file not found")
+    with open(path, "rb") as handle:  # read once: hashed, parsed for the facts below, and loaded
+        content = handle.read()
     try:
-        tokenizer = Tokenizer.from_file(str(path))
+        config = orjson.loads(content)
+        tokenizer = Tokenizer.from_str(content.decode("utf-8"))
     except Exception as exc:  # tokenizers raises a bare Exception on a malformed file
         raise TokenmillError(f"{path}: not a Hugging Face tokenizer.json ({str(exc).splitlines()[0]})") from None
     ignored_settings = {name: setting for name, setting in (("truncation", tokenizer.truncation),
                                                             ("padding", tokenizer.padding)) if setting}
     tokenizer.no_truncation()
     tokenizer.no_padding()
-    vocab = tokenizer.get_vocab(with_added_tokens=True)
-    vocab_size = max(vocab.values()) + 1 if vocab else 0
+    vocab_size = _vocab_size(config, tokenizer)
     eod_id = None
     if eod_token is not None:
         eod_id = tokenizer.token_to_id(eod_token)
         if eod_id is None:
             raise TokenmillError(f"{path}: EOD token {eod_token!r} is not a single token of this tokenizer")
-    return TokenizerInfo(tokenizer=tokenizer, path=str(path), sha256=file_sha256(path), vocab_size=vocab_size,
-                         token_width=token_width_for(vocab_size), eod_token=eod_token, eod_id=eod_id,
-                         ignored_settings=ignored_settings, pad_id=_pad_id(ignored_settings))
+    return TokenizerInfo(tokenizer=tokenizer, path=str(path), sha256=hashlib.sha256(content).hexdigest(),
+                         vocab_size=vocab_size, token_width=token_width_for(vocab_size), eod_token=eod_token,
+                         eod_id=eod_id, ignored_settings=ignored_settings, pad_id=_pad_id(ignored_settings),
+                         fast_engine_refusal=fast_engine_refusal(config))
+
+
+def _vocab_size(config: dict, tokenizer: Tokenizer) -> int:
+    """Highest id + 1 over the model's vocabulary and the added tokens, read from the parsed file
+    (asking ``tokenizer.get_vocab`` builds a dict of every token: 0.06–0.24 s)."""
+    vocab = (config.get("model") or {}).get("vocab")
+    if isinstance(vocab, dict) and all(isinstance(token_id, int) for token_id in vocab.values()):
+        model_ids = max(vocab.values(), default=-1) + 1
+    elif isinstance(vocab, list):  # Unigram: [piece, score] pairs, ids are positions
+        model_ids = len(vocab)
+    else:  # a model without a vocabulary in the file: ask the tokenizer
+        ids = tokenizer.get_vocab(with_added_tokens=True).values()
+        return max(ids) + 1 if ids else 0
+    added_ids = [token["id"] for token in config.get("added_tokens") or [] if isinstance(token.get("id"), int)]
+    return max([model_ids, *(token_id + 1 for token_id in added_ids)])
 
 
 def _pad_id(ignored_settings: dict) -> int | None:
@@ -216,8 +237,7 @@ class Encoder:
         if engine == "hf":
             self.name, self.reason = "hf", "engine hf asked for"
             return
-        with open(info.path, "rb") as handle:
-            refusal = fast_engine_refusal(orjson.loads(handle.read()))
+        refusal = info.fast_engine_refusal
         if refusal and engine == "auto":
             self.name, self.reason = "hf", f"engine auto: HF, as fastokens is not proven for this tokenizer ({refusal})"
             return
@@ -291,6 +311,12 @@ def preload_fast_engine(path: str | os.PathLike) -> None:
     if str(path) not in _fast_loads:
         _fast_loads[str(path)] = loader = _FastLoad(str(path))
         loader.start()
+
+
+def fast_engine_loading(path: str | os.PathLike) -> bool:
+    """Whether fastokens' tokenizer for ``path`` is still loading in the background."""
+    loader = _fast_loads.get(str(path))
+    return loader is not None and loader.is_alive()
 
 
 def encode_batch_hf(tokenizer: Tokenizer, texts: list[str], add_special_tokens: bool) -> tuple[np.ndarray, np.ndarray]:
