@@ -223,3 +223,71 @@ def test_a_line_over_max_line_bytes_is_a_bad_line_that_is_never_read(tmp_path):
     run_tokenmill("pack", source, "--tokenizer", GPT2, "--max-line-bytes", "1000", "--on-bad-line", "skip",
                   "-o", tmp_path / "x.pbin")
     assert PbinFile(tmp_path / "x.pbin").num_documents == 2
+
+
+@pytest.mark.parametrize("tokenizer, vocab_size", [(GPT2, 50257), (TEKKEN, 131072), (MINILM, 30522)],
+                         ids=["gpt2", "tekken", "minilm"])
+def test_the_vocabulary_size_read_from_the_file_is_the_tokenizers_own(tokenizer, vocab_size):
+    reference = Tokenizer.from_file(str(tokenizer)).get_vocab(with_added_tokens=True)
+    assert load_tokenizer(tokenizer).vocab_size == max(reference.values()) + 1 == vocab_size
+
+
+CONTROL_STRINGS = "[INST] </s> <s> <SPECIAL_12> <|endoftext|>"
+
+
+def chat_lines(count: int) -> list[bytes]:
+    """Conversations whose messages hold control-token strings (which must stay text) and rare code points."""
+    texts = [f"question {i}: what is {CONTROL_STRINGS}?" if i % 3 == 0 else f"plain question {i} 👩‍💻 e\u0301"
+             for i in range(count)]
+    return [json.dumps({"role": "system", "conversations": [{"from": "human", "value": text},
+                                                           {"from": "gpt", "value": f"answer {i} " * (i % 7 + 1)}]},
+                       ensure_ascii=False).encode() for i, text in enumerate(texts)]
+
+
+def sft_config(source, engine: str, check_fraction: float = 0.01) -> dict:
+    return {"tokenizers": {"tekken": {"path": str(TEKKEN), "engine": engine, "check_fraction": check_fraction}},
+            "sft": {"chat": {"inputs": [str(source)], "tokenizer": "tekken",
+                             "special_tokens": {"bos_token": "<s>", "eos_token": "</s>"},
+                             "message_construction": ["role", "conversations"], "seq_length": 256}}}
+
+
+def test_sft_with_the_fast_engine_writes_the_bytes_of_hugging_face_and_keeps_control_strings_as_text(tmp_path):
+    from tokenmill.sft import InstructionDataset, loss_mask_path, write_sft
+
+    source = write_jsonl_bytes(tmp_path / "chat.jsonl", chat_lines(120))
+    metas = {engine: write_sft("chat", sft_config(source, engine, 1.0), tmp_path / f"{engine}.pbin")
+             for engine in ("hf", "fastokens")}
+    for suffix in (".pbin", ".loss_mask.pbin"):
+        assert (tmp_path / f"hf{suffix}").read_bytes() == (tmp_path / f"fastokens{suffix}").read_bytes()
+    assert loss_mask_path(tmp_path / "hf.pbin").name == "hf.loss_mask.pbin"
+    assert (metas["fastokens"]["engine"]["name"], metas["fastokens"]["engine"]["checked_messages"]) == ("fastokens", 360)
+    assert (metas["hf"]["engine"]["name"], metas["hf"]["engine"]["checked_messages"]) == ("hf", 0)
+
+    dataset = InstructionDataset(source, TEKKEN, [".role", ".conversations"], {"bos_token": "<s>", "eos_token": "</s>"},
+                                 engine="fastokens", check_fraction=1.0)
+    question = dataset[0]["pieces"]["conversations"][0].ids
+    assert dataset.tokenizer.decode(question, skip_special_tokens=False) == f"question 0: what is {CONTROL_STRINGS}?"
+    assert not set(question) & set(dataset.special_ids.values())  # no control id came from the data
+
+
+def test_sft_and_the_on_access_datasets_stop_at_a_planted_mismatch(tmp_path, monkeypatch):
+    import pickle
+
+    from tokenmill.datasets import MemMapDataset
+    from tokenmill.sft import write_sft
+
+    plant_mismatch(monkeypatch, "question 9:")  # line 10's first message
+    source = write_jsonl_bytes(tmp_path / "chat.jsonl", chat_lines(30))
+    with pytest.raises(EngineMismatch, match=rf"{source}:10: fast encoder disagrees with the tokenizer at token 2 "):
+        write_sft("chat", sft_config(source, "fastokens", 1.0), tmp_path / "x.pbin")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["chat.jsonl"]
+
+    lines = write_jsonl_bytes(tmp_path / "lines.jsonl", [json.dumps({"text": f"question {i}: {CONTROL_STRINGS}"}).encode()
+                                                         for i in range(12)])
+    fast = MemMapDataset(lines, TEKKEN, engine="fastokens", check_fraction=0.0)
+    hf = MemMapDataset(lines, TEKKEN)
+    assert np.array_equal(fast[3], hf[3])  # a control string in text: always proven, and equal
+    with pytest.raises(EngineMismatch, match=rf"{lines}:10: fast encoder disagrees with the tokenizer at token 2 "):
+        fast[9]
+    copy = pickle.loads(pickle.dumps(fast))  # as a DataLoader worker receives it: it loads its own engine
+    assert copy.encoder.name == "fastokens" and np.array_equal(copy[4], hf[4])

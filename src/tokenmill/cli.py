@@ -138,10 +138,11 @@ def _sft(args: argparse.Namespace) -> None:
         config = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise TokenmillError(f"{args.config}: not YAML ({str(exc).splitlines()[0]})") from None
-    meta = write_sft(args.name, config, args.output, source=args.config)
+    meta = write_sft(args.name, config, args.output, source=args.config, engine=args.engine)
     skipped = sum(entry["count"] for entry in meta["skipped"].values())
     print(f"{args.output}: {meta['documents']} conversations, {meta['tokens']} tokens, {meta['truncated']} truncated, "
-          f"{meta['dropped']} dropped, {skipped} lines skipped", file=sys.stderr)
+          f"{meta['dropped']} dropped, {skipped} lines skipped; {meta['engine']['reason']}, "
+          f"{meta['engine']['checked_messages']} messages checked against Hugging Face", file=sys.stderr)
 
 
 def _report(args: argparse.Namespace) -> None:
@@ -316,6 +317,9 @@ def build_parser() -> argparse.ArgumentParser:
     sft.add_argument("config", help="YAML with `tokenizers:` and `sft:` sections (the workflow config), or - for stdin")
     sft.add_argument("name", help="the entry of `sft:` to build")
     sft.add_argument("-o", "--output", required=True, help="output .pbin (the loss mask goes next to it)")
+    sft.add_argument("--engine", choices=("auto", "hf", "fastokens"), default=None,
+                     help="tokenizer engine (default: the tokenizer's `engine` in the config, else auto); a fast "
+                          "engine is proven on the config's check_fraction of the messages")
     sft.set_defaults(run=_sft)
 
     inspect = verbs.add_parser("inspect", help="show a file's header and counts, a document, or a training sample")

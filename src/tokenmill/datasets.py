@@ -41,7 +41,7 @@ from tokenmill.pbin import PbinFile
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.sample_index import build_gpt_cache, cache_file_names, load_npy
 from tokenmill.text import TextSelector
-from tokenmill.tokenizer import load_tokenizer
+from tokenmill.tokenizer import Encoder, ProofSampler, load_tokenizer
 
 __all__ = ["MemMapDataset", "PackedMemMapDatasetBase", "PackedMemMapDatasetContinuous", "PackedMemMapDatasetMegatron",
            "NanosetConfig", "Nanoset", "NanosetBuilder", "BlendedNanoset", "ITEM_DTYPES"]
@@ -68,20 +68,29 @@ class MemMapDataset(Dataset):
         jq_pattern: selects the text of a line.
         add_special_tokens: the tokenizer's own BOS/EOS (Hugging Face default: True).
         sample_key: return ``{sample_key: ids}`` instead of ``ids``.
+        engine: ``hf`` (default: one line at a time, where a fast engine's 0.7-2.2 s load per
+            DataLoader worker would not pay), ``auto`` or ``fastokens`` (see
+            :class:`tokenmill.tokenizer.Encoder`); a fast engine is proven on ``check_fraction`` of
+            the lines (and every line with an added-token string or rare code points).
+        check_fraction: see :class:`tokenmill.tokenizer.ProofSampler`.
 
     Raises:
-        TokenmillError: unreadable files; on access, a line with no usable text (names the line).
+        TokenmillError: unreadable files; on access, a line with no usable text (names the line),
+            or one on which the fast engine disagrees with HF.
     """
 
     def __init__(self, jsonl: str | os.PathLike, tokenizer: str | os.PathLike, index: str | os.PathLike | None = None,
-                 jq_pattern: str = ".text", add_special_tokens: bool = True, sample_key: str | None = None):
+                 jq_pattern: str = ".text", add_special_tokens: bool = True, sample_key: str | None = None,
+                 engine: str = "hf", check_fraction: float = 0.01):
         self.path = str(jsonl)
         try:
             self.identity = FileIdentity.of(jsonl)  # the version of the file that the lines describe
         except OSError as exc:
             raise TokenmillError(f"{jsonl}: cannot read ({exc.strerror})") from None
         self.lines = read_index(index, jsonl) if index is not None else scan_lines(jsonl)
-        self.tokenizer = load_tokenizer(tokenizer).tokenizer
+        self.tokenizer = load_tokenizer(tokenizer)
+        self.encoder = Encoder(self.tokenizer, engine)
+        self.sampler = ProofSampler(self.tokenizer.added_tokens(), check_fraction)
         self.selector = TextSelector(jq_pattern)
         self.add_special_tokens = add_special_tokens
         self.sample_key = sample_key
@@ -99,13 +108,19 @@ class MemMapDataset(Dataset):
         text, reason = self.selector.select(self._mapped[offset:offset + length])
         if reason is not None:
             raise TokenmillError(f"{self.path}:{range(len(self))[i] + 1}: {reason}")
-        ids = self.tokenizer.encode(text, add_special_tokens=self.add_special_tokens).ids
-        return _wrap(np.array(ids, dtype=np.int64), self.sample_key)
+        (ids,), _ = self.encoder.encode_proven([text], self.add_special_tokens, self.sampler,
+                                               [f"{self.path}:{range(len(self))[i] + 1}"])
+        return _wrap(ids, self.sample_key)
 
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_mapped"] = None
+        state["encoder"] = self.encoder.engine_asked  # fastokens does not pickle: each worker loads its own
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.encoder = Encoder(self.tokenizer, state["encoder"])
 
 
 class PackedMemMapDatasetBase(Dataset):

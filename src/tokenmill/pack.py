@@ -48,17 +48,15 @@ from tokenmill.pbin import LAYOUT_050, TOKEN_DTYPES, PbinWriter, sidecar_path
 from tokenmill.progress import Progress
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import TextSelector
-from tokenmill.tokenizer import (ENGINES, Encoder, ProofSampler, TokenizerInfo, encode_batch_hf, file_sha256,
-                                 fast_engine_loading, first_difference, load_tokenizer, preload_fast_engine)
+from tokenmill.tokenizer import (ENGINES, FAST_ENGINE_PAYS_BYTES, Encoder, EngineMismatch, ProofSampler, TokenizerInfo, compare_ids,
+                                 encode_batch_hf, fast_engine_loading, file_sha256, load_tokenizer, preload_fast_engine,
+                                 split_flat)
 
 __all__ = ["PackSettings", "pack", "BAD_LINE_POLICIES", "MISMATCH_POLICIES", "EngineMismatch"]
 
 BAD_LINE_POLICIES = ("error", "skip")
 MISMATCH_POLICIES = ("error", "hf")
 _IN_PROCESS_BYTES = 8 << 20  # below this much input, worker processes cost more than they save
-# Loading fastokens takes 0.4 s (GPT-2) to 1.1 s (Tekken), about what Hugging Face needs for 1-3 MB
-# of text on two threads: below this, auto takes Hugging Face (the reference itself, no proof needed).
-_FAST_ENGINE_PAYS_BYTES = 1 << 20
 _COMPRESSION_RATIO = 4  # about what gzip/zstd give on web text: the decompressed size, for the choice above
 _SKIPPED_LINES_KEPT = 20  # line numbers listed per reason in the sidecar
 # Batches parsed ahead of the encoder in a single process while fastokens loads: 32 MB of JSONL is
@@ -117,10 +115,6 @@ class PackSettings:
             raise TokenmillError(f"on_mismatch must be one of {MISMATCH_POLICIES}, not {self.on_mismatch!r}")
 
 
-class EngineMismatch(TokenmillError):
-    """The fast engine gave other ids than HF for a document (the message names file, line and token)."""
-
-
 # ---------------------------------------------------------------------------------------------
 # Worker side: one batch of lines → token ids. State lives in module globals set once per process.
 
@@ -160,9 +154,8 @@ def _init_worker(settings: PackSettings, single_process: bool, tokenizer: Tokeni
         # Raised here, a pool would restart the worker forever; the first task reports it instead.
         _worker_failure = exc
         return
-    added_tokens = [token.content for token in tokenizer.tokenizer.get_added_tokens_decoder().values()]
     _worker = _Worker(tokenizer, settings, TextSelector(settings.text),
-                      ProofSampler(added_tokens, settings.check_fraction))
+                      ProofSampler(tokenizer.added_tokens(), settings.check_fraction))
     if encoder is not None:
         _worker.encoders[encoder.name] = encoder
 
@@ -274,35 +267,13 @@ def _prove(batch: _Prepared, tokens: np.ndarray, lengths: np.ndarray, encoder: E
     Raises:
         EngineMismatch: naming the file, line and first differing token.
     """
-    _compare(batch.path, [batch.text_lines[i] for i in batch.documents], _split(tokens, lengths, batch.documents),
-             _split(*batch.reference), "")
+    compare_ids([f"{batch.path}:{line}" for line in (batch.text_lines[i] for i in batch.documents)],
+                split_flat(tokens, lengths, batch.documents), split_flat(*batch.reference), "")
     if batch.excerpts:
         fast = encoder.encode_batch([text for _, text in batch.excerpts], _worker.settings.add_special_tokens)
-        _compare(batch.path, [batch.text_lines[i] for i, _ in batch.excerpts], _split(*fast),
-                 _split(*batch.excerpt_reference), " of a line with rare code points")
+        compare_ids([f"{batch.path}:{batch.text_lines[i]}" for i, _ in batch.excerpts], split_flat(*fast),
+                    split_flat(*batch.excerpt_reference), " of a line with rare code points")
     return len(batch.documents) + len({i for i, _ in batch.excerpts})
-
-
-def _split(tokens: np.ndarray, lengths: np.ndarray, chosen: list[int] | None = None) -> list[np.ndarray]:
-    """The id arrays of texts ``chosen`` (default: all) from a flat batch."""
-    starts = np.cumsum(lengths) - lengths
-    return [tokens[starts[i]:starts[i] + lengths[i]] for i in (range(len(lengths)) if chosen is None else chosen)]
-
-
-def _compare(path: str, line_numbers: list[int], fast: list[np.ndarray], reference: list[np.ndarray],
-             what: str) -> None:
-    """Raise at the first pair of id arrays that differ.
-
-    Raises:
-        EngineMismatch: naming the file, line and first differing token.
-    """
-    for line_number, ids, expected in zip(line_numbers, fast, reference):
-        position = first_difference(ids, expected)
-        if position is not None:
-            got = int(ids[position]) if position < len(ids) else "end"
-            wanted = int(expected[position]) if position < len(expected) else "end"
-            raise EngineMismatch(f"{path}:{line_number}: fast encoder disagrees with the tokenizer at token "
-                                 f"{position}{what} (fastokens {got}, Hugging Face {wanted})")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -391,7 +362,7 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
                        for path, compression in zip(inputs, compressions))
                    if byte_range is None else max(min(byte_range[1], os.path.getsize(inputs[0])) - byte_range[0], 0))
     workers = settings.workers if input_bytes > _IN_PROCESS_BYTES else 1
-    small_input = settings.engine == "auto" and input_bytes < _FAST_ENGINE_PAYS_BYTES
+    small_input = settings.engine == "auto" and input_bytes < FAST_ENGINE_PAYS_BYTES
     if small_input:  # the same ids either way: take the engine that finishes first
         settings = dataclasses.replace(settings, engine="hf")
     with contextlib.ExitStack() as stack:

@@ -58,7 +58,7 @@ from tokenmill.identity import refuse_inputs_as_outputs
 from tokenmill.pbin import LAYOUT_050, PbinFile, PbinWriter, file_identity_problem, read_sidecar, sidecar_path
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import describe_json_error
-from tokenmill.tokenizer import file_sha256, load_tokenizer
+from tokenmill.tokenizer import FAST_ENGINE_PAYS_BYTES, Encoder, ProofSampler, file_sha256, load_tokenizer
 
 if TYPE_CHECKING:
     import torch
@@ -112,20 +112,31 @@ class InstructionDataset:
         index: raw index of ``jsonl`` (scanned now if None).
         speaker_template: the text before each message's content; ``{speaker}`` is the turn's
             ``from`` or the field name. Default ``"{speaker}: "``.
+        engine: ``hf`` (default), ``auto`` or ``fastokens`` (see :class:`tokenmill.tokenizer.Encoder`);
+            a conversation's messages are encoded in one call, and a fast engine is proven on
+            ``check_fraction`` of the messages (and every one with rare code points).
+        check_fraction: see :class:`tokenmill.tokenizer.ProofSampler`.
+
+    Attributes:
+        checked: messages re-encoded with HF so far (0 with the HF engine).
 
     Raises:
         TokenmillError: unreadable files, a special token that is not one id, a pattern that is not a
-            plain field path; on access, a line that is not a conversation (naming file and line).
+            plain field path; on access, a line that is not a conversation (naming file and line), or
+            one on which the fast engine disagrees with HF.
     """
 
     def __init__(self, jsonl: str | os.PathLike, tokenizer: str | os.PathLike, jq_patterns: list[str],
                  special_tokens: dict[str, str], index: str | os.PathLike | None = None,
-                 speaker_template: str = "{speaker}: "):
+                 speaker_template: str = "{speaker}: ", engine: str = "hf", check_fraction: float = 0.01):
         self.path = str(jsonl)
         self.lines = read_index(index, jsonl) if index is not None else scan_lines(jsonl)
-        info = load_tokenizer(tokenizer)
-        self.tokenizer = info.tokenizer
-        self.tokenizer.encode_special_tokens = True  # control-token strings in data stay text
+        self.info = load_tokenizer(tokenizer)
+        # Control-token strings in data stay text (HF's encode_special_tokens, fastokens' split_special_tokens).
+        self.encoder = Encoder(self.info, engine, split_special_tokens=True)
+        self.sampler = ProofSampler(self.info.added_tokens(), check_fraction)
+        self.checked = 0
+        self.tokenizer = self.info.tokenizer
         self.special_ids = _special_ids(self.tokenizer, special_tokens)
         self.fields = []
         for pattern in jq_patterns:
@@ -165,23 +176,27 @@ class InstructionDataset:
         """``{"path", "line", "record", "special_ids", "pieces": {field: [Piece, ...]}}`` for line ``i``."""
         i = range(len(self))[i]
         record = self.record(i)
-        pieces = {}
+        messages = []  # (field, speaker, text, the JSON value it came from), in order
         for field in self.fields:
             value = record.get(field)
             if isinstance(value, str):
-                pieces[field] = [Piece(self._prefix(field), self._encode(value), value)]
+                messages.append((field, field, value, value))
             elif isinstance(value, list):
                 if not value:
                     raise self._error(i, f"empty {field!r}")
-                turns = []
                 for number, turn in enumerate(value):
                     if not isinstance(turn, dict) or not isinstance(turn.get("from"), str) \
                             or not isinstance(turn.get("value"), str):
                         raise self._error(i, f"{field}[{number}] needs string 'from' and 'value'")
-                    turns.append(Piece(self._prefix(turn["from"]), self._encode(turn["value"]), turn))
-                pieces[field] = turns
+                    messages.append((field, turn["from"], turn["value"], turn))
             else:
                 raise self._error(i, f"no string or list {field!r}")
+        ids, checked = self.encoder.encode_proven([text for _, _, text, _ in messages], False, self.sampler,
+                                                  [f"{self.path}:{i + 1}"] * len(messages))
+        self.checked += checked
+        pieces = {field: [] for field in self.fields}
+        for (field, speaker, _, value), message_ids in zip(messages, ids):
+            pieces[field].append(Piece(self._prefix(speaker), message_ids.tolist(), value))
         return {"path": self.path, "line": i + 1, "record": record, "special_ids": self.special_ids, "pieces": pieces}
 
     def _encode(self, text: str) -> list[int]:
@@ -195,7 +210,12 @@ class InstructionDataset:
     def __getstate__(self):
         state = dict(self.__dict__)
         state["_mapped"] = None
+        state["encoder"] = self.encoder.engine_asked  # fastokens does not pickle: each worker loads its own
         return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.encoder = Encoder(self.info, state["encoder"], split_special_tokens=True)
 
 
 class InstructionCollator:
@@ -339,7 +359,7 @@ def loss_mask_path(pbin_path: str | os.PathLike) -> Path:
 
 
 def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conversations: int = 1000,
-              source: str = "config") -> dict:
+              source: str = "config", engine: str | None = None) -> dict:
     """Tokenize ``config["sft"][name]`` into the ``.pbin`` / ``.loss_mask.pbin`` pair and a sidecar.
 
     Each kept conversation is one document in both files (same lengths); conversations are
@@ -353,10 +373,11 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
         out_path: the tokens ``.pbin``.
         batch_conversations: conversations per write.
         source: names the configuration in errors.
+        engine: overrides the tokenizer's ``engine`` (default ``auto``); its ``check_fraction`` applies.
 
     Raises:
         TokenmillError: a config that breaks the schema or lacks the entry (naming the key), bad
-            lines under ``on_bad_line: error``.
+            lines under ``on_bad_line: error``, a message on which the fast engine disagrees with HF.
     """
     validate_sections(config, ("tokenizers", "sft"), source)
     entry = _config_entry(config, ("sft", name))
@@ -367,6 +388,12 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
     refuse_inputs_as_outputs([out_path, loss_mask_path(out_path), sidecar_path(out_path)],
                              [*entry["inputs"], tokenizer_config["path"]])
     tokenizer = load_tokenizer(tokenizer_config["path"])
+    engine = engine or tokenizer_config.get("engine", "auto")
+    check_fraction = tokenizer_config.get("check_fraction", 0.01)
+    input_bytes = sum(os.path.getsize(path) for path in entry["inputs"] if os.path.isfile(path))
+    small_input = engine == "auto" and input_bytes < FAST_ENGINE_PAYS_BYTES
+    if small_input:  # as pack does: the same ids either way, and HF finishes first
+        engine = "hf"
     # The loss mask is renamed first, then the sidecar (which records the mask's identity), then the
     # tokens: a run killed in between leaves a pair whose sidecar check fails, never a mixed pair.
     with PbinWriter(out_path, tokenizer.token_width) as tokens_out:
@@ -374,7 +401,7 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
             collator = None
             for source in entry["inputs"]:
                 dataset = InstructionDataset(source, tokenizer_config["path"], [f".{field}" for field in messages],
-                                             entry["special_tokens"])
+                                             entry["special_tokens"], engine=engine, check_fraction=check_fraction)
                 collator = collator or InstructionCollator(messages, entry.get("loss_masking_jq_patterns", []),
                                                            entry["special_tokens"], entry["seq_length"],
                                                            truncation=entry.get("truncation", "truncate"))
@@ -397,7 +424,7 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
                         mask_out.write(np.concatenate([trained for _, trained in kept]).astype(np.uint8), lengths)
                         documents += len(kept)
                 sources.append({"path": str(source), "bytes": os.path.getsize(source), "sha256": file_sha256(source),
-                                "lines": len(dataset), "documents": documents})
+                                "lines": len(dataset), "documents": documents, "checked_messages": dataset.checked})
         tokens_out.sidecar = {
             "format": FORMAT_VERSIONS["sft"],
             "layout": LAYOUT_050,
@@ -405,6 +432,11 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
             "loss_mask_file": mask_out.identity,
             "tokenizer": {**tokenizer.sidecar_entry(), "special_tokens": entry["special_tokens"],
                           "special_ids": dataset.special_ids},
+            "engine": {"name": dataset.encoder.name,
+                       "reason": (f"engine auto: HF, as this input (~{input_bytes / 1e6:.2f} MB) takes it less time "
+                                  f"than loading fastokens would") if small_input else dataset.encoder.reason,
+                       "versions": dataset.encoder.versions(), "check_fraction": check_fraction,
+                       "checked_messages": sum(entry["checked_messages"] for entry in sources)},
             "token_width": tokenizer.token_width,
             "message_construction": messages,
             "loss_masking_jq_patterns": entry.get("loss_masking_jq_patterns", []),

@@ -46,10 +46,14 @@ from tokenizers import Tokenizer
 
 from tokenmill.errors import TokenmillError
 
-__all__ = ["TokenizerInfo", "load_tokenizer", "token_width_for", "file_sha256", "ENGINES", "Encoder",
-           "fast_engine_refusal", "fast_engine_loading", "preload_fast_engine", "encode_batch_hf", "ProofSampler", "first_difference"]
+__all__ = ["TokenizerInfo", "load_tokenizer", "token_width_for", "file_sha256", "ENGINES", "FAST_ENGINE_PAYS_BYTES",
+           "Encoder", "EngineMismatch", "fast_engine_refusal", "fast_engine_loading", "preload_fast_engine",
+           "encode_batch_hf", "ProofSampler", "split_flat", "compare_ids", "first_difference"]
 
 ENGINES = ("auto", "hf", "fastokens")
+# Loading fastokens takes 0.3-0.7 s (GPT-2) to 1.1-2.2 s (Tekken), about what Hugging Face needs for
+# 1-3 MB of text on two threads: below this, auto takes Hugging Face (the reference itself, no proof).
+FAST_ENGINE_PAYS_BYTES = 1 << 20
 
 
 def file_sha256(path: str | os.PathLike, start: int = 0, end: int | None = None) -> str:
@@ -105,6 +109,10 @@ class TokenizerInfo:
     ignored_settings: dict
     pad_id: int | None
     fast_engine_refusal: str | None = None
+
+    def added_tokens(self) -> list[str]:
+        """The added-token strings (the proof checks every text holding one)."""
+        return [token.content for token in self.tokenizer.get_added_tokens_decoder().values()]
 
     def sidecar_entry(self) -> dict:
         """What a sidecar records of this tokenizer (everything a rebuild must reproduce)."""
@@ -211,12 +219,19 @@ def fast_engine_refusal(config: dict) -> str | None:
     return None
 
 
+class EngineMismatch(TokenmillError):
+    """The fast engine gave other ids than HF for a text (the message names file, line and token)."""
+
+
 class Encoder:
     """A tokenizer engine: batches of texts in, one flat id array and per-text lengths out.
 
     Args:
         info: the loaded tokenizer (its HF ``Tokenizer`` is the reference).
         engine: ``auto``, ``hf`` or ``fastokens``.
+        split_special_tokens: special-token strings in texts stay text (for conversations, whose
+            data must not smuggle in control tokens); sets ``encode_special_tokens`` on
+            ``info.tokenizer``, which HF then applies everywhere.
 
     Attributes:
         name: the engine in use, ``hf`` or ``fastokens``.
@@ -229,11 +244,15 @@ class Encoder:
         TokenmillError: an unknown engine.
     """
 
-    def __init__(self, info: TokenizerInfo, engine: str = "auto"):
+    def __init__(self, info: TokenizerInfo, engine: str = "auto", split_special_tokens: bool = False):
         if engine not in ENGINES:
             raise TokenmillError(f"engine must be one of {ENGINES}, not {engine!r}")
         self.info = info
+        self.engine_asked = engine
         self._fast = None
+        self.split_special_tokens = split_special_tokens
+        if split_special_tokens:
+            info.tokenizer.encode_special_tokens = True
         if engine == "hf":
             self.name, self.reason = "hf", "engine hf asked for"
             return
@@ -275,8 +294,39 @@ class Encoder:
         """``(ids, lengths)``: every text's ids back to back (uint32 or int64) and ids per text."""
         if self.name == "hf":
             return encode_batch_hf(self.info.tokenizer, texts, add_special_tokens)
-        ids, offsets = self._fast_tokenizer().encode_batch_flat(texts, add_special_tokens=add_special_tokens)
+        ids, offsets = self._fast_tokenizer().encode_batch_flat(texts, add_special_tokens=add_special_tokens,
+                                                                split_special_tokens=self.split_special_tokens)
         return np.frombuffer(ids, dtype="<u4"), np.diff(np.frombuffer(offsets, dtype="<u8")).astype(np.int64)
+
+    def encode_proven(self, texts: list[str], add_special_tokens: bool, sampler: "ProofSampler",
+                      locations: list[str]) -> tuple[list[np.ndarray], int]:
+        """Each text's ids (int64), with the fast engine's proof sample re-encoded by HF and compared.
+
+        Args:
+            texts: what to encode.
+            add_special_tokens: let the post-processor add its ids.
+            sampler: chooses the texts (and excerpts) to prove; ignored by the HF engine.
+            locations: ``file:line`` of each text, for the error.
+
+        Returns:
+            (ids per text, how many texts were checked against HF).
+
+        Raises:
+            EngineMismatch: ``file:line: fast encoder disagrees with the tokenizer at token K``.
+        """
+        tokens, lengths = self.encode_batch(texts, add_special_tokens)
+        ids = [chunk.astype(np.int64) for chunk in split_flat(tokens, lengths)]
+        if self.name == "hf":
+            return ids, 0
+        documents, excerpts = sampler.choose(texts)
+        hf = self.info.tokenizer
+        compare_ids([locations[i] for i in documents], [ids[i] for i in documents],
+                    split_flat(*encode_batch_hf(hf, [texts[i] for i in documents], add_special_tokens)), "")
+        if excerpts:
+            lines = [text for _, text in excerpts]
+            compare_ids([locations[i] for i, _ in excerpts], split_flat(*self.encode_batch(lines, add_special_tokens)),
+                        split_flat(*encode_batch_hf(hf, lines, add_special_tokens)), " of a line with rare code points")
+        return ids, len(documents) + len({i for i, _ in excerpts})
 
 
 class _FastLoad(threading.Thread):
@@ -401,6 +451,27 @@ def _alternation(words: list[str]) -> str:
         return f"(?:{body})?" if "" in node else body
 
     return pattern(trie)
+
+
+def split_flat(tokens: np.ndarray, lengths: np.ndarray, chosen: list[int] | None = None) -> list[np.ndarray]:
+    """The id arrays of texts ``chosen`` (default: all) from a flat batch."""
+    starts = np.cumsum(lengths) - lengths
+    return [tokens[starts[i]:starts[i] + lengths[i]] for i in (range(len(lengths)) if chosen is None else chosen)]
+
+
+def compare_ids(locations: list[str], fast: list[np.ndarray], reference: list[np.ndarray], what: str) -> None:
+    """Raise at the first pair of id arrays that differ.
+
+    Raises:
+        EngineMismatch: ``LOCATION: fast encoder disagrees with the tokenizer at token K`` + ``what``.
+    """
+    for location, ids, expected in zip(locations, fast, reference):
+        position = first_difference(ids, expected)
+        if position is not None:
+            got = int(ids[position]) if position < len(ids) else "end"
+            wanted = int(expected[position]) if position < len(expected) else "end"
+            raise EngineMismatch(f"{location}: fast encoder disagrees with the tokenizer at token "
+                                 f"{position}{what} (fastokens {got}, Hugging Face {wanted})")
 
 
 def first_difference(ids: np.ndarray, reference: np.ndarray) -> int | None:
