@@ -10,7 +10,10 @@ Pipeline per input file:
    other than a plain ``.key``), tokenize the batch with the engine (fastokens or Hugging Face, see
    :class:`tokenmill.tokenizer.Encoder`), re-encode the batch's proof sample with Hugging Face and
    compare (fast engine only), append the EOD id to every document that does not already end with
-   it, and return the ids as one numpy array of the output dtype plus per-document lengths.
+   it, and return the ids as one numpy array of the output dtype plus per-document lengths. In
+   the calling process this is two stages: a thread reads, parses, samples and HF-encodes the
+   proof ahead (32 MB ahead while fastokens loads), the caller encodes and compares; a second
+   thread hashes the inputs for the sidecar.
 3. The parent keeps at most ``2 × workers`` batches in flight and writes results strictly in
    batch order with one ``write`` each, so the bytes are the same for any worker count and memory
    stays at a few batches (plus 8 bytes per document for the index).
@@ -21,9 +24,9 @@ it is left out and counted by reason in the sidecar and the log. Nothing is ever
 A proof document on which the engines differ stops the run (``on_mismatch="error"``) or has its
 whole input re-encoded with Hugging Face (``"hf"``): no differing id is ever written.
 
-Cost (GPT-2, 100 MB, 2 cores, bench/RESULTS.md): ~45 MB/s end to end with fastokens, of which the
-encoder ~20 %, the Hugging Face proof ~30 %, JSON parsing and the proof's regexes ~15 %, start-up
-(imports, tokenizer loads) ~25 %; ~6.5 MB/s with Hugging Face alone, which then dominates.
+Cost (100 MB, 2 cores, bench/RESULTS.md): ~18x Megatron's and ~21x Modalities' rate with GPT-2
+(13x / 14x with Tekken), where fastokens' load (0.3-0.7 s GPT-2, 1.1-2.2 s Tekken) and the Hugging
+Face proof (~1.4 % of the text) are the largest parts. With ``--engine hf``: the speed of HF alone.
 """
 
 from __future__ import annotations
@@ -48,9 +51,9 @@ from tokenmill.pbin import LAYOUT_050, TOKEN_DTYPES, PbinWriter, sidecar_path
 from tokenmill.progress import Progress
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import TextSelector
-from tokenmill.tokenizer import (ENGINES, FAST_ENGINE_PAYS_BYTES, Encoder, EngineMismatch, ProofSampler, TokenizerInfo, compare_ids,
-                                 encode_batch_hf, fast_engine_loading, file_sha256, load_tokenizer, preload_fast_engine,
-                                 split_flat)
+from tokenmill.tokenizer import (ENGINES, FAST_ENGINE_PAYS_BYTES, Encoder, EngineMismatch, ProofSampler,
+                                 TokenizerInfo, compare_ids, encode_batch_hf, fast_engine_loading, file_sha256,
+                                 load_tokenizer, preload_fast_engine, split_flat)
 
 __all__ = ["PackSettings", "pack", "BAD_LINE_POLICIES", "MISMATCH_POLICIES", "EngineMismatch"]
 
@@ -501,7 +504,9 @@ def _pack_source(source: dict, engine: str, settings: PackSettings, pool, writer
     tasks = _source_tasks(source, engine, settings, sizes)
     with Progress(f"pack {source['path']}", _source_bytes(source)) as progress:
         def read_ahead() -> int:  # far while fastokens loads, then just enough to keep the encoder fed
-            return max(2, _READ_AHEAD_BYTES // settings.batch_bytes) if fast_engine_loading(settings.tokenizer_path) else 2
+            if fast_engine_loading(settings.tokenizer_path):
+                return max(2, _READ_AHEAD_BYTES // settings.batch_bytes)
+            return 2
 
         for tokens, lengths, bad, checked in _ordered_results(tasks, pool, settings.workers, read_ahead):
             if bad and settings.on_bad_line == "error":
