@@ -135,6 +135,16 @@ def test_the_proof_sample_depends_on_each_text_alone():
     assert ProofSampler([], 1.0).choose(texts) == (list(range(404)), [])
 
 
+@pytest.mark.parametrize("added_tokens", [
+    load_tokenizer(TEKKEN).added_tokens(),  # 1,000 tokens starting with 2 characters: the `in` prefilter
+    ["<a>", "[b]", "{c}", "(d)", "|e|", "~f~"],  # 6 first characters: the trie regex alone
+], ids=["tekken", "six-first-characters"])
+def test_every_text_holding_an_added_token_string_is_proven_whatever_its_first_character(added_tokens):
+    texts = ["a < b and c [d] e { f ( g | h ~ i", "no brackets at all"] + [f"x {token} y" for token in added_tokens]
+    documents, _ = ProofSampler(added_tokens, fraction=0.0).choose(texts)
+    assert documents == list(range(2, len(texts)))
+
+
 def plant_mismatch(monkeypatch, marker: str):
     """Make the fast engine give one wrong id for texts containing ``marker`` (a bug it might have)."""
     real = Encoder.encode_batch

@@ -424,6 +424,11 @@ class ProofSampler:
         self.fraction = fraction
         self._hash_limit = int(fraction * (1 << 32))
         self._added = re.compile(_alternation(added_tokens)) if added_tokens else None
+        # Python's regex engine tests every position against the trie (0.2 s per 21 M characters
+        # with Tekken's 1,000 tokens); `in` on their few first characters is a memchr each and
+        # rules out half the texts first. Past a handful of characters the passes would cost more.
+        first_characters = sorted({token[0] for token in added_tokens if token})
+        self._added_first_characters = first_characters if len(first_characters) <= 4 else None
 
     def choose(self, texts: list[str]) -> tuple[list[int], list[tuple[int, str]]]:
         """``(documents, excerpts)``: indices of the texts to check whole, ascending, and
@@ -432,12 +437,20 @@ class ProofSampler:
             return list(range(len(texts))), []
         documents, excerpts = [], []
         for i, text in enumerate(texts):
-            if len(text) >= _ALWAYS_CHECKED_CHARACTERS or (self._added and self._added.search(text)) \
+            if len(text) >= _ALWAYS_CHECKED_CHARACTERS or self._holds_added_token(text) \
                     or zlib.crc32(text.encode("utf-8", "surrogatepass")) < self._hash_limit:
                 documents.append(i)
             elif not text.isascii() and _RISKY_CODE_POINTS.search(text):
                 excerpts += [(i, line) for line in text.split("\n") if _RISKY_CODE_POINTS.search(line)]
         return documents, excerpts
+
+    def _holds_added_token(self, text: str) -> bool:
+        if self._added is None:
+            return False
+        if self._added_first_characters is not None and not any(
+                character in text for character in self._added_first_characters):
+            return False
+        return self._added.search(text) is not None
 
 
 def _alternation(words: list[str]) -> str:
