@@ -88,9 +88,10 @@ class MemMapDataset(Dataset):
         except OSError as exc:
             raise TokenmillError(f"{jsonl}: cannot read ({exc.strerror})") from None
         self.lines = read_index(index, jsonl) if index is not None else scan_lines(jsonl)
-        self.tokenizer = load_tokenizer(tokenizer)
-        self.encoder = Encoder(self.tokenizer, engine)
-        self.sampler = ProofSampler(self.tokenizer.added_tokens(), check_fraction)
+        self.info = load_tokenizer(tokenizer)
+        self.tokenizer = self.info.tokenizer  # the Hugging Face tokenizer, as before engines came
+        self.encoder = Encoder(self.info, engine)
+        self.sampler = ProofSampler(self.info.added_tokens(), check_fraction)
         self.selector = TextSelector(jq_pattern)
         self.add_special_tokens = add_special_tokens
         self.sample_key = sample_key
@@ -120,7 +121,7 @@ class MemMapDataset(Dataset):
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self.encoder = Encoder(self.tokenizer, state["encoder"])
+        self.encoder = Encoder(self.info, state["encoder"])
 
 
 class PackedMemMapDatasetBase(Dataset):
