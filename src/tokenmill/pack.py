@@ -33,10 +33,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import multiprocessing
 import os
 import signal
 import sys
+import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -385,7 +387,10 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
             _init_worker(settings, single_process=True, tokenizer=tokenizer, encoder=encoder)
         # Inputs are hashed for the sidecar in a thread (hashlib releases the GIL), beside tokenizing.
         hasher = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="tokenmill-sha256"))
-        sources = [_plain_source(path, indexes[number] if indexes else None, byte_range, hasher)
+        hashing_stop = threading.Event()
+        stack.callback(hashing_stop.set)  # on the way out (an error, a signal), before waiting for the thread
+        sources = [_plain_source(path, indexes[number] if indexes else None, byte_range,
+                                 functools.partial(hasher.submit, file_sha256, stop=hashing_stop))
                    if compression is None
                    else {"path": str(path), "compression": compression}
                    for number, (path, compression) in enumerate(zip(inputs, compressions))]
@@ -434,9 +439,9 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
 
 
 def _plain_source(path: str, index: str | None, byte_range: tuple[int, int] | None,
-                  hasher: ThreadPoolExecutor) -> dict:
+                  hash_file: Callable[..., Future]) -> dict:
     """The sidecar entry of a plain input (or of its byte range), with its lines under ``_lines``
-    and its ``sha256`` a future of ``hasher``.
+    and its ``sha256`` a future of ``hash_file(path, start, end)``.
 
     A byte range is recorded as the span of the lines it selects, and ``sha256`` hashes that span:
     a shard job reads and hashes only its own bytes.
@@ -445,13 +450,13 @@ def _plain_source(path: str, index: str | None, byte_range: tuple[int, int] | No
     source = {"path": str(path), "bytes": os.path.getsize(path)}
     first = 0
     if byte_range is None:
-        source["sha256"] = hasher.submit(file_sha256, path)
+        source["sha256"] = hash_file(path)
     else:
         first, lines = lines_in_range(lines, *byte_range)
         span_start = int(lines[0, 0]) if len(lines) else min(byte_range[0], source["bytes"])
         span_end = min(int(lines[-1, 0] + lines[-1, 1]) + 1, source["bytes"]) if len(lines) else span_start
         source.update(byte_range=[span_start, span_end], first_line=first + 1,
-                      sha256=hasher.submit(file_sha256, path, span_start, span_end))
+                      sha256=hash_file(path, span_start, span_end))
     return {**source, "lines": len(lines), "_lines": lines}
 
 

@@ -56,13 +56,17 @@ ENGINES = ("auto", "hf", "fastokens")
 FAST_ENGINE_PAYS_BYTES = 1 << 20
 
 
-def file_sha256(path: str | os.PathLike, start: int = 0, end: int | None = None) -> str:
-    """Hex sha256 of a file (or of its bytes ``[start, end)``), read in 8 MiB blocks."""
+def file_sha256(path: str | os.PathLike, start: int = 0, end: int | None = None,
+                stop: threading.Event | None = None) -> str | None:
+    """Hex sha256 of a file (or of its bytes ``[start, end)``), read in 8 MiB blocks; None if
+    ``stop`` was set before the end (a job stopping does not wait for a 10 GB hash)."""
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         handle.seek(start)
         remaining = (1 << 62) if end is None else end - start
         while remaining > 0 and (block := handle.read(min(8 << 20, remaining))):
+            if stop is not None and stop.is_set():
+                return None
             digest.update(block)
             remaining -= len(block)
     return digest.hexdigest()
