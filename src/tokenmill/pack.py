@@ -53,9 +53,9 @@ from tokenmill.pbin import LAYOUT_050, TOKEN_DTYPES, PbinWriter, sidecar_path
 from tokenmill.progress import Progress
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import TextSelector
-from tokenmill.tokenizer import (ENGINES, FAST_ENGINE_PAYS_BYTES, Encoder, EngineMismatch, ProofSampler,
-                                 TokenizerInfo, compare_ids, encode_batch_hf, fast_engine_loading, file_sha256,
-                                 load_tokenizer, preload_fast_engine, split_flat)
+from tokenmill.tokenizer import (ENGINES, FAST_ENGINE_PAYS_BYTES, Encoder, EngineMismatch, ProofSample,
+                                 ProofSampler, TokenizerInfo, fast_engine_loading, file_sha256, load_tokenizer,
+                                 preload_fast_engine)
 
 __all__ = ["PackSettings", "pack", "BAD_LINE_POLICIES", "MISMATCH_POLICIES", "EngineMismatch"]
 
@@ -181,10 +181,7 @@ class _Prepared:
     texts: list = field(default_factory=list)
     text_lines: list = field(default_factory=list)
     bad: list = field(default_factory=list)
-    documents: list = field(default_factory=list)  # indices of the texts proven whole
-    reference: tuple | None = None  # HF's (ids, lengths) of those texts
-    excerpts: list = field(default_factory=list)  # (text index, line) proven on their own
-    excerpt_reference: tuple | None = None
+    proof: ProofSample | None = None  # with a fast engine
 
 
 def _prepare_batch(task: tuple[str, int, np.ndarray, str, bytes | None]) -> _Prepared:
@@ -225,11 +222,8 @@ def _prepare_batch(task: tuple[str, int, np.ndarray, str, bytes | None]) -> _Pre
             if _worker.settings.on_bad_line == "error":  # the run stops here; nothing to tokenize
                 return batch
     if engine != "hf":
-        hf, add_special_tokens = _worker.tokenizer.tokenizer, _worker.settings.add_special_tokens
-        batch.documents, batch.excerpts = _worker.sampler.choose(batch.texts)
-        batch.reference = encode_batch_hf(hf, [batch.texts[i] for i in batch.documents], add_special_tokens)
-        if batch.excerpts:
-            batch.excerpt_reference = encode_batch_hf(hf, [text for _, text in batch.excerpts], add_special_tokens)
+        batch.proof = ProofSample.of(batch.texts, _worker.sampler, _worker.tokenizer.tokenizer,
+                                     _worker.settings.add_special_tokens)
     return batch
 
 
@@ -248,7 +242,10 @@ def _finish_batch(batch: _Prepared) -> tuple[np.ndarray, np.ndarray, list, int]:
         return np.empty(0), np.empty(0, np.int64), bad, 0
     info, encoder = _worker.tokenizer, _worker.encoder(batch.engine)
     tokens, lengths = encoder.encode_batch(batch.texts, _worker.settings.add_special_tokens)
-    checked = 0 if encoder.name == "hf" else _prove(batch, tokens, lengths, encoder)
+    checked = 0
+    if encoder.name != "hf":
+        checked = batch.proof.check(encoder, tokens, lengths, [f"{batch.path}:{line}" for line in batch.text_lines],
+                                    _worker.settings.add_special_tokens)
     if (lengths == 0).any():  # e.g. only whitespace for a tokenizer that drops it
         bad = sorted(bad + [(batch.text_lines[i], "text gives no tokens") for i in np.flatnonzero(lengths == 0)])
         lengths = lengths[lengths > 0]  # they hold no tokens, so `tokens` stays as it is
@@ -263,22 +260,6 @@ def _finish_batch(batch: _Prepared) -> tuple[np.ndarray, np.ndarray, list, int]:
 def _tokenize_batch(task: tuple[str, int, np.ndarray, str, bytes | None]) -> tuple[np.ndarray, np.ndarray, list, int]:
     """Both stages of a batch (in a worker process). See :func:`_prepare_batch`, :func:`_finish_batch`."""
     return _finish_batch(_prepare_batch(task))
-
-
-def _prove(batch: _Prepared, tokens: np.ndarray, lengths: np.ndarray, encoder: Encoder) -> int:
-    """Compare the fast engine's ids of the batch's proof sample with HF's; returns how many texts
-    were checked.
-
-    Raises:
-        EngineMismatch: naming the file, line and first differing token.
-    """
-    compare_ids([f"{batch.path}:{line}" for line in (batch.text_lines[i] for i in batch.documents)],
-                split_flat(tokens, lengths, batch.documents), split_flat(*batch.reference), "")
-    if batch.excerpts:
-        fast = encoder.encode_batch([text for _, text in batch.excerpts], _worker.settings.add_special_tokens)
-        compare_ids([f"{batch.path}:{batch.text_lines[i]}" for i, _ in batch.excerpts], split_flat(*fast),
-                    split_flat(*batch.excerpt_reference), " of a line with rare code points")
-    return len(batch.documents) + len({i for i, _ in batch.excerpts})
 
 
 # ---------------------------------------------------------------------------------------------

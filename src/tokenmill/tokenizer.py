@@ -48,7 +48,7 @@ from tokenmill.errors import TokenmillError
 
 __all__ = ["TokenizerInfo", "load_tokenizer", "token_width_for", "file_sha256", "ENGINES", "FAST_ENGINE_PAYS_BYTES",
            "Encoder", "EngineMismatch", "fast_engine_refusal", "fast_engine_loading", "preload_fast_engine",
-           "encode_batch_hf", "ProofSampler", "split_flat", "compare_ids", "first_difference"]
+           "encode_batch_hf", "ProofSampler", "ProofSample", "split_flat", "compare_ids", "first_difference"]
 
 ENGINES = ("auto", "hf", "fastokens")
 # Loading fastokens takes 0.3-0.7 s (GPT-2) to 1.1-2.2 s (Tekken), about what Hugging Face needs for
@@ -329,15 +329,52 @@ class Encoder:
         ids = [chunk.astype(np.int64) for chunk in split_flat(tokens, lengths)]
         if self.name == "hf":
             return ids, 0
+        proof = ProofSample.of(texts, sampler, self.info.tokenizer, add_special_tokens)
+        return ids, proof.check(self, tokens, lengths, locations, add_special_tokens)
+
+
+@dataclass
+class ProofSample:
+    """What of a batch the fast engine must match, with Hugging Face's ids for it.
+
+    Built from the texts alone (:meth:`of`), so it can be computed ahead of the fast encoder.
+
+    Args:
+        documents: indices of the texts proven whole.
+        reference: HF's ``(ids, lengths)`` of those texts.
+        excerpts: ``(text index, line)`` pairs proven on their own.
+        excerpt_reference: HF's ``(ids, lengths)`` of those lines, or None without excerpts.
+    """
+
+    documents: list[int]
+    reference: tuple[np.ndarray, np.ndarray]
+    excerpts: list[tuple[int, str]]
+    excerpt_reference: tuple[np.ndarray, np.ndarray] | None
+
+    @classmethod
+    def of(cls, texts: list[str], sampler: "ProofSampler", hf: Tokenizer, add_special_tokens: bool) -> "ProofSample":
+        """The sampler's choice of ``texts``, encoded with ``hf``."""
         documents, excerpts = sampler.choose(texts)
-        hf = self.info.tokenizer
-        compare_ids([locations[i] for i in documents], [ids[i] for i in documents],
-                    split_flat(*encode_batch_hf(hf, [texts[i] for i in documents], add_special_tokens)), "")
-        if excerpts:
-            lines = [text for _, text in excerpts]
-            compare_ids([locations[i] for i, _ in excerpts], split_flat(*self.encode_batch(lines, add_special_tokens)),
-                        split_flat(*encode_batch_hf(hf, lines, add_special_tokens)), " of a line with rare code points")
-        return ids, len(documents) + len({i for i, _ in excerpts})
+        reference = encode_batch_hf(hf, [texts[i] for i in documents], add_special_tokens)
+        excerpt_reference = (encode_batch_hf(hf, [line for _, line in excerpts], add_special_tokens)
+                             if excerpts else None)
+        return cls(documents, reference, excerpts, excerpt_reference)
+
+    def check(self, encoder: "Encoder", tokens: np.ndarray, lengths: np.ndarray, locations: list[str],
+              add_special_tokens: bool) -> int:
+        """Compare the fast engine's flat ids of the whole batch (and its encoding of the excerpts)
+        with the reference; returns how many texts were checked.
+
+        Raises:
+            EngineMismatch: naming ``locations[i]`` and the first differing token.
+        """
+        compare_ids([locations[i] for i in self.documents], split_flat(tokens, lengths, self.documents),
+                    split_flat(*self.reference), "")
+        if self.excerpts:
+            fast = encoder.encode_batch([line for _, line in self.excerpts], add_special_tokens)
+            compare_ids([locations[i] for i, _ in self.excerpts], split_flat(*fast),
+                        split_flat(*self.excerpt_reference), " of a line with rare code points")
+        return len(self.documents) + len({i for i, _ in self.excerpts})
 
 
 class _FastLoad(threading.Thread):
