@@ -136,11 +136,12 @@ def test_the_proof_sample_depends_on_each_text_alone():
 
 
 @pytest.mark.parametrize("added_tokens", [
-    load_tokenizer(TEKKEN).added_tokens(),  # 1,000 tokens starting with 2 characters: the `in` prefilter
-    ["<a>", "[b]", "{c}", "(d)", "|e|", "~f~"],  # 6 first characters: the trie regex alone
-], ids=["tekken", "six-first-characters"])
+    load_tokenizer(TEKKEN).added_tokens(),  # 1,000 tokens starting with 2 characters: a regex for each
+    ["<a>", "[b]", "{c}", "(d)", "|e|", "~f~", "<", "<ab"],  # one-character and prefix tokens too
+    ["<a>", "[b]", "{c}", "(d)", "|e|", "~f~", "!g", "#h", "%i", "&j"],  # 10 first characters: one trie regex
+], ids=["tekken", "six-first-characters", "ten-first-characters"])
 def test_every_text_holding_an_added_token_string_is_proven_whatever_its_first_character(added_tokens):
-    texts = ["a < b and c [d] e { f ( g | h ~ i", "no brackets at all"] + [f"x {token} y" for token in added_tokens]
+    texts = ["a [ b and c [d e { f ( g | h ~ i ! # % &", "no brackets at all"] + [f"x {token} y" for token in added_tokens]
     documents, _ = ProofSampler(added_tokens, fraction=0.0).choose(texts)
     assert documents == list(range(2, len(texts)))
 
