@@ -274,7 +274,7 @@ def _batches(path: str, lines: np.ndarray, first_line: int, batch_bytes: int, en
     line_ends = lines[:, 0] + lines[:, 1]
     cut_points = np.searchsorted(line_ends - lines[0, 0], np.arange(batch_bytes, int(line_ends[-1] - lines[0, 0]),
                                                                      batch_bytes), side="right")
-    bounds = np.unique(np.concatenate([[0], cut_points, [len(lines)]]))
+    bounds = sorted({0, *cut_points.tolist(), len(lines)})  # (np.unique would import numpy.ma: 20 ms)
     for start, stop in zip(bounds[:-1], bounds[1:]):
         sizes.append(int(line_ends[stop - 1] - lines[start, 0]) + 1)
         yield path, first_line + int(start), lines[start:stop], engine, None

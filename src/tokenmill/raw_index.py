@@ -173,8 +173,8 @@ def check_index_matches(lines: np.ndarray, index_path: str | os.PathLike, data_p
             if block.strip():
                 raise TokenmillError(f"{index_path}: its last line ends at byte {last_end}, but {data_path} has "
                                      f"{size - last_end} more bytes with content after it {stale}")
-        sample = np.unique(np.linspace(0, len(ends) - 1, min(len(ends), _SAMPLED_LINE_ENDS)).astype(np.int64))
-        for entry in sample.tolist():
+        sample = sorted(set(np.linspace(0, len(ends) - 1, min(len(ends), _SAMPLED_LINE_ENDS)).astype(np.int64).tolist()))
+        for entry in sample:
             if ends[entry] == size:
                 continue
             handle.seek(int(ends[entry]))
