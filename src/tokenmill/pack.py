@@ -32,6 +32,7 @@ Face proof (~1.4 % of the text) are the largest parts. With ``--engine hf``: the
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import dataclasses
 import functools
 import multiprocessing
@@ -134,8 +135,33 @@ class _Worker:
 
     def encoder(self, engine: str) -> Encoder:
         if engine not in self.encoders:
-            self.encoders[engine] = Encoder(self.tokenizer, engine)
+            self.add_encoder(Encoder(self.tokenizer, engine), engine)
         return self.encoders[engine]
+
+    def add_encoder(self, encoder: Encoder, engine: str | None = None) -> None:
+        """Keep ``encoder`` for tasks naming ``engine`` (default: the engine it uses)."""
+        self.encoders[engine or encoder.name] = encoder
+        if encoder.name == "hf":
+            _free_big_buffers_at_once()
+
+
+# glibc's mallopt parameter for the size above which a buffer gets its own mapping.
+_M_MMAP_THRESHOLD = -3
+_BIG_BUFFER_BYTES = 1 << 20
+
+
+def _free_big_buffers_at_once() -> None:
+    """Have glibc's malloc give each buffer of 1 MiB or more its own mapping, returned when freed.
+
+    Hugging Face's encoder allocates ~125 bytes per input byte in short-lived buffers. By default
+    glibc raises its threshold after the first such buffer is freed and then serves them from the
+    heap, which fragments: Tekken with ``engine hf`` crept from 0.34 to 0.54 GiB over 100 MB; with a
+    fixed threshold it peaks at 0.49 GiB, in the same time. Not done for fastokens, where it cost 10 %
+    in page faults for no need. A no-op without glibc.
+    """
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
+    if mallopt is not None:
+        mallopt(_M_MMAP_THRESHOLD, _BIG_BUFFER_BYTES)
 
 
 _worker: _Worker | None = None
@@ -162,7 +188,7 @@ def _init_worker(settings: PackSettings, single_process: bool, tokenizer: Tokeni
     _worker = _Worker(tokenizer, settings, TextSelector(settings.text),
                       ProofSampler(tokenizer.added_tokens(), settings.check_fraction))
     if encoder is not None:
-        _worker.encoders[encoder.name] = encoder
+        _worker.add_encoder(encoder)
 
 
 def _read_range(path: str, offset: int, length: int) -> bytes:
