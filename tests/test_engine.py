@@ -13,6 +13,7 @@ from tokenizers import Tokenizer
 
 from conftest import DATA, GPT2, GPT2_EOD, TEKKEN, run_tokenmill, write_jsonl_bytes
 from tokenmill.pack import EngineMismatch, PackSettings, pack
+from tokenmill.errors import TokenmillError
 from tokenmill.pbin import PbinFile, PbinWriter, read_sidecar
 from tokenmill.tokenizer import Encoder, ProofSampler, fast_engine_refusal, load_tokenizer
 
@@ -302,3 +303,28 @@ def test_sft_and_the_on_access_datasets_stop_at_a_planted_mismatch(tmp_path, mon
         fast[9]
     copy = pickle.loads(pickle.dumps(fast))  # as a DataLoader worker receives it: it loads its own engine
     assert copy.encoder.name == "fastokens" and np.array_equal(copy[4], hf[4])
+
+
+def test_a_tokenizer_file_replaced_in_place_is_never_encoded_with_its_old_contents(tmp_path):
+    import shutil
+
+    from tokenmill.datasets import MemMapDataset
+
+    lines = write_jsonl_bytes(tmp_path / "lines.jsonl", [json.dumps({"text": f"line {i}: café 🙂"}).encode()
+                                                         for i in range(5)])
+    swapped = tmp_path / "tokenizer.json"
+    shutil.copy(GPT2, swapped)
+    before = MemMapDataset(lines, swapped, engine="fastokens", check_fraction=0.0)
+    assert np.array_equal(before[2], MemMapDataset(lines, GPT2)[2])
+
+    shutil.copy(TEKKEN, swapped)  # same path, other bytes: fastokens' earlier load must not serve it
+    after = MemMapDataset(lines, swapped, engine="fastokens", check_fraction=0.0)
+    assert np.array_equal(after[2], MemMapDataset(lines, TEKKEN)[2])
+
+    # A file that changes between the HF load and fastokens' (a job's tokenizer overwritten under it)
+    changing = tmp_path / "changing.json"
+    changing.write_text(json.dumps(json.loads(GPT2.read_text())))  # bytes no fastokens load has seen
+    info = load_tokenizer(changing)
+    shutil.copy(TEKKEN, changing)
+    with pytest.raises(TokenmillError, match=rf"{changing}: changed since it was loaded"):
+        Encoder(info, "fastokens").encode_batch(["x"], add_special_tokens=False)

@@ -278,11 +278,14 @@ class Encoder:
         """fastokens' tokenizer (see :func:`preload_fast_engine`), with truncation and padding off.
 
         Raises:
-            TokenmillError: fastokens cannot load this ``tokenizer.json`` (use engine ``hf``).
+            TokenmillError: fastokens cannot load this ``tokenizer.json`` (use engine ``hf``), or the
+                file no longer holds the bytes that ``info`` was loaded from.
         """
         if self._fast is None:
-            preload_fast_engine(self.info.path)
-            loader = _fast_loads[str(self.info.path)]
+            if self.info.sha256 not in _fast_loads and preload_fast_engine(self.info.path) != self.info.sha256:
+                raise TokenmillError(f"{self.info.path}: changed since it was loaded (sha256 {self.info.sha256[:16]}…); "
+                                     f"load the tokenizer again")
+            loader = _fast_loads[self.info.sha256]
             loader.join()
             if loader.error is not None:  # fastokens raises plain exceptions on what it does not support
                 raise TokenmillError(f"{self.info.path}: fastokens cannot load it "
@@ -378,42 +381,60 @@ class ProofSample:
 
 
 class _FastLoad(threading.Thread):
-    """Loads fastokens' tokenizer in the background (its Rust loader releases the GIL).
+    """Loads fastokens' tokenizer from a ``tokenizer.json``'s bytes in the background (its Rust
+    loader releases the GIL).
 
     Not a daemon: a process that exits early (a bad line) waits for the load to end, since killing
     the thread inside Rust aborts the interpreter ("FATAL: exception not rethrown").
     """
 
-    def __init__(self, path: str):
+    def __init__(self, path: str, content: bytes):
         super().__init__(daemon=False, name=f"fastokens-load-{path}")
-        self.path, self.tokenizer, self.error = path, None, None
+        self.content, self.tokenizer, self.error = content, None, None
 
     def run(self) -> None:
         try:
             import fastokens
 
-            self.tokenizer = fastokens.Tokenizer.from_file(self.path)
+            self.tokenizer = fastokens.Tokenizer.from_json_str(self.content.decode("utf-8"))
         except Exception as exc:  # reported by Encoder when the tokenizer is needed
             self.error = exc
+        finally:
+            self.content = None
 
 
+# Loads by the sha256 of the bytes loaded, so that a file replaced in place is never served from an
+# earlier load of its path; and the latest load started for each path.
 _fast_loads: dict[str, _FastLoad] = {}
+_latest_fast_load: dict[str, str] = {}
 
 
-def preload_fast_engine(path: str | os.PathLike) -> None:
-    """Start loading fastokens' tokenizer for ``path`` in the background, once per process.
+def preload_fast_engine(path: str | os.PathLike) -> str | None:
+    """Start loading fastokens' tokenizer from ``path`` in the background, once per process and content.
 
     Its load is the slowest step of a job's start (0.3 s for GPT-2, 1.1 s for Tekken), so callers
     start it before loading the HF tokenizer, hashing inputs and reading indices, which overlap it.
+
+    Returns:
+        The sha256 of the bytes being loaded, or None where the file cannot be read (left for
+        :func:`load_tokenizer` to report).
     """
-    if str(path) not in _fast_loads:
-        _fast_loads[str(path)] = loader = _FastLoad(str(path))
+    try:
+        with open(path, "rb") as handle:
+            content = handle.read()
+    except OSError:
+        return None
+    digest = hashlib.sha256(content).hexdigest()
+    _latest_fast_load[str(path)] = digest
+    if digest not in _fast_loads:
+        _fast_loads[digest] = loader = _FastLoad(str(path), content)
         loader.start()
+    return digest
 
 
 def fast_engine_loading(path: str | os.PathLike) -> bool:
     """Whether fastokens' tokenizer for ``path`` is still loading in the background."""
-    loader = _fast_loads.get(str(path))
+    loader = _fast_loads.get(_latest_fast_load.get(str(path), ""))
     return loader is not None and loader.is_alive()
 
 
