@@ -68,6 +68,7 @@ _SKIPPED_LINES_KEPT = 20  # line numbers listed per reason in the sidecar
 # Batches parsed ahead of the encoder in a single process while fastokens loads: 32 MB of JSONL is
 # about what parsing and proving get through during its longest load (Tekken, 1.1-2.2 s).
 _READ_AHEAD_BYTES = 32 << 20
+_WORKER_CHECK_SECONDS = 0.5  # how often a wait for a worker's result checks that the workers live
 
 
 @dataclass(frozen=True)
@@ -329,11 +330,55 @@ def _ordered_results(tasks, pool, workers: int, read_ahead: Callable[[], int]):
         return
     in_flight: deque = deque()
     for task in tasks:
-        in_flight.append(pool.apply_async(_tokenize_batch, (task,)))
+        in_flight.append(pool.submit(task))
         if len(in_flight) >= 2 * workers:
-            yield in_flight.popleft().get()
+            yield pool.result(in_flight.popleft())
     while in_flight:
-        yield in_flight.popleft().get()
+        yield pool.result(in_flight.popleft())
+
+
+class _WorkerPool:
+    """``workers`` spawned processes running :func:`_tokenize_batch`, for the whole run.
+
+    ``multiprocessing.Pool`` replaces a worker that dies (killed, out of memory) but never its task,
+    whose result it then waits for forever; this pool checks its processes while it waits and stops
+    the run instead. Its workers start with Ctrl-C ignored, so that one pressed while they are still
+    starting (before :func:`_init_worker`) is reported once, by the parent, without their tracebacks.
+    """
+
+    def __init__(self, workers: int, settings: PackSettings):
+        others = {process.pid for process in multiprocessing.active_children()}
+        in_main_thread = threading.current_thread() is threading.main_thread()
+        handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if in_main_thread else None  # kept through exec
+        try:
+            self._pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_init_worker,
+                                                                   initargs=(settings, False))
+        finally:
+            if in_main_thread:
+                signal.signal(signal.SIGINT, handler)
+        self._pids = {process.pid for process in multiprocessing.active_children()} - others
+
+    def __enter__(self) -> "_WorkerPool":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self._pool.terminate()
+
+    def submit(self, task: tuple):
+        return self._pool.apply_async(_tokenize_batch, (task,))
+
+    def result(self, pending):
+        """``pending``'s result, once ready.
+
+        Raises:
+            TokenmillError: a worker process ended meanwhile.
+        """
+        while not pending.ready():
+            pending.wait(_WORKER_CHECK_SECONDS)
+            if not self._pids <= {process.pid for process in multiprocessing.active_children()}:
+                raise TokenmillError("a worker process died (killed by a signal, or out of memory?); "
+                                     "nothing was written")
+        return pending.get()
 
 
 def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list[str] | None = None,
@@ -380,8 +425,7 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
     with contextlib.ExitStack() as stack:
         pool = None
         if workers > 1:  # one pool for the whole run, started first so that it warms up meanwhile
-            pool = stack.enter_context(multiprocessing.get_context("spawn").Pool(
-                workers, initializer=_init_worker, initargs=(settings, False)))
+            pool = stack.enter_context(_WorkerPool(workers, settings))
         elif settings.engine != "hf":
             preload_fast_engine(settings.tokenizer_path)
         tokenizer = load_tokenizer(settings.tokenizer_path, settings.eod_token)
