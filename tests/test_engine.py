@@ -182,14 +182,16 @@ def test_on_mismatch_hf_re_encodes_that_input_with_hugging_face(tmp_path, monkey
     planted = write_jsonl_bytes(tmp_path / "planted.jsonl", [json.dumps({"text": f"text {i}"}).encode()
                                                              for i in range(200)] + [b'{"text": "planted here"}'])
     settings = dict(eod_token=GPT2_EOD, check_fraction=1.0, batch_bytes=512)
+    said = []
     meta = pack([str(clean), str(planted)], str(tmp_path / "fallback.pbin"),
-                PackSettings(str(GPT2), on_mismatch="hf", engine="fastokens", **settings), log=lambda message: None)
+                PackSettings(str(GPT2), on_mismatch="hf", engine="fastokens", **settings), log=said.append)
     pack([str(clean), str(planted)], str(tmp_path / "hf.pbin"), PackSettings(str(GPT2), engine="hf", **settings),
          log=lambda message: None)
     assert (tmp_path / "fallback.pbin").read_bytes() == (tmp_path / "hf.pbin").read_bytes()
     assert [source["engine"] for source in meta["sources"]] == ["fastokens", "hf"]
     assert meta["engine"]["mismatches"] == 1
     assert "planted.jsonl:201: fast encoder disagrees" in meta["sources"][1]["mismatch"]
+    assert said[-1].endswith("; 1 of 2 inputs re-encoded with Hugging Face after a mismatch")
 
 
 def test_a_planted_mismatch_near_a_rare_code_point_is_caught_in_its_line(tmp_path, monkeypatch):

@@ -485,7 +485,9 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
     meta = {**meta, "file": writer.identity}
     log(f"{out_path}: {meta['documents']} documents, {meta['tokens']} tokens, "
         f"{sum(meta['skipped'].values())} lines skipped; {encoder.reason}, "
-        f"{meta['engine']['checked_documents']} documents checked against Hugging Face")
+        f"{meta['engine']['checked_documents']} documents checked against Hugging Face"
+        + (f"; {meta['engine']['mismatches']} of {len(sources)} inputs re-encoded with Hugging Face after a mismatch"
+           if meta['engine']['mismatches'] else ""))
     return meta
 
 
