@@ -142,8 +142,6 @@ class _Worker:
     def add_encoder(self, encoder: Encoder, engine: str | None = None) -> None:
         """Keep ``encoder`` for tasks naming ``engine`` (default: the engine it uses)."""
         self.encoders[engine or encoder.name] = encoder
-        if encoder.name == "hf":
-            _free_big_buffers_at_once()
 
 
 # glibc's mallopt parameter for the size above which a buffer gets its own mapping.
@@ -158,7 +156,9 @@ def _free_big_buffers_at_once() -> None:
     glibc raises its threshold after the first such buffer is freed and then serves them from the
     heap, which fragments: Tekken with ``engine hf`` crept from 0.34 to 0.54 GiB over 100 MB; with the
     threshold fixed before the tokenizer's load it peaks at 0.46 GiB, in the same time. Not done for
-    fastokens, where it cost 10 % in page faults for no need. A no-op without glibc.
+    fastokens, where it cost 10 % in page faults for no need, nor for inputs packed in-process
+    (under 8 MB), where the mappings cost more than the heap's creep (0.2 s of a 1 MB job with
+    Tekken). A no-op without glibc.
     """
     mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
     if mallopt is not None:
@@ -178,9 +178,9 @@ def _init_worker(settings: PackSettings, single_process: bool, tokenizer: Tokeni
         # One tokenizer thread per worker process: the processes already use every core. (Rayon with
         # one thread measured 1.4x faster than TOKENIZERS_PARALLELISM=false, which takes a slower path.)
         os.environ["RAYON_NUM_THREADS"] = "1"
-    if settings.engine == "hf":
+    if settings.engine == "hf" and not single_process:
         _free_big_buffers_at_once()  # before the tokenizer's load, whose buffers are big too
-    else:
+    elif settings.engine != "hf":
         preload_fast_engine(settings.tokenizer_path)
     try:
         tokenizer = tokenizer or load_tokenizer(settings.tokenizer_path, settings.eod_token)
@@ -188,6 +188,8 @@ def _init_worker(settings: PackSettings, single_process: bool, tokenizer: Tokeni
         # Raised here, a pool would restart the worker forever; the first task reports it instead.
         _worker_failure = exc
         return
+    if not single_process and Encoder(tokenizer, settings.engine).name == "hf":  # auto, for an unproven tokenizer
+        _free_big_buffers_at_once()
     _worker = _Worker(tokenizer, settings, TextSelector(settings.text),
                       ProofSampler(tokenizer.added_tokens(), settings.check_fraction))
     if encoder is not None:
@@ -430,10 +432,12 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
             pool = stack.enter_context(_WorkerPool(workers, settings))
         elif settings.engine != "hf":
             preload_fast_engine(settings.tokenizer_path)
-        else:
+        elif input_bytes > _IN_PROCESS_BYTES:
             _free_big_buffers_at_once()  # before the tokenizer's load, whose buffers are big too
         tokenizer = load_tokenizer(settings.tokenizer_path, settings.eod_token)
         encoder = Encoder(tokenizer, settings.engine)
+        if encoder.name == "hf" and input_bytes > _IN_PROCESS_BYTES:
+            _free_big_buffers_at_once()
         if small_input:
             estimate = ", compressed input counted 4x" if any(compressions) else ""
             encoder.reason = (f"engine auto: HF, as this input (~{input_bytes / 1e6:.2f} MB of text{estimate}) takes it "
