@@ -24,9 +24,10 @@ it is left out and counted by reason in the sidecar and the log. Nothing is ever
 A proof document on which the engines differ stops the run (``on_mismatch="error"``) or has its
 whole input re-encoded with Hugging Face (``"hf"``): no differing id is ever written.
 
-Cost (100 MB, 2 cores, bench/RESULTS.md): ~18x Megatron's and ~21x Modalities' rate with GPT-2
-(13x / 14x with Tekken), where fastokens' load (0.3-0.7 s GPT-2, 1.1-2.2 s Tekken) and the Hugging
-Face proof (~1.4 % of the text) are the largest parts. With ``--engine hf``: the speed of HF alone.
+Cost (100 MB, 2 cores, bench/RESULTS.md): ~17x Megatron's and ~20x Modalities' rate with GPT-2
+(15x / 17x with Tekken), at the two cores' floor: of the CPU (``bench/pack_cost.py``), the Hugging
+Face proof of ~1.4 % of the text takes about as much as fastokens encoding all of it, and the two
+tokenizers' loads a quarter (GPT-2) to a third (Tekken). With ``--engine hf``: the speed of HF alone.
 """
 
 from __future__ import annotations
