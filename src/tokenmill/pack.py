@@ -137,12 +137,8 @@ class _Worker:
 
     def encoder(self, engine: str) -> Encoder:
         if engine not in self.encoders:
-            self.add_encoder(Encoder(self.tokenizer, engine), engine)
+            self.encoders[engine] = Encoder(self.tokenizer, engine)
         return self.encoders[engine]
-
-    def add_encoder(self, encoder: Encoder, engine: str | None = None) -> None:
-        """Keep ``encoder`` for tasks naming ``engine`` (default: the engine it uses)."""
-        self.encoders[engine or encoder.name] = encoder
 
 
 # glibc's mallopt parameter for the size above which a buffer gets its own mapping.
@@ -194,7 +190,7 @@ def _init_worker(settings: PackSettings, single_process: bool, tokenizer: Tokeni
     _worker = _Worker(tokenizer, settings, TextSelector(settings.text),
                       ProofSampler(tokenizer.added_tokens(), settings.check_fraction))
     if encoder is not None:
-        _worker.add_encoder(encoder)
+        _worker.encoders[encoder.name] = encoder
 
 
 def _read_range(path: str, offset: int, length: int) -> bytes:
