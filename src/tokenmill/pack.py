@@ -55,9 +55,9 @@ from tokenmill.pbin import LAYOUT_050, TOKEN_DTYPES, PbinWriter, sidecar_path
 from tokenmill.progress import Progress
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import TextSelector
-from tokenmill.tokenizer import (ENGINES, FAST_ENGINE_PAYS_BYTES, Encoder, EngineMismatch, ProofSample,
+from tokenmill.tokenizer import (ENGINES, Encoder, EngineMismatch, ProofSample,
                                  ProofSampler, TokenizerInfo, fast_engine_loading, file_sha256, load_tokenizer,
-                                 preload_fast_engine)
+                                 preload_fast_engine, small_input_reason)
 
 __all__ = ["PackSettings", "pack", "BAD_LINE_POLICIES", "MISMATCH_POLICIES", "EngineMismatch"]
 
@@ -420,7 +420,8 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
                        for path, compression in zip(inputs, compressions))
                    if byte_range is None else max(min(byte_range[1], os.path.getsize(inputs[0])) - byte_range[0], 0))
     workers = settings.workers if input_bytes > _IN_PROCESS_BYTES else 1
-    small_input = settings.engine == "auto" and input_bytes < FAST_ENGINE_PAYS_BYTES
+    small_input = small_input_reason(settings.engine, input_bytes,
+                                     ", compressed input counted 4x" if any(compressions) else "")
     if small_input:  # the same ids either way: take the engine that finishes first
         settings = dataclasses.replace(settings, engine="hf")
     with contextlib.ExitStack() as stack:
@@ -436,9 +437,7 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
         if encoder.name == "hf" and input_bytes > _IN_PROCESS_BYTES:
             _free_big_buffers_at_once()
         if small_input:
-            estimate = ", compressed input counted 4x" if any(compressions) else ""
-            encoder.reason = (f"engine auto: HF, as this input (~{input_bytes / 1e6:.2f} MB of text{estimate}) takes it "
-                              f"less time than loading fastokens would")
+            encoder.reason = small_input
         if pool is None:
             _init_worker(settings, single_process=True, tokenizer=tokenizer, encoder=encoder)
         # Inputs are hashed for the sidecar in a thread (hashlib releases the GIL), beside tokenizing.

@@ -58,7 +58,7 @@ from tokenmill.identity import refuse_inputs_as_outputs
 from tokenmill.pbin import LAYOUT_050, PbinFile, PbinWriter, file_identity_problem, read_sidecar, sidecar_path
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import describe_json_error
-from tokenmill.tokenizer import FAST_ENGINE_PAYS_BYTES, Encoder, ProofSampler, file_sha256, load_tokenizer
+from tokenmill.tokenizer import Encoder, ProofSampler, file_sha256, load_tokenizer, small_input_reason
 
 if TYPE_CHECKING:
     import torch
@@ -391,7 +391,7 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
     engine = engine or tokenizer_config.get("engine", "auto")
     check_fraction = tokenizer_config.get("check_fraction", 0.01)
     input_bytes = sum(os.path.getsize(path) for path in entry["inputs"] if os.path.isfile(path))
-    small_input = engine == "auto" and input_bytes < FAST_ENGINE_PAYS_BYTES
+    small_input = small_input_reason(engine, input_bytes)
     if small_input:  # as pack does: the same ids either way, and HF finishes first
         engine = "hf"
     # The loss mask is renamed first, then the sidecar (which records the mask's identity), then the
@@ -433,8 +433,7 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
             "tokenizer": {**tokenizer.sidecar_entry(), "special_tokens": entry["special_tokens"],
                           "special_ids": dataset.special_ids},
             "engine": {"name": dataset.encoder.name,
-                       "reason": (f"engine auto: HF, as this input (~{input_bytes / 1e6:.2f} MB) takes it less time "
-                                  f"than loading fastokens would") if small_input else dataset.encoder.reason,
+                       "reason": small_input or dataset.encoder.reason,
                        "versions": dataset.encoder.versions(), "check_fraction": check_fraction,
                        "checked_messages": sum(entry["checked_messages"] for entry in sources)},
             "token_width": tokenizer.token_width,

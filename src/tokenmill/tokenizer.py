@@ -47,13 +47,23 @@ from tokenizers import Tokenizer
 from tokenmill.errors import TokenmillError
 
 __all__ = ["TokenizerInfo", "load_tokenizer", "token_width_for", "file_sha256", "ENGINES", "FAST_ENGINE_PAYS_BYTES",
-           "Encoder", "EngineMismatch", "fast_engine_refusal", "fast_engine_loading", "preload_fast_engine",
-           "encode_batch_hf", "ProofSampler", "ProofSample", "split_flat", "compare_ids", "first_difference"]
+           "small_input_reason", "Encoder", "EngineMismatch", "fast_engine_refusal", "fast_engine_loading",
+           "preload_fast_engine", "encode_batch_hf", "ProofSampler", "ProofSample", "split_flat", "compare_ids", "first_difference"]
 
 ENGINES = ("auto", "hf", "fastokens")
 # Loading fastokens takes 0.3-0.7 s (GPT-2) to 1.1-2.2 s (Tekken), about what Hugging Face needs for
 # 1-3 MB of text on two threads: below this, auto takes Hugging Face (the reference itself, no proof).
 FAST_ENGINE_PAYS_BYTES = 1 << 20
+
+
+def small_input_reason(engine: str, input_bytes: float, estimate: str = "") -> str | None:
+    """Why ``auto`` takes HF for an input of ``input_bytes`` (under :data:`FAST_ENGINE_PAYS_BYTES`:
+    the same ids, and HF finishes before fastokens would have loaded), or None where it does not.
+    ``estimate`` says how the size was guessed (compressed inputs)."""
+    if engine != "auto" or input_bytes >= FAST_ENGINE_PAYS_BYTES:
+        return None
+    return (f"engine auto: HF, as this input (~{input_bytes / 1e6:.2f} MB of text{estimate}) takes it less time "
+            f"than loading fastokens would")
 
 
 def file_sha256(path: str | os.PathLike, start: int = 0, end: int | None = None,
