@@ -187,14 +187,6 @@ def test_a_worker_killed_mid_run_stops_the_job_with_one_line_instead_of_hanging(
     assert sorted(path.name for path in tmp_path.iterdir()) == ["big.jsonl"]
 
 
-def test_ctrl_c_while_the_workers_start_is_one_line_not_their_tracebacks(tmp_path):
-    process, _ = start_pack_with_workers(tmp_path)
-    os.killpg(process.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the whole process group
-    _, stderr = process.communicate(timeout=60)
-    assert process.returncode == 130 and stderr == "tokenmill: interrupted\n"
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["big.jsonl"]
-
-
 def test_a_write_error_while_finishing_names_the_output_and_leaves_nothing(tmp_path):
     with PbinWriter(tmp_path / "tiny.pbin", 2) as writer:  # 10 kB of tokens, a 100 kB Megatron .idx
         writer.write(np.arange(5000) % 100, np.ones(5000, np.int64))

@@ -343,20 +343,13 @@ class _WorkerPool:
 
     ``multiprocessing.Pool`` replaces a worker that dies (killed, out of memory) but never its task,
     whose result it then waits for forever; this pool checks its processes while it waits and stops
-    the run instead. Its workers start with Ctrl-C ignored, so that one pressed while they are still
-    starting (before :func:`_init_worker`) is reported once, by the parent, without their tracebacks.
+    the run instead.
     """
 
     def __init__(self, workers: int, settings: PackSettings):
         others = {process.pid for process in multiprocessing.active_children()}
-        in_main_thread = threading.current_thread() is threading.main_thread()
-        handler = signal.signal(signal.SIGINT, signal.SIG_IGN) if in_main_thread else None  # kept through exec
-        try:
-            self._pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_init_worker,
-                                                                   initargs=(settings, False))
-        finally:
-            if in_main_thread:
-                signal.signal(signal.SIGINT, handler)
+        self._pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_init_worker,
+                                                               initargs=(settings, False))
         self._pids = {process.pid for process in multiprocessing.active_children()} - others
 
     def __enter__(self) -> "_WorkerPool":
