@@ -7,6 +7,8 @@ import bz2
 import gzip
 import lzma
 import random
+import shutil
+import subprocess
 
 import numpy as np
 import pytest
@@ -97,8 +99,11 @@ def test_a_line_over_max_line_bytes_in_a_stream_is_skipped_without_being_held(tm
     assert entry["first_lines"] == [10] and reason.startswith("line of 300012 bytes, over max_line_bytes (100000)")
 
 
+CODECS = {".gz": "gzip", ".zst": "zstd", ".xz": "xz", ".bz2": "bzip2"}
+
+
 @pytest.mark.parametrize("damage", ["truncated", "corrupt"])
-@pytest.mark.parametrize("suffix", [".gz", ".zst"])
+@pytest.mark.parametrize("suffix", list(COMPRESSORS))
 def test_a_damaged_archive_is_an_error_naming_it_never_a_shorter_output(tmp_path, damage, suffix):
     data = bytearray(COMPRESSORS[suffix](DEMO_JSONL.read_bytes()))
     data = data[:len(data) // 2] if damage == "truncated" else data
@@ -109,9 +114,59 @@ def test_a_damaged_archive_is_an_error_naming_it_never_a_shorter_output(tmp_path
     failed = pack([archive], tmp_path / "out.pbin", "--on-bad-line", "skip", check=False)
     assert failed.returncode == 1
     message = failed.stderr.strip().splitlines()[-1]
-    assert message.startswith(f"tokenmill: error: {archive}: {'gzip' if suffix == '.gz' else 'zstd'} archive is "
-                              f"{damage}")
+    assert message.startswith(f"tokenmill: error: {archive}: {CODECS[suffix]} archive is {damage}")
     assert not (tmp_path / "out.pbin").exists() and not list(tmp_path.glob("*.tmp*"))
+
+
+@pytest.mark.parametrize("suffix", list(COMPRESSORS))
+def test_concatenated_streams_are_read_whole_and_bytes_after_the_last_are_refused(tmp_path, suffix):
+    first, rest = b'{"text": "a"}\n', b'{"text": "b"}\n{"text": "c"}\n'
+    compress = COMPRESSORS[suffix]
+    (tmp_path / "all.jsonl").write_bytes(first + rest)
+    pack([tmp_path / "all.jsonl"], tmp_path / "all.pbin")
+    whole = tmp_path / f"cat.jsonl{suffix}"
+    whole.write_bytes(compress(first) + compress(rest))  # as `cat a.xz b.xz`, pbzip2, pigz -i
+    pack([whole], tmp_path / "cat.pbin", "--batch-bytes", "16")
+    assert (tmp_path / "cat.pbin").read_bytes() == (tmp_path / "all.pbin").read_bytes()
+    assert read_sidecar(tmp_path / "cat.pbin")["sources"][0]["decompressed_bytes"] == len(first + rest)
+    # issue 18's file: one stream, then plain JSONL after it; the decompressors of Python's bz2 and
+    # lzma modules stop at the first stream's end, which packed one document with exit status 0
+    archive = tmp_path / f"tail.jsonl{suffix}"
+    archive.write_bytes(compress(first) + rest)
+    failed = pack([archive], tmp_path / "out.pbin", check=False)
+    assert failed.returncode == 1
+    assert "Traceback" not in failed.stderr
+    message = failed.stderr.strip().splitlines()[-1]
+    assert message.startswith(f"tokenmill: error: {archive}: ") and message.endswith("; no output was written")
+    if suffix in (".xz", ".bz2"):  # read here stream by stream, so the offset is known
+        codec = CODECS[suffix]
+        assert message == (f"tokenmill: error: {archive}: {codec} data ends at byte {len(compress(first))}, followed "
+                           f"by {len(rest)} bytes that are not {'an' if codec == 'xz' else 'a'} {codec} stream; "
+                           f"no output was written")
+    assert not (tmp_path / "out.pbin").exists() and not list(tmp_path.glob("*.tmp*"))
+
+
+def test_xz_stream_padding_is_read_as_xz_does_and_padding_not_a_multiple_of_4_is_corrupt(tmp_path):
+    first, rest = b'{"text": "a"}\n', b'{"text": "b"}\n{"text": "c"}\n'
+    (tmp_path / "all.jsonl").write_bytes(first + rest)
+    pack([tmp_path / "all.jsonl"], tmp_path / "all.pbin")
+    one, two = lzma.compress(first, check=lzma.CHECK_CRC32), lzma.compress(rest, check=lzma.CHECK_CRC32)
+    padded = tmp_path / "padded.jsonl.xz"  # null padding between and after streams, 4 and 8 bytes
+    padded.write_bytes(one + b"\0" * 4 + two + b"\0" * 8)
+    if shutil.which("xz"):  # the reference reader agrees that this is one valid file
+        assert subprocess.run(["xz", "-t", padded]).returncode == 0
+    pack([padded], tmp_path / "padded.pbin")
+    assert (tmp_path / "padded.pbin").read_bytes() == (tmp_path / "all.pbin").read_bytes()
+    assert read_sidecar(tmp_path / "padded.pbin")["sources"][0]["bytes"] == padded.stat().st_size
+    for name, (data, at, zeros) in {"between": (one + b"\0" * 3 + two, len(one), 3),
+                                    "after": (one + two + b"\0" * 6, len(one + two), 6)}.items():
+        odd = tmp_path / f"{name}.jsonl.xz"
+        odd.write_bytes(data)
+        failed = pack([odd], tmp_path / "odd.pbin", check=False)
+        assert (failed.returncode, failed.stderr.strip().splitlines()[-1]) == (
+            1, f"tokenmill: error: {odd}: xz stream padding at byte {at} is {zeros} null bytes, not a multiple of 4 "
+               f"(corrupt); no output was written")
+        assert not (tmp_path / "odd.pbin").exists()
 
 
 def test_zip_archives_are_refused_and_compressed_files_have_no_raw_index(tmp_path):

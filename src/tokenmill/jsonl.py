@@ -15,7 +15,11 @@ Two kinds of input, told apart by their first bytes (never by their names):
   ``max_line_bytes`` is skipped over without being kept (its length is still reported). The
   compressed bytes are hashed (sha256) as they are read, so the sidecar's hash costs no second pass.
   A truncated or corrupt archive raises, naming the file and how far it got: never a shorter output.
-  Multi-member gzip and multi-frame zstd files are read whole, as ``zcat`` does.
+  Every file is read to its very end: concatenated streams (multi-member gzip, multi-frame zstd,
+  several xz or bzip2 streams) are read whole, as ``zcat``/``xzcat``/``bzcat`` do; xz stream padding
+  (null bytes, a multiple of four) is skipped as ``xz`` does, gzip's trailing null bytes as ``gzip``
+  does; any other bytes after the last stream are refused (Python's own bz2 and lzma readers would
+  drop them without a word, so those two formats are read stream by stream here).
 
 Cost: plain batches are free here (the workers read); a compressed stream costs its decompression
 (gzip ~300 MB/s of output per core, zstd ~1 GB/s) plus one pass of ``== b'\\n'`` over the text.
@@ -106,13 +110,129 @@ class _HashingReader:
         pass
 
 
-def _decompressor(compression: str, raw) -> tuple[BinaryIO, tuple[type[Exception], ...]]:
+class _NotAStream(Exception):
+    """Bytes after a compressed stream that are not another stream (nor, for xz, its padding)."""
+
+
+class _ConcatenatedStreams:
+    """The decompressed bytes of every stream in ``raw``, read to its very end (xz and bzip2).
+
+    ``lzma.LZMAFile`` and ``bz2.BZ2File`` read concatenated streams but stop quietly at the first
+    bytes that do not decode (``LZMAFile`` even at the second stream after xz stream padding): the
+    rest of the file would be lost without a word. Here each stream gets a fresh decompressor; after
+    its end the next bytes must be another stream's magic, xz stream padding (null bytes, a multiple
+    of four, as ``xz -t`` accepts), or the end of the file. Cost: the decompression, plus one copy
+    of each output piece into the returned block.
+    """
+
+    _CHUNK = 1 << 20  # compressed bytes per read: the progress callback's granularity
+
+    def __init__(self, raw: _HashingReader, compression: str):
+        if compression == "xz":
+            import lzma
+
+            self._new = lambda: lzma.LZMADecompressor(format=lzma.FORMAT_XZ)
+            self._magic, self._pads, self._a_stream = b"\xfd7zXZ\x00", True, "an xz stream"
+            #: what the decompressors raise on a damaged stream (and EOFError: on a truncated one)
+            self.errors: tuple[type[Exception], ...] = (EOFError, OSError, lzma.LZMAError)
+        else:
+            import bz2
+
+            self._new, self._magic, self._pads, self._a_stream = bz2.BZ2Decompressor, b"BZh", False, "a bzip2 stream"
+            self.errors = (EOFError, OSError)
+        self._raw, self._compression = raw, compression
+        self._decompressor = self._new()
+        self._input = b""  # compressed bytes read but not yet given to a decompressor
+        self._position = 0  # compressed bytes given to decompressors or skipped as padding
+        self._decompressed = 0
+        self._done = False
+
+    def read(self, size: int = -1) -> bytes:
+        """Up to ``size`` decompressed bytes (all that is left for -1); ``b""`` only at the end.
+
+        Raises:
+            EOFError: the file ends inside a stream.
+            _NotAStream: bytes after a stream that are not another one, or bad xz padding.
+            OSError, lzma.LZMAError: a corrupt stream.
+        """
+        pieces, wanted = [], size if size >= 0 else 1 << 62
+        while wanted > 0 and not self._done:
+            if self._decompressor.eof:
+                self._next_stream()
+                continue
+            if self._decompressor.needs_input:
+                data, self._input = self._input or self._raw.read(self._CHUNK), b""
+                if not data:
+                    raise EOFError("the file ends inside a stream")
+                self._position += len(data)
+            else:
+                data = b""
+            piece = self._decompressor.decompress(data, min(wanted, 1 << 30))
+            pieces.append(piece)
+            wanted -= len(piece)
+        out = b"".join(pieces)
+        self._decompressed += len(out)
+        return out
+
+    def _next_stream(self) -> None:
+        """After a stream's end: skip xz padding, then start the next stream or mark the end.
+
+        Raises:
+            _NotAStream: what follows is neither a stream, padding, nor the end of the file.
+        """
+        unused = self._decompressor.unused_data
+        end = self._position - len(unused)  # the offset just after the finished stream
+        rest, self._input = unused + self._input, b""
+        padding = 0
+        while self._pads:
+            stripped = rest.lstrip(b"\0")
+            padding += len(rest) - len(stripped)
+            rest = stripped
+            if rest:
+                break
+            rest = self._raw.read(self._CHUNK)
+            if not rest:
+                break
+        while len(rest) < len(self._magic):
+            more = self._raw.read(self._CHUNK)
+            if not more:
+                break
+            rest += more
+        if not rest or rest.startswith(self._magic):
+            if padding % 4:
+                raise _NotAStream(f"xz stream padding at byte {end} is {padding} null bytes, not a multiple "
+                                  f"of 4 (corrupt)")
+            self._position = end + padding
+            self._input, self._done = rest, not rest
+            self._decompressor = self._new()
+            return
+        trailing = os.fstat(self._raw.handle.fileno()).st_size - end
+        raise _NotAStream(f"{self._compression} data ends at byte {end}, followed by {trailing} bytes that are not "
+                          f"{self._a_stream}")
+
+    def tell(self) -> int:
+        """Decompressed bytes returned so far."""
+        return self._decompressed
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> _ConcatenatedStreams:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        pass
+
+
+def _decompressor(compression: str, raw: _HashingReader) -> tuple[BinaryIO, tuple[type[Exception], ...]]:
     """A reader of ``raw``'s decompressed bytes, and the exceptions that mean a damaged archive.
     (The modules are imported here: a job over plain files does not pay for them.)"""
     if compression == "gzip":
         import gzip
         import zlib
 
+        # GzipFile reads members to the end; bytes after one that are not a member raise
+        # (null bytes excepted, as gzip(1) allows them)
         return gzip.GzipFile(fileobj=raw, mode="rb"), (EOFError, OSError, zlib.error)
     if compression == "zstd":
         if sys.version_info >= (3, 14):
@@ -120,14 +240,10 @@ def _decompressor(compression: str, raw) -> tuple[BinaryIO, tuple[type[Exception
         else:  # the same API, backported
             from backports import zstd
 
+        # ZstdFile reads frames to the end; bytes that are not a frame raise
         return zstd.ZstdFile(raw, mode="rb"), (EOFError, OSError, zstd.ZstdError)
-    if compression == "xz":
-        import lzma
-
-        return lzma.LZMAFile(raw, mode="rb"), (EOFError, OSError, lzma.LZMAError)
-    import bz2
-
-    return bz2.BZ2File(raw, mode="rb"), (EOFError, OSError, ValueError)
+    streams = _ConcatenatedStreams(raw, compression)
+    return streams, streams.errors  # type: ignore[return-value]
 
 
 def stream_line_batches(path: str | os.PathLike, compression: str, batch_bytes: int, max_line_bytes: int,
@@ -162,6 +278,8 @@ def stream_line_batches(path: str | os.PathLike, compression: str, batch_bytes: 
             yield from _line_batches(stream, batch_bytes, max_line_bytes)
             decompressed = stream.tell()
             raw.read()  # anything after the end-of-stream marker still counts in the hash
+    except _NotAStream as exc:
+        raise TokenmillError(f"{path}: {exc}; no output was written") from None
     except damaged as exc:
         reason = "truncated (it ends before its end-of-stream marker)" if isinstance(exc, EOFError) else \
             f"corrupt ({exc})"
