@@ -44,6 +44,20 @@ def run_tokenmill(*args, check: bool = True, cwd: Path | None = None) -> subproc
     return result
 
 
+def run_tokenmill_with_file_size_limit(limit: int, *args) -> subprocess.CompletedProcess:
+    """Run the `tokenmill` CLI where no file may grow past ``limit`` bytes: what a disk that fills up
+    at that size looks like to a writer (EFBIG, "File too large", where it would get ENOSPC)."""
+    import resource
+    import signal
+
+    def file_size_limit():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # an error from write() instead of a signal
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return subprocess.run([sys.executable, "-m", "tokenmill.cli", *map(str, args)], preexec_fn=file_size_limit,
+                          capture_output=True, text=True, env=tool_env())
+
+
 def write_jsonl_bytes(path: Path, lines: list[bytes], final_newline: bool = True) -> Path:
     path.write_bytes(b"\n".join(lines) + (b"\n" if final_newline else b""))
     return path

@@ -5,7 +5,7 @@ import struct
 import numpy as np
 import pytest
 
-from conftest import DEMO_JSONL, GPT2, GPT2_EOD, MIXED_JSONL, TEKKEN, run_tokenmill
+from conftest import DEMO_JSONL, GPT2, GPT2_EOD, MIXED_JSONL, TEKKEN, run_tokenmill, run_tokenmill_with_file_size_limit
 from tokenmill.errors import TokenmillError
 from tokenmill.mmidx import MMapIndexedDataset, MMapIndexedDatasetBuilder, optimal_dtype, pbin_to_megatron
 from tokenmill.pbin import PbinFile, PbinWriter, write_sidecar
@@ -58,6 +58,17 @@ def _pbin(path, tokens, lengths, vocab_size, width):
         writer.write(np.array(tokens), np.array(lengths))
     write_sidecar(path, {"tokenizer": {"vocab_size": vocab_size}})
     return path
+
+
+def test_a_disk_full_at_the_final_flush_of_the_bin_names_the_output_and_leaves_no_temporary(tmp_path):
+    # 1000 tokens (2000 bytes) stay in the .bin's write buffer until finalize's flush, which fails
+    # one byte short; closing the .bin to clean up flushes, and fails, again
+    pbin = _pbin(tmp_path / "x.pbin", np.arange(1000) % 500, [10] * 100, 50257, 2)
+    (tmp_path / "out").mkdir()
+    result = run_tokenmill_with_file_size_limit(1999, "to-megatron", pbin, "-o", tmp_path / "out" / "x")
+    assert (result.returncode, result.stderr) == (
+        1, f"tokenmill: error: {tmp_path / 'out' / 'x'}: cannot write (File too large); nothing was written\n")
+    assert list((tmp_path / "out").iterdir()) == []
 
 
 @pytest.mark.parametrize("vocab_size, width, dtype_code", [(65499, 2, 8), (65500, 2, 4), (131072, 4, 4)])

@@ -7,7 +7,8 @@ import re
 import pytest
 from tokenizers import Tokenizer, models, pre_tokenizers
 
-from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, MIXED_JSONL, TEKKEN, run_tokenmill, write_jsonl_bytes
+from conftest import (DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, MIXED_JSONL, TEKKEN, run_tokenmill,
+                      run_tokenmill_with_file_size_limit, write_jsonl_bytes)
 from tokenmill.errors import TokenmillError
 from tokenmill.pack import PackSettings, pack
 from tokenmill.pbin import PbinFile, read_sidecar, sidecar_path
@@ -162,18 +163,26 @@ def test_sidecar_records_sources_and_tokenizer_and_reproduces_byte_for_byte(tmp_
 
 
 def test_a_full_disk_names_the_output_and_leaves_nothing_behind(tmp_path):
-    import resource
-    import signal
-    import subprocess
-    import sys
-
-    def file_size_limit():  # what a full disk looks like to the writer: EFBIG instead of ENOSPC
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
-
     out = tmp_path / "out.pbin"
-    result = subprocess.run([sys.executable, "-m", "tokenmill.cli", "pack", str(DEMO_JSONL), "--tokenizer", str(GPT2),
-                             "-o", str(out)], preexec_fn=file_size_limit, capture_output=True, text=True)
+    result = run_tokenmill_with_file_size_limit(200_000, "pack", DEMO_JSONL, "--tokenizer", GPT2, "-o", out)
     assert result.returncode == 1
-    assert result.stderr == f"tokenmill: error: {out}: cannot write (File too large)\n"
+    assert result.stderr == f"tokenmill: error: {out}: cannot write (File too large); nothing was written\n"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_disk_full_at_the_final_flush_names_the_output_and_leaves_no_temporary(tmp_path):
+    # The disk fills exactly when the token section is written: the index pickle (under the write
+    # buffer's size) only reaches the disk at the final flush, which fails; closing the file to clean
+    # up flushes, and fails, again. That second failure used to escape with no file name
+    # ("tokenmill: error: : No space left on device") and keep the temporary file.
+    small = write_jsonl_bytes(tmp_path / "small.jsonl", DEMO_JSONL.read_bytes().splitlines()[:50])
+    run_tokenmill("pack", small, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "whole.pbin")
+    layout = PbinFile(tmp_path / "whole.pbin").layout
+    assert 0 < (tmp_path / "whole.pbin").stat().st_size - (layout.data_offset + layout.data_bytes) < 8192
+    (tmp_path / "out").mkdir()
+    out = tmp_path / "out" / "x.pbin"
+    result = run_tokenmill_with_file_size_limit(layout.data_offset + layout.data_bytes, "pack", small, "--tokenizer",
+                                                GPT2, "--eod", GPT2_EOD, "-o", out)
+    assert (result.returncode, result.stderr) == (
+        1, f"tokenmill: error: {out}: cannot write (File too large); nothing was written\n")
+    assert list((tmp_path / "out").iterdir()) == []

@@ -1,7 +1,10 @@
 """Atomic output files: write under a temporary name in the target folder, rename on success.
 
 A killed or failing writer therefore never leaves a file under its final name that looks
-finished, and never destroys what was already built there. Cost: one ``rename`` per file.
+finished, and never destroys what was already built there. A write that fails (a full disk, a
+file-size limit), at any ``write``, ``flush``, ``fsync`` or ``close``, ends in one line naming the
+final output (:func:`write_error`), and the temporaries are removed even when closing them fails
+again (:func:`discard`). Cost: one ``rename`` per file.
 """
 
 from __future__ import annotations
@@ -10,7 +13,7 @@ import contextlib
 import glob
 import os
 from pathlib import Path
-from typing import Iterator
+from typing import IO, Iterator
 
 from tokenmill.errors import TokenmillError
 
@@ -45,11 +48,37 @@ def _running(pid: int) -> bool:
         return True
 
 
+def write_error(final_path: str | os.PathLike, exc: OSError) -> TokenmillError:
+    """The one-line error for a failed write of ``final_path`` (the final name, never a temporary:
+    the user knows the one, not the other)."""
+    return TokenmillError(f"{final_path}: cannot write ({exc.strerror or exc}); nothing was written")
+
+
+def discard(handle: IO | None, *paths: Path | None) -> None:
+    """Close ``handle`` and delete ``paths`` (None entries are skipped), never raising.
+
+    Used when a write already failed: closing a buffered file flushes it, which on a full disk
+    fails again (the descriptor is closed all the same), and that second error must neither hide
+    the first nor keep the temporaries from being deleted.
+    """
+    if handle is not None:
+        with contextlib.suppress(OSError):
+            handle.close()
+    for path in paths:
+        if path is not None:
+            with contextlib.suppress(OSError):
+                Path(path).unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def atomic_output(final_path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path to write; rename it to ``final_path`` when the block succeeds.
 
     On any exception the temporary file is removed and ``final_path`` is left untouched.
+
+    Raises:
+        TokenmillError: an ``OSError`` writing the temporary or renaming it (naming ``final_path``);
+            other exceptions pass through unchanged.
     """
     final_path = Path(final_path)
     tmp_path = temporary_name(final_path)
@@ -57,10 +86,9 @@ def atomic_output(final_path: str | os.PathLike) -> Iterator[Path]:
         yield tmp_path
         os.replace(tmp_path, final_path)
     except BaseException as exc:
-        with contextlib.suppress(FileNotFoundError):
-            tmp_path.unlink()
+        discard(None, tmp_path)
         if isinstance(exc, OSError) and exc.filename in (None, str(tmp_path)):
-            raise TokenmillError(f"{final_path}: cannot write ({exc.strerror})") from None
+            raise write_error(final_path, exc) from None
         raise
 
 
@@ -68,9 +96,11 @@ class AtomicWriter:
     """Context-manager protocol of writers that fill temporaries and rename them when finished.
 
     Subclasses define ``output_name`` (for errors), ``finish()`` (write the rest, rename into place)
-    and ``abort()`` (close and delete the temporaries). Leaving the block normally finishes; an
+    and ``abort()`` (close and delete the temporaries with :func:`discard`: it must never raise, as
+    it runs while another error is on its way out). Leaving the block normally finishes; an
     exception, or a failure while finishing, aborts, so nothing half-written stays behind; an
-    ``OSError`` (a full disk, a file-size limit) becomes a one-line error naming the output.
+    ``OSError`` of the writer (a full disk, a file-size limit: no file name, or one of ours) becomes
+    a one-line error naming the output (:func:`write_error`).
     """
 
     output_name: str
@@ -87,13 +117,14 @@ class AtomicWriter:
     def __exit__(self, exc_type, exc, tb) -> None:
         if exc_type is not None:
             self.abort()
-            if isinstance(exc, OSError):
-                raise TokenmillError(f"{self.output_name}: cannot write ({exc.strerror})") from None
+            # an OSError naming another file (an input that vanished) is not a failed write
+            if isinstance(exc, OSError) and exc.filename is None:
+                raise write_error(self.output_name, exc) from None
             return
         try:
             self.finish()
-        except BaseException as exc:
+        except BaseException as failure:
             self.abort()
-            if isinstance(exc, OSError):  # a write while finishing (full disk): its filename is often None
-                raise TokenmillError(f"{self.output_name}: cannot write ({exc.strerror})") from None
+            if isinstance(failure, OSError):  # a write, flush, fsync or rename of ours while finishing
+                raise write_error(self.output_name, failure) from None
             raise
