@@ -204,6 +204,21 @@ def test_a_write_error_while_finishing_names_the_output_and_leaves_nothing(tmp_p
     assert os.listdir(tmp_path / "out") == []
 
 
+def test_a_tokenizer_json_that_makes_the_rust_loader_panic_is_one_line(tmp_path):
+    # pyo3 turns a Rust panic into PanicException, a BaseException that `except Exception` misses,
+    # and Rust prints "thread ... panicked at" (and a backtrace) to stderr before Python sees it
+    config = json.loads(GPT2.read_text(encoding="utf-8"))
+    config["model"]["continuing_subword_prefix"] = "##"  # the byte-level merges are sliced past their ends
+    bad = tmp_path / "bad.tokenizer.json"
+    bad.write_text(json.dumps(config), encoding="utf-8")
+    for engine in ("auto", "hf", "fastokens"):
+        result = run_tokenmill("pack", MIXED_JSONL, "--tokenizer", bad, "--engine", engine, "-o", tmp_path / "o.pbin",
+                               check=False)
+        assert_one_line_error(result, f"{bad}: Hugging Face's tokenizers cannot load it (it panicked: slice index")
+        assert "panicked at" not in result.stderr
+    assert os.listdir(tmp_path) == ["bad.tokenizer.json"]
+
+
 @pytest.mark.parametrize("edit, message", [
     (lambda c: c["sampling"].update(split="0,0,0"), "sampling.split: split '0,0,0': the weights add up to zero"),
     (lambda c: c["sampling"].update(split="abc"), "sampling.split: split 'abc': not a list of numbers"),

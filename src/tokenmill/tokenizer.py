@@ -35,6 +35,8 @@ import hashlib
 import itertools
 import os
 import re
+import sys
+import tempfile
 import threading
 import zlib
 from dataclasses import dataclass
@@ -159,9 +161,14 @@ def load_tokenizer(path: str | os.PathLike, eod_token: str | None = None) -> Tok
         # (~50 MB of Python objects for 131k tokens) is freed before the tokenizer's own copy exists.
         facts = _vocab_size_in(config), fast_engine_refusal(config)
         del config
-        tokenizer = Tokenizer.from_str(content.decode("utf-8"))
+        tokenizer = _hf_from_str(content.decode("utf-8"))
     except Exception as exc:  # tokenizers raises a bare Exception on a malformed file
         raise TokenmillError(f"{path}: not a Hugging Face tokenizer.json ({str(exc).splitlines()[0]})") from None
+    except BaseException as exc:
+        if not _is_rust_panic(exc):
+            raise
+        raise TokenmillError(f"{path}: Hugging Face's tokenizers cannot load it (it panicked: "
+                             f"{_first_line(exc)})") from None
     ignored_settings = {name: setting for name, setting in (("truncation", tokenizer.truncation),
                                                             ("padding", tokenizer.padding)) if setting}
     tokenizer.no_truncation()
@@ -179,6 +186,58 @@ def load_tokenizer(path: str | os.PathLike, eod_token: str | None = None) -> Tok
                          vocab_size=vocab_size, token_width=token_width_for(vocab_size), eod_token=eod_token,
                          eod_id=eod_id, ignored_settings=ignored_settings, pad_id=_pad_id(ignored_settings),
                          fast_engine_refusal=facts[1])
+
+
+def _is_rust_panic(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Rust panic surfacing in Python (pyo3's ``PanicException``).
+
+    Each pyo3 extension (tokenizers, fastokens) defines its own ``PanicException`` class, derived
+    from ``BaseException`` so that ``except Exception`` lets it through; none is importable, so
+    it is told by its name.
+    """
+    kind = type(exc)
+    return kind.__name__ == "PanicException" and kind.__module__ == "pyo3_runtime"
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
+def _hf_from_str(text: str) -> Tokenizer:
+    """``Tokenizer.from_str(text)``, with what Rust prints to file descriptor 2 when it panics held back.
+
+    Some files that parse as JSON make the Rust loader panic (a BPE ``continuing_subword_prefix``
+    on a byte-level vocabulary: "slice index starts at 2 but ends at 1"). Rust's panic hook then
+    prints "thread ... panicked at" and, with ``RUST_BACKTRACE`` set, a backtrace, straight to fd 2,
+    before Python sees the exception: the caller's one-line error would come last, under 50 lines
+    of Rust. So fd 2 points to a temporary file during the call (~0.1-1 s); what was written there
+    is dropped after a panic and copied to the real stderr otherwise (other threads' output in that
+    window comes late, never lost).
+
+    Raises:
+        Exception: the loader's own error on a malformed file.
+        BaseException: pyo3's ``PanicException`` (see :func:`_is_rust_panic`).
+    """
+    sys.stderr.flush()
+    try:
+        saved_stderr = os.dup(2)
+    except OSError:  # no fd 2 to protect
+        return Tokenizer.from_str(text)
+    panicked = False
+    with tempfile.TemporaryFile() as held:
+        os.dup2(held.fileno(), 2)
+        try:
+            return Tokenizer.from_str(text)
+        except BaseException as exc:
+            panicked = _is_rust_panic(exc)
+            raise
+        finally:
+            os.dup2(saved_stderr, 2)
+            os.close(saved_stderr)
+            if not panicked and os.fstat(held.fileno()).st_size:
+                held.seek(0)
+                with open(2, "wb", closefd=False) as stderr:
+                    stderr.write(held.read())
 
 
 def _vocab_size_in(config: dict) -> int | None:
@@ -408,6 +467,10 @@ class _FastLoad(threading.Thread):
 
             self.tokenizer = fastokens.Tokenizer.from_json_str(self.content.decode("utf-8"))
         except Exception as exc:  # reported by Encoder when the tokenizer is needed
+            self.error = exc
+        except BaseException as exc:  # a Rust panic: a refusal like any other, not a thread traceback
+            if not _is_rust_panic(exc):
+                raise
             self.error = exc
         finally:
             self.content = None
