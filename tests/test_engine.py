@@ -6,12 +6,13 @@ choice and the in-job proof promise, on an adversarial file.
 """
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from conftest import DATA, GPT2, GPT2_EOD, TEKKEN, run_tokenmill, write_jsonl_bytes
+from conftest import DATA, DEMO_JSONL, GPT2, GPT2_EOD, MIXED_JSONL, TEKKEN, run_tokenmill, write_jsonl_bytes
 from tokenmill.pack import EngineMismatch, PackSettings, pack
 from tokenmill.errors import TokenmillError
 from tokenmill.pbin import PbinFile, PbinWriter, read_sidecar
@@ -120,6 +121,75 @@ def test_forcing_fastokens_on_a_tokenizer_it_cannot_load_is_one_line(tmp_path):
                            check=False)
     assert result.returncode == 1 and result.stderr.count("\n") == 1
     assert "minilm-bert.tokenizer.json: fastokens cannot load it" in result.stderr
+
+
+def sparse_gpt2(folder: Path) -> Path:
+    """GPT-2's tokenizer.json with every id from 1000 up moved 100 higher: Hugging Face loads a
+    vocabulary with a gap in its ids, fastokens 0.3 does not ("unsupported model type")."""
+    config = json.loads(GPT2.read_text(encoding="utf-8"))
+    config["model"]["vocab"] = {token: i + 100 * (i >= 1000) for token, i in config["model"]["vocab"].items()}
+    for token in config["added_tokens"]:
+        token["id"] += 100
+    path = folder / "sparse.tokenizer.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    assert fast_engine_refusal(config) is None  # nothing in it that auto's check of the file refuses
+    return path
+
+
+def test_auto_takes_hugging_face_where_fastokens_cannot_load_the_tokenizer_and_says_why(tmp_path):
+    sparse = sparse_gpt2(tmp_path)
+    lines = DEMO_JSONL.read_bytes().splitlines(keepends=True)
+    source = tmp_path / "demo.jsonl"
+    source.write_bytes(b"".join(lines[:1000]))
+    assert source.stat().st_size > 1 << 20  # over 1 MB, auto takes fastokens where the file allows it
+    auto = run_tokenmill("pack", source, "--tokenizer", sparse, "--eod", GPT2_EOD, "-o", tmp_path / "auto.pbin")
+    run_tokenmill("pack", source, "--tokenizer", sparse, "--eod", GPT2_EOD, "--engine", "hf", "-o", tmp_path / "hf.pbin")
+    assert (tmp_path / "auto.pbin").read_bytes() == (tmp_path / "hf.pbin").read_bytes()
+    engine = read_sidecar(tmp_path / "auto.pbin")["engine"]
+    assert engine["name"] == "hf"
+    assert engine["reason"].startswith("engine auto: HF, as fastokens cannot load this tokenizer (model error: ")
+    assert f"; {engine['reason']}, 0 documents checked" in auto.stderr.splitlines()[-1]
+    assert read_sidecar(tmp_path / "auto.pbin")["sources"][0]["engine"] == "hf"
+
+    forced = run_tokenmill("pack", source, "--tokenizer", sparse, "--engine", "fastokens", "-o", tmp_path / "f.pbin",
+                           check=False)
+    assert forced.returncode == 1 and forced.stderr.count("\n") == 1 and "Traceback" not in forced.stderr
+    assert forced.stderr.startswith(f"tokenmill: error: {sparse}: fastokens cannot load it (model error: ")
+    assert forced.stderr.endswith("); use engine hf\n")
+    assert not (tmp_path / "f.pbin").exists()
+
+
+def test_auto_falls_back_to_hugging_face_in_worker_processes_and_in_process_encoders(tmp_path, monkeypatch):
+    import tokenmill.pack
+    import tokenmill.tokenizer
+    from tokenmill.tokenizer import FastEngineUnavailable
+
+    sparse = sparse_gpt2(tmp_path)
+    # a small input in worker processes: no 8 MB file to tokenize, the same code path
+    monkeypatch.setattr(tokenmill.tokenizer, "FAST_ENGINE_PAYS_BYTES", 0)
+    monkeypatch.setattr(tokenmill.pack, "_IN_PROCESS_BYTES", 0)
+    settings = dict(eod_token=GPT2_EOD, workers=2, batch_bytes=4096)
+    said = []
+    meta = pack([str(MIXED_JSONL)] * 2, str(tmp_path / "auto.pbin"),
+                PackSettings(str(sparse), allow_duplicate_inputs=True, **settings), log=said.append)
+    pack([str(MIXED_JSONL)] * 2, str(tmp_path / "hf.pbin"),
+         PackSettings(str(sparse), engine="hf", allow_duplicate_inputs=True, **settings), log=lambda message: None)
+    assert (tmp_path / "auto.pbin").read_bytes() == (tmp_path / "hf.pbin").read_bytes()
+    assert meta["engine"]["name"] == "hf" and [source["engine"] for source in meta["sources"]] == ["hf", "hf"]
+    assert "fastokens cannot load this tokenizer" in meta["engine"]["reason"] and meta["engine"]["reason"] in said[-1]
+
+    # an encoder in this process (sft, the on-access datasets) takes HF in place, on the first batch
+    info = load_tokenizer(sparse)
+    texts = ["hello world", "<|endoftext|> and more"]
+    encoder = Encoder(info, "auto", fall_back=True)
+    assert encoder.name == "fastokens"  # chosen from the file, before fastokens has tried it
+    ids, lengths = encoder.encode_batch(texts, False)
+    hf_ids, hf_lengths = Encoder(info, "hf").encode_batch(texts, False)
+    assert np.array_equal(ids, hf_ids) and np.array_equal(lengths, hf_lengths)
+    assert encoder.name == "hf" and "fastokens cannot load this tokenizer" in encoder.reason
+    for engine, fall_back in (("auto", False), ("fastokens", True)):  # pack falls back itself; by name, no fallback
+        with pytest.raises(FastEngineUnavailable, match=r"fastokens cannot load it \(.*\); use engine hf$"):
+            Encoder(info, engine, fall_back=fall_back).encode_batch(texts, False)
 
 
 def test_the_proof_sample_depends_on_each_text_alone():

@@ -90,7 +90,7 @@ class MemMapDataset(Dataset):
         self.lines = read_index(index, jsonl) if index is not None else scan_lines(jsonl)
         self.info = load_tokenizer(tokenizer)
         self.tokenizer = self.info.tokenizer  # the Hugging Face tokenizer, as before engines came
-        self.encoder = Encoder(self.info, engine)
+        self.encoder = Encoder(self.info, engine, fall_back=True)
         self.sampler = ProofSampler(self.info.added_tokens(), check_fraction)
         self.selector = TextSelector(jq_pattern)
         self.add_special_tokens = add_special_tokens
@@ -121,7 +121,7 @@ class MemMapDataset(Dataset):
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self.encoder = Encoder(self.info, state["encoder"])
+        self.encoder = Encoder(self.info, state["encoder"], fall_back=True)
 
 
 class PackedMemMapDatasetBase(Dataset):

@@ -133,7 +133,7 @@ class InstructionDataset:
         self.lines = read_index(index, jsonl) if index is not None else scan_lines(jsonl)
         self.info = load_tokenizer(tokenizer)
         # Control-token strings in data stay text (HF's encode_special_tokens, fastokens' split_special_tokens).
-        self.encoder = Encoder(self.info, engine, split_special_tokens=True)
+        self.encoder = Encoder(self.info, engine, split_special_tokens=True, fall_back=True)
         self.sampler = ProofSampler(self.info.added_tokens(), check_fraction)
         self.checked = 0
         self.tokenizer = self.info.tokenizer
@@ -215,7 +215,7 @@ class InstructionDataset:
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
-        self.encoder = Encoder(self.info, state["encoder"], split_special_tokens=True)
+        self.encoder = Encoder(self.info, state["encoder"], split_special_tokens=True, fall_back=True)
 
 
 class InstructionCollator:

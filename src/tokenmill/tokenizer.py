@@ -22,6 +22,8 @@ The engine (:class:`Encoder`) turns a batch of texts into one flat id array and 
 * ``auto`` (the default): fastokens when :func:`fast_engine_refusal` finds nothing in the
   ``tokenizer.json`` outside what it was proven on (byte-level BPE, no normalizer, ByteLevel/Split
   pre-tokenizers, no dropout or byte fallback, plain added tokens), else HF; the reason is logged.
+  A file that passes that check but that fastokens still cannot load (e.g. a vocabulary whose ids
+  skip a range) also gets HF, with fastokens' error as the reason (:class:`FastEngineUnavailable`).
 
 The fast engine is never trusted blindly: :mod:`tokenmill.pack` re-encodes a sample of every batch
 with HF and stops (or falls back to HF) on any difference.
@@ -49,8 +51,9 @@ from tokenizers import Tokenizer
 from tokenmill.errors import TokenmillError
 
 __all__ = ["TokenizerInfo", "load_tokenizer", "token_width_for", "file_sha256", "ENGINES", "FAST_ENGINE_PAYS_BYTES",
-           "small_input_reason", "Encoder", "EngineMismatch", "fast_engine_refusal", "fast_engine_loading",
-           "preload_fast_engine", "encode_batch_hf", "ProofSampler", "ProofSample", "split_flat", "compare_ids", "first_difference"]
+           "small_input_reason", "Encoder", "EngineMismatch", "FastEngineUnavailable", "fast_engine_refusal",
+           "fast_engine_loading", "preload_fast_engine", "encode_batch_hf", "ProofSampler", "ProofSample", "split_flat",
+           "compare_ids", "first_difference"]
 
 ENGINES = ("auto", "hf", "fastokens")
 # Loading fastokens takes 0.3-0.7 s (GPT-2) to 1.1-2.2 s (Tekken), about what Hugging Face needs for
@@ -303,6 +306,25 @@ class EngineMismatch(TokenmillError):
     """The fast engine gave other ids than HF for a text (the message names file, line and token)."""
 
 
+class FastEngineUnavailable(TokenmillError):
+    """fastokens cannot load a ``tokenizer.json`` that Hugging Face loads.
+
+    Under ``auto`` its user takes HF instead (:meth:`Encoder.fall_back_to_hf`); under ``fastokens``
+    the message stops the job.
+
+    Args:
+        path: the tokenizer file.
+        cause: fastokens' error, one line.
+    """
+
+    def __init__(self, path: str, cause: str):
+        super().__init__(f"{path}: fastokens cannot load it ({cause}); use engine hf")
+        self.path, self.cause = path, cause
+
+    def __reduce__(self):  # pickled across worker processes with its fields
+        return FastEngineUnavailable, (self.path, self.cause)
+
+
 class Encoder:
     """A tokenizer engine: batches of texts in, one flat id array and per-text lengths out.
 
@@ -312,23 +334,30 @@ class Encoder:
         split_special_tokens: special-token strings in texts stay text (for conversations, whose
             data must not smuggle in control tokens); sets ``encode_special_tokens`` on
             ``info.tokenizer``, which HF then applies everywhere.
+        fall_back: under ``auto``, when fastokens cannot load the tokenizer, take HF in place, on
+            the batch that found it out (for callers that encode in this process). Without it,
+            :class:`FastEngineUnavailable` is raised for the caller to fall back (pack, whose
+            worker processes each hold an encoder, re-encodes the input with HF).
 
     Attributes:
         name: the engine in use, ``hf`` or ``fastokens``.
         reason: one line saying why (logged, and kept in the sidecar).
 
     The choice is made from the ``tokenizer.json`` alone; fastokens itself is loaded in the
-    background (:func:`preload_fast_engine`) and waited for on the first batch.
+    background (:func:`preload_fast_engine`) and waited for on the first batch, which is when a
+    file it cannot load is found out.
 
     Raises:
         TokenmillError: an unknown engine.
     """
 
-    def __init__(self, info: TokenizerInfo, engine: str = "auto", split_special_tokens: bool = False):
+    def __init__(self, info: TokenizerInfo, engine: str = "auto", split_special_tokens: bool = False,
+                 fall_back: bool = False):
         if engine not in ENGINES:
             raise TokenmillError(f"engine must be one of {ENGINES}, not {engine!r}")
         self.info = info
         self.engine_asked = engine
+        self.fall_back = fall_back
         self._fast = None
         self.split_special_tokens = split_special_tokens
         if split_special_tokens:
@@ -347,8 +376,8 @@ class Encoder:
         """fastokens' tokenizer (see :func:`preload_fast_engine`), with truncation and padding off.
 
         Raises:
-            TokenmillError: fastokens cannot load this ``tokenizer.json`` (use engine ``hf``), or the
-                file no longer holds the bytes that ``info`` was loaded from.
+            FastEngineUnavailable: fastokens cannot load this ``tokenizer.json``.
+            TokenmillError: the file no longer holds the bytes that ``info`` was loaded from.
         """
         if self._fast is None:
             if self.info.sha256 not in _fast_loads and preload_fast_engine(self.info.path) != self.info.sha256:
@@ -357,12 +386,23 @@ class Encoder:
             loader = _fast_loads[self.info.sha256]
             loader.join()
             if loader.error is not None:  # fastokens raises plain exceptions on what it does not support
-                raise TokenmillError(f"{self.info.path}: fastokens cannot load it "
-                                     f"({str(loader.error).splitlines()[0]}); use engine hf")
+                raise FastEngineUnavailable(self.info.path, _first_line(loader.error))
             self._fast = loader.tokenizer
             self._fast.no_truncation()  # as load_tokenizer does for HF
             self._fast.no_padding()
         return self._fast
+
+    def fall_back_to_hf(self, unavailable: FastEngineUnavailable) -> None:
+        """Take HF from now on, as ``auto`` does where fastokens cannot load the tokenizer; the
+        reason (logged, kept in sidecars) carries fastokens' error.
+
+        Raises:
+            FastEngineUnavailable: ``unavailable`` itself, where fastokens was asked for by name.
+        """
+        if self.engine_asked != "auto":
+            raise unavailable
+        self.name, self._fast = "hf", None
+        self.reason = f"engine auto: HF, as fastokens cannot load this tokenizer ({unavailable.cause})"
 
     def versions(self) -> dict[str, str]:
         """The package versions whose ids this engine produces (recorded in sidecars)."""
@@ -374,11 +414,24 @@ class Encoder:
         return versions
 
     def encode_batch(self, texts: list[str], add_special_tokens: bool) -> tuple[np.ndarray, np.ndarray]:
-        """``(ids, lengths)``: every text's ids back to back (uint32 or int64) and ids per text."""
-        if self.name == "hf":
+        """``(ids, lengths)``: every text's ids back to back (uint32 or int64) and ids per text.
+
+        Raises:
+            FastEngineUnavailable: fastokens cannot load the tokenizer, and this encoder does not
+                fall back by itself (see the class).
+        """
+        fast = None
+        if self.name == "fastokens":
+            try:
+                fast = self._fast_tokenizer()
+            except FastEngineUnavailable as unavailable:
+                if not self.fall_back:
+                    raise
+                self.fall_back_to_hf(unavailable)
+        if fast is None:
             return encode_batch_hf(self.info.tokenizer, texts, add_special_tokens)
-        ids, offsets = self._fast_tokenizer().encode_batch_flat(texts, add_special_tokens=add_special_tokens,
-                                                                split_special_tokens=self.split_special_tokens)
+        ids, offsets = fast.encode_batch_flat(texts, add_special_tokens=add_special_tokens,
+                                              split_special_tokens=self.split_special_tokens)
         return np.frombuffer(ids, dtype="<u4"), np.diff(np.frombuffer(offsets, dtype="<u8")).astype(np.int64)
 
     def encode_proven(self, texts: list[str], add_special_tokens: bool, sampler: "ProofSampler",
