@@ -139,6 +139,61 @@ def test_epochs_are_reshuffled_and_megatron_consumed_samples_resume_directly():
     assert list(ResumableSampler(100, 5, 0, 2, shuffle=True, seed=1, consumed_samples=130)) == second_epoch[15:]
 
 
+def steps_of(sampler, steps, count=lambda sampler, batch: sampler.global_batch):
+    """Up to ``steps`` batches of this rank as a trainer takes them epoch after epoch, marking
+    ``count(sampler, batch)`` global samples after each (the README's loop: ``global_batch``)."""
+    taken = []
+    while len(taken) < steps:
+        for batch in DataLoader(range(sampler.dataset_length), batch_size=sampler.micro_batch_size, sampler=sampler):
+            taken.append(batch.tolist())
+            sampler.mark_consumed(count(sampler, batch))
+            if len(taken) == steps:
+                break
+    return taken
+
+
+def test_without_drop_last_the_short_last_batch_ends_the_epoch_and_resuming_in_epoch_2_is_exact():
+    # 22 samples in global batches of 6 (3 per rank, 2 ranks): batches of 6, 6, 6 and a short one of 4
+    # (2 per rank), every sample once per epoch; each step counts a whole global batch, as Megatron's
+    # consumed_samples does, so an epoch counts 24
+    options = dict(dataset_length=22, micro_batch_size=3, world_size=2, shuffle=True, seed=3, drop_last=False)
+    ranks = [ResumableSampler(**options, rank=rank) for rank in range(2)]
+    streams = [steps_of(sampler, 12) for sampler in ranks]  # three epochs
+    for epoch in range(3):
+        batches = [batch for stream in streams for batch in stream[4 * epoch:4 * epoch + 4]]
+        assert sorted(index for batch in batches for index in batch) == list(range(22))
+        assert [len(batch) for batch in streams[1][4 * epoch:4 * epoch + 4]] == [3, 3, 3, 2]
+    assert streams[1][:4] != streams[1][4:8]  # reshuffled
+    assert [sampler.consumed_samples for sampler in ranks] == [72, 72] and ranks[1].epoch == 3
+
+    first_run = ResumableSampler(**options, rank=1)
+    before = steps_of(first_run, 6)  # two steps into the second epoch
+    checkpoint = first_run.state_dict()
+    assert (checkpoint["consumed_samples"], checkpoint["epoch"]) == (36, 1)
+    resumed = ResumableSampler(**options, rank=1)
+    resumed.load_state_dict(checkpoint)
+    assert before + steps_of(resumed, 6) == streams[1]
+    # Megatron's counter (steps × global batch) resumes directly
+    assert steps_of(ResumableSampler(**options, rank=1, consumed_samples=36), 6) == streams[1][6:]
+
+    # a trainer that counts what each step held (4 for the short batch) gets the same stream
+    held = ResumableSampler(**options, rank=1)
+    assert steps_of(held, 12, lambda sampler, batch: 4 if len(batch) < 3 else sampler.global_batch) == streams[1]
+    assert held.consumed_samples == 72
+
+
+def test_without_drop_last_another_global_batch_resumes_only_within_the_first_epoch():
+    # 22 samples: global batches of 4 count an epoch as 24, of 10 as 30; within the first epoch the
+    # count is the samples themselves, whatever the batch
+    options = dict(dataset_length=22, rank=0, world_size=2, drop_last=False)
+    resumed = ResumableSampler(**options, micro_batch_size=5)
+    resumed.load_state_dict(ResumableSampler(**options, micro_batch_size=2, consumed_samples=20).state_dict())
+    assert list(resumed) == list(ResumableSampler(**options, micro_batch_size=5))[10:] == [20]
+    later = ResumableSampler(**options, micro_batch_size=2, consumed_samples=24 + 4).state_dict()
+    with pytest.raises(TokenmillError, match="global batches of 4 and 10 count different lengths of each epoch"):
+        ResumableSampler(**options, micro_batch_size=5).load_state_dict(later)
+
+
 @pytest.mark.parametrize("change, message", [
     (dict(seed=4), "seed is 3, this sampler's 4"),
     (dict(dataset_length=99), "dataset_length is 100"),

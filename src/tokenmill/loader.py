@@ -17,11 +17,18 @@ Megatron's pretraining sampler lays it out: a global batch is ``micro_batch_size
 consecutive samples of the epoch's order, rank *r* takes micro-batch *r* of it. The order of epoch
 *e* is ``range(N)`` or, shuffled, a permutation drawn from ``numpy.random.default_rng([seed, e])``.
 With ``drop_last`` the samples after the last whole global batch are left out of that epoch (every
-rank gets as many batches). The trainer counts progress in *global* samples, as Megatron's
-``consumed_samples``: :meth:`ResumableSampler.mark_consumed` after each step, ``state_dict()`` in
-the checkpoint, ``load_state_dict()`` on restart — the sampler then starts exactly at the next
-sample (O(1): the epoch's order is recomputed, nothing is iterated over). It runs in the loader's
-main process, so the number of DataLoader workers never changes the stream.
+rank gets as many batches); without it the epoch ends with a short global batch. The trainer counts
+progress in *global* samples, as Megatron's ``consumed_samples``: :meth:`ResumableSampler.mark_consumed`
+after each step, ``state_dict()`` in the checkpoint, ``load_state_dict()`` on restart — the sampler
+then starts exactly at the next sample (O(1): the epoch's order is recomputed, nothing is iterated
+over). It runs in the loader's main process, so the number of DataLoader workers never changes the
+stream.
+
+The count is of global-batch *slots*, so that every step adds ``global_batch`` whatever it held
+(Megatron adds ``global_batch_size`` per step): an epoch counts ``ceil(N / global_batch)`` whole
+global batches, its short last batch (``drop_last=False``) as a full one. Marking only what that
+short batch held ends the epoch all the same. Epoch *e*'s batch *k* thus starts at ``consumed_samples
+= e × epoch_slots + k × global_batch``.
 
 Cost: collating is O(batch tokens); a sampler holds one epoch's order (8 bytes per sample) and
 computes it once per epoch (a permutation of N).
@@ -105,8 +112,15 @@ class ResumableSampler(Sampler):
             Megatron's order).
         seed: the permutations' seed.
         drop_last: leave out the samples after an epoch's last whole global batch (True), or give
-            the last global batch short (False; then ranks may get different counts).
-        consumed_samples: global samples already consumed (e.g. from a Megatron checkpoint).
+            the last global batch short (False; then ranks may get different counts, and that
+            batch still counts as ``global_batch`` consumed samples: see the module docstring).
+        consumed_samples: global samples already consumed (e.g. from a Megatron checkpoint), short
+            last batches counted whole.
+
+    Attributes:
+        samples_per_epoch: the samples an epoch yields over all ranks.
+        epoch_slots: what an epoch adds to ``consumed_samples``: ``samples_per_epoch`` rounded up to
+            whole global batches.
 
     Raises:
         TokenmillError: a rank outside the world, sizes < 1, or a dataset smaller than a global batch
@@ -127,12 +141,13 @@ class ResumableSampler(Sampler):
         if self.samples_per_epoch == 0:
             raise TokenmillError(f"sampler: {dataset_length} samples do not fill one global batch of "
                                  f"{self.global_batch}")
+        self.epoch_slots = _epoch_slots(dataset_length, self.global_batch, drop_last)
         self.consumed_samples = consumed_samples
         self._order_epoch, self._order = None, None
 
     @property
     def epoch(self) -> int:
-        return self.consumed_samples // self.samples_per_epoch
+        return self.consumed_samples // self.epoch_slots
 
     def _epoch_order(self, epoch: int) -> np.ndarray:
         if self._order_epoch != epoch:
@@ -142,8 +157,12 @@ class ResumableSampler(Sampler):
         return self._order
 
     def __iter__(self) -> Iterator[int]:
-        """This rank's indices from the next unconsumed global batch to the end of its epoch."""
-        epoch, position = divmod(self.consumed_samples, self.samples_per_epoch)
+        """This rank's indices from the next unconsumed global batch to the end of its epoch.
+
+        Raises:
+            TokenmillError: ``consumed_samples`` is not at the start of a global batch.
+        """
+        epoch, position = divmod(self.consumed_samples, self.epoch_slots)
         if position % self.global_batch:
             raise TokenmillError(f"sampler: {self.consumed_samples} consumed samples is not a whole number of "
                                  f"global batches of {self.global_batch} into epoch {epoch}")
@@ -154,15 +173,21 @@ class ResumableSampler(Sampler):
             yield from batch[self.rank * share:(self.rank + 1) * share].tolist()
 
     def __len__(self) -> int:
-        position = self.consumed_samples % self.samples_per_epoch
+        position = self.consumed_samples % self.epoch_slots
         remaining = self.samples_per_epoch - position
         whole, rest = divmod(remaining, self.global_batch)
         share = -(-rest // self.world_size)
         return whole * self.micro_batch_size + max(0, min(share, rest - self.rank * share))
 
     def mark_consumed(self, global_samples: int) -> None:
-        """Count a training step's samples over all ranks (micro-batch × world size for a full step)."""
-        self.consumed_samples += global_samples
+        """Count a training step's samples over all ranks: ``global_batch`` for every step, the
+        epoch's short last one included, or (for that one) the samples it held; a count that reaches
+        the end of the epoch's samples moves to the next epoch's start."""
+        epoch, position = divmod(self.consumed_samples, self.epoch_slots)
+        position += global_samples
+        if self.samples_per_epoch <= position < self.epoch_slots:  # what a short last batch held
+            position = self.epoch_slots
+        self.consumed_samples = epoch * self.epoch_slots + position
 
     def state_dict(self) -> dict:
         return {"consumed_samples": self.consumed_samples, "epoch": self.epoch, "seed": self.seed,
@@ -172,24 +197,35 @@ class ResumableSampler(Sampler):
     def load_state_dict(self, state: dict) -> None:
         """Resume where ``state`` (from :meth:`state_dict`) stopped.
 
-        Another world size or micro-batch is fine as long as epochs keep their length and the new global
-        batch divides the position reached in the epoch.
+        Another world size or micro-batch is fine as long as epochs keep their length (with
+        ``drop_last=False``: in the first epoch, or where both round an epoch up to the same number
+        of samples) and the new global batch divides the position reached in the epoch.
 
         Raises:
             TokenmillError: another dataset length, seed, shuffle or drop_last (the order would differ),
-                or a position that is not a whole number of this sampler's global batches.
+                another epoch length, or a position that is not a whole number of this sampler's
+                global batches.
         """
         for key in ("dataset_length", "seed", "shuffle", "drop_last"):
             if state[key] != getattr(self, key):
                 raise TokenmillError(f"sampler: the checkpoint's {key} is {state[key]!r}, this sampler's "
                                      f"{getattr(self, key)!r}: resuming would give another order")
         old_batch = state["global_batch"]
-        if (self.dataset_length // old_batch * old_batch if self.drop_last else self.dataset_length) \
-                != self.samples_per_epoch:
-            raise TokenmillError(f"sampler: global batches of {old_batch} and {self.global_batch} drop different "
-                                 f"tails from each epoch; resume with a global batch of {old_batch}")
-        position = state["consumed_samples"] % self.samples_per_epoch
+        old_slots = _epoch_slots(self.dataset_length, old_batch, self.drop_last)
+        # drop_last: the epochs hold other samples; else only the count of a finished epoch differs
+        if old_slots != self.epoch_slots and (self.drop_last or state["consumed_samples"] >= old_slots):
+            differ = "drop different tails from" if self.drop_last else "count different lengths of"
+            raise TokenmillError(f"sampler: global batches of {old_batch} and {self.global_batch} {differ} each "
+                                 f"epoch; resume with a global batch of {old_batch}")
+        position = state["consumed_samples"] % self.epoch_slots
         if position % self.global_batch:
             raise TokenmillError(f"sampler: the checkpoint stopped {position} samples into its epoch, not a whole "
                                  f"number of global batches of {self.global_batch}")
         self.consumed_samples = state["consumed_samples"]
+
+
+def _epoch_slots(dataset_length: int, global_batch: int, drop_last: bool) -> int:
+    """What one epoch adds to ``consumed_samples``: its whole global batches (``drop_last``), or all
+    of them with the short last one counted whole."""
+    whole, rest = divmod(dataset_length, global_batch)
+    return (whole + (rest > 0 and not drop_last)) * global_batch
