@@ -44,6 +44,28 @@ def run_tokenmill(*args, check: bool = True, cwd: Path | None = None) -> subproc
     return result
 
 
+# The demo as Megatron datasets, relative to a work folder (so that they are hashed as spelled here), and
+# its documents 0-1,499 and 1,500-2,989 as two blend parts.
+DEMO_PREFIX, PART_A_PREFIX, PART_B_PREFIX = (f"data/megatron/{name}_text_document"
+                                            for name in ("demo", "demo_a", "demo_b"))
+
+
+def make_demo_megatron(root: Path) -> Path:
+    """Pack and convert the demo with the tokenmill CLI into ``root/DEMO_PREFIX`` (GPT-2, eod
+    ``<|endoftext|>``), and write its two halves as ``PART_A_PREFIX`` and ``PART_B_PREFIX``."""
+    from tokenmill.mmidx import MMapIndexedDataset, MMapIndexedDatasetBuilder
+
+    (root / "data/megatron").mkdir(parents=True, exist_ok=True)
+    run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", root / "demo.pbin")
+    run_tokenmill("to-megatron", root / "demo.pbin", "-o", root / DEMO_PREFIX)
+    demo = MMapIndexedDataset(root / DEMO_PREFIX)
+    for prefix, documents in ((PART_A_PREFIX, range(0, 1500)), (PART_B_PREFIX, range(1500, len(demo)))):
+        with MMapIndexedDatasetBuilder(root / prefix, demo.dtype) as builder:
+            for document in documents:
+                builder.add_document(demo[document], [demo.sizes[document]])
+    return root
+
+
 def run_tokenmill_with_file_size_limit(limit: int, *args) -> subprocess.CompletedProcess:
     """Run the `tokenmill` CLI where no file may grow past ``limit`` bytes: what a disk that fills up
     at that size looks like to a writer (EFBIG, "File too large", where it would get ENOSPC)."""

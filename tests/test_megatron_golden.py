@@ -23,8 +23,9 @@ then one script, run in an empty folder so that the dataset paths below are spel
    ``config = GPTDatasetConfig(random_seed, sequence_length, blend, split, path_to_cache, tokenizer,
    reset_position_ids=False, reset_attention_mask=False, eod_mask_loss=False,
    create_attention_mask=False, ...)`` and ``tokenizer = MegatronTokenizer.from_pretrained(
-   metadata_path={"library": "null-text"}, vocab_size=50257)`` (``--tokenizer-type NullTokenizer``:
-   eod 50256, pad -1; its ``unique_identifiers`` are ``null_tokenizer_identifiers(50257)``):
+   metadata_path={"library": "null-text"}, vocab_size=50257)`` (eod 50256, pad -1; its ``unique_identifiers``
+   are ``LIBRARY_NULL`` below: a library call's, which no training job hashes, as a job's NullTokenizer adds
+   ``pad_id``; the names a job finds are in tests/test_megatron_identifiers.py):
 
    (a) ``DEMO``, seq 512, seed 1234, split "969,30,1", sizes [20000, 200, 20], blend ([DEMO], None)
        (train: 11 epochs, valid: 4, both with a separate final epoch; test: 26 epochs, not separate);
@@ -44,21 +45,26 @@ then one script, run in an empty folder so that the dataset paths below are spel
 """
 
 import hashlib
+import json
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 import pytest
 
-from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, run_tokenmill
+from conftest import DEMO_PREFIX, GPT2_EOD_ID, PART_A_PREFIX, PART_B_PREFIX, make_demo_megatron, run_tokenmill
 from tokenmill.datasets import Nanoset, NanosetBuilder, NanosetConfig
 from tokenmill.errors import TokenmillError
-from tokenmill.mmidx import MMapIndexedDataset, MMapIndexedDatasetBuilder
-from tokenmill.sample_index import build_gpt_cache, build_sample_index, load_cache, null_tokenizer_identifiers
+from tokenmill.mmidx import MMapIndexedDataset
+from tokenmill.handoff import HANDOFF_NAME
+from tokenmill.sample_index import build_gpt_cache, build_sample_index, load_cache
 
 # dataset paths as the training job spells them (hashed into the cache names), relative to the work folder
-DEMO, PART_A, PART_B = (f"data/megatron/{name}_text_document" for name in ("demo", "demo_a", "demo_b"))
+DEMO, PART_A, PART_B = DEMO_PREFIX, PART_A_PREFIX, PART_B_PREFIX
 SAMPLES = {"train": 20000, "valid": 200, "test": 20}
+# MegatronTokenizer.from_pretrained(metadata_path={"library": "null-text"}, vocab_size=50257).unique_identifiers
+LIBRARY_NULL = {"class": "megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText",
+                "tokenizer_path": None, "vocab_size": "50257"}
 
 
 class Item(NamedTuple):
@@ -436,36 +442,28 @@ def sha256(data: bytes) -> str:
 
 
 def folder_hashes(folder: Path) -> dict[str, str]:
-    """sha256 of every file Megatron would write there (tokenmill's fingerprints and hand-off beside them
-    are its own)."""
+    """sha256 of every file Megatron would write there (tokenmill's fingerprints and hand-off files beside
+    them are its own)."""
     return {path.name: sha256(path.read_bytes()) for path in sorted(folder.iterdir())
-            if not path.name.endswith("-tokenmill_fingerprint.json") and path.name != "megatron_args.txt"}
+            if not path.name.endswith("-tokenmill_fingerprint.json")
+            and path.name != HANDOFF_NAME}
 
 
 @pytest.fixture(scope="module")
 def root(tmp_path_factory) -> Path:
     """The demo packed and converted by the tokenmill CLI into ``DEMO``, and the two blend parts."""
-    root = tmp_path_factory.mktemp("golden")
-    (root / "data/megatron").mkdir(parents=True)
-    run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", root / "demo.pbin")
-    run_tokenmill("to-megatron", root / "demo.pbin", "-o", root / DEMO)
-    demo = MMapIndexedDataset(root / DEMO)
-    for prefix, documents in ((PART_A, range(0, 1500)), (PART_B, range(1500, len(demo)))):
-        with MMapIndexedDatasetBuilder(root / prefix, demo.dtype) as builder:
-            for document in documents:
-                builder.add_document(demo[document], [demo.sizes[document]])
-    return root
+    return make_demo_megatron(tmp_path_factory.mktemp("golden"))
 
 
 SAMPLING = ["--seq-length", "512", "--seed", "1234", "--num-samples", "20000", "--valid-samples", "200",
-            "--test-samples", "20", "--vocab-size", "50257"]
+            "--test-samples", "20", "--tokenizer-identifiers", json.dumps(LIBRARY_NULL)]
 CLI = {  # the tokenmill command of each case, given its cache folder
     "a": lambda root: ["sample-index", root / DEMO, *SAMPLING, "--megatron-path-prefix", DEMO],
     "b": lambda root: ["blend", "0.7", root / PART_A, "0.3", root / PART_B, *SAMPLING, "--megatron-paths", PART_A,
                        PART_B],
     "c": lambda root: ["sample-index", root / DEMO, "--seq-length", "256", "--seed", "7", "--num-samples", "5000",
-                       "--valid-samples", "130", "--test-samples", "10", "--vocab-size", "50257",
-                       "--megatron-path-prefix", DEMO],
+                       "--valid-samples", "130", "--test-samples", "10", "--tokenizer-identifiers",
+                       json.dumps(LIBRARY_NULL), "--megatron-path-prefix", DEMO],
     "d": lambda root: ["sample-index", root / DEMO, *SAMPLING, "--no-extra-token", "--megatron-path-prefix", DEMO],
 }
 CONFIGS = {  # the Nanoset of each case
@@ -484,7 +482,7 @@ def cache(root):
         if case not in built:
             folder = root / f"cache_{case}"
             if case == "e":  # not a CLI option: the library call
-                build_gpt_cache(root / DEMO, folder, 512, 1234, "969,30,1", SAMPLES, null_tokenizer_identifiers(50257),
+                build_gpt_cache(root / DEMO, folder, 512, 1234, "969,30,1", SAMPLES, LIBRARY_NULL,
                                 dataset_path=DEMO, drop_last_partial_validation_sequence=False)
             else:
                 run_tokenmill(*CLI[case](root), "-o", folder)
@@ -495,7 +493,7 @@ def cache(root):
 
 
 def nanosets(root, cache, case, **options):
-    config = NanosetConfig(str(root / DEMO), str(cache(case)), tokenizer_identifiers=null_tokenizer_identifiers(50257),
+    config = NanosetConfig(str(root / DEMO), str(cache(case)), tokenizer_identifiers=LIBRARY_NULL,
                            dataset_path=DEMO, eod_id=GPT2_EOD_ID, **{**CONFIGS[case], **options})
     return NanosetBuilder(config).build()
 
@@ -557,10 +555,10 @@ def test_cu_seqlens_equal_megatrons_inter_document_masking(root, cache, split, i
 
 
 def test_partial_validation_sample_is_padded_like_megatrons(root, cache):
-    result = build_gpt_cache(root / DEMO, cache("e"), 512, 1234, "969,30,1", SAMPLES, null_tokenizer_identifiers(50257),
+    result = build_gpt_cache(root / DEMO, cache("e"), 512, 1234, "969,30,1", SAMPLES, LIBRARY_NULL,
                              dataset_path=DEMO, drop_last_partial_validation_sequence=False)
     assert result["valid"]["state"] == "found"
-    config = NanosetConfig(str(root / DEMO), str(cache("e")), 512, 1234, null_tokenizer_identifiers(50257),
+    config = NanosetConfig(str(root / DEMO), str(cache("e")), 512, 1234, LIBRARY_NULL,
                            num_samples=SAMPLES, dataset_path=DEMO, eod_id=GPT2_EOD_ID)
     valid = Nanoset(MMapIndexedDataset(root / DEMO), load_cache(cache("e"), result["valid"]["description"], "valid"),
                     config)
@@ -570,7 +568,7 @@ def test_partial_validation_sample_is_padded_like_megatrons(root, cache):
 
 
 def test_blended_samples_equal_blended_dataset_getitem(root, cache):
-    config = NanosetConfig("", str(cache("b")), 512, 1234, null_tokenizer_identifiers(50257), num_samples=SAMPLES,
+    config = NanosetConfig("", str(cache("b")), 512, 1234, LIBRARY_NULL, num_samples=SAMPLES,
                            eod_id=GPT2_EOD_ID)
     blends = NanosetBuilder(config).build_blend([str(root / PART_A), str(root / PART_B)], [0.7, 0.3],
                                                 dataset_paths=[PART_A, PART_B])

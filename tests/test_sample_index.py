@@ -15,8 +15,7 @@ from conftest import DEMO_JSONL, GPT2, GPT2_EOD, run_tokenmill
 from tokenmill.errors import TokenmillError
 from tokenmill.mmidx import MMapIndexedDatasetBuilder
 from tokenmill.sample_index import (GPTIndexSpec, build_document_index, build_gpt_indices, build_sample_index,
-                                    description, null_tokenizer_identifiers, parse_split, split_matrix,
-                                    split_ranges)
+                                    description, parse_split, split_matrix, split_ranges)
 
 
 def test_split_parsing_and_bookends():
@@ -229,7 +228,8 @@ def test_a_split_without_tokens_is_an_error_not_a_hang():
 def test_description_text_and_md5_equal_megatrons():
     text = description("data/megatron/demo_text_document", 20, "test", 1234, 512, "969,30,1",
                        [list(pair) for pair in split_matrix(parse_split("969,30,1"))],
-                       null_tokenizer_identifiers(50257))
+                       {"class": "megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText",
+                        "tokenizer_path": None, "vocab_size": "50257"})  # as megatron-core's library call gave them
     assert text.startswith('{\n    "class": "GPTDataset",\n    "dataset_path": "data/megatron/demo_text_document",\n'
                            '    "num_samples": 20,\n    "index_split": "test",\n    "random_seed": 1234,\n')
     assert '"split_matrix": [\n        [\n            0,\n            0.969\n        ],' in text
@@ -237,10 +237,11 @@ def test_description_text_and_md5_equal_megatrons():
 
 
 # The names megatron-core 0.19.2 gave the demo caches (seq 512, seed 1234, 969,30,1, 20000/200/20 samples,
-# NullTokenizer of vocab 50257, dataset path data/megatron/demo_text_document), and their shuffle lengths.
-MEGATRON_DEMO_CACHE = {"train": ("d7fac598acd694476210d86c720c29bc", 21343),
-                       "valid": ("466ee48891da216665f3e2362ca323ed", 255),
-                       "test": ("4582b762b30f3ec3a1ffa211a64c9fdb", 20)}
+# dataset path data/megatron/demo_text_document) in a job with --tokenizer-type NullTokenizer --vocab-size 50257
+# (recorded in tests/test_megatron_identifiers.py), and their shuffle lengths.
+MEGATRON_DEMO_CACHE = {"train": ("9f855c467e240b61d400d8f93f51828c", 21343),
+                       "valid": ("a6bf0a119bedb5dc63bb3c0c0cb44153", 255),
+                       "test": ("1c69f37a227c591fd1e9caa176a49734", 20)}
 
 
 def test_demo_cache_folder_has_megatrons_names_and_loads_without_pickle(tmp_path, monkeypatch):

@@ -15,7 +15,9 @@ Without weights, every dataset is one epoch (num_samples None), the weights are 
 lengths, and the blend is ``min(S, Σ lengths)`` long, or exhaustive (every sample once) when S is
 None. The two loops run in C (``_kernels.c``), O(S · datasets). The cache is
 ``<md5>-BlendedDataset-<split>-{description.txt,dataset_index.npy,dataset_sample_index.npy}``, the
-md5 over ``json.dumps`` of (class, datasets' identifiers, split, weights, size).
+md5 over ``json.dumps`` of (class, datasets' identifiers, split, weights, size). For another
+tokenizer identity (another Megatron version) the same arrays are named again by hard links
+(:func:`alias_blend_cache`).
 """
 
 from __future__ import annotations
@@ -29,14 +31,15 @@ import numpy as np
 
 from tokenmill import _kernels
 from tokenmill.errors import TokenmillError
-from tokenmill.sample_index import (SPLIT_NAMES, build_gpt_cache, cache_file_names, check_sampling, load_cache,
-                                    normalise, write_cache)
+from tokenmill.sample_index import (SPLIT_NAMES, alias_gpt_cache, build_gpt_cache, cache_file_names, check_sampling,
+                                    link_cache, load_cache, normalise, retokenize, write_cache)
 
 __all__ = ["MID_LEVEL_SURPLUS", "parse_blend", "check_weights", "blend_sizes", "build_blending_indices",
-           "build_exhaustive_blending_indices", "build_blend_cache"]
+           "build_exhaustive_blending_indices", "build_blend_cache", "alias_blend_cache"]
 
 MID_LEVEL_SURPLUS = 0.005
 _CLASS = "BlendedDataset"
+_FILES = ("description.txt", "dataset_index.npy", "dataset_sample_index.npy")
 _MAX_DATASETS = np.iinfo(np.int16).max - 1
 
 
@@ -175,6 +178,27 @@ def build_blend_cache(prefixes: list[str], weights: list[float] | None, cache_di
             samples = len(cached["dataset_index"])
         results[name] = {"description": text, "samples": samples, "state": "built" if cached is None else "found",
                          "parts": [dataset[name] for dataset in datasets],
-                         "files": cache_file_names(text, name, _CLASS, ("description.txt", "dataset_index.npy",
-                                                                        "dataset_sample_index.npy"))}
+                         "files": cache_file_names(text, name, _CLASS, _FILES)}
     return results
+
+
+def alias_blend_cache(cache_dir: str | os.PathLike, results: dict[str, dict], tokenizer_identifiers: dict,
+                      ) -> dict[str, dict]:
+    """Name :func:`build_blend_cache`'s caches (the blend's and its datasets') for another tokenizer
+    identity too, over the same arrays (see :func:`tokenmill.sample_index.link_cache`).
+
+    Returns:
+        Per split, a result like :func:`build_blend_cache`'s for the new names.
+
+    Raises:
+        TokenmillError: as :func:`tokenmill.sample_index.link_cache`.
+    """
+    aliased = {}
+    for name, result in results.items():
+        parts = [alias_gpt_cache(cache_dir, {name: part}, tokenizer_identifiers)[name] for part in result["parts"]]
+        text = retokenize(result["description"], tokenizer_identifiers)
+        state = link_cache(cache_dir, result["description"], text, name, ("dataset_index", "dataset_sample_index"),
+                           _CLASS)
+        aliased[name] = {**result, "description": text, "state": state, "parts": parts,
+                         "files": cache_file_names(text, name, _CLASS, _FILES)}
+    return aliased

@@ -193,9 +193,23 @@ def _local_prefix(dataset_path: str, cache: Path) -> Path:
                          f"tokenmill inspect PREFIX --sample K --cache {cache}")
 
 
-def _descriptions(cache: Path, class_name: str, split: str) -> list[tuple[Path, str]]:
-    return [(path, path.read_text(encoding="utf-8"))
-            for path in sorted(cache.glob(f"*-{class_name}-{split}-description.txt"))]
+def _descriptions(cache: Path, class_name: str, split: str, every_name: bool = False) -> list[tuple[Path, str]]:
+    """The split's caches of a class, one per set of arrays (unless ``every_name``): a folder built for
+    several Megatron versions names the same arrays once per tokenizer identity, and those descriptions
+    differ only there."""
+    from tokenmill.sample_index import retokenize
+
+    found, seen = [], set()
+    for path in sorted(cache.glob(f"*-{class_name}-{split}-description.txt")):
+        text = path.read_text(encoding="utf-8")
+        try:
+            arrays = retokenize(text, {})
+        except (ValueError, AttributeError, TypeError):  # not Megatron's object: verify names it, keep it apart
+            arrays = text
+        if every_name or arrays not in seen:
+            seen.add(arrays)
+            found.append((path, text))
+    return found
 
 
 def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.PathLike, split: str = "train",
@@ -229,7 +243,7 @@ def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.P
                                  f"no sample {sample}")
         part, part_sample = int(arrays["dataset_index"][sample]), int(arrays["dataset_sample_index"][sample])
         part_identifiers = json.loads(text)["datasets"][part]
-        matches = [(path, gpt_text) for path, gpt_text in _descriptions(cache, "GPTDataset", split)
+        matches = [(path, gpt_text) for path, gpt_text in _descriptions(cache, "GPTDataset", split, every_name=True)
                    if json.loads(gpt_text) == part_identifiers]
         if not matches:
             raise TokenmillError(f"{description_path}: no GPTDataset cache of its dataset {part} in {cache}")

@@ -35,6 +35,11 @@ the ``.idx`` it was built from, ``<md5>-GPTDataset-<split>-tokenmill_fingerprint
 A cache whose fingerprint differs is rebuilt (its description is removed first and written last,
 so a killed rebuild leaves a cache that is rebuilt again, never one that looks complete); a cache
 without one (built by Megatron) is used as it is.
+
+One folder can serve several Megatron versions at once: their tokenizer identities differ (the class
+string at least), so their names differ, but the arrays are the same bytes. The caches are built for
+the first identity and then named for the others by hard links (:func:`alias_gpt_cache`), a copy
+where links are refused.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ import json
 import math
 import os
 import re
+import shutil
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,11 +59,13 @@ import numpy as np
 from tokenmill import _kernels
 from tokenmill.atomic import atomic_output
 from tokenmill.errors import TokenmillError
+from tokenmill.megatron_tokenizer import DEFAULT_VERSION, job_tokenizer_identifiers, null_tokenizer_flags
 
 __all__ = ["SPLIT_NAMES", "parse_split", "normalise", "split_matrix", "split_ranges", "num_epochs", "GPTIndexSpec",
            "GPTIndices", "build_gpt_indices", "build_document_index", "build_sample_index",
            "build_shuffle_index", "description", "gpt_identifiers", "cache_file_names", "write_cache", "load_cache",
-           "load_npy", "null_tokenizer_identifiers", "dataset_fingerprint", "read_fingerprint", "cache_fingerprint"]
+           "load_npy", "null_tokenizer_identifiers", "dataset_fingerprint", "read_fingerprint", "cache_fingerprint",
+           "retokenize", "link_cache", "alias_gpt_cache"]
 
 SPLIT_NAMES = ("train", "valid", "test")
 _SEPARATE_FINAL_EPOCH_THRESHOLD = 0.80
@@ -260,10 +268,15 @@ def build_gpt_indices(sizes: np.ndarray, indices: np.ndarray, spec: GPTIndexSpec
 # ---------------------------------------------------------------------------------------------
 # Cache description and files (spec §4)
 
-def null_tokenizer_identifiers(vocab_size: int) -> dict:
-    """``unique_identifiers`` of megatron-core's null text tokenizer (``--tokenizer-type NullTokenizer``)."""
-    return {"class": "megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText",
-            "tokenizer_path": None, "vocab_size": str(vocab_size)}
+def null_tokenizer_identifiers(vocab_size: int, version: str = DEFAULT_VERSION) -> dict:
+    """``unique_identifiers`` of the tokenizer a Megatron job of ``version`` builds from
+    ``--tokenizer-type NullTokenizer --vocab-size <vocab_size>`` (``pad_id`` ``"-1"`` included; see
+    :mod:`tokenmill.megatron_tokenizer`).
+
+    Raises:
+        TokenmillError: an unknown version or a vocabulary size of 0.
+    """
+    return job_tokenizer_identifiers(version, null_tokenizer_flags(vocab_size))
 
 
 def description(dataset_path: str, num_samples: int | None, split_name: str, seed: int, seq_length: int,
@@ -495,3 +508,81 @@ def build_gpt_cache(prefix: str | os.PathLike, cache_dir: str | os.PathLike, seq
         results[split_name] = {"description": text, "identifiers": identifiers, "samples": samples,
                                "files": cache_file_names(text, split_name), "state": state}
     return results
+
+
+# ---------------------------------------------------------------------------------------------
+# One folder, several tokenizer identities (Megatron versions) over the same arrays
+
+def retokenize(description_text: str, tokenizer_identifiers: dict) -> str:
+    """The same description with another tokenizer identity: a GPTDataset's ``tokenizer``, or that
+    of every dataset of a BlendedDataset. Floats survive the JSON round trip (``repr`` is exact)."""
+    identifiers = json.loads(description_text, object_pairs_hook=OrderedDict)
+    for dataset in identifiers.get("datasets", [identifiers]):
+        dataset["tokenizer"] = tokenizer_identifiers
+    return json.dumps(identifiers, indent=4)
+
+
+def link_cache(cache_dir: str | os.PathLike, source_text: str, target_text: str, split_name: str,
+               keys: tuple[str, ...], class_name: str = _CLASS) -> str:
+    """Name a complete cache a second time: ``target_text``'s files over ``source_text``'s arrays.
+
+    Each ``.npy`` (and the fingerprint, when the source has one) is hard-linked under the target
+    name, or copied where the file system refuses links; the description is written last, so a
+    killed run leaves a target that is redone. Cost: one link per file, no array is read.
+
+    Returns:
+        ``found`` (the target was complete and, where tokenmill built it, of the same dataset),
+        ``built`` or ``rebuilt`` (it was of another version of the dataset).
+
+    Raises:
+        TokenmillError: a source file is missing, or a link or copy fails.
+    """
+    cache_dir = Path(cache_dir)
+    suffixes = (*(f"{key}.npy" for key in keys), _FINGERPRINT, "description.txt")
+    source = {suffix: cache_dir / name for suffix, name in
+              cache_file_names(source_text, split_name, class_name, suffixes).items()}
+    target = {suffix: cache_dir / name for suffix, name in
+              cache_file_names(target_text, split_name, class_name, suffixes).items()}
+    complete = all(target[suffix].exists() for suffix in suffixes if suffix != _FINGERPRINT)
+    fingerprint = read_fingerprint(source[_FINGERPRINT])
+    if complete and read_fingerprint(target[_FINGERPRINT]) in (None, fingerprint):
+        return "found"
+    target["description.txt"].unlink(missing_ok=True)  # incomplete until rewritten last
+    for suffix in suffixes[:-1]:
+        if suffix == _FINGERPRINT and fingerprint is None:
+            continue
+        if not source[suffix].exists():
+            raise TokenmillError(f"{source[suffix]}: missing; cannot name its cache for another tokenizer identity")
+        if target[suffix].exists() and os.path.samefile(source[suffix], target[suffix]):
+            continue  # renaming a link onto its own file would do nothing and leave the temporary behind
+        with atomic_output(target[suffix]) as tmp_path:
+            try:
+                os.link(source[suffix], tmp_path)
+            except OSError:  # no hard links here (another file system, a FAT volume): a copy holds the same bytes
+                shutil.copyfile(source[suffix], tmp_path)
+    with atomic_output(target["description.txt"]) as tmp_path:
+        tmp_path.write_text(target_text, encoding="utf-8")
+    return "rebuilt" if complete else "built"
+
+
+def alias_gpt_cache(cache_dir: str | os.PathLike, results: dict[str, dict], tokenizer_identifiers: dict,
+                    ) -> dict[str, dict]:
+    """Name the caches of :func:`build_gpt_cache`'s ``results`` for another tokenizer identity too
+    (another Megatron version's), over the same arrays (see :func:`link_cache`).
+
+    Returns:
+        Per split, a result like :func:`build_gpt_cache`'s for the new names.
+
+    Raises:
+        TokenmillError: as :func:`link_cache`.
+    """
+    aliased = {}
+    for split_name, result in results.items():
+        text = retokenize(result["description"], tokenizer_identifiers)
+        state = link_cache(cache_dir, result["description"], text, split_name,
+                           ("document_index", "sample_index", "shuffle_index"))
+        identifiers = result["identifiers"].copy()
+        identifiers["tokenizer"] = tokenizer_identifiers
+        aliased[split_name] = {**result, "description": text, "identifiers": identifiers, "state": state,
+                               "files": cache_file_names(text, split_name)}
+    return aliased
