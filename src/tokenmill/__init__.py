@@ -10,9 +10,12 @@ __version__ = "0.1.0"
 #: Version of each file format tokenmill writes. Bump one when the bytes a stage writes change.
 FORMAT_VERSIONS = {
     "raw_index": "modalities-raw-index/1",
-    "pbin": "modalities-pbin-0.5.0/2",  # /2: sidecar records the file identity and ignored tokenizer settings
-    "mmidx": "megatron-mmidx-v1/1",
+    # /2: sidecar records the file identity and ignored tokenizer settings; /3: eod_in_text,
+    # allow_duplicate_inputs, and inputs hashed up to the size they had when packing began
+    "pbin": "modalities-pbin-0.5.0/3",
+    "mmidx": "megatron-mmidx-v1/2",  # /2: a second EOD after documents whose text ends with one, as Megatron
     "sample_index": "megatron-gpt-cache-0.19/2",  # /2: a fingerprint of the .idx beside each split
     "verify": "checks/1",
     "sft": "tokenmill-sft-pbin-pair/2",
+    "report": "tokenmill-report/1",
 }

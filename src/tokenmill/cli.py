@@ -36,7 +36,7 @@ def _pack(args: argparse.Namespace) -> None:
                             add_special_tokens=not args.no_special_tokens, on_bad_line=args.on_bad_line,
                             workers=args.workers, batch_bytes=args.batch_bytes, engine=args.engine,
                             check_fraction=args.check_fraction, on_mismatch=args.on_mismatch,
-                            max_line_bytes=args.max_line_bytes)
+                            max_line_bytes=args.max_line_bytes, allow_duplicate_inputs=args.allow_duplicate_inputs)
     byte_range = parse_byte_range(args.byte_range) if args.byte_range else None
     pack(args.inputs, args.output, settings, indexes=args.index, byte_range=byte_range)
 
@@ -104,7 +104,8 @@ def _verify(args: argparse.Namespace) -> None:
     if args.stamp:
         refuse_inputs_as_outputs([args.stamp], [*args.paths, *([args.jsonl] if args.jsonl else [])])
     problems = [problem for path in args.paths
-                for problem in verify(path, jsonl=args.jsonl, against_tokenizer=args.against_tokenizer)]
+                for problem in verify(path, jsonl=args.jsonl, against_tokenizer=args.against_tokenizer,
+                                      inputs=args.inputs)]
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
@@ -307,6 +308,9 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("paths", nargs="+", metavar="FILE",
                         help="raw .idx, .pbin, Megatron prefix (or its .bin/.idx), or index cache folder")
     verify.add_argument("--jsonl", help="for a raw .idx: the JSONL file it indexes")
+    verify.add_argument("--inputs", nargs="+", metavar="JSONL",
+                        help="for a .pbin: the files it must be packed from, in order, each exactly once and whole "
+                             "(end the list with -- when paths follow)")
     verify.add_argument("--stamp", help="write this file (listing what was verified) when nothing is wrong")
     verify.add_argument("--against-tokenizer", type=float, metavar="FRACTION",
                         help="for a .pbin, also re-encode its documents from their JSONL lines with the Hugging Face "

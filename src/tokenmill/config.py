@@ -1,21 +1,26 @@
 """The workflow configuration's JSON Schema, shipped inside the package, and validation against it.
 
-``schemas/config.schema.yaml`` is the one schema: the workflow's ``common.smk`` validates the whole
-config with it (``workflow/schemas/config.schema.yaml`` links here), and verbs that read a config
-themselves (``tokenmill sft``) validate the sections they use with the same definitions, so a typo
-or a wrong type fails the same way in both, naming the key. Cost: parsing a small YAML file.
+``schemas/config.schema.yaml`` is the one schema, and the one place defaults live: the workflow's
+``common.smk`` validates the whole config with :func:`validate_config` (``workflow/schemas/
+config.schema.yaml`` is a copy of it, kept equal by a test), and verbs that read a config themselves
+(``tokenmill sft``) validate the sections they use with the same definitions, so a typo or a wrong
+type fails the same way in both: one line naming the key path and, for an unknown key, the nearest
+valid one. Cost: parsing a small YAML file.
 """
 
 from __future__ import annotations
 
+import copy
+import difflib
 import functools
+import re
 from importlib import resources
 
 import yaml
 
 from tokenmill.errors import TokenmillError
 
-__all__ = ["schema", "validate_sections"]
+__all__ = ["schema", "validate_sections", "validate_config", "fill_defaults"]
 
 
 @functools.cache
@@ -35,12 +40,50 @@ def validate_sections(config: object, sections: tuple[str, ...], source: str) ->
     Raises:
         TokenmillError: the first violation, as ``source: key.path: what is wrong``.
     """
+    full = schema()
+    _check({"$schema": full["$schema"], "type": "object", "required": list(sections),
+            "properties": {name: full["properties"][name] for name in sections}}, config, source)
+
+
+def validate_config(config: object, source: str) -> dict:
+    """Validate a whole workflow config and return a copy with every default filled in.
+
+    Raises:
+        TokenmillError: the first violation, as ``source: key.path: what is wrong``.
+    """
+    _check(schema(), config, source)
+    return fill_defaults(schema(), copy.deepcopy(config))
+
+
+def fill_defaults(node_schema: dict, value: object) -> object:
+    """``value`` (valid under ``node_schema``) with the schema's defaults set where keys are missing,
+    in objects and in each entry of a name → object map (``datasets.<name>``)."""
+    if not isinstance(value, dict) or node_schema.get("type") != "object":
+        return value
+    for key, property_schema in node_schema.get("properties", {}).items():
+        if key not in value and "default" in property_schema:
+            value[key] = copy.deepcopy(property_schema["default"])
+        if key in value:
+            value[key] = fill_defaults(property_schema, value[key])
+    entries = node_schema.get("additionalProperties")
+    if isinstance(entries, dict):
+        for key in value.keys() - node_schema.get("properties", {}).keys():
+            value[key] = fill_defaults(entries, value[key])
+    return value
+
+
+def _check(full_schema: dict, config: object, source: str) -> None:
     import jsonschema
 
-    full = schema()
-    partial = {"$schema": full["$schema"], "type": "object", "required": list(sections),
-               "properties": {name: full["properties"][name] for name in sections}}
-    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(partial).iter_errors(config))
-    if error is not None:
-        where = ".".join(map(str, error.absolute_path)) or "(top level)"
-        raise TokenmillError(f"{source}: {where}: {error.message}")
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(full_schema).iter_errors(config))
+    if error is None:
+        return
+    where = ".".join(map(str, error.absolute_path)) or "(top level)"
+    message = error.message
+    unexpected = re.findall(r"'([^']*)'", message) if error.validator == "additionalProperties" else []
+    if unexpected:  # name the nearest valid key, as a user fixing a typo wants
+        known = list(error.schema.get("properties", {}))
+        nearest = difflib.get_close_matches(unexpected[0], known, n=1)
+        message = f"unknown key {unexpected[0]!r}" + (f" (did you mean {nearest[0]!r}?)" if nearest else
+                                                      f" (valid keys: {', '.join(known)})")
+    raise TokenmillError(f"{source}: {where}: {message}")

@@ -31,10 +31,10 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmill.atomic import AtomicWriter, temporary_name
+from tokenmill.atomic import AtomicWriter, discard, temporary_name
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import FileIdentity, refuse_inputs_as_outputs
-from tokenmill.pbin import PbinFile, copy_bytes, read_sidecar, sidecar_path
+from tokenmill.pbin import PbinFile, copy_bytes, range_indices, read_sidecar, sidecar_path
 from tokenmill.progress import Progress
 
 __all__ = ["MMapIndexedDataset", "MMapIndexedDatasetBuilder", "optimal_dtype", "pbin_to_megatron",
@@ -224,6 +224,20 @@ class MMapIndexedDatasetBuilder(AtomicWriter):
         self._append_sequences(tokens, lengths)
         self._boundaries.append(np.array([self._num_sequences], np.int64))
 
+    def add_documents(self, tokens, lengths) -> None:
+        """Append one-sequence documents of ``lengths`` tokens, lying back to back in ``tokens``.
+
+        Raises:
+            TokenmillError: a token does not fit the dtype.
+        """
+        tokens, lengths = np.asarray(tokens), np.asarray(lengths, dtype=np.int64)
+        first = self.num_documents
+        ends = np.cumsum(lengths)
+        _check_fits(tokens, self.dtype,
+                    lambda position: f"document {first + int(np.searchsorted(ends, position, side='right'))}")
+        self._append_sequences(tokens, lengths)
+        self._boundaries.append(self._num_sequences - len(lengths) + np.arange(1, len(lengths) + 1, dtype=np.int64))
+
     def add_item(self, tokens) -> None:
         """Append one sequence to the current document (close it with :meth:`end_document`)."""
         tokens = np.asarray(tokens)
@@ -312,16 +326,18 @@ class MMapIndexedDatasetBuilder(AtomicWriter):
         os.replace(tmp_idx, self.idx_path)
 
     def abort(self) -> None:
-        """Close and delete the temporary ``.bin`` (and ``.idx``, if finishing had begun it)."""
-        self._bin.close()
-        self._tmp_bin.unlink(missing_ok=True)
-        if self._tmp_idx is not None:
-            self._tmp_idx.unlink(missing_ok=True)
+        """Close and delete the temporary ``.bin`` (and ``.idx``, if finishing had begun it); never
+        raises (closing after a failed flush fails again)."""
+        discard(self._bin, self._tmp_bin, self._tmp_idx)
 
 
 
 def pbin_to_megatron(pbin_path: str | os.PathLike, prefix: str | os.PathLike, vocab_size: int | None = None) -> dict:
     """Convert a ``.pbin`` to ``<prefix>.bin/.idx``: each document one sequence, EOD included.
+
+    A document whose own ids already ended with the EOD (the sidecar's ``eod_in_text``) gets a
+    second one, as Megatron's ``preprocess_data.py --append-eod`` writes it; the ``.pbin``, like
+    Modalities, holds one.
 
     Args:
         pbin_path: the packed file.
@@ -337,9 +353,9 @@ def pbin_to_megatron(pbin_path: str | os.PathLike, prefix: str | os.PathLike, vo
     """
     refuse_inputs_as_outputs(_paths(prefix), [pbin_path, sidecar_path(pbin_path)])
     pbin = PbinFile(pbin_path)
+    meta = read_sidecar(pbin_path) or {}
     if vocab_size is None:
-        meta = read_sidecar(pbin_path)
-        if not meta or "vocab_size" not in meta.get("tokenizer", {}):
+        if "vocab_size" not in meta.get("tokenizer", {}):
             raise TokenmillError(f"{pbin_path}: no sidecar with the vocabulary size; pass it explicitly")
         vocab_size = int(meta["tokenizer"]["vocab_size"])
     dtype = optimal_dtype(vocab_size)
@@ -353,10 +369,35 @@ def pbin_to_megatron(pbin_path: str | os.PathLike, prefix: str | os.PathLike, vo
             _check_fits(pbin.tokens[start:start + _BLOCK_TOKENS], dtype,
                         lambda position: f"{pbin_path} document "
                                          f"{int(np.searchsorted(ends, start + position, side='right'))}")
+    try:
+        second_eod = range_indices(meta.get("eod_in_text", []), len(lengths))
+    except TokenmillError as exc:
+        raise TokenmillError(f"{sidecar_path(pbin_path)}: eod_in_text: {exc}") from None
     with MMapIndexedDatasetBuilder(prefix, dtype) as builder, pbin.open_data() as source, \
             Progress(f"to-megatron {pbin_path}", pbin.layout.data_bytes) as progress:
-        builder.add_documents_from_file(source, pbin.layout.data_offset, lengths, pbin.dtype, progress.update)
-    return {"documents": len(lengths), "tokens": pbin.num_tokens, "dtype": dtype.name}
+        if not second_eod.any():  # the usual case: a block copy
+            builder.add_documents_from_file(source, pbin.layout.data_offset, lengths, pbin.dtype, progress.update)
+        else:
+            _add_documents_doubling_eod(builder, pbin, second_eod, int(meta["tokenizer"]["eod_id"]), progress.update)
+    return {"documents": len(lengths), "tokens": pbin.num_tokens + int(second_eod.sum()), "dtype": dtype.name}
+
+
+def _add_documents_doubling_eod(builder: MMapIndexedDatasetBuilder, pbin: PbinFile, second_eod: np.ndarray,
+                                eod_id: int, on_copied) -> None:
+    """Append every document of ``pbin``, with one more ``eod_id`` after those flagged in ``second_eod``:
+    documents in blocks of about ``_BLOCK_TOKENS`` tokens, each block one vectorised insert."""
+    lengths = pbin.doc_lengths
+    ends = np.cumsum(lengths)
+    first = 0
+    while first < len(lengths):
+        start = int(ends[first - 1]) if first else 0
+        stop = max(first + 1, int(np.searchsorted(ends, start + _BLOCK_TOKENS, side="right")))
+        tokens = np.asarray(pbin.tokens[start:int(ends[stop - 1])])
+        flagged = second_eod[first:stop]
+        tokens = np.insert(tokens, (ends[first:stop] - start)[flagged], eod_id)
+        builder.add_documents(tokens, lengths[first:stop] + flagged)
+        on_copied((int(ends[stop - 1]) - start) * pbin.dtype.itemsize)
+        first = stop
 
 
 def merge_megatron(out_prefix: str | os.PathLike, prefixes: list[str | os.PathLike], force: bool = False) -> dict:

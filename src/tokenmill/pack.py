@@ -49,13 +49,13 @@ from typing import Callable
 import numpy as np
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
-from tokenmill.identity import refuse_inputs_as_outputs
+from tokenmill.identity import FileIdentity, refuse_inputs_as_outputs
 from tokenmill.jsonl import input_compression, lines_in_range, stream_line_batches
-from tokenmill.pbin import LAYOUT_050, TOKEN_DTYPES, PbinWriter, sidecar_path
+from tokenmill.pbin import LAYOUT_050, TOKEN_DTYPES, PbinWriter, index_ranges, sidecar_path
 from tokenmill.progress import Progress
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import TextSelector
-from tokenmill.tokenizer import (ENGINES, Encoder, EngineMismatch, ProofSample,
+from tokenmill.tokenizer import (ENGINES, Encoder, EngineMismatch, FastEngineUnavailable, ProofSample,
                                  ProofSampler, TokenizerInfo, fast_engine_loading, file_sha256, load_tokenizer,
                                  preload_fast_engine, small_input_reason)
 
@@ -94,6 +94,8 @@ class PackSettings:
         max_line_bytes: longer lines are bad lines, never read: Hugging Face's encoder holds ~125
             bytes per input byte (a 20 MB document peaks at 2.6 GB; fastokens ~10), so this bounds
             a worker's memory at ~125 × max_line_bytes.
+        allow_duplicate_inputs: pack a file named twice among the inputs twice (recorded in the
+            sidecar); by default that is an error, as it would count its documents twice.
     """
 
     tokenizer_path: str
@@ -107,6 +109,7 @@ class PackSettings:
     check_fraction: float = 0.01
     on_mismatch: str = "error"
     max_line_bytes: int = 64 << 20
+    allow_duplicate_inputs: bool = False
 
     def __post_init__(self):
         if self.on_bad_line not in BAD_LINE_POLICIES:
@@ -255,19 +258,20 @@ def _prepare_batch(task: tuple[str, int, np.ndarray, str, bytes | None]) -> _Pre
     return batch
 
 
-def _finish_batch(batch: _Prepared) -> tuple[np.ndarray, np.ndarray, list, int]:
+def _finish_batch(batch: _Prepared) -> tuple[np.ndarray, np.ndarray, list, int, np.ndarray]:
     """Stage 2 of a batch: tokenize it with its engine, prove the fast engine's sample, add EODs.
 
     Returns:
         (tokens in the output dtype, tokens per kept document, [(line number, reason)] of bad lines,
-        documents re-encoded with HF as proof).
+        documents re-encoded with HF as proof, the kept documents (0-based in the batch) whose own
+        ids already ended with the EOD id, so that none was appended).
 
     Raises:
         EngineMismatch: a proof document differs.
     """
     bad = batch.bad
     if bad and _worker.settings.on_bad_line == "error":
-        return np.empty(0), np.empty(0, np.int64), bad, 0
+        return np.empty(0), np.empty(0, np.int64), bad, 0, np.empty(0, np.int64)
     info, encoder = _worker.tokenizer, _worker.encoder(batch.engine)
     tokens, lengths = encoder.encode_batch(batch.texts, _worker.settings.add_special_tokens)
     checked = 0
@@ -277,15 +281,19 @@ def _finish_batch(batch: _Prepared) -> tuple[np.ndarray, np.ndarray, list, int]:
     if (lengths == 0).any():  # e.g. only whitespace for a tokenizer that drops it
         bad = sorted(bad + [(batch.text_lines[i], "text gives no tokens") for i in np.flatnonzero(lengths == 0)])
         lengths = lengths[lengths > 0]  # they hold no tokens, so `tokens` stays as it is
+    eod_in_text = np.empty(0, np.int64)
     if info.eod_id is not None and len(lengths):
         doc_ends = np.cumsum(lengths)
-        needs_eod = tokens[doc_ends - 1] != info.eod_id  # not doubled when a text already ends with it
+        # Modalities' rule: not doubled when a text already ends with it (Megatron's .bin doubles it:
+        # the sidecar lists these documents, see tokenmill.pbin.EOD_IN_TEXT).
+        needs_eod = tokens[doc_ends - 1] != info.eod_id
+        eod_in_text = np.flatnonzero(~needs_eod)
         tokens = np.insert(tokens, doc_ends[needs_eod], info.eod_id)
         lengths = lengths + needs_eod
-    return tokens.astype(TOKEN_DTYPES[info.token_width]), lengths, bad, checked
+    return tokens.astype(TOKEN_DTYPES[info.token_width]), lengths, bad, checked, eod_in_text
 
 
-def _tokenize_batch(task: tuple[str, int, np.ndarray, str, bytes | None]) -> tuple[np.ndarray, np.ndarray, list, int]:
+def _tokenize_batch(task: tuple[str, int, np.ndarray, str, bytes | None]) -> tuple:
     """Both stages of a batch (in a worker process). See :func:`_prepare_batch`, :func:`_finish_batch`."""
     return _finish_batch(_prepare_batch(task))
 
@@ -402,9 +410,17 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
     refuse_inputs_as_outputs([out_path, sidecar_path(out_path)],
                              [*inputs, *(indexes or []), settings.tokenizer_path])
     TextSelector(settings.text)  # fail on a bad pattern before starting workers
+    identities = {}  # path → FileIdentity when first seen: checked again once all is packed
     for path in inputs:
         if not os.path.isfile(path):
             raise TokenmillError(f"{path}: input file not found")
+        identity = FileIdentity.of(path)
+        twin = next((other for other, seen in identities.items()
+                     if (seen.device, seen.inode) == (identity.device, identity.inode)), None)
+        if twin is not None and not settings.allow_duplicate_inputs:
+            raise TokenmillError(f"{path}: is the input {twin} again and would be packed twice "
+                                 f"(pass --allow-duplicate-inputs to pack it once per mention)")
+        identities.setdefault(path, identity)
     compressions = [input_compression(path) for path in inputs]
     if byte_range is not None and (len(inputs) != 1 or compressions[0]):
         raise TokenmillError("a byte range needs exactly one plain (uncompressed) JSONL input")
@@ -437,7 +453,7 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
         hasher = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="tokenmill-sha256"))
         hashing_stop = threading.Event()
         stack.callback(hashing_stop.set)  # on the way out (an error, a signal), before waiting for the thread
-        sources = [_plain_source(path, indexes[number] if indexes else None, byte_range,
+        sources = [_plain_source(path, identities[path].size, indexes[number] if indexes else None, byte_range,
                                  functools.partial(hasher.submit, file_sha256, stop=hashing_stop))
                    if compression is None
                    else {"path": str(path), "compression": compression}
@@ -454,13 +470,23 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
                 writer.rewind(start)
                 _pack_source(source, "hf", settings, pool, writer)
                 source["mismatch"] = str(mismatch)
+            except FastEngineUnavailable as unavailable:  # auto takes HF, saying why; engine fastokens stops
+                encoder.fall_back_to_hf(unavailable)
+                writer.rewind(start)
+                _pack_source(source, "hf", settings, pool, writer)
             for reason, entry in source["skipped"].items():
                 log(f"{source['path']}: skipped {entry['count']} lines: {reason} "
                     f"(first at line {entry['first_lines'][0]})")
+        eod_in_text = [documents for source in sources for documents in source.pop("_eod_in_text")]
         for source in sources:
             source.pop("_lines", None)
             if isinstance(source["sha256"], Future):
                 source["sha256"] = source["sha256"].result()
+        for path, identity in identities.items():  # the bytes hashed and packed are the bytes recorded
+            now = FileIdentity.of(path)
+            if now != identity:
+                raise TokenmillError(f"{path}: modified while it was being packed ({identity.size} → {now.size} "
+                                     f"bytes); nothing was written")
         meta = {
             "format": FORMAT_VERSIONS["pbin"],
             "layout": LAYOUT_050,
@@ -476,7 +502,9 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
             "documents": writer.num_documents,
             "tokens": writer.num_tokens,
             "sources": sources,
+            "allow_duplicate_inputs": settings.allow_duplicate_inputs,
             "skipped": _total_skipped(sources),
+            "eod_in_text": index_ranges(np.concatenate([np.empty(0, np.int64), *eod_in_text])),
         }
         writer.sidecar = meta
     meta = {**meta, "file": writer.identity}
@@ -488,19 +516,20 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
     return meta
 
 
-def _plain_source(path: str, index: str | None, byte_range: tuple[int, int] | None,
+def _plain_source(path: str, size: int, index: str | None, byte_range: tuple[int, int] | None,
                   hash_file: Callable[..., Future]) -> dict:
-    """The sidecar entry of a plain input (or of its byte range), with its lines under ``_lines``
-    and its ``sha256`` a future of ``hash_file(path, start, end)``.
+    """The sidecar entry of a plain input of ``size`` bytes (or of its byte range), with its lines
+    under ``_lines`` and its ``sha256`` a future of ``hash_file(path, start, end)``.
 
     A byte range is recorded as the span of the lines it selects, and ``sha256`` hashes that span:
-    a shard job reads and hashes only its own bytes.
+    a shard job reads and hashes only its own bytes. The hash stops at ``size``, the size the file had
+    when the job began (:func:`pack` refuses a file that changed meanwhile).
     """
     lines = read_index(index, path) if index else scan_lines(path)
-    source = {"path": str(path), "bytes": os.path.getsize(path)}
+    source = {"path": str(path), "bytes": size}
     first = 0
     if byte_range is None:
-        source["sha256"] = hash_file(path)
+        source["sha256"] = hash_file(path, 0, size)
     else:
         first, lines = lines_in_range(lines, *byte_range)
         span_start = int(lines[0, 0]) if len(lines) else min(byte_range[0], source["bytes"])
@@ -554,7 +583,7 @@ def _pack_source(source: dict, engine: str, settings: PackSettings, pool, writer
         EngineMismatch: a proof document differs.
     """
     skipped_lines: dict[str, list[int]] = {}
-    source.update(engine=engine, documents=0, checked_documents=0)
+    source.update(engine=engine, documents=0, checked_documents=0, _eod_in_text=[])
     sizes: deque = deque()  # input bytes of each batch handed out, in order
     tasks = _source_tasks(source, engine, settings, sizes)
     with Progress(f"pack {source['path']}", _source_bytes(source)) as progress:
@@ -563,13 +592,14 @@ def _pack_source(source: dict, engine: str, settings: PackSettings, pool, writer
                 return max(2, _READ_AHEAD_BYTES // settings.batch_bytes)
             return 2
 
-        for tokens, lengths, bad, checked in _ordered_results(tasks, pool, settings.workers, read_ahead):
+        for tokens, lengths, bad, checked, eod_in_text in _ordered_results(tasks, pool, settings.workers, read_ahead):
             if bad and settings.on_bad_line == "error":
                 line_number, reason = bad[0]
                 raise TokenmillError(f"{source['path']}:{line_number}: {reason} "
                                      f"(on_bad_line: error; use skip to leave such lines out)")
             for line_number, reason in bad:
                 skipped_lines.setdefault(reason, []).append(line_number)
+            source["_eod_in_text"].append(writer.num_documents + eod_in_text)
             writer.write(tokens, lengths)
             source["documents"] += len(lengths)
             source["checked_documents"] += checked

@@ -16,12 +16,19 @@ size and where the pickle starts, and says so when a file is neither.
 
 Sidecar ``<file>.pbin.meta.json`` (ours, never read by Modalities): format versions, tokenizer
 identity and hash, vocab size, EOD, token width, counts, sources with size and sha256, skipped
-lines by reason, and ``file``: the ``.pbin``'s ``bytes``, ``data_sha256`` (of the token section)
+lines by reason, ``eod_in_text`` (below), and ``file``: the ``.pbin``'s ``bytes``, ``data_sha256`` (of the token section)
 and ``index_sha256`` (of the index pickle). It holds nothing that varies between two runs on the
 same inputs. The writer renames the sidecar into place *before* the ``.pbin``, and
 :func:`read_sidecar` checks ``file`` against the ``.pbin`` it sits beside, so a run killed between
 the two renames (or a ``.pbin`` replaced by hand) is refused instead of being described by the
 wrong sidecar.
+
+``eod_in_text``: ``[[first, stop], ...]``, sorted half-open ranges of the documents whose own ids
+already ended with the EOD id (a text ending in ``<|endoftext|>``, or a post-processor appending the
+same EOS), so that, as Modalities does, no second EOD was appended. Megatron's ``preprocess_data.py
+--append-eod`` (and datatrove) append one whatever the last id is: the conversion to their formats
+adds it back from this list, so each format holds its own peer's bytes. Usually empty; one range
+when every document ends so.
 
 Costs: writing is one ``write`` per batch plus the index pickle (~12 bytes per document) at the
 end, and sha256 of everything written (~1.8 GB/s); reading maps the file and unpickles the index
@@ -41,13 +48,13 @@ from pathlib import Path
 import numpy as np
 
 from tokenmill import FORMAT_VERSIONS, safe_pickle
-from tokenmill.atomic import AtomicWriter, atomic_output, temporary_name
+from tokenmill.atomic import AtomicWriter, atomic_output, discard, temporary_name
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import FileIdentity, refuse_inputs_as_outputs
 from tokenmill.progress import Progress
 
 __all__ = ["PbinWriter", "PbinFile", "detect_layout", "merge_pbin", "sidecar_path", "read_sidecar",
-           "write_sidecar", "TOKEN_DTYPES"]
+           "write_sidecar", "TOKEN_DTYPES", "index_ranges", "range_indices"]
 
 LAYOUT_050 = "modalities-0.5.0"
 LAYOUT_LEGACY = "legacy-8-byte-header"
@@ -58,6 +65,34 @@ _COPY_BLOCK = 16 << 20
 
 #: On-disk dtype per token width.
 TOKEN_DTYPES = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
+
+
+def index_ranges(indices: np.ndarray) -> list[list[int]]:
+    """Sorted distinct indices as half-open ranges ``[[first, stop], ...]`` (the sidecar's
+    ``eod_in_text``): ``[0, 1, 2, 7]`` → ``[[0, 3], [7, 8]]``."""
+    indices = np.asarray(indices, dtype=np.int64)
+    if not len(indices):
+        return []
+    breaks = np.flatnonzero(np.diff(indices) != 1) + 1
+    firsts = indices[np.concatenate([[0], breaks])]
+    lasts = indices[np.concatenate([breaks - 1, [len(indices) - 1]])]
+    return [[int(first), int(last) + 1] for first, last in zip(firsts, lasts)]
+
+
+def range_indices(ranges: list[list[int]], count: int) -> np.ndarray:
+    """The indices of :func:`index_ranges` ranges as a boolean mask over ``count`` items.
+
+    Raises:
+        TokenmillError: a range that is not sorted, empty, or beyond ``count``.
+    """
+    mask = np.zeros(count, dtype=bool)
+    previous_stop = 0
+    for first, stop in ranges:
+        if not previous_stop <= first < stop <= count:
+            raise TokenmillError(f"range [{first}, {stop}) is out of order or beyond the {count} documents")
+        mask[first:stop] = True
+        previous_stop = stop
+    return mask
 
 
 def sidecar_path(pbin_path: str | os.PathLike) -> Path:
@@ -283,9 +318,8 @@ class PbinWriter(AtomicWriter):
         os.replace(self._tmp_path, self.path)
 
     def abort(self) -> None:
-        """Close and delete the temporary file."""
-        self._handle.close()
-        self._tmp_path.unlink(missing_ok=True)
+        """Close and delete the temporary file; never raises (closing after a failed flush fails again)."""
+        discard(self._handle, self._tmp_path)
 
 
 
@@ -528,6 +562,7 @@ def _merged_sidecar(parts: list[PbinFile], metas: list[dict | None], token_width
             if key in known[0]:
                 meta[key] = known[0][key]
         meta["sources"] = [source for m in known for source in m.get("sources", [])]
+        meta["allow_duplicate_inputs"] = any(m.get("allow_duplicate_inputs", False) for m in known)
         engines = [m["engine"] for m in known if isinstance(m.get("engine"), dict)]
         if engines:
             names = sorted({engine.get("name") for engine in engines} - {None})
@@ -540,4 +575,21 @@ def _merged_sidecar(parts: list[PbinFile], metas: list[dict | None], token_width
             for reason, count in m.get("skipped", {}).items():
                 skipped[reason] = skipped.get(reason, 0) + count
         meta["skipped"] = skipped
+        first_document, eod_in_text = 0, []
+        for part, part_meta in zip(parts, metas):
+            eod_in_text += [[first + first_document, stop + first_document]
+                            for first, stop in (part_meta or {}).get("eod_in_text", [])]
+            first_document += part.num_documents
+        meta["eod_in_text"] = _joined_ranges(eod_in_text)
     return meta
+
+
+def _joined_ranges(ranges: list[list[int]]) -> list[list[int]]:
+    """Sorted ranges with the touching ones joined (a range cut by a part boundary is one again)."""
+    joined: list[list[int]] = []
+    for first, stop in ranges:
+        if joined and joined[-1][1] == first:
+            joined[-1][1] = stop
+        else:
+            joined.append([first, stop])
+    return joined

@@ -191,6 +191,32 @@ def load_tokenizer(path: str | os.PathLike, eod_token: str | None = None) -> Tok
                          fast_engine_refusal=facts[1])
 
 
+def check_eod_in_file(path: str | os.PathLike, eod_token: str) -> None:
+    """Check, without loading the tokenizer, that ``eod_token`` is one token of ``path``: an added
+    token or an entry of the model's vocabulary (what ``token_to_id`` finds). For the workflow's
+    planning, which must not pay a tokenizer load per parse; a file of another shape passes here
+    and is judged by :func:`load_tokenizer` in the job. Cost: parsing the JSON (~10 ms for GPT-2).
+
+    Raises:
+        TokenmillError: a directory, a missing or unparsable file, or a token that is not in it.
+    """
+    if os.path.isdir(path):
+        raise TokenmillError(f"{path}: is a directory; give the tokenizer.json file in it")
+    try:
+        with open(path, "rb") as handle:
+            config = orjson.loads(handle.read())
+    except OSError as exc:
+        raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
+    except orjson.JSONDecodeError as exc:
+        raise TokenmillError(f"{path}: not a Hugging Face tokenizer.json ({exc})") from None
+    added = {token.get("content") for token in config.get("added_tokens") or [] if isinstance(token, dict)}
+    vocab = (config.get("model") or {}).get("vocab")
+    if isinstance(vocab, list):  # Unigram: [[piece, score], ...]
+        vocab = {entry[0] for entry in vocab if isinstance(entry, list) and entry}
+    if isinstance(vocab, (dict, set)) and eod_token not in added and eod_token not in vocab:
+        raise TokenmillError(f"{path}: EOD token {eod_token!r} is not a single token of this tokenizer")
+
+
 def _is_rust_panic(exc: BaseException) -> bool:
     """Whether ``exc`` is a Rust panic surfacing in Python (pyo3's ``PanicException``).
 

@@ -32,19 +32,19 @@ import numpy as np
 from tokenmill.errors import TokenmillError
 from tokenmill.jsonl import iter_lines, source_sha256
 from tokenmill.mmidx import MMapIndexedDataset
-from tokenmill.pbin import PbinFile, file_identity_problem, read_sidecar, sidecar_path
+from tokenmill.pbin import PbinFile, file_identity_problem, range_indices, read_sidecar, sidecar_path
 from tokenmill.raw_index import read_index
 from tokenmill.sample_index import dataset_fingerprint, load_npy, read_fingerprint
 from tokenmill.text import TextSelector
 from tokenmill.tokenizer import ProofSampler, file_sha256, first_difference, load_tokenizer
 
-__all__ = ["verify", "verify_against_tokenizer"]
+__all__ = ["verify", "verify_against_tokenizer", "coverage_problems"]
 
 _BLOCK_TOKENS = 16 << 20
 
 
 def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
-           against_tokenizer: float | None = None) -> list[str]:
+           against_tokenizer: float | None = None, inputs: list[str] | None = None) -> list[str]:
     """Every problem found in ``path`` (empty: the file is sound).
 
     Args:
@@ -52,6 +52,8 @@ def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
         jsonl: for a raw index, the JSONL it indexes.
         against_tokenizer: for a ``.pbin``, also re-encode this share of its documents from their
             JSONL lines with the Hugging Face tokenizer (see :func:`verify_against_tokenizer`).
+        inputs: for a ``.pbin``, the files it must be packed from, in order, each exactly once and
+            whole (see :func:`coverage_problems`).
 
     Raises:
         TokenmillError: ``path`` does not exist or is of no known kind.
@@ -60,7 +62,7 @@ def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
     if path.is_dir():
         return _verify_cache(path)
     if path.suffix == ".pbin":
-        problems = _verify_pbin(path)
+        problems = _verify_pbin(path, inputs)
         if against_tokenizer is not None and not problems:
             problems = verify_against_tokenizer(path, against_tokenizer)[0]
         return problems
@@ -95,7 +97,7 @@ def _verify_raw_index(path: Path, jsonl) -> list[str]:
     return []
 
 
-def _verify_pbin(path: Path) -> list[str]:
+def _verify_pbin(path: Path, inputs: list[str] | None = None) -> list[str]:
     try:
         pbin = PbinFile(path)
         offsets, lengths = pbin.doc_offsets, pbin.doc_lengths
@@ -109,7 +111,10 @@ def _verify_pbin(path: Path) -> list[str]:
     except TokenmillError as exc:
         return problems + [str(exc)]
     if meta is None:
+        if inputs is not None:
+            problems.append(f"{path}: no sidecar, so nothing tells which inputs it was packed from")
         return problems + _suspicious_lengths(path, lengths)
+    problems += coverage_problems(path, meta, inputs)
     data_problem = file_identity_problem(path, meta.get("file"), sidecar_path(path), check_data=True)
     if data_problem:
         problems.append(data_problem)
@@ -136,11 +141,79 @@ def _verify_pbin(path: Path) -> list[str]:
         if len(missing):
             problems.append(f"{path}: {len(missing)} documents do not end with the EOD id {eod_id} "
                             f"(first: document {int(missing[0])})")
+        if "eod_in_text" in meta:
+            problems += _eod_in_text_problems(path, meta["eod_in_text"], pbin, eod_id)
     for source in meta.get("sources", []):
         if "sha256" in source and os.path.isfile(source["path"]) and source_sha256(source) != source["sha256"]:
             problems.append(f"{path}: source {source['path']} has changed since it was packed (sha256 differs)")
     return (problems + _suspicious_tokenizer(path, tokenizer, pbin, offsets, lengths)
             + _suspicious_lengths(path, lengths))
+
+
+def _eod_in_text_problems(path: Path, ranges: list, pbin: PbinFile, eod_id: int) -> list[str]:
+    """The sidecar's ``eod_in_text`` against the tokens: a document not listed got its EOD appended,
+    so it holds at least one id of its own before it, and that id is not the EOD."""
+    lengths = pbin.doc_lengths
+    try:
+        listed = range_indices(ranges, len(lengths))
+    except TokenmillError as exc:
+        return [f"{sidecar_path(path)}: eod_in_text: {exc}"]
+    before_last = pbin.tokens[np.maximum(pbin.doc_offsets + lengths - 2, 0)]
+    wrong = np.flatnonzero(~listed & ((lengths < 2) | (before_last == eod_id)))
+    if len(wrong):
+        return [f"{path}: {len(wrong)} documents end with two EODs (or are one EOD) but are not in the sidecar's "
+                f"eod_in_text (first: document {int(wrong[0])}); the Megatron .bin would lack an EOD"]
+    return []
+
+
+def coverage_problems(path: str | os.PathLike, meta: dict, inputs: list[str] | None = None) -> list[str]:
+    """Whether a ``.pbin``'s sidecar says that every input byte was packed exactly once.
+
+    A file's entries in ``sources`` are either one whole-file entry or a run of byte ranges (the
+    shards of a big file) that must tile it from byte 0 to its end, as big as it was when packed and
+    as it is now. A file listed twice is packed twice, an error unless the sidecar records
+    ``allow_duplicate_inputs``. With ``inputs``, the files packed must be exactly these, in this order.
+    Cost: O(sources), one ``stat`` per file.
+    """
+    sources = meta.get("sources")
+    if sources is None:
+        return [] if inputs is None else [f"{path}: its sidecar lists no sources to check against the inputs"]
+    problems = []
+    runs: list[tuple[str, list[dict]]] = []  # consecutive entries of one file: (path, entries)
+    for source in sources:
+        if runs and runs[-1][0] == source["path"] and "byte_range" in source and "byte_range" in runs[-1][1][-1]:
+            runs[-1][1].append(source)
+        else:
+            runs.append((source["path"], [source]))
+    for file_path, entries in runs:
+        size = entries[0].get("bytes")
+        covered = 0
+        for start, end in (entry.get("byte_range", (0, size)) for entry in entries):
+            if end <= start:  # a shard in which no line starts
+                continue
+            if start != covered:
+                what = "not packed" if start > covered else "packed twice"
+                problems.append(f"{path}: bytes {min(start, covered)}-{max(start, covered)} of {file_path} are {what}")
+            covered = end
+        if covered != size:
+            problems.append(f"{path}: bytes {covered}-{size} of {file_path} are not packed (of {size})")
+        if os.path.isfile(file_path) and os.path.getsize(file_path) != size:
+            problems.append(f"{path}: {file_path} is {os.path.getsize(file_path)} bytes now, {size} when packed")
+    packed = [file_path for file_path, _ in runs]
+    if not meta.get("allow_duplicate_inputs"):
+        repeated = sorted({file_path for file_path in packed if packed.count(file_path) > 1})
+        problems += [f"{path}: {file_path} is packed {packed.count(file_path)} times (allow_duplicate_inputs is off)"
+                     for file_path in repeated]
+    if inputs is not None and packed != list(inputs):
+        missing = [file_path for file_path in inputs if file_path not in packed]
+        extra = [file_path for file_path in packed if file_path not in inputs]
+        if missing:
+            problems.append(f"{path}: {len(missing)} of its {len(inputs)} inputs are not packed in it (first: {missing[0]})")
+        if extra:
+            problems.append(f"{path}: it packs {len(extra)} files that are not its inputs (first: {extra[0]})")
+        if not missing and not extra and len(packed) == len(inputs):
+            problems.append(f"{path}: its inputs are packed in another order than given")
+    return problems
 
 
 def _verify_loss_mask(path: Path, meta: dict, pbin: PbinFile) -> list[str]:

@@ -4,17 +4,17 @@
 # One document per .pbin document (EOD included), dtype from the sidecar's vocabulary size.
 rule megatron:
     input:
-        pbin="data/packed/{name}.pbin",
-        meta="data/packed/{name}.pbin.meta.json",
+        pbin="data/packed/{build}.pbin",
+        meta="data/packed/{build}.pbin.meta.json",
     output:
-        bin="data/megatron/{name}_text_document.bin",
-        idx="data/megatron/{name}_text_document.idx",
+        bin="data/megatron/{build}_text_document.bin",
+        idx="data/megatron/{build}_text_document.idx",
     log:
-        "logs/megatron/{name}.log",
+        "logs/megatron/{build}.log",
     benchmark:
-        "benchmarks/megatron/{name}.tsv"
+        "benchmarks/megatron/{build}.tsv"
     wildcard_constraints:
-        name=BUILD,
+        build=BUILD,
     conda:
         "../envs/tokenmill.yaml"
     threads: 1
@@ -23,6 +23,6 @@ rule megatron:
         runtime=copy_runtime,
     params:
         format=FORMAT_VERSIONS["mmidx"],
-        prefix=megatron_prefix,
+        prefix=build_megatron_prefix,
     shell:
         "tokenmill to-megatron {input.pbin:q} -o {params.prefix:q} > {log:q} 2>&1"

@@ -26,6 +26,7 @@ rule pack:
     params:
         format=FORMAT_VERSIONS["pbin"],
         options=pack_options,
+        inputs=unit_identity,
     shell:
         "tokenmill pack {input.jsonl:q} --tokenizer {input.tokenizer:q}"
         " {params.options} --workers {threads} -o {output.pbin:q} > {log:q} 2>&1"

@@ -22,5 +22,6 @@ rule raw_index:
         runtime=copy_runtime,
     params:
         format=FORMAT_VERSIONS["raw_index"],
+        inputs=file_identity,
     shell:
         "tokenmill index {input.jsonl:q} -o {output.idx:q} > {log:q} 2>&1"

@@ -5,22 +5,22 @@
 # and its index caches.
 rule report_dataset:
     input:
-        pbin="data/packed/{name}.pbin",
-        meta="data/packed/{name}.pbin.meta.json",
-        verified="data/verified/{name}.ok",
+        pbin="data/packed/{build}.pbin",
+        meta="data/packed/{build}.pbin.meta.json",
+        verified="data/verified/{build}.ok",
         caches=report_caches,
     output:
         page=report(
-            "data/report/{name}.html",
+            "data/report/{build}.html",
             category="Datasets",
-            labels={"dataset": "{name}", "page": "statistics"},
+            labels={"dataset": "{build}", "page": "statistics"},
         ),
     log:
-        "logs/report_dataset/{name}.log",
+        "logs/report_dataset/{build}.log",
     benchmark:
-        "benchmarks/report_dataset/{name}.tsv"
+        "benchmarks/report_dataset/{build}.tsv"
     wildcard_constraints:
-        name=BUILD,
+        build=BUILD,
     conda:
         "../envs/tokenmill.yaml"
     threads: 1
@@ -28,6 +28,7 @@ rule report_dataset:
         mem_mb=document_index_mem_mb,
         runtime=copy_runtime,
     params:
+        format=FORMAT_VERSIONS["report"],
         caches=report_cache_options,
     shell:
         "tokenmill report {input.pbin:q} --verified {input.verified:q} {params.caches} -o {output.page:q}"
@@ -58,5 +59,7 @@ rule report_blend:
     resources:
         mem_mb=cache_mem_mb,
         runtime=copy_runtime,
+    params:
+        format=FORMAT_VERSIONS["report"],
     shell:
         "tokenmill report --blend {input.cache:q} -o {output.page:q} > {log:q} 2>&1"

@@ -4,17 +4,17 @@
 # One cache folder per dataset × sequence length × seed; hand it to Megatron as --data-cache-path.
 rule sample_index:
     input:
-        bin="data/megatron/{name}_text_document.bin",
-        idx="data/megatron/{name}_text_document.idx",
-        meta="data/packed/{name}.pbin.meta.json",
+        bin="data/megatron/{build}_text_document.bin",
+        idx="data/megatron/{build}_text_document.idx",
+        meta="data/packed/{build}.pbin.meta.json",
     output:
-        cache=directory("data/cache/{name}/seq{seq_length}_seed{seed}"),
+        cache=directory("data/cache/{build}/seq{seq_length}_seed{seed}"),
     log:
-        "logs/sample_index/{name}/seq{seq_length}_seed{seed}.log",
+        "logs/sample_index/{build}/seq{seq_length}_seed{seed}.log",
     benchmark:
-        "benchmarks/sample_index/{name}/seq{seq_length}_seed{seed}.tsv"
+        "benchmarks/sample_index/{build}/seq{seq_length}_seed{seed}.tsv"
     wildcard_constraints:
-        name=BUILD,
+        build=BUILD,
         seq_length=r"[0-9]+",
         seed=r"[0-9]+",
     conda:
@@ -25,7 +25,7 @@ rule sample_index:
         runtime=copy_runtime,
     params:
         format=FORMAT_VERSIONS["sample_index"],
-        prefix=megatron_prefix,
+        prefix=build_megatron_prefix,
         options=sample_index_options,
     shell:
         "tokenmill sample-index {params.prefix:q} -o {output.cache:q} --seq-length {wildcards.seq_length}"

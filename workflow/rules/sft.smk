@@ -24,5 +24,6 @@ rule sft:
     params:
         format=FORMAT_VERSIONS["sft"],
         config=sft_config,
+        inputs=sft_identity,
     shell:
         "echo {params.config:q} | tokenmill sft - {wildcards.name} -o {output.pbin:q} > {log:q} 2>&1"

@@ -6,13 +6,13 @@ rule verify:
     input:
         files=verify_inputs,
     output:
-        stamp="data/verified/{name}.ok",
+        stamp="data/verified/{build}.ok",
     log:
-        "logs/verify/{name}.log",
+        "logs/verify/{build}.log",
     benchmark:
-        "benchmarks/verify/{name}.tsv"
+        "benchmarks/verify/{build}.tsv"
     wildcard_constraints:
-        name=BUILD,
+        build=BUILD,
     conda:
         "../envs/tokenmill.yaml"
     threads: 1
@@ -23,7 +23,7 @@ rule verify:
         format=FORMAT_VERSIONS["verify"],
         options=verify_options,
     shell:
-        "tokenmill verify {params.options} --stamp {output.stamp:q} > {log:q} 2>&1"
+        "tokenmill verify --stamp {output.stamp:q} {params.options} > {log:q} 2>&1"
 
 
 # A blend's cache folders (every sequence length and seed): descriptions, arrays and their bounds.

@@ -1,0 +1,506 @@
+"""The build plan: from a validated workflow config, what is built, from which inputs, where, and with
+which options. Pure: no Snakemake, no tokenizer load (an EOD token is looked up in the parsed ``tokenizer.json``);
+each input file is stat'ed once.
+
+Names (they are also the workflow's wildcards):
+
+* A **build** is a dataset packed with one of its tokenizers: ``<dataset>`` when the dataset has one
+  tokenizer, ``<dataset>.<tokenizer>`` when it has several. Its files are :func:`packed_path`,
+  :func:`megatron_prefix` and the cache folders of :func:`cache_dir`.
+* A **file stem** names one input file: ``<dataset>``, or ``<dataset>.part<k>`` for file *k* of a
+  dataset with several. Each plain file has one raw index (:func:`raw_index_path`), shared by the
+  dataset's tokenizers; a compressed file has none (it is read as a stream).
+* A build is packed in **units**: one per input file, or one per byte range ``START:END``
+  (``<...>.shard<j>``) of a plain file bigger than the dataset's ``shard_bytes``. A build of one unit
+  is packed straight to its ``.pbin``; a build of several is the merge of their ``.pbin`` files, in
+  input order.
+
+Every option that changes an output is returned here as plain strings (:meth:`Plan.pack_options`,
+:meth:`Plan.sampling_options`, ...), so the workflow records them as Snakemake params and reruns
+exactly the jobs an edit affects. So is each input's and tokenizer's size and modification time
+(:meth:`Plan.input_identity`): a file replaced by an *older* one (``cp -p``, ``rsync -a``), which
+Snakemake's mtime trigger misses, still reruns what reads it. Errors name the config key:
+``datasets.web.inputs: ...``.
+
+Cost: one ``glob`` per pattern and one ``stat`` per input file; the rest is O(number of units).
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+from dataclasses import dataclass
+
+from tokenmill.blend import check_weights
+from tokenmill.errors import TokenmillError
+from tokenmill.jsonl import input_compression
+from tokenmill.sample_index import parse_split
+from tokenmill.tokenizer import check_eod_in_file
+
+__all__ = ["Plan", "InputFile", "Unit", "Build", "parse_size", "raw_index_path", "packed_path",
+           "megatron_prefix", "cache_dir", "blend_cache_name", "verified_stamp", "report_page"]
+
+# ---- The layout: where each output lives (relative to the workflow's working directory) ----------
+
+
+def raw_index_path(stem: str) -> str:
+    """The raw line index of an input file."""
+    return f"data/index/{stem}.idx"
+
+
+def packed_path(build_or_unit: str) -> str:
+    """The ``.pbin`` of a build or of one of its units (its sidecar is this path + ``.meta.json``)."""
+    return f"data/packed/{build_or_unit}.pbin"
+
+
+def megatron_prefix(build: str, folder: str = "data/megatron/") -> str:
+    """The Megatron prefix (``--data-path`` value) of a build, as ``preprocess_data.py`` names it;
+    ``folder`` is how the training job spells the folder (``sampling.megatron_path_prefix``)."""
+    return f"{folder}{build}_text_document"
+
+
+def blend_cache_name(blend: str) -> str:
+    """The name under ``data/cache/`` and ``data/report/`` of a blend's caches."""
+    return f"blend_{blend}"
+
+
+def cache_dir(name: str, seq_length: int, seed: int) -> str:
+    """The index cache folder of a build (or of :func:`blend_cache_name`) for one length and seed."""
+    return f"data/cache/{name}/seq{seq_length}_seed{seed}"
+
+
+def verified_stamp(build: str) -> str:
+    """The stamp that ``rule verify`` writes once every file of a build checks out."""
+    return f"data/verified/{build}.ok"
+
+
+def report_page(name: str, seq_length: int | None = None, seed: int | None = None) -> str:
+    """A build's report page, or a blend's per cache folder."""
+    if seq_length is None:
+        return f"data/report/{name}.html"
+    return f"data/report/{name}/seq{seq_length}_seed{seed}.html"
+
+
+# ---- The plan --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One input file of a dataset."""
+
+    stem: str
+    path: str
+    compression: str | None  # None: plain JSONL, read through its raw index
+    size: int
+    mtime_ns: int
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One pack job: a file of a build, or a byte range ``START:END`` (END empty: to the end) of it."""
+
+    name: str
+    build: str
+    stem: str
+    byte_range: str | None
+
+
+@dataclass(frozen=True)
+class Build:
+    """A dataset packed with one tokenizer, and the units it is packed in, in order."""
+
+    name: str
+    dataset: str
+    tokenizer: str
+    units: tuple[str, ...]
+
+
+_MAX_LISTED_INPUT_CHARS = 64 << 10
+_SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(i?)B?\s*", re.IGNORECASE)
+
+
+def parse_size(key: str, value: int | str | None) -> int | None:
+    """A size in bytes: an integer, or a number with a unit (``2GB``, ``512MiB``); None stays None.
+
+    Raises:
+        TokenmillError: not a size, or under one byte (naming ``key``).
+    """
+    if value is None or isinstance(value, int):
+        return value
+    match = _SIZE.fullmatch(value)
+    if not match:
+        raise TokenmillError(f"{key}: {value!r} is not a size (e.g. 2GB, 512MiB or bytes)")
+    number, unit, binary = match.groups()
+    size = int(float(number) * (1024 if binary else 1000) ** " KMGT".index(unit.upper() or " "))
+    if size < 1:
+        raise TokenmillError(f"{key}: {value!r} is less than one byte")
+    return size
+
+
+def _identity(path: str) -> str:
+    """A file's size and modification time, as a params value (a missing file: Snakemake says so)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return f"{path}: missing"
+    return f"{path}: {stat.st_size} bytes, mtime {stat.st_mtime_ns} ns"
+
+
+class Plan:
+    """Everything the workflow builds for a validated config (defaults filled in).
+
+    Args:
+        config: the workflow config after schema validation.
+
+    Raises:
+        TokenmillError: a config that cannot be built, naming the key (an input matching no file,
+            an input listed twice, an unknown tokenizer, clashing output names, bad blend weights...).
+    """
+
+    def __init__(self, config: dict):
+        self.config = config
+        self.sampling = config["sampling"]
+        self.dataset_files: dict[str, list[InputFile]] = {}
+        self.files: dict[str, InputFile] = {}
+        self.builds: dict[str, Build] = {}
+        self.units: dict[str, Unit] = {}
+        self._check_tokenizers()
+        for name in config["datasets"]:
+            self._plan_dataset(name)
+        self._check_sampling()
+        self.blends = {name: self._blend_builds(name) for name in config["blends"]}
+        self._check_sft()
+
+    # ---- datasets, files and units
+
+    def _check_tokenizers(self) -> None:
+        self.tokenizer_stats = {}
+        for name, tokenizer in self.config["tokenizers"].items():
+            if re.fullmatch(r"(part|shard)[0-9]+", name):
+                raise TokenmillError(f"tokenizers.{name}: the name would read as a file part or shard in "
+                                     f"output names; rename it")
+            if not os.path.exists(tokenizer["path"]):
+                raise TokenmillError(f"tokenizers.{name}.path: {tokenizer['path']}: no such file")
+            if tokenizer["eod"] is not None or os.path.isdir(tokenizer["path"]):
+                try:
+                    check_eod_in_file(tokenizer["path"], tokenizer["eod"])
+                except TokenmillError as exc:
+                    raise TokenmillError(f"tokenizers.{name}: {exc}") from None
+            stat = os.stat(tokenizer["path"])
+            self.tokenizer_stats[name] = (stat.st_size, stat.st_mtime_ns)
+
+    def tokenizer_names(self, dataset: str) -> list[str]:
+        """The tokenizers a dataset is packed with (``tokenizer`` is one name or a list)."""
+        names = self.config["datasets"][dataset]["tokenizer"]
+        return [names] if isinstance(names, str) else list(names)
+
+    def _input_paths(self, name: str) -> list[str]:
+        """A dataset's files: its ``inputs`` with globs expanded (sorted), in config order, each once
+        unless ``allow_duplicate_inputs`` (a file listed twice would be packed twice)."""
+        dataset = self.config["datasets"][name]
+        paths, seen = [], {}  # (device, inode) → the first path naming that file (links included)
+        for pattern in dataset["inputs"]:
+            matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+            if not matches:
+                raise TokenmillError(f"datasets.{name}.inputs: {pattern!r} matches no file")
+            for path in matches:
+                if not os.path.isfile(path):
+                    raise TokenmillError(f"datasets.{name}.inputs: {path}: no such file")
+                stat = os.stat(path)
+                first = seen.get((stat.st_dev, stat.st_ino))
+                if first is not None and not dataset["allow_duplicate_inputs"]:
+                    raise TokenmillError(
+                        f"datasets.{name}.inputs: {path} is the file {first} again and would be packed twice; "
+                        f"remove one, or set datasets.{name}.allow_duplicate_inputs: true")
+                seen.setdefault((stat.st_dev, stat.st_ino), path)
+                paths.append(path)
+        return paths
+
+    def _plan_dataset(self, name: str) -> None:
+        dataset = self.config["datasets"][name]
+        for tokenizer in self.tokenizer_names(name):
+            if tokenizer not in self.config["tokenizers"]:
+                raise TokenmillError(f"datasets.{name}.tokenizer: {tokenizer!r} is not in tokenizers")
+        if name.startswith("blend_") and name.removeprefix("blend_") in self.config["blends"]:
+            raise TokenmillError(f"datasets.{name}: its caches would share data/cache/{name}/ with blend "
+                                 f"{name.removeprefix('blend_')!r}; rename one of them")
+        paths = self._input_paths(name)
+        files = []
+        for k, path in enumerate(paths):
+            stem = name if len(paths) == 1 else f"{name}.part{k}"
+            try:
+                compression = input_compression(path)
+            except TokenmillError as exc:
+                raise TokenmillError(f"datasets.{name}.inputs: {exc}") from None
+            stat = os.stat(path)
+            files.append(InputFile(stem, path, compression, stat.st_size, stat.st_mtime_ns))
+        self.dataset_files[name] = files
+        self.files.update((file.stem, file) for file in files)
+        shard_bytes = parse_size(f"datasets.{name}.shard_bytes", dataset["shard_bytes"])
+        tokenizers = self.tokenizer_names(name)
+        for tokenizer in tokenizers:
+            build = name if len(tokenizers) == 1 else f"{name}.{tokenizer}"
+            if build in self.builds:
+                raise TokenmillError(f"datasets.{name}: its outputs would be named {build!r} like another dataset's")
+            units = []
+            for k, file in enumerate(files):
+                unit = build if len(files) == 1 else f"{build}.part{k}"
+                if shard_bytes and file.compression is None and file.size > shard_bytes:
+                    count = -(-file.size // shard_bytes)
+                    for j in range(count):
+                        end = str((j + 1) * shard_bytes) if j + 1 < count else ""
+                        units.append(Unit(f"{unit}.shard{j}", build, file.stem, f"{j * shard_bytes}:{end}"))
+                else:
+                    units.append(Unit(unit, build, file.stem, None))
+            self.units.update((unit.name, unit) for unit in units)
+            self.builds[build] = Build(build, name, tokenizer, tuple(unit.name for unit in units))
+
+    def unit(self, name: str) -> Unit:
+        """A pack unit by name.
+
+        Raises:
+            TokenmillError: no such unit in the config.
+        """
+        try:
+            return self.units[name]
+        except KeyError:
+            raise TokenmillError(f"{name}: no such pack unit in the config") from None
+
+    def file(self, stem: str) -> InputFile:
+        """An input file by stem.
+
+        Raises:
+            TokenmillError: no such input file in the config.
+        """
+        try:
+            return self.files[stem]
+        except KeyError:
+            raise TokenmillError(f"{stem}: no such input file in the config") from None
+
+    def single_unit_builds(self) -> list[str]:
+        return [build.name for build in self.builds.values() if len(build.units) == 1]
+
+    def merged_builds(self) -> list[str]:
+        return [build.name for build in self.builds.values() if len(build.units) > 1]
+
+    def unit_index(self, unit: str) -> list[str]:
+        """The raw index a unit is read through: none for a compressed file (read as a stream)."""
+        file = self.files[self.unit(unit).stem]
+        return [] if file.compression else [raw_index_path(file.stem)]
+
+    def build_inputs(self, build: str) -> list[InputFile]:
+        """The input files of a build, in order."""
+        return self.dataset_files[self.builds[build].dataset]
+
+    def pack_options(self, unit_name: str) -> list[str]:
+        """The ``tokenmill pack`` arguments of a unit that come from the config: everything besides
+        the input, the tokenizer path, the worker count and the output, which change no byte."""
+        unit = self.unit(unit_name)
+        build = self.builds[unit.build]
+        dataset = self.config["datasets"][build.dataset]
+        tokenizer = self.config["tokenizers"][build.tokenizer]
+        options = ["--jq", dataset["text"], "--on-bad-line", dataset["on_bad_line"],
+                   "--max-line-bytes", str(dataset["max_line_bytes"]), "--engine", tokenizer["engine"],
+                   "--check-fraction", str(tokenizer["check_fraction"]), "--on-mismatch", tokenizer["on_mismatch"]]
+        for index in self.unit_index(unit_name):
+            options += ["--index", index]
+        if unit.byte_range is not None:
+            options += ["--byte-range", unit.byte_range]
+        if tokenizer["eod"] is not None:
+            options += ["--eod", tokenizer["eod"]]
+        if not tokenizer["add_special_tokens"]:
+            options.append("--no-special-tokens")
+        if dataset["allow_duplicate_inputs"]:
+            options.append("--allow-duplicate-inputs")
+        return options
+
+    def input_identity(self, unit_or_stem: str) -> str:
+        """Size and modification time of the files a unit (or a raw index, by file stem) reads: its
+        input and, for a unit, its tokenizer."""
+        if unit_or_stem in self.files:
+            file = self.files[unit_or_stem]
+            return f"{file.path}: {file.size} bytes, mtime {file.mtime_ns} ns"
+        unit = self.unit(unit_or_stem)
+        tokenizer = self.builds[unit.build].tokenizer
+        size, mtime_ns = self.tokenizer_stats[tokenizer]
+        return (f"{self.input_identity(unit.stem)}; {self.config['tokenizers'][tokenizer]['path']}: "
+                f"{size} bytes, mtime {mtime_ns} ns")
+
+    def unit_tokenizer_path(self, unit: str) -> str:
+        """The tokenizer.json a unit is packed with."""
+        return self.config["tokenizers"][self.builds[self.unit(unit).build].tokenizer]["path"]
+
+    def merge_units(self, build: str) -> list[str]:
+        """The unit ``.pbin`` files of a merged build, in input order."""
+        return [packed_path(unit) for unit in self.builds[build].units]
+
+    # ---- sizes, for the workflow's resources
+
+    def unit_text_bytes(self, unit_name: str) -> int:
+        """Bytes of text a unit tokenizes (a compressed file counted 4x: about what it decompresses to)."""
+        unit = self.unit(unit_name)
+        file = self.files[unit.stem]
+        if unit.byte_range is None:
+            return file.size * (4 if file.compression else 1)
+        start, _, end = unit.byte_range.partition(":")
+        return (int(end) if end else file.size) - int(start)
+
+    def build_text_bytes(self, build: str) -> int:
+        return sum(map(self.unit_text_bytes, self.builds[build].units))
+
+    def blend_text_bytes(self, blend: str) -> int:
+        return sum(map(self.build_text_bytes, self.blends[blend]))
+
+    # ---- Megatron caches and blends
+
+    def _check_sampling(self) -> None:
+        sampling = self.sampling
+        if sampling.get("num_samples") and sampling["epochs"] is not None:
+            raise TokenmillError("sampling: give num_samples or epochs, not both")
+        try:
+            parse_split(sampling["split"])
+        except TokenmillError as exc:
+            raise TokenmillError(f"sampling.split: {exc}") from None
+        if self.config["blends"] and not {"train", "valid", "test"} <= set(sampling.get("num_samples") or {}):
+            raise TokenmillError("blends: a weighted blend needs sampling.num_samples for every split "
+                                 "(train, valid and test; 0 for an unused one)")
+
+    def cache_dirs(self, name: str) -> list[str]:
+        """The cache folders of a build (or of :func:`blend_cache_name`), one per sequence length and seed."""
+        return [cache_dir(name, seq_length, seed)
+                for seq_length in self.sampling["seq_lengths"] for seed in self.sampling["seeds"]]
+
+    def hashed_prefix(self, build: str) -> str:
+        """A build's Megatron prefix as the training job spells it (hashed into the cache names)."""
+        return megatron_prefix(build, self.sampling["megatron_path_prefix"])
+
+    def sampling_options(self, build: str) -> list[str]:
+        """Split, sample counts, extra token and tokenizer identity for a build's caches."""
+        sampling = self.sampling
+        options = ["--split", sampling["split"]]
+        if sampling["epochs"] is not None or not sampling.get("num_samples"):
+            options += ["--epochs", str(sampling["epochs"] or 1)]
+        else:
+            counts = sampling["num_samples"]
+            options += ["--num-samples", str(counts.get("train", 0))]
+            options += [f"--{split}-samples={counts[split]}" for split in ("valid", "test") if split in counts]
+        if not sampling["add_extra_token"]:
+            options.append("--no-extra-token")
+        identifiers = self.config["tokenizers"][self.builds[build].tokenizer]["megatron_identifiers"]
+        if identifiers is not None:
+            options += ["--tokenizer-identifiers", json.dumps(identifiers)]
+        else:
+            options += ["--vocab-size-from", f"{packed_path(build)}.meta.json"]
+        return options
+
+    def sample_index_options(self, build: str) -> list[str]:
+        return ["--megatron-path-prefix", self.hashed_prefix(build), *self.sampling_options(build)]
+
+    def _blend_builds(self, blend_name: str) -> dict[str, float]:
+        """Build → weight of a blend: each dataset as packed with the blend's tokenizer (its
+        ``tokenizer``, or else the one tokenizer its datasets share)."""
+        blend = self.config["blends"][blend_name]
+        try:
+            check_weights(list(blend["weights"].values()))
+        except TokenmillError as exc:
+            raise TokenmillError(f"blends.{blend_name}.weights: {exc}") from None
+        for name in blend["weights"]:
+            if name not in self.config["datasets"]:
+                raise TokenmillError(f"blends.{blend_name}.weights: {name!r} is not in datasets")
+        shared = set.intersection(*(set(self.tokenizer_names(name)) for name in blend["weights"]))
+        tokenizer = blend["tokenizer"]
+        if tokenizer is None:
+            if len(shared) != 1:
+                raise TokenmillError(f"blends.{blend_name}: its datasets share {len(shared)} tokenizers "
+                                     f"({', '.join(sorted(shared)) or 'none'}); name one in "
+                                     f"blends.{blend_name}.tokenizer")
+            tokenizer = shared.pop()
+        elif tokenizer not in shared:
+            raise TokenmillError(f"blends.{blend_name}.tokenizer: {tokenizer!r} is not a tokenizer of all its datasets")
+        by_dataset = {build.dataset: build.name for build in self.builds.values() if build.tokenizer == tokenizer}
+        return {by_dataset[name]: weight for name, weight in blend["weights"].items()}
+
+    def blend_options(self, blend: str) -> list[str]:
+        """``tokenmill blend`` arguments: weighted prefixes, hashed paths, sampling and tokenizer options."""
+        weights = self.blends[blend]
+        arguments = [part for build, weight in weights.items() for part in (str(weight), megatron_prefix(build))]
+        first = next(iter(weights))
+        return arguments + self.sampling_options(first) + [
+            "--megatron-paths", *(self.hashed_prefix(build) for build in weights)]
+
+    # ---- verification and targets
+
+    def indexed_input(self, build: str) -> InputFile | None:
+        """The input of a build packed from one whole plain file (its raw index is then verified), else None."""
+        units = self.builds[build].units
+        if len(units) != 1:
+            return None
+        file = self.files[self.units[units[0]].stem]
+        return None if file.compression else file
+
+    def verify_files(self, build: str) -> list[str]:
+        """Every file ``rule verify`` checks for a build: built files and the inputs they come from."""
+        megatron = megatron_prefix(build)
+        inputs = self.build_inputs(build)
+        return [packed_path(build), f"{packed_path(build)}.meta.json", f"{megatron}.bin", f"{megatron}.idx",
+                *(file.path for file in inputs),
+                *(raw_index_path(file.stem) for file in inputs if file.compression is None),
+                *self.cache_dirs(build)]
+
+    def verify_options(self, build: str) -> list[str]:
+        """``tokenmill verify`` arguments: the raw index with its JSONL, the ``.pbin`` with the inputs it
+        must cover, the Megatron prefix and the caches."""
+        arguments, checked = [], [packed_path(build), megatron_prefix(build), *self.cache_dirs(build)]
+        indexed = self.indexed_input(build)
+        if indexed is not None:
+            arguments += ["--jsonl", indexed.path]
+            checked.insert(0, raw_index_path(indexed.stem))
+        paths = [file.path for file in self.build_inputs(build)]
+        # One shell command holds at most 128 KiB: past that verify checks the sidecar's sources among
+        # themselves only (each file covered once, whole), not against the config's list.
+        if sum(len(path) + 3 for path in paths) < _MAX_LISTED_INPUT_CHARS:
+            arguments += ["--inputs", *paths]
+        return arguments + ["--", *checked]
+
+    def _check_sft(self) -> None:
+        for name, sft in self.config["sft"].items():
+            if sft["tokenizer"] not in self.config["tokenizers"]:
+                raise TokenmillError(f"sft.{name}.tokenizer: {sft['tokenizer']!r} is not in tokenizers")
+
+    def sft_inputs(self, name: str) -> list[str]:
+        """The conversation files and the tokenizer of an SFT dataset."""
+        entry = self.config["sft"][name]
+        return [*entry["inputs"], self.config["tokenizers"][entry["tokenizer"]]["path"]]
+
+    def sft_identity(self, name: str) -> str:
+        """Size and modification time of an SFT dataset's inputs and tokenizer (see :meth:`input_identity`)."""
+        return "; ".join(_identity(path) for path in self.sft_inputs(name))
+
+    def sft_config(self, name: str) -> str:
+        """The resolved config that ``tokenmill sft -`` reads: this entry and its tokenizer (as JSON)."""
+        entry = self.config["sft"][name]
+        tokenizer = entry["tokenizer"]
+        return json.dumps({"sft": {name: entry}, "tokenizers": {tokenizer: self.config["tokenizers"][tokenizer]}},
+                          sort_keys=True)
+
+    def all_targets(self) -> list[str]:
+        """Every final file of the configured matrix: raw indexes, packed files and their sidecars,
+        Megatron files, caches, blends, SFT pairs, verify stamps and report pages. Snakemake checks
+        for a missing output only among the files a target asks for (a deleted sidecar beside an
+        intact ``.pbin`` would otherwise stay deleted), so each is named here."""
+        targets = [raw_index_path(file.stem) for file in self.files.values() if file.compression is None]
+        for build in self.builds:
+            megatron = megatron_prefix(build)
+            targets += [packed_path(build), f"{packed_path(build)}.meta.json", f"{megatron}.bin", f"{megatron}.idx",
+                        *self.cache_dirs(build), verified_stamp(build), report_page(build)]
+        for blend in self.blends:
+            name = blend_cache_name(blend)
+            targets += self.cache_dirs(name) + [f"data/verified/blend/{blend}.ok"]
+            targets += [report_page(name, seq_length, seed)
+                        for seq_length in self.sampling["seq_lengths"] for seed in self.sampling["seeds"]]
+        for name in self.config["sft"]:
+            targets += [f"data/sft/{name}.pbin", f"data/sft/{name}.loss_mask.pbin", f"data/sft/{name}.pbin.meta.json",
+                        f"data/verified/sft/{name}.ok"]
+        return targets

@@ -1,0 +1,185 @@
+"""The build plan (tokenmill.plan): what the workflow builds from a config, checked in milliseconds
+without Snakemake. The rule files only adapt it, so these are the workflow's decisions."""
+
+from __future__ import annotations
+
+import copy
+import os
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import GPT2, REPO
+from tokenmill.config import validate_config
+from tokenmill.errors import TokenmillError
+from tokenmill.plan import Plan, parse_size
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch) -> Path:
+    """A working directory holding GPT-2 and three small inputs: a.jsonl (250 bytes), b.jsonl and c.jsonl.gz."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw/a.jsonl").write_bytes(b'{"text": "hello world, this is line one"}\n' * 5)
+    (tmp_path / "raw/b.jsonl").write_bytes(b'{"text": "b"}\n')
+    (tmp_path / "raw/c.jsonl.gz").write_bytes(b"\x1f\x8b\x08\x00" + bytes(20))
+    os.symlink(GPT2, tmp_path / "gpt2.json")
+    return tmp_path
+
+
+def plan_of(**datasets) -> Plan:
+    config = {"tokenizers": {"gpt2": {"path": "gpt2.json", "eod": "<|endoftext|>"}},
+              "datasets": {name: {"tokenizer": "gpt2", **entry} for name, entry in datasets.items()},
+              "sampling": {"seq_lengths": [512], "seeds": [1, 2]}}
+    return Plan(validate_config(config, "my.yaml"))
+
+
+def test_a_single_file_is_one_unit_packed_straight_to_the_build(folder):
+    plan = plan_of(a={"inputs": ["raw/a.jsonl"]})
+    assert plan.builds["a"].units == ("a",)
+    assert plan.pack_options("a") == ["--jq", ".text", "--on-bad-line", "error", "--max-line-bytes", "67108864",
+                                      "--engine", "auto", "--check-fraction", "0.01", "--on-mismatch", "error",
+                                      "--index", "data/index/a.idx", "--eod", "<|endoftext|>"]
+    assert plan.merged_builds() == []
+
+
+def test_a_big_plain_file_is_cut_in_byte_range_shards_that_tile_it(folder):
+    plan = plan_of(a={"inputs": ["raw/a.jsonl"], "shard_bytes": 100})  # 250 bytes → 100, 100, 50
+    assert plan.builds["a"].units == ("a.shard0", "a.shard1", "a.shard2")
+    assert [plan.units[unit].byte_range for unit in plan.builds["a"].units] == ["0:100", "100:200", "200:"]
+    assert plan.pack_options("a.shard1")[-4:] == ["--byte-range", "100:200", "--eod", "<|endoftext|>"]
+    assert plan.merge_units("a") == ["data/packed/a.shard0.pbin", "data/packed/a.shard1.pbin",
+                                     "data/packed/a.shard2.pbin"]
+
+
+def test_several_files_are_parts_and_a_compressed_one_has_no_index_and_no_shards(folder):
+    plan = plan_of(web={"inputs": ["raw/*.jsonl", "raw/c.jsonl.gz"], "shard_bytes": 100})
+    assert plan.builds["web"].units == ("web.part0.shard0", "web.part0.shard1", "web.part0.shard2", "web.part1",
+                                        "web.part2")
+    assert plan.unit_index("web.part2") == [] and plan.files["web.part2"].compression == "gzip"
+    assert "--index" not in plan.pack_options("web.part2")
+    assert plan.unit_text_bytes("web.part2") == 4 * 24  # a compressed file counts 4x
+
+
+@pytest.mark.parametrize("key, value, option", [
+    ("text", ".body", ".body"), ("on_bad_line", "skip", "skip"), ("max_line_bytes", 1000, "1000"),
+    ("engine", "hf", "hf"), ("check_fraction", 0.5, "0.5"), ("on_mismatch", "hf", "hf"),
+    ("eod", "!", "!"), ("add_special_tokens", False, "--no-special-tokens"),
+    ("allow_duplicate_inputs", True, "--allow-duplicate-inputs"), ("shard_bytes", 100, "--byte-range"),
+])
+def test_every_setting_that_changes_packed_bytes_is_in_the_recorded_pack_options(folder, key, value, option):
+    """Snakemake reruns a job when a recorded param changes: each setting must show in the options."""
+    config = {"tokenizers": {"gpt2": {"path": "gpt2.json", "eod": "<|endoftext|>"}},
+              "datasets": {"a": {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2"}}}
+    before = Plan(validate_config(config, "my.yaml"))
+    edited = copy.deepcopy(config)
+    (edited["tokenizers"]["gpt2"] if key in ("eod", "engine", "check_fraction", "on_mismatch", "add_special_tokens")
+     else edited["datasets"]["a"])[key] = value
+    after = Plan(validate_config(edited, "my.yaml"))
+    unit = after.builds["a"].units[0]
+    assert option in after.pack_options(unit) and option not in before.pack_options("a")
+
+
+def test_a_replaced_input_changes_the_recorded_identity_even_when_older(folder):
+    first = plan_of(a={"inputs": ["raw/a.jsonl"]}).input_identity("a")
+    os.utime("raw/a.jsonl", ns=(1, 1))  # as `cp -p` of an older file leaves it
+    assert plan_of(a={"inputs": ["raw/a.jsonl"]}).input_identity("a") != first
+
+
+@pytest.mark.parametrize("inputs", [["raw/a.jsonl", "raw/a.jsonl"], ["raw/*.jsonl", "raw/a*"],
+                                    ["raw/a.jsonl", "raw/hardlink.jsonl"]])
+def test_an_input_named_twice_is_refused_naming_the_key_unless_allowed(folder, inputs):
+    os.link("raw/a.jsonl", "raw/hardlink.jsonl")
+    with pytest.raises(TokenmillError, match=r"^datasets\.a\.inputs: raw/.* is the file raw/a\.jsonl again and "
+                                             r"would be packed twice; .*allow_duplicate_inputs: true$"):
+        plan_of(a={"inputs": inputs})
+    plan = plan_of(a={"inputs": inputs, "allow_duplicate_inputs": True})
+    assert "--allow-duplicate-inputs" in plan.pack_options("a.part1")
+
+
+def test_targets_hold_every_final_file_so_a_deleted_one_is_rebuilt(folder):
+    plan = plan_of(a={"inputs": ["raw/a.jsonl"]}, z={"inputs": ["raw/c.jsonl.gz"]})
+    targets = plan.all_targets()
+    for path in ("data/index/a.idx", "data/packed/a.pbin", "data/packed/a.pbin.meta.json",
+                 "data/megatron/a_text_document.bin",
+                 "data/megatron/a_text_document.idx", "data/cache/a/seq512_seed2", "data/verified/a.ok",
+                 "data/report/a.html", "data/packed/z.pbin"):
+        assert path in targets
+    assert "data/index/z.idx" not in targets  # a compressed input is read as a stream
+
+
+def test_verify_checks_the_inputs_a_build_must_cover(folder):
+    plan = plan_of(a={"inputs": ["raw/a.jsonl", "raw/b.jsonl"]})
+    assert plan.verify_options("a") == ["--inputs", "raw/a.jsonl", "raw/b.jsonl", "--", "data/packed/a.pbin",
+                                        "data/megatron/a_text_document", "data/cache/a/seq512_seed1",
+                                        "data/cache/a/seq512_seed2"]
+    assert {"raw/a.jsonl", "raw/b.jsonl", "data/index/a.part0.idx"} <= set(plan.verify_files("a"))
+
+
+def test_several_tokenizers_make_one_build_each_from_one_raw_index(folder):
+    config = {"tokenizers": {"gpt2": {"path": "gpt2.json"}, "other": {"path": "gpt2.json"}},
+              "datasets": {"a": {"inputs": ["raw/a.jsonl"], "tokenizer": ["gpt2", "other"]}},
+              "blends": {"mix": {"weights": {"a": 1}, "tokenizer": "other"}},
+              "sampling": {"seq_lengths": [64], "num_samples": {"train": 10, "valid": 1, "test": 1}}}
+    plan = Plan(validate_config(config, "my.yaml"))
+    assert list(plan.builds) == ["a.gpt2", "a.other"]
+    assert plan.unit_index("a.gpt2") == plan.unit_index("a.other") == ["data/index/a.idx"]
+    assert plan.blends == {"mix": {"a.other": 1}}
+    assert plan.blend_options("mix")[:2] == ["1", "data/megatron/a.other_text_document"]
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda c: c["datasets"]["a"].update(inputs=["raw/none*.jsonl"]),
+     "datasets.a.inputs: 'raw/none*.jsonl' matches no file"),
+    (lambda c: c["datasets"]["a"].update(tokenizer="nope"), "datasets.a.tokenizer: 'nope' is not in tokenizers"),
+    (lambda c: c["datasets"]["a"].update(shard_bytes="2 parsecs"),
+     "datasets.a.shard_bytes: '2 parsecs' is not a size (e.g. 2GB, 512MiB or bytes)"),
+    (lambda c: c["tokenizers"]["gpt2"].update(path="missing.json"),
+     "tokenizers.gpt2.path: missing.json: no such file"),
+    (lambda c: c.update(blends={"mix": {"weights": {"zzz": 1}}}, sampling={"num_samples": {"train": 1, "valid": 1,
+                                                                                           "test": 1}}),
+     "blends.mix.weights: 'zzz' is not in datasets"),
+    (lambda c: c["sampling"].update(split="a"), "sampling.split: split 'a': not a list of numbers"),
+])
+def test_a_config_that_cannot_be_built_is_refused_naming_the_key(folder, change, message):
+    config = {"tokenizers": {"gpt2": {"path": "gpt2.json"}},
+              "datasets": {"a": {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2"}}, "sampling": {}}
+    change(config)
+    with pytest.raises(TokenmillError) as error:
+        Plan(validate_config(config, "my.yaml"))
+    assert str(error.value).startswith(message)
+
+
+def test_a_misspelt_key_names_its_path_and_the_nearest_valid_key():
+    config = {"tokenizers": {"gpt2": {"path": "x"}},
+              "datasets": {"demo": {"inputs": ["x"], "tokenizer": "gpt2", "on_bad_lines": "skip"}}}
+    with pytest.raises(TokenmillError) as error:
+        validate_config(config, "my.yaml")
+    assert str(error.value) == "my.yaml: datasets.demo: unknown key 'on_bad_lines' (did you mean 'on_bad_line'?)"
+
+
+def test_defaults_come_from_the_schema():
+    config = validate_config({"tokenizers": {"t": {"path": "x"}}, "datasets": {"d": {"inputs": ["x"], "tokenizer": "t"}}},
+                             "my.yaml")
+    assert config["datasets"]["d"]["on_bad_line"] == "error" and config["datasets"]["d"]["text"] == ".text"
+    assert config["tokenizers"]["t"]["engine"] == "auto" and config["sampling"]["split"] == "969,30,1"
+    assert config["keep_parts"] is True and config["blends"] == {}
+
+
+@pytest.mark.parametrize("text, size", [("2GB", 2 * 10**9), ("512MiB", 512 << 20), ("1.5kB", 1500), (7, 7)])
+def test_sizes_are_read_with_their_units(text, size):
+    assert parse_size("k", text) == size
+
+
+def test_the_workflow_schema_is_a_real_file_equal_to_the_package_schema():
+    workflow_copy = REPO / "workflow/schemas/config.schema.yaml"
+    assert not workflow_copy.is_symlink()  # a copy of workflow/ without -L (rsync, cluster staging) must work
+    assert workflow_copy.read_bytes() == (REPO / "src/tokenmill/schemas/config.schema.yaml").read_bytes()
+
+
+def test_the_demo_config_plans_the_demo(monkeypatch):
+    monkeypatch.chdir(REPO)
+    plan = Plan(validate_config(yaml.safe_load((REPO / "config/config.yaml").read_text()), "config/config.yaml"))
+    assert list(plan.builds) == ["demo"] and plan.cache_dirs("demo") == ["data/cache/demo/seq512_seed1234",
+                                                                        "data/cache/demo/seq2048_seed1234"]
