@@ -18,4 +18,5 @@ FORMAT_VERSIONS = {
     "verify": "checks/1",
     "sft": "tokenmill-sft-pbin-pair/2",
     "report": "tokenmill-report/1",
+    "datatrove": "datatrove-ds-0.10.1/1",  # NAME.ds/.ds.index/.ds.metadata(/.ds.loss) as datatrove 0.10.1 writes them
 }

@@ -1,7 +1,7 @@
 """Human-readable views of tokenmill's files, down to one document or one training sample.
 
-* ``describe(path)``: header, layout, counts and sidecar facts of a raw index, ``.pbin`` or Megatron
-  dataset.
+* ``describe(path)``: header, layout, counts and sidecar facts of a raw index, ``.pbin``, Megatron
+  dataset or datatrove ``.ds``.
 * ``show_document(path, i)``: document ``i`` decoded, with the source file and line it came from.
 * ``show_sample(prefix, k, cache)``: sample ``k`` of a split, resolved through the cached indices
   into the (sequence, offset, length) pieces it is made of, each with its source file and line; a
@@ -24,6 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tokenmill.datatrove import DatatroveFile, is_datatrove
 from tokenmill.errors import TokenmillError
 from tokenmill.mmidx import MMapIndexedDataset
 from tokenmill.pbin import PbinFile, read_sidecar
@@ -85,6 +86,8 @@ def describe(path: str | os.PathLike) -> list[str]:
     path = Path(path)
     if path.is_dir():
         raise TokenmillError(f"{path}: a folder; for an index cache folder show a sample with --sample K")
+    if is_datatrove(path):
+        return _describe_datatrove(path)
     if path.suffix == ".pbin":
         pbin, meta = PbinFile(path), read_sidecar(path)
         lines = [f"file: {path}", f"layout: {pbin.layout.name} (data at byte {pbin.layout.data_offset}, "
@@ -112,14 +115,28 @@ def describe(path: str | os.PathLike) -> list[str]:
             f"line bytes: min {int(lengths.min()) if len(lines) else 0}, max {int(lengths.max()) if len(lines) else 0}"]
 
 
+def _describe_datatrove(path: Path) -> list[str]:
+    dataset = DatatroveFile(path)
+    metadata = dataset.metadata
+    lines = [f"dataset: {dataset.paths['.ds']} (datatrove/nanotron .ds)", f"token size: {dataset.token_size} bytes",
+             f"documents: {dataset.num_documents}", f"tokens: {dataset.num_tokens}",
+             f"loss flags: {'none' if dataset.loss is None else f'{int(dataset.loss.sum())} tokens trained'}"]
+    if metadata:
+        lines.append(f"metadata: tokenizer {metadata['tokenizer']!r}, {metadata['tokens_si']}")
+    return lines
+
+
 def show_document(path: str | os.PathLike, document: int, tokenizer_path: str | None = None) -> list[str]:
-    """Document ``document`` of a ``.pbin`` or Megatron dataset: length, ids, text, source and line.
+    """Document ``document`` of a ``.pbin``, Megatron or datatrove dataset: length, ids, text, source and line
+    (a datatrove dataset names no source; decoding it needs ``tokenizer_path``).
 
     Raises:
         TokenmillError: unreadable file or a document number out of range.
     """
     path = Path(path)
-    if path.suffix == ".pbin":
+    if is_datatrove(path):
+        pbin_path, tokens = None, DatatroveFile(path).document(document)
+    elif path.suffix == ".pbin":
         pbin_path, tokens = path, None
     else:
         prefix = path.with_suffix("") if path.suffix in (".bin", ".idx") else path

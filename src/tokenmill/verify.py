@@ -11,6 +11,9 @@ What is checked, by kind (told apart by extension, magic bytes and folder):
   id, many documents exactly as long as the longest (cut to a fixed size), or a sidecar from before
   tokenizer truncation/padding were switched off whose tokenizer file sets them.
 * Megatron ``<prefix>.bin/.idx`` (``MMIDIDX`` magic): header, sizes, pointers, boundaries, ``.bin`` size.
+* datatrove ``NAME.ds`` (or any of its files): ``.ds.index`` strictly increasing, its last entry the
+  token count, which is the ``.ds`` size over the token size; ``.ds.metadata`` with that token size,
+  count and datatrove's SI spelling of it; ``.ds.loss`` one 0/1 byte per token.
 * a cache folder: each ``*-description.txt`` hashes to its file name; GPTDataset arrays have
   Megatron's dtypes and shapes, rows that stay inside the document index and the sequences, and a
   shuffle index that is a permutation, and (where tokenmill built it) the fingerprint of the dataset
@@ -29,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tokenmill.datatrove import DatatroveFile, is_datatrove
 from tokenmill.errors import TokenmillError
 from tokenmill.jsonl import iter_lines, source_sha256
 from tokenmill.mmidx import MMapIndexedDataset
@@ -48,7 +52,8 @@ def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
     """Every problem found in ``path`` (empty: the file is sound).
 
     Args:
-        path: a raw ``.idx``, a ``.pbin``, a Megatron prefix (or its ``.bin``/``.idx``), or a cache folder.
+        path: a raw ``.idx``, a ``.pbin``, a Megatron prefix (or its ``.bin``/``.idx``), a datatrove
+            ``NAME.ds`` (or one of its files), or a cache folder.
         jsonl: for a raw index, the JSONL it indexes.
         against_tokenizer: for a ``.pbin``, also re-encode this share of its documents from their
             JSONL lines with the Hugging Face tokenizer (see :func:`verify_against_tokenizer`).
@@ -61,6 +66,8 @@ def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
     path = Path(path)
     if path.is_dir():
         return _verify_cache(path)
+    if is_datatrove(path):
+        return _checked(lambda: DatatroveFile(path))
     if path.suffix == ".pbin":
         problems = _verify_pbin(path, inputs)
         if against_tokenizer is not None and not problems:

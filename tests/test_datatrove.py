@@ -1,0 +1,247 @@
+"""tokenmill against datatrove's own bytes: ``tokenmill to-datatrove`` writes what datatrove 0.10.1 writes.
+
+Every hash and value here was produced by datatrove 0.10.1 — not by tokenmill — in a throwaway venv outside
+the project (datatrove is no dependency and none of its code is here)::
+
+    python3 -m venv /tmp/venv-dt && /tmp/venv-dt/bin/pip install datatrove==0.10.1 orjson
+    /tmp/venv-dt/bin/pip install tokenizers==0.23.3 torch==2.13.0   # DocumentTokenizer, DatatroveFolderDataset
+
+then, in a folder holding ``gpt2.tokenizer.json`` (a copy of data/tokenizers/gpt2.tokenizer.json) and
+``in/X.jsonl``, for each input X::
+
+    LocalPipelineExecutor(pipeline=[JsonlReader("in"),
+        DocumentTokenizer("out", tokenizer_name_or_path="gpt2.tokenizer.json", eos_token="<|endoftext|>",
+                          shuffle_documents=False, save_filename="X")], tasks=1).run()
+
+which writes ``out/X_00000_unshuffled.ds``, ``.ds.index`` and ``.ds.metadata``. The inputs: ``demo200``, the
+first 200 lines of data/raw/demo.jsonl; ``eod``, the four documents of :data:`EOD_TEXTS` (two of them end
+with ``<|endoftext|>``, which datatrove doubles). The SI counts come from ``humanize.metric(n, unit="T")``
+(humanize 4.17.0, datatrove's), compared with :func:`tokenmill.datatrove.si_count` on 400,000 counts, of
+which the table below is the interesting part. The read-back values: ``DatatroveFolderDataset(folder,
+seq_len=512, token_size=2, return_positions=True)`` over a folder holding *tokenmill's* demo200 files
+(the same values as over datatrove's): its length, and for three items the sha256 of ``input_ids`` (int64),
+their first and last tokens, and where ``positions`` restart at 0.
+"""
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, TEKKEN, run_tokenmill
+from tokenmill.datatrove import (DatatroveFile, DatatroveWriter, datatrove_paths, metadata_text, pbin_to_datatrove,
+                                 si_count, token_size_for)
+from tokenmill.errors import TokenmillError
+from tokenmill.inspect import describe, show_document
+from tokenmill.mmidx import optimal_dtype
+from tokenmill.pbin import PbinFile, PbinWriter
+from tokenmill.verify import verify
+
+DATATROVE_DEMO200 = {  # out/demo200_00000_unshuffled.*
+    ".ds": "814fc678b89b7324b6f37c511e92dd46c713f42d975bf9169c8cbd4f11748211",
+    ".ds.index": "0b921404fd9df6103c45cc26a3055c7dd0eb5a876aac8ea463ab5ccc2eb45dd7",
+    ".ds.metadata": "d81f2ee9bb8633adeaa20048109a5fdc8694423ef3e1617419764412700870ea",
+}
+DEMO200_METADATA = "gpt2.tokenizer.json|2\n39577\n39.6 kT"  # its text: no final newline
+EOD_TEXTS = ["Hello world.", "A text that already ends with the marker<|endoftext|>", "<|endoftext|>",
+             "Last one,\nwith a newline.\n"]
+DATATROVE_EOD = {
+    ".ds": "be7eb34d754d9e6b18a80d5a81adab1dc0644c34fa6ac3489978fabf23bff42e",
+    ".ds.index": "a4f403176ebc1c030193d9afe343598ba9fea9712d5103727eb7b4b67eafaaab",
+    ".ds.metadata": "3574e25c882f8f21cbb73fd2a5862e3474fc0799706daee3952c22e2b0f481a4",
+}
+# datatrove's tokens of EOD_TEXTS: the second and third documents end with two EODs
+DATATROVE_EOD_TOKENS = [15496, 995, 13, 50256, 32, 2420, 326, 1541, 5645, 351, 262, 18364, 50256, 50256,
+                        50256, 50256, 5956, 530, 11, 198, 4480, 257, 649, 1370, 13, 198, 50256]
+DATATROVE_EOD_ENDS = [4, 14, 16, 27]
+# humanize.metric(n, unit="T"): three significant digits; 9,995 rounds *down* (9.995 is below it as a float)
+SI = {0: "0.00 T", 1: "1.00 T", 9: "9.00 T", 10: "10.0 T", 27: "27.0 T", 99: "99.0 T", 100: "100 T", 999: "999 T",
+      1000: "1.00 kT", 1005: "1.00 kT", 1015: "1.01 kT", 9994: "9.99 kT", 9995: "9.99 kT", 9999: "10.0 kT",
+      10000: "10.0 kT", 39577: "39.6 kT", 99949: "99.9 kT", 99950: "100 kT", 99999: "100 kT", 504482: "504 kT",
+      999499: "999 kT", 999500: "1.00 MT", 999999: "1.00 MT", 1000000: "1.00 MT", 1234567: "1.23 MT",
+      10 ** 9 - 1: "1.00 GT", 2 ** 40: "1.10 TT", 10 ** 30 - 1: "1.00 QT", 10 ** 32: "100 QT"}
+# DatatroveFolderDataset(<tokenmill's demo200>, seq_len=512, token_size=2, return_positions=True)
+READ_BACK_LENGTH = 77
+READ_BACK = {  # item: (sha256 of input_ids as int64, first six, last three, where positions restart at 0)
+    0: ("4fdc2af23faa259d49ee26365f08da5f2108e5a99de1e77e12e0d6dced4f62c3", [13940, 301, 14064, 1326, 1490, 2731],
+        [1087, 78, 737], [0, 100, 185, 332, 366]),
+    5: ("063e735f05c9fc44cbfab3a22a3fe3fd0bf1c8f429e05deb68fa57178dbaea7a", [6846, 20983, 262, 5002, 663, 5559],
+        [2520, 11769, 11], [0, 9, 54, 145, 274, 332, 366, 487]),
+    76: ("386d78f2fb319eca3630cdca2e18c7e1cf680576621010ebfeee13bc1852ad65", [17730, 11, 598, 417, 2634, 274],
+         [1849, 34, 13], [0, 57, 124, 201, 356, 436]),
+}
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def pack(tmp_path: Path, name: str, lines: list[bytes]) -> Path:
+    """Pack JSONL lines with GPT-2 and ``--eod <|endoftext|>``; the tokenizer is spelled as datatrove was given it."""
+    (tmp_path / "gpt2.tokenizer.json").write_bytes(GPT2.read_bytes())
+    (tmp_path / f"{name}.jsonl").write_bytes(b"".join(lines))
+    run_tokenmill("pack", f"{name}.jsonl", "--tokenizer", "gpt2.tokenizer.json", "--eod", GPT2_EOD,
+                  "-o", f"{name}.pbin", cwd=tmp_path)
+    return tmp_path / f"{name}.pbin"
+
+
+@pytest.fixture
+def demo200(tmp_path) -> Path:
+    """The first 200 demo documents as tokenmill's ``out/demo200.ds`` files (converted by the CLI)."""
+    with open(DEMO_JSONL, "rb") as handle:
+        lines = [handle.readline() for _ in range(200)]
+    pack(tmp_path, "demo200", lines)
+    run_tokenmill("to-datatrove", "demo200.pbin", "-o", "out/demo200", cwd=tmp_path)
+    return tmp_path / "out/demo200"
+
+
+def test_the_demo_converts_to_datatrove_s_exact_bytes(demo200):
+    assert {suffix: sha256(path) for suffix, path in datatrove_paths(demo200).items() if path.exists()} \
+        == DATATROVE_DEMO200  # no .ds.loss: datatrove writes one only with save_loss_metadata
+    assert Path(f"{demo200}.ds.metadata").read_text() == DEMO200_METADATA
+
+
+def test_a_text_ending_with_the_eod_gets_a_second_one_as_datatrove_appends_it(tmp_path):
+    pbin = pack(tmp_path, "eod", [json.dumps({"text": text}).encode() + b"\n" for text in EOD_TEXTS])
+    assert json.loads(Path(f"{pbin}.meta.json").read_text())["eod_in_text"] == [[1, 3]]  # the .pbin holds one
+    assert PbinFile(pbin).num_tokens == len(DATATROVE_EOD_TOKENS) - 2
+    summary = pbin_to_datatrove(pbin, tmp_path / "out/eod", tokenizer_name="gpt2.tokenizer.json")
+    assert summary == {"documents": 4, "tokens": 27, "token_size": 2, "loss": False}
+    dataset = DatatroveFile(tmp_path / "out/eod.ds")
+    assert dataset.tokens.tolist() == DATATROVE_EOD_TOKENS and dataset.ends.tolist() == DATATROVE_EOD_ENDS
+    assert {suffix: sha256(path) for suffix, path in datatrove_paths(tmp_path / "out/eod").items()
+            if path.exists()} == DATATROVE_EOD
+
+
+def test_the_files_read_back_as_datatrove_s_folder_dataset_reads_them(demo200):
+    """The windows DatatroveFolderDataset served from our files, computed the way it reads them: seq_len + 1
+    tokens per item, positions restarting after each document end of ``.ds.index``."""
+    dataset, window = DatatroveFile(demo200), 513
+    assert dataset.num_tokens // window == READ_BACK_LENGTH
+    for item, (digest, first, last, restarts) in READ_BACK.items():
+        ids = dataset.tokens[item * window:(item + 1) * window].astype(np.int64)
+        assert hashlib.sha256(ids.tobytes()).hexdigest() == digest
+        assert ids[:6].tolist() == first and ids[-3:].tolist() == last
+        ends = dataset.ends[(dataset.ends > item * window) & (dataset.ends < (item + 1) * window)]
+        assert [0, *(int(end) - item * window for end in ends)] == restarts
+    pbin = PbinFile(demo200.parent.parent / "demo200.pbin")  # the same documents as the .pbin, in order
+    assert np.array_equal(dataset.tokens, pbin.tokens) and np.array_equal(dataset.ends, np.cumsum(pbin.doc_lengths))
+
+
+@pytest.mark.parametrize("count, text", SI.items())
+def test_the_token_count_is_written_as_humanize_writes_it(count, text):
+    assert si_count(count) == text
+
+
+def test_metadata_has_three_lines_and_no_final_newline():
+    assert metadata_text("meta-llama/Llama-3.1-8B", 4, 1234567) == "meta-llama/Llama-3.1-8B|4\n1234567\n1.23 MT"
+
+
+@pytest.mark.parametrize("vocab_size, datatrove_bytes, megatron_dtype",
+                         [(65499, 2, "uint16"), (65500, 2, "int32"), (65536, 2, "int32"), (65537, 4, "int32")])
+def test_token_size_switches_above_65536_ids_where_megatron_switches_at_65500(vocab_size, datatrove_bytes,
+                                                                              megatron_dtype):
+    assert token_size_for(vocab_size) == datatrove_bytes
+    assert optimal_dtype(vocab_size).name == megatron_dtype
+
+
+def write_pbin(path: Path, documents: list[list[int]], width: int = 4) -> Path:
+    with PbinWriter(path, width) as writer:
+        writer.write(np.array([t for document in documents for t in document], np.int64),
+                     np.array([len(document) for document in documents]))
+    return path
+
+
+@pytest.mark.parametrize("vocab_size, token_size", [(65500, 2), (65536, 2), (65537, 4)])
+def test_boundary_vocabularies_convert_with_their_token_size(tmp_path, vocab_size, token_size):
+    pbin = write_pbin(tmp_path / "x.pbin", [[0, 1, vocab_size - 1], [7]])
+    summary = pbin_to_datatrove(pbin, tmp_path / "x", tokenizer_name="t", vocab_size=vocab_size)
+    assert summary["token_size"] == token_size
+    assert (tmp_path / "x.ds").read_bytes() == np.array([0, 1, vocab_size - 1, 7], f"<u{token_size}").tobytes()
+    assert (tmp_path / "x.ds.metadata").read_text() == f"t|{token_size}\n4\n4.00 T"
+    assert verify(tmp_path / "x.ds") == []
+
+
+def test_an_id_beyond_the_token_size_is_refused_naming_the_document_and_nothing_is_written(tmp_path):
+    pbin = write_pbin(tmp_path / "x.pbin", [[1], [2, 65536]])
+    with pytest.raises(TokenmillError, match="token id 65536 of document 1 does not fit 2-byte tokens"):
+        pbin_to_datatrove(pbin, tmp_path / "out/x", tokenizer_name="t", vocab_size=65536)
+    assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_an_sft_pbin_gives_its_loss_mask_as_ds_loss(tmp_path):
+    from tokenmill.sft import loss_mask_path, write_sft
+
+    config = {"tokenizers": {"tekken": {"path": str(TEKKEN)}},
+              "sft": {"chat": {"inputs": [str(Path(GPT2).parent.parent / "raw/chat.jsonl")], "tokenizer": "tekken",
+                               "special_tokens": {"bos_token": "<s>", "eos_token": "</s>"},
+                               "loss_masking_jq_patterns": ['.conversations | select(.from == "human")'],
+                               "message_construction": ["conversations"], "seq_length": 768}}}
+    write_sft("chat", config, tmp_path / "chat.pbin")
+    summary = pbin_to_datatrove(tmp_path / "chat.pbin", tmp_path / "chat")
+    assert summary["loss"] and summary["token_size"] == 4  # Tekken: 131,072 ids
+    pbin, mask, dataset = PbinFile(tmp_path / "chat.pbin"), PbinFile(loss_mask_path(tmp_path / "chat.pbin")), \
+        DatatroveFile(tmp_path / "chat.ds")
+    assert np.array_equal(dataset.tokens, pbin.tokens)  # conversations as they are: no EOD added
+    assert (tmp_path / "chat.ds.loss").read_bytes() == np.asarray(mask.tokens).tobytes()
+    assert 0 < int(dataset.loss.sum()) < dataset.num_tokens
+    assert verify(tmp_path / "chat.ds") == []
+
+
+def test_writer_renames_into_place_only_when_finished_and_removes_a_stale_loss_file(tmp_path):
+    (tmp_path / "x.ds.loss").write_bytes(b"\x01" * 3)  # an earlier build's flags
+    with pytest.raises(RuntimeError):
+        with DatatroveWriter(tmp_path / "x", 2, "t") as writer:
+            writer.add_batch(np.array([1, 2, 3]), np.array([3]))
+            raise RuntimeError("stopped")
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["x.ds.loss"]
+    with DatatroveWriter(tmp_path / "x", 2, "t") as writer:
+        writer.add_batch(np.array([1, 2, 3]), np.array([3]))
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["x.ds", "x.ds.index", "x.ds.metadata"]
+
+
+def damage(name: Path, suffix: str, data: bytes) -> None:
+    Path(f"{name}{suffix}").write_bytes(data)
+
+
+@pytest.mark.parametrize("suffix, data, problem", [
+    (".ds", b"\x00" * 10, r"demo200.ds: 10 bytes, but .*demo200.ds.index ends at token 39577 \(79154 bytes"),
+    (".ds.index", np.array([100, 100, 39577], "<u8").tobytes(), "entry 1 is 100, not after the entry before it"),
+    (".ds.index", np.array([0, 39577], "<u8").tobytes(), "entry 0 is 0"),
+    (".ds.index", b"\x01" * 12, "12 bytes, not a whole number of 8-byte items"),
+    (".ds.metadata", b"gpt2.tokenizer.json|2\n39576\n39.6 kT", "says 39576 tokens, .*holds 39577"),
+    (".ds.metadata", b"gpt2.tokenizer.json|2\n39577\n39.58 kT", "writes the count as '39.58 kT', datatrove writes"),
+    (".ds.metadata", b"gpt2.tokenizer.json|4\n39577\n39.6 kT", r"79154 bytes, but .* \(158308 bytes of 4-byte"),
+    (".ds.metadata", b"gpt2.tokenizer.json\n39577\n39.6 kT", "not datatrove metadata"),
+    (".ds.loss", b"\x01" * 5, "5 flags for 39577 tokens"),
+    (".ds.loss", b"\x01" * 39576 + b"\x02", "flag 2 at token 39576; flags are 0 or 1"),
+])
+def test_verify_finds_each_inconsistency_and_passes_the_intact_files(demo200, suffix, data, problem):
+    assert verify(f"{demo200}.ds") == []
+    assert verify(f"{demo200}.ds.index") == []  # any of its files names the dataset
+    damage(demo200, suffix, data)
+    problems = verify(f"{demo200}.ds")
+    assert len(problems) == 1 and __import__("re").search(problem, problems[0]), problems
+
+
+def test_the_cli_verifies_and_inspects_a_ds(demo200):
+    assert run_tokenmill("verify", f"{demo200}.ds").stderr.strip() == "1 file(s) verified, no problem found"
+    assert describe(f"{demo200}.ds") == [
+        f"dataset: {demo200}.ds (datatrove/nanotron .ds)", "token size: 2 bytes", "documents: 200",
+        "tokens: 39577", "loss flags: none", "metadata: tokenizer 'gpt2.tokenizer.json', 39.6 kT"]
+    lines = show_document(f"{demo200}.ds", 1, str(GPT2))
+    assert lines[0] == "document 1: 85 tokens" and lines[-1].startswith("text: ")
+    assert lines[-1].endswith(GPT2_EOD) or "chars)" in lines[-1]
+    damage(demo200, ".ds", b"\x00" * 4)
+    result = run_tokenmill("verify", f"{demo200}.ds", check=False)
+    assert result.returncode == 1 and "4 bytes, but" in result.stderr
+
+
+def test_an_empty_pbin_gives_empty_files_and_datatrove_s_zero_count(tmp_path):
+    pbin = write_pbin(tmp_path / "e.pbin", [])
+    assert pbin_to_datatrove(pbin, tmp_path / "e", tokenizer_name="t", vocab_size=10)["documents"] == 0
+    assert (tmp_path / "e.ds").read_bytes() == b"" and (tmp_path / "e.ds.index").read_bytes() == b""
+    assert (tmp_path / "e.ds.metadata").read_text() == "t|2\n0\n0.00 T"
+    assert verify(tmp_path / "e.ds") == [] and GPT2_EOD_ID == 50256
