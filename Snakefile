@@ -20,7 +20,6 @@ if not workflow.overwrite_configfiles:
 include: "workflow/rules/common.smk"
 include: "workflow/rules/raw_index.smk"
 include: "workflow/rules/pack.smk"
-include: "workflow/rules/megatron.smk"
 include: "workflow/rules/sample_index.smk"
 include: "workflow/rules/verify.smk"
 include: "workflow/rules/sft.smk"

@@ -38,11 +38,12 @@ def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(
     time.sleep(1.1)  # mtime resolution
     os.utime(workflow_dir / "data/tokenizers/gpt2.tokenizer.json")
     # everything tokenized depends on the tokenizer, the raw index does not
-    assert planned_jobs(workflow_dir) == {"pack", "megatron", "sample_index", "verify", "report_dataset", "sft",
-                                          "verify_sft", "all"}
+    # (pack writes the .pbin and Megatron's .bin/.idx in one pass)
+    assert planned_jobs(workflow_dir) == {"pack", "sample_index", "verify", "report_dataset", "sft", "verify_sft",
+                                          "all"}
     os.utime(workflow_dir / "data/raw/demo.jsonl")
-    assert planned_jobs(workflow_dir) == {"raw_index", "pack", "megatron", "sample_index", "verify", "report_dataset",
-                                          "sft", "verify_sft", "all"}
+    assert planned_jobs(workflow_dir) == {"raw_index", "pack", "sample_index", "verify", "report_dataset", "sft",
+                                          "verify_sft", "all"}
     run_snakemake(workflow_dir)
     assert pbin.read_bytes() == first_build
     assert read_sidecar(workflow_dir / "data/sft/chat.pbin")["documents"] == 65

@@ -38,7 +38,8 @@ def _pack(args: argparse.Namespace) -> None:
                             check_fraction=args.check_fraction, on_mismatch=args.on_mismatch,
                             max_line_bytes=args.max_line_bytes, allow_duplicate_inputs=args.allow_duplicate_inputs)
     byte_range = parse_byte_range(args.byte_range) if args.byte_range else None
-    pack(args.inputs, args.output, settings, indexes=args.index, byte_range=byte_range)
+    pack(args.inputs, args.output, settings, indexes=args.index, byte_range=byte_range,
+         megatron_prefix=_prefix(args.megatron) if args.megatron else None)
 
 
 def _merge(args: argparse.Namespace) -> None:
@@ -245,7 +246,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     pack = verbs.add_parser("pack", help="tokenize JSONL into a packed .pbin (+ .pbin.meta.json)")
     pack.add_argument("inputs", nargs="+", metavar="INPUT", help="JSONL files, packed in this order")
-    pack.add_argument("-o", "--output", required=True, help="output .pbin")
+    pack.add_argument("-o", "--output", help="output .pbin (optional with --megatron)")
+    pack.add_argument("--megatron", metavar="PREFIX",
+                      help="also write Megatron's PREFIX.bin/.idx from the same tokens, in the same pass (the bytes "
+                           "of preprocess_data.py --append-eod)")
     pack.add_argument("--tokenizer", required=True, help="Hugging Face tokenizer.json")
     pack.add_argument("--index", action="append",
                       help="raw index of each input, in order (default: scan; ignored for compressed inputs)")
@@ -272,6 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
     pack.add_argument("--on-mismatch", choices=("error", "hf"), default="error",
                       help="a fast-engine document that differs from Hugging Face: stop (default) or re-encode "
                            "that input with Hugging Face")
+    pack.add_argument("--allow-duplicate-inputs", action="store_true",
+                      help="pack an input named twice twice (recorded in the sidecar); by default an error")
     pack.set_defaults(run=_pack)
 
     merge = verbs.add_parser("merge", help="concatenate .pbin files, or Megatron datasets, in the order given")

@@ -238,6 +238,32 @@ class MMapIndexedDatasetBuilder(AtomicWriter):
         self._append_sequences(tokens, lengths)
         self._boundaries.append(self._num_sequences - len(lengths) + np.arange(1, len(lengths) + 1, dtype=np.int64))
 
+    def add_batch(self, tokens: np.ndarray, lengths: np.ndarray, eod_id: int | None = None,
+                  doubled: np.ndarray | None = None) -> None:
+        """Append a batch of ``.pbin`` documents (``tokens`` back to back, ``lengths`` each), with one more
+        ``eod_id`` after the documents at the batch positions ``doubled``: those whose own ids already
+        ended with it, which Megatron's ``--append-eod`` ends with two (see :func:`pbin_to_megatron`).
+
+        Raises:
+            TokenmillError: a token does not fit the dtype.
+        """
+        if doubled is not None and len(doubled):
+            tokens = np.insert(tokens, np.cumsum(lengths)[doubled], eod_id)
+            lengths = np.array(lengths, dtype=np.int64)
+            lengths[doubled] += 1
+        self.add_documents(tokens, lengths)
+
+    def mark(self) -> tuple:
+        """A point to :meth:`rewind` to: everything added after it can be taken back."""
+        return self._bin.tell(), len(self._lengths), len(self._boundaries), self._num_sequences
+
+    def rewind(self, mark: tuple) -> None:
+        """Drop every document added since ``mark`` (used to re-encode an input another way)."""
+        position, lengths, boundaries, self._num_sequences = mark
+        self._bin.seek(position)
+        self._bin.truncate()
+        del self._lengths[lengths:], self._boundaries[boundaries:]
+
     def add_item(self, tokens) -> None:
         """Append one sequence to the current document (close it with :meth:`end_document`)."""
         tokens = np.asarray(tokens)
@@ -392,10 +418,8 @@ def _add_documents_doubling_eod(builder: MMapIndexedDatasetBuilder, pbin: PbinFi
     while first < len(lengths):
         start = int(ends[first - 1]) if first else 0
         stop = max(first + 1, int(np.searchsorted(ends, start + _BLOCK_TOKENS, side="right")))
-        tokens = np.asarray(pbin.tokens[start:int(ends[stop - 1])])
-        flagged = second_eod[first:stop]
-        tokens = np.insert(tokens, (ends[first:stop] - start)[flagged], eod_id)
-        builder.add_documents(tokens, lengths[first:stop] + flagged)
+        builder.add_batch(np.asarray(pbin.tokens[start:int(ends[stop - 1])]), lengths[first:stop], eod_id,
+                          np.flatnonzero(second_eod[first:stop]))
         on_copied((int(ends[stop - 1]) - start) * pbin.dtype.itemsize)
         first = stop
 

@@ -51,6 +51,7 @@ from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import FileIdentity, refuse_inputs_as_outputs
 from tokenmill.jsonl import input_compression, lines_in_range, stream_line_batches
+from tokenmill.mmidx import MMapIndexedDatasetBuilder, optimal_dtype
 from tokenmill.pbin import LAYOUT_050, TOKEN_DTYPES, PbinWriter, index_ranges, sidecar_path
 from tokenmill.progress import Progress
 from tokenmill.raw_index import read_index, scan_lines
@@ -383,19 +384,24 @@ class _WorkerPool:
         return pending.get()
 
 
-def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list[str] | None = None,
+def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexes: list[str] | None = None,
          byte_range: tuple[int, int] | None = None,
-         log: Callable[[str], None] = lambda message: print(message, file=sys.stderr)) -> dict:
-    """Tokenize ``inputs`` (in order) into one ``.pbin`` with its sidecar.
+         log: Callable[[str], None] = lambda message: print(message, file=sys.stderr),
+         megatron_prefix: str | None = None) -> dict:
+    """Tokenize ``inputs`` (in order) into one ``.pbin`` with its sidecar, and/or Megatron's
+    ``.bin/.idx``, in one pass over the tokens.
 
     Args:
         inputs: JSONL files, plain or compressed (gzip, zstd, xz, bzip2; see :mod:`tokenmill.jsonl`).
-        out_path: the ``.pbin`` to write (atomically; its sidecar is renamed into place just before it).
+        out_path: the ``.pbin`` to write (atomically; its sidecar is renamed into place just before
+            it), or None for none.
         settings: see :class:`PackSettings`.
         indexes: raw index per plain input (scanned on the fly where None; ignored for compressed ones).
         byte_range: ``(start, end)``: pack only the lines of the one plain input that start in this
             byte range, numbered as in the whole file (a shard of a big file).
         log: where progress and skip counts go.
+        megatron_prefix: also write ``<prefix>.bin/.idx`` from the same tokens, the bytes
+            ``preprocess_data.py --append-eod`` writes (see :func:`tokenmill.mmidx.pbin_to_megatron`).
 
     Returns:
         The sidecar contents.
@@ -403,12 +409,15 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
     Raises:
         TokenmillError: a bad line under ``on_bad_line="error"`` (naming file and line), an
             unreadable input, index or tokenizer, a truncated or corrupt archive, a byte range of
-            several or compressed inputs, or an output that is one of the inputs.
+            several or compressed inputs, no output asked for, or an output that is one of the inputs.
     """
     if indexes is not None and len(indexes) != len(inputs):
         raise TokenmillError(f"got {len(indexes)} index files for {len(inputs)} inputs")
-    refuse_inputs_as_outputs([out_path, sidecar_path(out_path)],
-                             [*inputs, *(indexes or []), settings.tokenizer_path])
+    if out_path is None and megatron_prefix is None:
+        raise TokenmillError("pack needs an output: a .pbin (-o), a Megatron prefix (--megatron), or both")
+    outputs = ([out_path, sidecar_path(out_path)] if out_path else []) + \
+        ([f"{megatron_prefix}.bin", f"{megatron_prefix}.idx"] if megatron_prefix else [])
+    refuse_inputs_as_outputs(outputs, [*inputs, *(indexes or []), settings.tokenizer_path])
     TextSelector(settings.text)  # fail on a bad pattern before starting workers
     identities = {}  # path → FileIdentity when first seen: checked again once all is packed
     for path in inputs:
@@ -458,7 +467,7 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
                    if compression is None
                    else {"path": str(path), "compression": compression}
                    for number, (path, compression) in enumerate(zip(inputs, compressions))]
-        writer = stack.enter_context(PbinWriter(out_path, tokenizer.token_width))
+        writer = _Outputs(stack, out_path, megatron_prefix, tokenizer)
         for source in sources:
             start = writer.mark()
             try:
@@ -477,7 +486,6 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
             for reason, entry in source["skipped"].items():
                 log(f"{source['path']}: skipped {entry['count']} lines: {reason} "
                     f"(first at line {entry['first_lines'][0]})")
-        eod_in_text = [documents for source in sources for documents in source.pop("_eod_in_text")]
         for source in sources:
             source.pop("_lines", None)
             if isinstance(source["sha256"], Future):
@@ -504,11 +512,13 @@ def pack(inputs: list[str], out_path: str, settings: PackSettings, indexes: list
             "sources": sources,
             "allow_duplicate_inputs": settings.allow_duplicate_inputs,
             "skipped": _total_skipped(sources),
-            "eod_in_text": index_ranges(np.concatenate([np.empty(0, np.int64), *eod_in_text])),
+            "eod_in_text": writer.eod_in_text(),
         }
-        writer.sidecar = meta
-    meta = {**meta, "file": writer.identity}
-    log(f"{out_path}: {meta['documents']} documents, {meta['tokens']} tokens, "
+        if writer.pbin is not None:
+            writer.pbin.sidecar = meta
+    if writer.pbin is not None:
+        meta = {**meta, "file": writer.pbin.identity}
+    log(f"{' and '.join(filter(None, (out_path, megatron_prefix)))}: {meta['documents']} documents, {meta['tokens']} tokens, "
         f"{sum(meta['skipped'].values())} lines skipped; {encoder.reason}, "
         f"{meta['engine']['checked_documents']} documents checked against Hugging Face"
         + (f"; {meta['engine']['mismatches']} of {len(sources)} inputs re-encoded with Hugging Face after a mismatch"
@@ -574,7 +584,58 @@ def _source_bytes(source: dict) -> int:
     return os.path.getsize(source["path"])
 
 
-def _pack_source(source: dict, engine: str, settings: PackSettings, pool, writer: PbinWriter) -> None:
+class _Outputs:
+    """The files one pack writes from the same batches, in one pass: a ``.pbin`` (Modalities' bytes)
+    and/or Megatron's ``.bin/.idx`` (one more EOD after each document whose own ids already ended with
+    it, as ``--append-eod`` writes them). Counts are of the ``.pbin``'s documents and tokens; the
+    documents that kept their own EOD are the sidecar's ``eod_in_text``. Cost: one write per batch
+    and format (plus, for Megatron, one vectorised insert where a batch has such documents).
+    """
+
+    def __init__(self, stack: contextlib.ExitStack, pbin_path: str | None, megatron_prefix: str | None,
+                 tokenizer: TokenizerInfo):
+        self.pbin = stack.enter_context(PbinWriter(pbin_path, tokenizer.token_width)) if pbin_path else None
+        self.megatron = (stack.enter_context(MMapIndexedDatasetBuilder(megatron_prefix,
+                                                                       optimal_dtype(tokenizer.vocab_size)))
+                         if megatron_prefix else None)
+        self.eod_id = tokenizer.eod_id
+        self.num_documents = self.num_tokens = 0
+        self._eod_in_text: list[np.ndarray] = []  # per batch: documents (0-based, global) that kept their EOD
+
+    def write(self, tokens: np.ndarray, lengths: np.ndarray, eod_in_text: np.ndarray) -> None:
+        """Append a batch: ``tokens`` of documents ``lengths`` long; ``eod_in_text``: its documents (0-based in
+        the batch) whose own ids already ended with the EOD.
+
+        Raises:
+            TokenmillError: a token id that does not fit a format's width.
+        """
+        if self.pbin is not None:
+            self.pbin.write(tokens, lengths)
+        if self.megatron is not None:
+            self.megatron.add_batch(tokens, lengths, self.eod_id, eod_in_text)
+        self._eod_in_text.append(self.num_documents + eod_in_text)
+        self.num_documents += len(lengths)
+        self.num_tokens += len(tokens)
+
+    def mark(self) -> tuple:
+        """A point to :meth:`rewind` to (an input re-encoded another way starts there again)."""
+        return (self.pbin.mark() if self.pbin else None, self.megatron.mark() if self.megatron else None,
+                self.num_documents, self.num_tokens, len(self._eod_in_text))
+
+    def rewind(self, mark: tuple) -> None:
+        pbin_mark, megatron_mark, self.num_documents, self.num_tokens, batches = mark
+        if self.pbin is not None:
+            self.pbin.rewind(pbin_mark)
+        if self.megatron is not None:
+            self.megatron.rewind(megatron_mark)
+        del self._eod_in_text[batches:]
+
+    def eod_in_text(self) -> list[list[int]]:
+        """The sidecar's ``eod_in_text`` ranges."""
+        return index_ranges(np.concatenate([np.empty(0, np.int64), *self._eod_in_text]))
+
+
+def _pack_source(source: dict, engine: str, settings: PackSettings, pool, writer: _Outputs) -> None:
     """Tokenize one input into ``writer``, filling its sidecar entry (documents, skipped, checked),
     and report progress (see :mod:`tokenmill.progress`) as batches are written.
 
@@ -583,7 +644,7 @@ def _pack_source(source: dict, engine: str, settings: PackSettings, pool, writer
         EngineMismatch: a proof document differs.
     """
     skipped_lines: dict[str, list[int]] = {}
-    source.update(engine=engine, documents=0, checked_documents=0, _eod_in_text=[])
+    source.update(engine=engine, documents=0, checked_documents=0)
     sizes: deque = deque()  # input bytes of each batch handed out, in order
     tasks = _source_tasks(source, engine, settings, sizes)
     with Progress(f"pack {source['path']}", _source_bytes(source)) as progress:
@@ -599,8 +660,7 @@ def _pack_source(source: dict, engine: str, settings: PackSettings, pool, writer
                                      f"(on_bad_line: error; use skip to leave such lines out)")
             for line_number, reason in bad:
                 skipped_lines.setdefault(reason, []).append(line_number)
-            source["_eod_in_text"].append(writer.num_documents + eod_in_text)
-            writer.write(tokens, lengths)
+            writer.write(tokens, lengths, eod_in_text)
             source["documents"] += len(lengths)
             source["checked_documents"] += checked
             progress.update(sizes.popleft(), len(lengths))

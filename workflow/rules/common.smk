@@ -69,6 +69,10 @@ unit_index = _plan(PLAN.unit_index, "unit")
 unit_tokenizer_path = _plan(PLAN.unit_tokenizer_path, "unit")
 merge_units = _plan(PLAN.merge_units, "build")
 merge_unit_sidecars = _plan(lambda build: [f"{path}.meta.json" for path in PLAN.merge_units(build)], "build")
+merge_unit_megatron_files = _plan(
+    lambda build: [f"{megatron_prefix(unit)}.{ext}" for unit in PLAN.builds[build].units for ext in ("bin", "idx")],
+    "build",
+)
 verify_inputs = _plan(PLAN.verify_files, "build")
 report_caches = _plan(PLAN.cache_dirs, "build")
 blend_caches = _plan(lambda blend: PLAN.cache_dirs(blend_cache_name(blend)), "blend")
@@ -102,23 +106,34 @@ report_cache_options = _shell(
 sft_config = _plan(PLAN.sft_config, "name")
 sft_identity = _plan(PLAN.sft_identity, "name")
 build_megatron_prefix = _plan(megatron_prefix, "build")
+unit_megatron_prefix = _plan(megatron_prefix, "unit")
 
 
-def merge_units_shell(wildcards):
-    """The unit paths for the shell as bash brace ranges (`data/packed/web.part{0..1999}.pbin`), in
-    order: thousands of paths spelled out would pass the 128 KiB that one argument (`bash -c`) may
-    hold. Unit names hold only letters, digits and `._-`, so they need no quoting."""
+def _brace_ranges(units, folder, suffix):
+    """Unit files for the shell as bash brace ranges (`data/packed/web.part{0..1999}.pbin`), in order:
+    thousands of paths spelled out would pass the 128 KiB that one argument (`bash -c`) may hold.
+    Unit names hold only letters, digits and `._-`, so they need no quoting."""
     runs = []  # [prefix, first number, last number]
-    for unit in PLAN.builds[wildcards.build].units:
+    for unit in units:
         prefix, number = re.fullmatch(r"(.*?)([0-9]+)", unit).groups()
         if runs and runs[-1][0] == prefix and runs[-1][2] == int(number) - 1:
             runs[-1][2] += 1
         else:
             runs.append([prefix, int(number), int(number)])
     return " ".join(
-        packed_path(f"{prefix}{first}") if first == last else packed_path(f"{prefix}{{{first}..{last}}}")
+        f"{folder}{prefix}{first}{suffix}" if first == last else f"{folder}{prefix}{{{first}..{last}}}{suffix}"
         for prefix, first, last in runs
     )
+
+
+def merge_units_shell(wildcards):
+    """The unit .pbin files of a merged build, for the shell."""
+    return _brace_ranges(PLAN.builds[wildcards.build].units, "data/packed/", ".pbin")
+
+
+def merge_units_megatron_shell(wildcards):
+    """The units' Megatron prefixes, for the shell."""
+    return _brace_ranges(PLAN.builds[wildcards.build].units, "data/megatron/", "_text_document")
 
 
 def part_file(path):
