@@ -2,7 +2,8 @@
 
 * ``describe(path)``: header, layout, counts and sidecar facts of a raw index, ``.pbin``, Megatron
   dataset or datatrove ``.ds``.
-* ``show_document(path, i)``: document ``i`` decoded, with the source file and line it came from.
+* ``show_document(path, i)``: document ``i`` decoded, with the source file and line (or Parquet row)
+  it came from.
 * ``show_sample(prefix, k, cache)``: sample ``k`` of a split, resolved through the cached indices
   into the (sequence, offset, length) pieces it is made of, each with its source file and line; a
   blend's sample first through its ``dataset_index``/``dataset_sample_index`` to the dataset and
@@ -53,13 +54,23 @@ def source_of(meta: dict | None, document: int) -> tuple[str, int | None] | None
             skipped = source.get("skipped", {})
             if any(entry["count"] != len(entry["first_lines"]) for entry in skipped.values()):
                 return source["path"], None  # the sidecar lists only the first skipped lines
-            line = source.get("first_line", 1) + document  # a shard's lines are numbered as in its whole file
+            # a shard's lines (a Parquet shard's rows) are numbered as in its whole file
+            line = source.get("first_line", source.get("first_row", 1)) + document
             for skipped_line in sorted(n for entry in skipped.values() for n in entry["first_lines"]):
                 if skipped_line <= line:
                     line += 1
             return source["path"], line
         document -= source["documents"]
     return None
+
+
+def _origin(meta: dict | None, document: int) -> tuple[str, str] | None:
+    """(source file, ``line N``) of a ``.pbin`` document (``row N`` of a Parquet file, ``line unknown``)."""
+    origin = source_of(meta, document)
+    if origin is None:
+        return None
+    parquet = any(source["path"] == origin[0] and source.get("format") == "parquet" for source in meta["sources"])
+    return origin[0], f"{'row' if parquet else 'line'} {origin[1] if origin[1] else 'unknown'}"
 
 
 def _decoder(meta: dict | None, tokenizer_path: str | None):
@@ -155,9 +166,9 @@ def show_document(path: str | os.PathLike, document: int, tokenizer_path: str | 
     decode = _decoder(meta, tokenizer_path)
     if decode:
         lines.append(f"text: {_snippet(decode(tokens))}")
-    origin = source_of(meta, document)
+    origin = _origin(meta, document)
     if origin:
-        lines.append(f"source: {origin[0]}, line {origin[1] if origin[1] else 'unknown'}")
+        lines.append(f"source: {origin[0]}, {origin[1]}")
     return lines
 
 
@@ -314,8 +325,8 @@ def _gpt_sample(prefix: Path, sample: int, cache: Path, text: str, split: str,
     lines = [f"sample {sample} of {split} (seq {identifiers['sequence_length']}, seed {identifiers['random_seed']}) "
              f"= built sample {int(arrays['shuffle_index'][sample])}"]
     for sequence, offset, length in nanoset.pieces(sample):
-        origin = source_of(meta, sequence)
-        where = f", from {origin[0]} line {origin[1] if origin[1] else 'unknown'}" if origin else ""
+        origin = _origin(meta, sequence)
+        where = f", from {origin[0]} {origin[1]}" if origin else ""
         lines.append(f"  sequence {sequence} tokens [{offset}, {offset + length}){where}")
         if decode:
             lines.append(f"    {_snippet(decode(dataset.get(sequence, offset, length)))}")

@@ -46,7 +46,9 @@ READABLE_COMPRESSIONS = ("gzip", "zstd", "xz", "bzip2")
 
 
 def input_compression(path: str | os.PathLike) -> str | None:
-    """The compression format of an input (from its magic bytes), or None for plain text.
+    """The compression format of an input (from its magic bytes), ``"parquet"`` for a Parquet file
+    (read as rows, :mod:`tokenmill.parquet`: like a compressed file, it has no raw index), or None for
+    plain text.
 
     Raises:
         TokenmillError: unreadable, or a compression format that cannot be streamed (zip).
@@ -56,9 +58,9 @@ def input_compression(path: str | os.PathLike) -> str | None:
             compression = compression_of(handle.read(8))
     except OSError as exc:
         raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
-    if compression is not None and compression not in READABLE_COMPRESSIONS:
+    if compression is not None and compression not in (*READABLE_COMPRESSIONS, "parquet"):
         raise TokenmillError(f"{path}: a {compression} archive; tokenmill reads plain JSONL or a "
-                             f"{'/'.join(READABLE_COMPRESSIONS)}-compressed stream of it")
+                             f"{'/'.join(READABLE_COMPRESSIONS)}-compressed stream of it, or Parquet")
     return compression
 
 
@@ -326,19 +328,29 @@ def _line_batches(stream: BinaryIO, batch_bytes: int, max_line_bytes: int):
 
 
 def iter_lines(path: str | os.PathLike, byte_range: tuple[int, int] | None = None,
-               max_line_bytes: int = 1 << 62) -> Iterator[tuple[int, bytes]]:
-    """Every line of a plain or compressed JSONL file as ``(1-based line number, bytes without \\n)``.
+               max_line_bytes: int = 1 << 62, row_groups: tuple[int, int] | None = None,
+               text: str | None = None) -> Iterator[tuple[int, bytes]]:
+    """Every line of a plain or compressed JSONL file as ``(1-based line number, bytes without \\n)``;
+    of a Parquet file, every row as a JSON line (see :mod:`tokenmill.parquet`).
 
     Args:
         path: the file.
         byte_range: for a plain file, only the lines starting in ``[start, end)`` (numbered as in
             the whole file).
         max_line_bytes: longer lines are given as ``b""`` (never held whole).
+        row_groups: for a Parquet file, only the rows of row groups ``[start, end)`` (numbered as in
+            the whole file).
+        text: for a Parquet file, the text pattern, whose columns alone are read (None: every column).
 
     Raises:
         TokenmillError: unreadable, a byte range of a compressed file, a truncated or corrupt archive.
     """
     compression = input_compression(path)
+    if compression == "parquet" and byte_range is None:
+        from tokenmill.parquet import iter_rows
+
+        yield from iter_rows(path, text or ".", row_groups, max_line_bytes)
+        return
     if compression is not None:
         if byte_range is not None:
             raise TokenmillError(f"{path}: a byte range needs a plain JSONL file, not {compression} data")

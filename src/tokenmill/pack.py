@@ -52,6 +52,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.identity import FileIdentity, refuse_inputs_as_outputs
 from tokenmill.jsonl import input_compression, lines_in_range, stream_line_batches
 from tokenmill.mmidx import MMapIndexedDatasetBuilder, optimal_dtype
+from tokenmill.parquet import parquet_source, row_line_batches
 from tokenmill.pbin import LAYOUT_050, TOKEN_DTYPES, PbinWriter, index_ranges, sidecar_path
 from tokenmill.progress import Progress
 from tokenmill.raw_index import read_index, scan_lines
@@ -385,20 +386,23 @@ class _WorkerPool:
 
 
 def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexes: list[str] | None = None,
-         byte_range: tuple[int, int] | None = None,
+         byte_range: tuple[int, int] | None = None, row_groups: tuple[int, int | None] | None = None,
          log: Callable[[str], None] = lambda message: print(message, file=sys.stderr),
          megatron_prefix: str | None = None) -> dict:
     """Tokenize ``inputs`` (in order) into one ``.pbin`` with its sidecar, and/or Megatron's
     ``.bin/.idx``, in one pass over the tokens.
 
     Args:
-        inputs: JSONL files, plain or compressed (gzip, zstd, xz, bzip2; see :mod:`tokenmill.jsonl`).
+        inputs: JSONL files, plain or compressed (gzip, zstd, xz, bzip2; see :mod:`tokenmill.jsonl`), or
+            Parquet files (:mod:`tokenmill.parquet`).
         out_path: the ``.pbin`` to write (atomically; its sidecar is renamed into place just before
             it), or None for none.
         settings: see :class:`PackSettings`.
         indexes: raw index per plain input (scanned on the fly where None; ignored for compressed ones).
         byte_range: ``(start, end)``: pack only the lines of the one plain input that start in this
             byte range, numbered as in the whole file (a shard of a big file).
+        row_groups: ``(start, end)``: pack only these row groups of the one Parquet input (end None:
+            to the last), rows numbered as in the whole file (see :mod:`tokenmill.parquet`).
         log: where progress and skip counts go.
         megatron_prefix: also write ``<prefix>.bin/.idx`` from the same tokens, the bytes
             ``preprocess_data.py --append-eod`` writes (see :func:`tokenmill.mmidx.pbin_to_megatron`).
@@ -433,6 +437,8 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
     compressions = [input_compression(path) for path in inputs]
     if byte_range is not None and (len(inputs) != 1 or compressions[0]):
         raise TokenmillError("a byte range needs exactly one plain (uncompressed) JSONL input")
+    if row_groups is not None and (len(inputs) != 1 or compressions[0] != "parquet"):
+        raise TokenmillError("a row-group range needs exactly one Parquet input")
     # Small inputs are tokenized in this process: starting workers would cost more than they save.
     input_bytes = (sum(os.path.getsize(path) * (1 if compression is None else _COMPRESSION_RATIO)
                        for path, compression in zip(inputs, compressions))
@@ -465,6 +471,9 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
         sources = [_plain_source(path, identities[path].size, indexes[number] if indexes else None, byte_range,
                                  functools.partial(hasher.submit, file_sha256, stop=hashing_stop))
                    if compression is None
+                   else parquet_source(path, identities[path].size, row_groups,
+                                       functools.partial(hasher.submit, file_sha256, stop=hashing_stop))
+                   if compression == "parquet"
                    else {"path": str(path), "compression": compression}
                    for number, (path, compression) in enumerate(zip(inputs, compressions))]
         writer = _Outputs(stack, out_path, megatron_prefix, tokenizer)
@@ -485,7 +494,7 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
                 _pack_source(source, "hf", settings, pool, writer)
             for reason, entry in source["skipped"].items():
                 log(f"{source['path']}: skipped {entry['count']} lines: {reason} "
-                    f"(first at line {entry['first_lines'][0]})")
+                    f"(first at {_place(source, entry['first_lines'][0])})")
         for source in sources:
             source.pop("_lines", None)
             if isinstance(source["sha256"], Future):
@@ -552,7 +561,7 @@ def _plain_source(path: str, size: int, index: str | None, byte_range: tuple[int
 def _source_tasks(source: dict, engine: str, settings: PackSettings, sizes: deque):
     """The batches of one input, with the input bytes behind each appended to ``sizes``; a
     compressed input is decompressed here, and its entry completed at its end."""
-    if "compression" not in source:
+    if "compression" not in source and "format" not in source:
         return _batches(source["path"], source["_lines"], source.get("first_line", 1), settings.batch_bytes, engine,
                         sizes)
     return _compressed_tasks(source, engine, settings, sizes)
@@ -566,15 +575,19 @@ def _compressed_tasks(source: dict, engine: str, settings: PackSettings, sizes: 
     def count(read: int) -> None:
         compressed_bytes_read[0] += read
 
-    for first_line, batch_lines, block in stream_line_batches(source["path"], source["compression"],
-                                                              settings.batch_bytes, settings.max_line_bytes, archive,
-                                                              on_read=count):
+    if source.get("format") == "parquet":  # rows as JSON lines; the entry is complete already
+        batches = row_line_batches(source, settings.text, settings.batch_bytes, settings.max_line_bytes, count)
+    else:
+        batches = stream_line_batches(source["path"], source["compression"], settings.batch_bytes,
+                                      settings.max_line_bytes, archive, on_read=count)
+    for first_line, batch_lines, block in batches:
         lines += len(batch_lines)
         sizes.append(compressed_bytes_read[0] - reported)
         reported = compressed_bytes_read[0]
         yield source["path"], first_line, batch_lines, engine, block
-    source.update(bytes=archive["bytes"], sha256=archive["sha256"], decompressed_bytes=archive["decompressed_bytes"],
-                  lines=lines)
+    if archive:
+        source.update(bytes=archive["bytes"], sha256=archive["sha256"],
+                      decompressed_bytes=archive["decompressed_bytes"], lines=lines)
 
 
 def _source_bytes(source: dict) -> int:
@@ -656,7 +669,9 @@ def _pack_source(source: dict, engine: str, settings: PackSettings, pool, writer
         for tokens, lengths, bad, checked, eod_in_text in _ordered_results(tasks, pool, settings.workers, read_ahead):
             if bad and settings.on_bad_line == "error":
                 line_number, reason = bad[0]
-                raise TokenmillError(f"{source['path']}:{line_number}: {reason} "
+                where = (f"{source['path']}: row {line_number}" if source.get("format") == "parquet"
+                         else f"{source['path']}:{line_number}")
+                raise TokenmillError(f"{where}: {reason} "
                                      f"(on_bad_line: error; use skip to leave such lines out)")
             for line_number, reason in bad:
                 skipped_lines.setdefault(reason, []).append(line_number)
@@ -666,6 +681,11 @@ def _pack_source(source: dict, engine: str, settings: PackSettings, pool, writer
             progress.update(sizes.popleft(), len(lengths))
     source["skipped"] = {reason: {"count": len(numbers), "first_lines": numbers[:_SKIPPED_LINES_KEPT]}
                          for reason, numbers in sorted(skipped_lines.items())}
+
+
+def _place(source: dict, number: int) -> str:
+    """``line 12`` of a source, or ``row 12`` of a Parquet file."""
+    return f"{'row' if source.get('format') == 'parquet' else 'line'} {number}"
 
 
 def _total_skipped(sources: list[dict]) -> dict[str, int]:

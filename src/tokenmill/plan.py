@@ -9,11 +9,12 @@ Names (they are also the workflow's wildcards):
   :func:`megatron_prefix` and the cache folders of :func:`cache_dir`.
 * A **file stem** names one input file: ``<dataset>``, or ``<dataset>.part<k>`` for file *k* of a
   dataset with several. Each plain file has one raw index (:func:`raw_index_path`), shared by the
-  dataset's tokenizers; a compressed file has none (it is read as a stream).
+  dataset's tokenizers; a compressed or Parquet file has none (it is read as a stream).
 * A build is packed in **units**: one per input file, or one per byte range ``START:END``
-  (``<...>.shard<j>``) of a plain file bigger than the dataset's ``shard_bytes``. A build of one unit
-  is packed straight to its ``.pbin``; a build of several is the merge of their ``.pbin`` files, in
-  input order.
+  (``<...>.shard<j>``) of a plain file bigger than the dataset's ``shard_bytes``, or one per run of
+  whole row groups of about ``shard_bytes`` (compressed, from the footer) of such a Parquet file. A
+  build of one unit is packed straight to its ``.pbin``; a build of several is the merge of their
+  ``.pbin`` files, in input order.
 
 Every option that changes an output is returned here as plain strings (:meth:`Plan.pack_options`,
 :meth:`Plan.sampling_options`, ...), so the workflow records them as Snakemake params and reruns
@@ -22,7 +23,8 @@ exactly the jobs an edit affects. So is each input's and tokenizer's size and mo
 Snakemake's mtime trigger misses, still reruns what reads it. Errors name the config key:
 ``datasets.web.inputs: ...``.
 
-Cost: one ``glob`` per pattern and one ``stat`` per input file; the rest is O(number of units).
+Cost: one ``glob`` per pattern and one ``stat`` per input file, and one footer read per Parquet file
+bigger than ``shard_bytes``; the rest is O(number of units).
 """
 
 from __future__ import annotations
@@ -36,11 +38,12 @@ from dataclasses import dataclass
 from tokenmill.blend import check_weights
 from tokenmill.errors import TokenmillError
 from tokenmill.jsonl import input_compression
+from tokenmill.parquet import row_group_units
 from tokenmill.sample_index import parse_split
 from tokenmill.tokenizer import check_eod_in_file
 
 __all__ = ["Plan", "InputFile", "Unit", "Build", "parse_size", "raw_index_path", "packed_path",
-           "megatron_prefix", "cache_dir", "blend_cache_name", "verified_stamp", "report_page"]
+           "megatron_prefix", "datatrove_name", "cache_dir", "blend_cache_name", "verified_stamp", "report_page"]
 
 # ---- The layout: where each output lives (relative to the workflow's working directory) ----------
 
@@ -59,6 +62,12 @@ def megatron_prefix(build: str, folder: str = "data/megatron/") -> str:
     """The Megatron prefix (``--data-path`` value) of a build, as ``preprocess_data.py`` names it;
     ``folder`` is how the training job spells the folder (``sampling.megatron_path_prefix``)."""
     return f"{folder}{build}_text_document"
+
+
+def datatrove_name(build: str) -> str:
+    """A build's datatrove ``NAME`` (``NAME.ds``, ``.ds.index``, ``.ds.metadata``), in a folder of its
+    own: ``DatatroveFolderDataset`` and nanotron's Nanoset read every ``.ds`` below a folder."""
+    return f"data/datatrove/{build}/{build}"
 
 
 def blend_cache_name(blend: str) -> str:
@@ -92,19 +101,21 @@ class InputFile:
 
     stem: str
     path: str
-    compression: str | None  # None: plain JSONL, read through its raw index
+    compression: str | None  # None: plain JSONL, read through its raw index; "parquet": a Parquet file
     size: int
     mtime_ns: int
 
 
 @dataclass(frozen=True)
 class Unit:
-    """One pack job: a file of a build, or a byte range ``START:END`` (END empty: to the end) of it."""
+    """One pack job: a file of a build, a byte range ``START:END`` (END empty: to the end) of a plain
+    one, or a row-group range ``START:END`` of a Parquet one."""
 
     name: str
     build: str
     stem: str
     byte_range: str | None
+    row_groups: str | None = None
 
 
 @dataclass(frozen=True)
@@ -166,6 +177,8 @@ class Plan:
         self.files: dict[str, InputFile] = {}
         self.builds: dict[str, Build] = {}
         self.units: dict[str, Unit] = {}
+        self.row_group_bytes: dict[str, list[int]] = {}  # file stem → compressed bytes per row group (big Parquet)
+        self._row_group_ranges: dict[str, list[tuple[int, int]]] = {}
         self._check_tokenizers()
         for name in config["datasets"]:
             self._plan_dataset(name)
@@ -252,10 +265,28 @@ class Plan:
                     for j in range(count):
                         end = str((j + 1) * shard_bytes) if j + 1 < count else ""
                         units.append(Unit(f"{unit}.shard{j}", build, file.stem, f"{j * shard_bytes}:{end}"))
+                elif shard_bytes and file.compression == "parquet" and file.size > shard_bytes \
+                        and len(self._row_group_units(name, file, shard_bytes)) > 1:
+                    units += [Unit(f"{unit}.shard{j}", build, file.stem, None, f"{start}:{end}")
+                              for j, (start, end) in enumerate(self._row_group_units(name, file, shard_bytes))]
                 else:
                     units.append(Unit(unit, build, file.stem, None))
             self.units.update((unit.name, unit) for unit in units)
             self.builds[build] = Build(build, name, tokenizer, tuple(unit.name for unit in units))
+
+    def _row_group_units(self, dataset: str, file: InputFile, shard_bytes: int) -> list[tuple[int, int]]:
+        """A big Parquet file's row-group ranges of about ``shard_bytes`` each, from its footer (read once).
+
+        Raises:
+            TokenmillError: no pyarrow, or a truncated or corrupt file (naming the config key).
+        """
+        if file.stem not in self.row_group_bytes:
+            try:
+                units, self.row_group_bytes[file.stem] = row_group_units(file.path, shard_bytes)
+            except TokenmillError as exc:
+                raise TokenmillError(f"datasets.{dataset}.inputs: {exc}") from None
+            self._row_group_ranges[file.stem] = units
+        return self._row_group_ranges[file.stem]
 
     def unit(self, name: str) -> Unit:
         """A pack unit by name.
@@ -308,6 +339,8 @@ class Plan:
             options += ["--index", index]
         if unit.byte_range is not None:
             options += ["--byte-range", unit.byte_range]
+        if unit.row_groups is not None:
+            options += ["--row-groups", unit.row_groups]
         if tokenizer["eod"] is not None:
             options += ["--eod", tokenizer["eod"]]
         if not tokenizer["add_special_tokens"]:
@@ -342,6 +375,9 @@ class Plan:
         """Bytes of text a unit tokenizes (a compressed file counted 4x: about what it decompresses to)."""
         unit = self.unit(unit_name)
         file = self.files[unit.stem]
+        if unit.row_groups is not None:
+            start, end = map(int, unit.row_groups.split(":"))
+            return sum(self.row_group_bytes[unit.stem][start:end]) * 4
         if unit.byte_range is None:
             return file.size * (4 if file.compression else 1)
         start, _, end = unit.byte_range.partition(":")
@@ -367,8 +403,25 @@ class Plan:
             raise TokenmillError("blends: a weighted blend needs sampling.num_samples for every split "
                                  "(train, valid and test; 0 for an unused one)")
 
+    def formats(self, build: str) -> list[str]:
+        """The formats a build is made in (its dataset's ``formats``): ``pbin``, ``megatron``, ``datatrove``."""
+        return self.config["datasets"][self.builds[build].dataset]["formats"]
+
+    def built_files(self, build: str) -> list[str]:
+        """A build's files in its formats: the ``.pbin`` and sidecar (the others are made from its tokens),
+        Megatron's ``.bin/.idx``, datatrove's ``.ds``, ``.ds.index`` and ``.ds.metadata``."""
+        files = [packed_path(build), f"{packed_path(build)}.meta.json"]
+        if "megatron" in self.formats(build):
+            files += [f"{megatron_prefix(build)}.bin", f"{megatron_prefix(build)}.idx"]
+        if "datatrove" in self.formats(build):
+            files += [f"{datatrove_name(build)}{suffix}" for suffix in (".ds", ".ds.index", ".ds.metadata")]
+        return files
+
     def cache_dirs(self, name: str) -> list[str]:
-        """The cache folders of a build (or of :func:`blend_cache_name`), one per sequence length and seed."""
+        """The cache folders of a build (or of :func:`blend_cache_name`), one per sequence length and seed;
+        none for a build without the ``megatron`` format."""
+        if name in self.builds and "megatron" not in self.formats(name):
+            return []
         return [cache_dir(name, seq_length, seed)
                 for seq_length in self.sampling["seq_lengths"] for seed in self.sampling["seeds"]]
 
@@ -420,6 +473,10 @@ class Plan:
         elif tokenizer not in shared:
             raise TokenmillError(f"blends.{blend_name}.tokenizer: {tokenizer!r} is not a tokenizer of all its datasets")
         by_dataset = {build.dataset: build.name for build in self.builds.values() if build.tokenizer == tokenizer}
+        for name in blend["weights"]:
+            if "megatron" not in self.formats(by_dataset[name]):
+                raise TokenmillError(f"blends.{blend_name}.weights: dataset {name!r} is not made in the megatron "
+                                     f"format (datasets.{name}.formats), which a blend samples from")
         return {by_dataset[name]: weight for name, weight in blend["weights"].items()}
 
     def blend_options(self, blend: str) -> list[str]:
@@ -442,17 +499,18 @@ class Plan:
 
     def verify_files(self, build: str) -> list[str]:
         """Every file ``rule verify`` checks for a build: built files and the inputs they come from."""
-        megatron = megatron_prefix(build)
         inputs = self.build_inputs(build)
-        return [packed_path(build), f"{packed_path(build)}.meta.json", f"{megatron}.bin", f"{megatron}.idx",
-                *(file.path for file in inputs),
+        return [*self.built_files(build), *(file.path for file in inputs),
                 *(raw_index_path(file.stem) for file in inputs if file.compression is None),
                 *self.cache_dirs(build)]
 
     def verify_options(self, build: str) -> list[str]:
         """``tokenmill verify`` arguments: the raw index with its JSONL, the ``.pbin`` with the inputs it
-        must cover, the Megatron prefix and the caches."""
-        arguments, checked = [], [packed_path(build), megatron_prefix(build), *self.cache_dirs(build)]
+        must cover, the Megatron prefix, the datatrove ``.ds`` and the caches, as the build's formats have them."""
+        formats = self.formats(build)
+        checked = [packed_path(build), *([megatron_prefix(build)] if "megatron" in formats else []),
+                   *([f"{datatrove_name(build)}.ds"] if "datatrove" in formats else []), *self.cache_dirs(build)]
+        arguments = []
         indexed = self.indexed_input(build)
         if indexed is not None:
             arguments += ["--jsonl", indexed.path]
@@ -487,14 +545,13 @@ class Plan:
 
     def all_targets(self) -> list[str]:
         """Every final file of the configured matrix: raw indexes, packed files and their sidecars,
-        Megatron files, caches, blends, SFT pairs, verify stamps and report pages. Snakemake checks
-        for a missing output only among the files a target asks for (a deleted sidecar beside an
-        intact ``.pbin`` would otherwise stay deleted), so each is named here."""
+        Megatron and datatrove files (as each dataset's ``formats`` ask), caches, blends, SFT pairs,
+        verify stamps and report pages. Snakemake checks for a missing output only among the files a
+        target asks for (a deleted sidecar beside an intact ``.pbin`` would otherwise stay deleted), so
+        each is named here."""
         targets = [raw_index_path(file.stem) for file in self.files.values() if file.compression is None]
         for build in self.builds:
-            megatron = megatron_prefix(build)
-            targets += [packed_path(build), f"{packed_path(build)}.meta.json", f"{megatron}.bin", f"{megatron}.idx",
-                        *self.cache_dirs(build), verified_stamp(build), report_page(build)]
+            targets += [*self.built_files(build), *self.cache_dirs(build), verified_stamp(build), report_page(build)]
         for blend in self.blends:
             name = blend_cache_name(blend)
             targets += self.cache_dirs(name) + [f"data/verified/blend/{blend}.ok"]

@@ -113,9 +113,10 @@ def dataset_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, veri
     body += "<h2>Skipped lines</h2>" + (_table(skipped, ("reason", "lines")) if skipped else "<p>none</p>")
     body += "<h2>Document lengths</h2>" + length_histogram_svg(pbin.doc_lengths)
     body += "<h2>Sources</h2>" + _table(
-        [(source["path"], source.get("compression", "plain"),
-          "{}-{}".format(*source["byte_range"]) if "byte_range" in source else "whole file",
-          source.get("lines", 0), source.get("documents", 0),
+        [(source["path"], source.get("compression", source.get("format", "plain")),
+          "{}-{}".format(*source["byte_range"]) if "byte_range" in source
+          else "row groups {}-{}".format(*source["row_group_range"]) if "row_group_range" in source else "whole file",
+          source.get("lines", source.get("rows", 0)), source.get("documents", 0),
           sum(entry["count"] for entry in source.get("skipped", {}).values())) for source in meta["sources"]],
         ("file", "compression", "bytes", "lines", "documents", "skipped lines"))
     for cache in caches:

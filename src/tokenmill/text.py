@@ -22,14 +22,20 @@ __all__ = ["TextSelector", "compression_of", "describe_json_error", "refuse_comp
 _NO_OUTPUT = object()
 _PLAIN_KEY = re.compile(r"^\.([A-Za-z_][A-Za-z0-9_]*)$")
 _BOM = b"\xef\xbb\xbf"
-# Leading bytes of the compressed formats corpora ship in (Dolma and RedPajama use gzip and zstd).
+# Leading bytes of the compressed formats corpora ship in (Dolma and RedPajama use gzip and zstd), and
+# of Parquet (Hugging Face datasets, FineWeb), which is read as a stream of rows, as they are.
 _COMPRESSION_MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"\xfd7zXZ\x00": "xz",
-                      b"BZh": "bzip2", b"PK\x03\x04": "zip"}
+                      b"BZh": "bzip2", b"PK\x03\x04": "zip", b"PAR1": "parquet"}
 
 
 def compression_of(head: bytes) -> str | None:
-    """The compression format whose magic bytes ``head`` starts with, or None."""
+    """The compression format (or ``"parquet"``) whose magic bytes ``head`` starts with, or None."""
     return next((name for magic, name in _COMPRESSION_MAGIC.items() if head.startswith(magic)), None)
+
+
+def _described(compression: str) -> str:
+    """``gzip-compressed data``, or ``a Parquet file``."""
+    return "a Parquet file" if compression == "parquet" else f"{compression}-compressed data"
 
 
 def refuse_compressed(path: str | os.PathLike) -> None:
@@ -44,16 +50,17 @@ def refuse_compressed(path: str | os.PathLike) -> None:
     except OSError as exc:
         raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
     if compression:
-        raise TokenmillError(f"{path}: {compression}-compressed data: a raw index (byte offsets, as Modalities' "
+        raise TokenmillError(f"{path}: {_described(compression)}: a raw index (byte offsets, as Modalities' "
                              f"MemMapDataset reads them) exists only for plain JSONL; `tokenmill pack` reads "
-                             f"the compressed file directly, or decompress it first")
+                             f"the file directly{'' if compression == 'parquet' else ', or decompress it first'}")
 
 
 def describe_json_error(line: bytes, error: orjson.JSONDecodeError) -> str:
     """Why orjson refused ``line``, in words a user can act on."""
     compression = compression_of(line)
     if compression:
-        return f"looks like {compression}-compressed data, not JSON: decompress the file first"
+        return f"looks like {_described(compression)}, not JSON: " + (
+            "give the file itself as an input" if compression == "parquet" else "decompress the file first")
     if line.startswith(_BOM):
         return "starts with a UTF-8 byte-order mark (BOM), which JSON Lines forbid: remove it"
     try:

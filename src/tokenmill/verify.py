@@ -178,9 +178,10 @@ def coverage_problems(path: str | os.PathLike, meta: dict, inputs: list[str] | N
 
     A file's entries in ``sources`` are either one whole-file entry or a run of byte ranges (the
     shards of a big file) that must tile it from byte 0 to its end, as big as it was when packed and
-    as it is now. A file listed twice is packed twice, an error unless the sidecar records
-    ``allow_duplicate_inputs``. With ``inputs``, the files packed must be exactly these, in this order.
-    Cost: O(sources), one ``stat`` per file.
+    as it is now; a Parquet file's shards are row-group ranges that must tile its row groups. A file
+    listed twice is packed twice, an error unless the sidecar records ``allow_duplicate_inputs``. With
+    ``inputs``, the files packed must be exactly these, in this order. Cost: O(sources), one ``stat``
+    per file.
     """
     sources = meta.get("sources")
     if sources is None:
@@ -188,22 +189,22 @@ def coverage_problems(path: str | os.PathLike, meta: dict, inputs: list[str] | N
     problems = []
     runs: list[tuple[str, list[dict]]] = []  # consecutive entries of one file: (path, entries)
     for source in sources:
-        if runs and runs[-1][0] == source["path"] and "byte_range" in source and "byte_range" in runs[-1][1][-1]:
+        if runs and runs[-1][0] == source["path"] and _is_shard(source) and _is_shard(runs[-1][1][-1]):
             runs[-1][1].append(source)
         else:
             runs.append((source["path"], [source]))
     for file_path, entries in runs:
         size = entries[0].get("bytes")
         covered = 0
-        for start, end in (entry.get("byte_range", (0, size)) for entry in entries):
+        for start, end, total, unit in map(_span, entries):
             if end <= start:  # a shard in which no line starts
                 continue
             if start != covered:
                 what = "not packed" if start > covered else "packed twice"
-                problems.append(f"{path}: bytes {min(start, covered)}-{max(start, covered)} of {file_path} are {what}")
+                problems.append(f"{path}: {unit} {min(start, covered)}-{max(start, covered)} of {file_path} are {what}")
             covered = end
-        if covered != size:
-            problems.append(f"{path}: bytes {covered}-{size} of {file_path} are not packed (of {size})")
+        if covered != total:
+            problems.append(f"{path}: {unit} {covered}-{total} of {file_path} are not packed (of {total})")
         if os.path.isfile(file_path) and os.path.getsize(file_path) != size:
             problems.append(f"{path}: {file_path} is {os.path.getsize(file_path)} bytes now, {size} when packed")
     packed = [file_path for file_path, _ in runs]
@@ -221,6 +222,19 @@ def coverage_problems(path: str | os.PathLike, meta: dict, inputs: list[str] | N
         if not missing and not extra and len(packed) == len(inputs):
             problems.append(f"{path}: its inputs are packed in another order than given")
     return problems
+
+
+def _is_shard(source: dict) -> bool:
+    return "byte_range" in source or "row_group_range" in source
+
+
+def _span(source: dict) -> tuple[int, int, int, str]:
+    """``(start, end, total, unit)``: the part of its file a sidecar source entry packed, a byte range of
+    a JSONL file or a row-group range of a Parquet file (the whole file where the entry has none)."""
+    if source.get("format") == "parquet":
+        total = source.get("row_groups")
+        return (*source.get("row_group_range", (0, total)), total, "row groups")
+    return (*source.get("byte_range", (0, source.get("bytes"))), source.get("bytes"), "bytes")
 
 
 def _verify_loss_mask(path: Path, meta: dict, pbin: PbinFile) -> list[str]:
@@ -336,7 +350,8 @@ def verify_against_tokenizer(path: str | os.PathLike, fraction: float) -> tuple[
                     f"lists; cannot match its documents to lines"], checked
         texts, line_numbers = [], []
         for line_number, line in iter_lines(source["path"], source.get("byte_range"),
-                                            meta.get("max_line_bytes", 1 << 62)):
+                                            meta.get("max_line_bytes", 1 << 62), source.get("row_group_range"),
+                                            meta["text"]):
             text, reason = selector.select(line)
             if reason is None and line_number not in no_tokens["first_lines"]:
                 texts.append(text)

@@ -1,0 +1,274 @@
+"""Reading a Parquet input as batches of JSON lines, so that it packs exactly as the same rows as JSONL.
+
+A Parquet file (told apart by its magic bytes ``PAR1``, see :func:`tokenmill.jsonl.input_compression`)
+is read one **row group** at a time, only the columns the text pattern needs: ``.text`` reads column
+``text``, ``.meta.body`` the struct column ``meta``; any other jq pattern reads every column. Each row
+becomes the JSON object of those columns (orjson, one line), and the lines travel to the pack workers
+as a compressed input's lines do: a block of whole lines of about ``batch_bytes`` with its ``(n, 2)``
+array of ``(offset, length)``. So every rule downstream is the JSONL one (the text selection, bad
+lines, EOD, the engine's proof), and the ``.pbin`` equals the one packed from the same rows written
+as JSONL. Rows are numbered from 1 through the whole file, as lines are, in errors, the sidecar's
+skipped ``first_lines`` and ``inspect --doc``.
+
+What the selection sees: a missing column is a missing key (``no key 'text'``), a null is JSON null,
+a number a number; so each is a bad line, under ``on_bad_line``, naming its row. A value JSON has no
+type for (binary, decimal) is seen as an object ``{"unrepresentable": "<Python type>"}``: never text.
+Timestamps and dates are ISO strings, as orjson writes them. A truncated or corrupt file (no footer,
+a page that does not decode, a row group shorter than its footer says) stops the job naming the file.
+
+Shards: row groups are the unit of work for a big file, as byte ranges are for plain JSONL: ``pack
+--row-groups START:END`` packs row groups ``[START, END)``, its rows numbered as in the whole file,
+and merged shards equal one job. :func:`row_group_units` cuts a file into such ranges of about
+``shard_bytes`` (compressed) from its footer alone.
+
+Sidecar entry of a Parquet source: ``"format": "parquet"``, ``bytes`` and ``sha256`` of the whole file,
+``row_groups`` (in the file) and ``rows`` (packed), and for a shard ``row_group_range`` and
+``first_row``. A shard job hashes the whole file (in pack's hashing thread, ~1.8 GB/s; the file is
+whole either way, unlike a byte range).
+
+Cost: pyarrow's decompression and decoding of the needed columns (memory: one row group of them plus
+one block of JSON), and per row a Python object and one ``orjson.dumps`` (~1 µs plus ~1 ns per byte),
+then the workers' ``orjson.loads``. pyarrow (~40 MB) is imported only here, and only when a Parquet
+input is read: ``pip install 'tokenmill[parquet]'``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Callable, Iterator
+
+import numpy as np
+import orjson
+
+from tokenmill.errors import TokenmillError
+
+__all__ = ["PARQUET_MAGIC", "open_parquet", "parse_row_groups", "columns_for", "row_group_bytes",
+           "row_group_units", "parquet_source", "row_line_batches", "iter_rows"]
+
+PARQUET_MAGIC = b"PAR1"
+_ROWS_PER_CHUNK = 1024  # rows turned into JSON at a time: small against a row group, large against a call
+_PATH_PATTERN = re.compile(r"^\.([A-Za-z_][A-Za-z0-9_]*)(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+def _parquet_module():
+    """``pyarrow.parquet``, imported on first use.
+
+    Raises:
+        TokenmillError: pyarrow is not installed (one line saying how to install it).
+    """
+    try:
+        import pyarrow.parquet
+    except ImportError:
+        raise TokenmillError("reading Parquet needs pyarrow: pip install 'tokenmill[parquet]'") from None
+    return pyarrow.parquet
+
+
+def _damaged(path: str | os.PathLike, exc: Exception) -> TokenmillError:
+    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return TokenmillError(f"{path}: not a readable Parquet file, truncated or corrupt ({reason}); no output was written")
+
+
+def open_parquet(path: str | os.PathLike):
+    """The ``pyarrow.parquet.ParquetFile`` of ``path``, its footer read.
+
+    Raises:
+        TokenmillError: no pyarrow, an unreadable file, or a truncated or corrupt footer (naming the file).
+    """
+    parquet = _parquet_module()
+    import pyarrow
+
+    try:
+        return parquet.ParquetFile(path)
+    except FileNotFoundError:
+        raise TokenmillError(f"{path}: input file not found") from None
+    except (pyarrow.ArrowException, OSError) as exc:
+        raise _damaged(path, exc) from None
+
+
+def parse_row_groups(text: str) -> tuple[int, int | None]:
+    """``"START:END"`` → ``(start, end)``; an empty END (None) means the file's last row group.
+
+    Raises:
+        TokenmillError: not two non-negative integers with ``start <= end``.
+    """
+    start_text, colon, end_text = text.partition(":")
+    try:
+        start, end = int(start_text), (int(end_text) if end_text else None)
+    except ValueError:
+        start, end = -1, None
+    if not colon or start < 0 or (end is not None and end < start):
+        raise TokenmillError(f"row groups {text!r}: give START:END, row group numbers from 0, START <= END")
+    return start, end
+
+
+def columns_for(pattern: str) -> list[str] | None:
+    """The top-level columns a text pattern reads: ``.text`` → ``["text"]``, ``.meta.body`` →
+    ``["meta"]``; None (every column) for any other jq pattern."""
+    match = _PATH_PATTERN.match(pattern)
+    return [match.group(1)] if match else None
+
+
+def row_group_bytes(metadata) -> list[int]:
+    """Compressed bytes of each row group (the sum of its column chunks), from a file's footer."""
+    return [sum(group.column(j).total_compressed_size for j in range(group.num_columns))
+            for group in map(metadata.row_group, range(metadata.num_row_groups))]
+
+
+def row_group_units(path: str | os.PathLike, shard_bytes: int) -> tuple[list[tuple[int, int]], list[int]]:
+    """Cut a Parquet file into runs of whole row groups of at most ``shard_bytes`` compressed bytes
+    each (a larger row group is a run of its own), reading only its footer.
+
+    Returns:
+        ``([(start, end), ...], compressed bytes of each row group)``.
+
+    Raises:
+        TokenmillError: no pyarrow, or an unreadable, truncated or corrupt file.
+    """
+    sizes = row_group_bytes(open_parquet(path).metadata)
+    units: list[tuple[int, int]] = []
+    start, held = 0, 0
+    for group, size in enumerate(sizes):
+        if group > start and held + size > shard_bytes:
+            units.append((start, group))
+            start, held = group, 0
+        held += size
+    if sizes:
+        units.append((start, len(sizes)))
+    return units, sizes
+
+
+def _resolved_range(path: str | os.PathLike, metadata, row_groups: tuple[int, int | None] | None) -> tuple[int, int]:
+    """``row_groups`` with END filled in, checked against the file.
+
+    Raises:
+        TokenmillError: a range beyond the file's row groups.
+    """
+    total = metadata.num_row_groups
+    start, end = row_groups or (0, total)
+    end = total if end is None else end
+    if end > total:
+        raise TokenmillError(f"{path}: row groups {start}:{end} asked, the file has {total} (0:{total})")
+    return start, end
+
+
+def parquet_source(path: str, size: int, row_groups: tuple[int, int | None] | None,
+                   hash_file: Callable[[str, int, int], object]) -> dict:
+    """The sidecar entry of a Parquet input, before packing (documents and skipped rows come later).
+
+    Args:
+        path: the file.
+        size: its size when the job began (hashed up to there).
+        row_groups: ``(start, end)`` for a shard, else None.
+        hash_file: ``hash_file(path, 0, size)`` gives the ``sha256`` (a value or a future of one).
+
+    Raises:
+        TokenmillError: no pyarrow; an unreadable, truncated or corrupt file; a range beyond it.
+    """
+    metadata = open_parquet(path).metadata
+    start, end = _resolved_range(path, metadata, row_groups)
+    counts = [metadata.row_group(group).num_rows for group in range(metadata.num_row_groups)]
+    source = {"path": str(path), "format": "parquet", "bytes": size, "row_groups": metadata.num_row_groups,
+              "rows": sum(counts[start:end]), "sha256": hash_file(path, 0, size)}
+    if row_groups is not None:
+        source.update(row_group_range=[start, end], first_row=sum(counts[:start]) + 1)
+    return source
+
+
+def _json_value(value) -> dict:
+    """What orjson cannot write (binary, decimal): an object, so that it is never taken for text."""
+    return {"unrepresentable": type(value).__name__}
+
+
+def _row_chunks(path: str | os.PathLike, pattern: str, row_groups: tuple[int, int | None] | None,
+                on_read: Callable[[int], None] | None = None) -> Iterator[tuple[int, list[bytes]]]:
+    """``(1-based number of the first row, its rows as JSON lines)`` in chunks, row group by row group.
+
+    Raises:
+        TokenmillError: no pyarrow, a truncated or corrupt file, a row group shorter than its footer says.
+    """
+    import pyarrow
+
+    handle = open_parquet(path)
+    metadata = handle.metadata
+    start, end = _resolved_range(path, metadata, row_groups)
+    wanted = columns_for(pattern)
+    columns = None if wanted is None else [name for name in wanted if name in handle.schema_arrow.names]
+    sizes = row_group_bytes(metadata)
+    row = sum(metadata.row_group(group).num_rows for group in range(start)) + 1
+    for group in range(start, end):
+        try:
+            table = handle.read_row_group(group, columns=columns)
+        except (pyarrow.ArrowException, OSError) as exc:
+            raise _damaged(path, exc) from None
+        expected = metadata.row_group(group).num_rows
+        if table.num_rows != expected:
+            raise _damaged(path, ValueError(f"row group {group} holds {table.num_rows} rows, its footer says {expected}"))
+        if on_read is not None:
+            on_read(sizes[group])
+        if not table.num_columns:  # none of the pattern's columns exists: every row is an empty object
+            for first in range(0, expected, _ROWS_PER_CHUNK):
+                yield row + first, [b"{}"] * min(_ROWS_PER_CHUNK, expected - first)
+        else:
+            first = row
+            for batch in table.to_batches(max_chunksize=_ROWS_PER_CHUNK):
+                yield first, [orjson.dumps(record, default=_json_value) for record in batch.to_pylist()]
+                first += batch.num_rows
+        row += expected
+
+
+def row_line_batches(source: dict, pattern: str, batch_bytes: int, max_line_bytes: int,
+                     on_read: Callable[[int], None] | None = None) -> Iterator[tuple[int, np.ndarray, bytes]]:
+    """A Parquet source's rows (:func:`parquet_source`) as batches of JSON lines, like
+    :func:`tokenmill.jsonl.stream_line_batches`.
+
+    Args:
+        source: the sidecar entry; its ``row_group_range`` is packed, else the whole file.
+        pattern: the text pattern (picks the columns read).
+        batch_bytes: about this many bytes of JSON lines per batch.
+        max_line_bytes: a longer row is yielded with its length and offset -1, none of its bytes, so
+            that the worker reports it as a bad line.
+        on_read: called with the compressed bytes of each row group read (for progress).
+
+    Yields:
+        ``(1-based number of the first row, (n, 2) offsets/lengths relative to the block, block)``.
+
+    Raises:
+        TokenmillError: no pyarrow, a truncated or corrupt file.
+    """
+    first_row, lines = None, []
+    held = 0
+    for row, chunk in _row_chunks(source["path"], pattern, source.get("row_group_range"), on_read):
+        if first_row is None:
+            first_row = row
+        lines += chunk
+        held += sum(map(len, chunk))
+        if held >= batch_bytes:
+            yield first_row, *_block(lines, max_line_bytes)
+            first_row, lines, held = None, [], 0
+    if lines:
+        yield first_row, *_block(lines, max_line_bytes)
+
+
+def _block(lines: list[bytes], max_line_bytes: int) -> tuple[np.ndarray, bytes]:
+    """Lines joined by ``\\n``, and their ``(offset, length)``; a line over ``max_line_bytes`` keeps its
+    length with offset -1 and is left out of the block."""
+    lengths = np.fromiter(map(len, lines), dtype=np.int64, count=len(lines))
+    kept = lengths <= max_line_bytes
+    spans = np.where(kept, lengths + 1, 0)
+    offsets = np.where(kept, np.cumsum(spans) - spans, -1)
+    block = b"\n".join(line for line, keep in zip(lines, kept.tolist()) if keep)
+    return np.stack([offsets, lengths], axis=1), block
+
+
+def iter_rows(path: str | os.PathLike, pattern: str, row_groups: tuple[int, int | None] | None = None,
+              max_line_bytes: int = 1 << 62) -> Iterator[tuple[int, bytes]]:
+    """Every row (of ``row_groups``) as ``(1-based row number, JSON line)``; a line over
+    ``max_line_bytes`` as ``b""``, as :func:`tokenmill.jsonl.iter_lines` gives lines.
+
+    Raises:
+        TokenmillError: no pyarrow, a truncated or corrupt file.
+    """
+    for row, chunk in _row_chunks(path, pattern, row_groups):
+        for number, line in enumerate(chunk, start=row):
+            yield number, line if len(line) <= max_line_bytes else b""
