@@ -20,6 +20,7 @@ if not workflow.overwrite_configfiles:
 include: "workflow/rules/common.smk"
 include: "workflow/rules/raw_index.smk"
 include: "workflow/rules/pack.smk"
+include: "workflow/rules/datatrove.smk"
 include: "workflow/rules/sample_index.smk"
 include: "workflow/rules/verify.smk"
 include: "workflow/rules/sft.smk"

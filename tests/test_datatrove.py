@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, TEKKEN, run_tokenmill
+from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, TEKKEN, run_snakemake, run_tokenmill
 from tokenmill.datatrove import (DatatroveFile, DatatroveWriter, datatrove_paths, metadata_text, pbin_to_datatrove,
                                  si_count, token_size_for)
 from tokenmill.errors import TokenmillError
@@ -245,3 +245,78 @@ def test_an_empty_pbin_gives_empty_files_and_datatrove_s_zero_count(tmp_path):
     assert (tmp_path / "e.ds").read_bytes() == b"" and (tmp_path / "e.ds.index").read_bytes() == b""
     assert (tmp_path / "e.ds.metadata").read_text() == "t|2\n0\n0.00 T"
     assert verify(tmp_path / "e.ds") == [] and GPT2_EOD_ID == 50256
+
+
+# ---- The workflow: a dataset's `formats` decide what is made
+
+
+def plan_of(folder: Path, blends: dict | None = None, **datasets):
+    from tokenmill.config import validate_config
+    from tokenmill.plan import Plan
+
+    (folder / "gpt2.json").write_bytes(GPT2.read_bytes())
+    (folder / "a.jsonl").write_bytes(b'{"text": "hello"}\n' * 3)
+    config = {"tokenizers": {"gpt2": {"path": str(folder / "gpt2.json"), "eod": GPT2_EOD}},
+              "datasets": {name: {"inputs": [str(folder / "a.jsonl")], "tokenizer": "gpt2",
+                                  "allow_duplicate_inputs": True, **entry} for name, entry in datasets.items()},
+              "sampling": {"seq_lengths": [512], "seeds": [1], "num_samples": {"train": 1, "valid": 1, "test": 1}},
+              "blends": blends or {}}
+    return Plan(validate_config(config, "my.yaml"))
+
+
+def test_formats_default_to_pbin_and_megatron_and_datatrove_adds_its_folder(tmp_path):
+    plan = plan_of(tmp_path, web={}, nano={"formats": ["pbin", "megatron", "datatrove"]}, lean={"formats": ["pbin"]})
+    assert plan.formats("web") == ["pbin", "megatron"]
+    ds = ["data/datatrove/nano/nano.ds", "data/datatrove/nano/nano.ds.index", "data/datatrove/nano/nano.ds.metadata"]
+    targets = plan.all_targets()
+    assert not any(target.startswith("data/datatrove/web") for target in targets)
+    assert set(ds) <= set(targets) and set(ds) <= set(plan.verify_files("nano"))
+    assert plan.verify_options("nano")[-4:] == ["data/packed/nano.pbin", "data/megatron/nano_text_document",
+                                                "data/datatrove/nano/nano.ds", "data/cache/nano/seq512_seed1"]
+    assert plan.built_files("lean") == ["data/packed/lean.pbin", "data/packed/lean.pbin.meta.json"]
+    assert plan.cache_dirs("lean") == [] and not any("lean" in target and "megatron" in target for target in targets)
+    assert plan.verify_options("lean")[-1:] == ["data/packed/lean.pbin"]
+
+
+def test_a_blend_needs_its_datasets_in_the_megatron_format_and_pbin_is_always_made(tmp_path):
+    with pytest.raises(TokenmillError, match=r"blends.mix.weights: dataset 'nano' is not made in the megatron format"):
+        plan_of(tmp_path, blends={"mix": {"weights": {"web": 1, "nano": 1}}}, web={},
+                nano={"formats": ["pbin", "datatrove"]})
+    with pytest.raises(TokenmillError, match="formats"):
+        plan_of(tmp_path, nano={"formats": ["datatrove"]})
+
+
+@pytest.mark.slow
+def test_the_workflow_builds_a_parquet_dataset_in_row_group_shards_into_datatrove_s_bytes(workflow_dir):
+    """A Parquet dataset with datatrove in its formats, cut into row-group shards: the .ds equals
+    to-datatrove of the same rows packed from JSONL, and verify checks it."""
+    import yaml
+    pq = pytest.importorskip("pyarrow.parquet")
+    import pyarrow as pa
+
+    from tokenmill.parquet import row_group_bytes
+
+    lines = (workflow_dir / "data/raw/demo.jsonl").read_bytes().splitlines()[:200]
+    rows = [json.loads(line) for line in lines]
+    pq.write_table(pa.Table.from_pylist(rows), workflow_dir / "data/raw/rows.parquet", row_group_size=50,
+                   compression="zstd")
+    (workflow_dir / "rows.jsonl").write_bytes(b"\n".join(lines) + b"\n")
+    config = yaml.safe_load((workflow_dir / "config/config.yaml").read_text())
+    config["datasets"] = {"rows": {"inputs": ["data/raw/rows.parquet"], "tokenizer": "gpt2",
+                                   "formats": ["pbin", "datatrove"],
+                                   "shard_bytes": 2 * max(row_group_bytes(pq.ParquetFile(
+                                       workflow_dir / "data/raw/rows.parquet").metadata))}}  # about 2 row groups a shard
+    config["sft"] = {}
+    (workflow_dir / "config/config.yaml").write_text(yaml.safe_dump(config))
+    run_snakemake(workflow_dir)
+    meta = json.loads((workflow_dir / "data/packed/rows.pbin.meta.json").read_text())
+    ranges = [source["row_group_range"] for source in meta["sources"]]
+    assert len(ranges) > 1 and ranges[0][0] == 0 and ranges[-1][1] == 4 and meta["documents"] == 200
+    run_tokenmill("pack", "rows.jsonl", "--tokenizer", "data/tokenizers/gpt2.tokenizer.json", "--eod", GPT2_EOD,
+                  "-o", "rows.pbin", cwd=workflow_dir)
+    run_tokenmill("to-datatrove", "rows.pbin", "-o", "expected/rows", cwd=workflow_dir)
+    for suffix in (".ds", ".ds.index", ".ds.metadata"):
+        assert (workflow_dir / f"data/datatrove/rows/rows{suffix}").read_bytes() == \
+            (workflow_dir / f"expected/rows{suffix}").read_bytes()
+    assert "ok data/datatrove/rows/rows.ds\n" in (workflow_dir / "data/verified/rows.ok").read_text()
+    assert not (workflow_dir / "data/cache/rows").exists()

@@ -1,0 +1,29 @@
+# ---- Stage 3b: datatrove/nanotron .ds files, for datasets whose `formats` name datatrove ------
+
+
+# One folder per build (nanotron's Nanoset takes a folder per dataset and reads every .ds in it): the
+# bytes datatrove's DocumentTokenizer writes for the same documents, converted from the .pbin.
+rule datatrove:
+    input:
+        pbin="data/packed/{build}.pbin",
+        meta="data/packed/{build}.pbin.meta.json",
+    output:
+        ds="data/datatrove/{build}/{build}.ds",
+        index="data/datatrove/{build}/{build}.ds.index",
+        metadata="data/datatrove/{build}/{build}.ds.metadata",
+    log:
+        "logs/datatrove/{build}.log",
+    benchmark:
+        "benchmarks/datatrove/{build}.tsv"
+    wildcard_constraints:
+        build=BUILD,
+    conda:
+        "../envs/tokenmill.yaml"
+    threads: 1
+    resources:
+        mem_mb=document_index_mem_mb,
+        runtime=copy_runtime,
+    params:
+        format=FORMAT_VERSIONS["datatrove"],
+    shell:
+        "tokenmill to-datatrove {input.pbin:q} -o {output.ds:q} > {log:q} 2>&1"
