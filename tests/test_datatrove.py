@@ -304,8 +304,9 @@ def test_the_workflow_builds_a_parquet_dataset_in_row_group_shards_into_datatrov
     config = yaml.safe_load((workflow_dir / "config/config.yaml").read_text())
     config["datasets"] = {"rows": {"inputs": ["data/raw/rows.parquet"], "tokenizer": "gpt2",
                                    "formats": ["pbin", "datatrove"],
+                                   # about 2 row groups a shard
                                    "shard_bytes": 2 * max(row_group_bytes(pq.ParquetFile(
-                                       workflow_dir / "data/raw/rows.parquet").metadata))}}  # about 2 row groups a shard
+                                       workflow_dir / "data/raw/rows.parquet").metadata))}}
     config["sft"] = {}
     (workflow_dir / "config/config.yaml").write_text(yaml.safe_dump(config))
     run_snakemake(workflow_dir)

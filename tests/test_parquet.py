@@ -126,7 +126,8 @@ def test_a_bad_value_is_a_bad_line_named_by_its_row(tmp_path, value, reason):
     first_bad = 1 if isinstance(value, (int, bytes)) else 7
     with pytest.raises(TokenmillError) as stopped:
         packed([parquet], tmp_path / "x.pbin")
-    assert str(stopped.value) == f"{parquet}: row {first_bad}: {reason} (on_bad_line: error; use skip to leave such lines out)"
+    assert str(stopped.value) == \
+        f"{parquet}: row {first_bad}: {reason} (on_bad_line: error; use skip to leave such lines out)"
     assert not (tmp_path / "x.pbin").exists()
     if first_bad == 7:
         meta = packed([parquet], tmp_path / "x.pbin", on_bad_line="skip")

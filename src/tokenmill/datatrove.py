@@ -308,7 +308,8 @@ class DatatroveFile:
     def _check_metadata(self) -> None:
         path, metadata = self.paths[".ds.metadata"], self.metadata
         if metadata["tokens"] != self.num_tokens:
-            raise TokenmillError(f"{path}: says {metadata['tokens']} tokens, {self.paths['.ds']} holds {self.num_tokens}")
+            raise TokenmillError(f"{path}: says {metadata['tokens']} tokens, {self.paths['.ds']} holds "
+                                 f"{self.num_tokens}")
         if metadata["tokens_si"] != si_count(self.num_tokens):
             raise TokenmillError(f"{path}: writes the count as {metadata['tokens_si']!r}, datatrove writes "
                                  f"{si_count(self.num_tokens)!r}")
@@ -321,7 +322,8 @@ class DatatroveFile:
         if len(loss) != self.num_tokens:
             raise TokenmillError(f"{path}: {len(loss)} flags for {self.num_tokens} tokens (one byte per token)")
         if len(loss) and int(loss.max()) > 1:
-            raise TokenmillError(f"{path}: flag {int(loss.max())} at token {int(np.argmax(loss > 1))}; flags are 0 or 1")
+            raise TokenmillError(f"{path}: flag {int(loss.max())} at token {int(np.argmax(loss > 1))}; flags are "
+                                 f"0 or 1")
         return loss
 
     @property

@@ -66,7 +66,8 @@ def _parquet_module():
 
 def _damaged(path: str | os.PathLike, exc: Exception) -> TokenmillError:
     reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return TokenmillError(f"{path}: not a readable Parquet file, truncated or corrupt ({reason}); no output was written")
+    return TokenmillError(f"{path}: not a readable Parquet file, truncated or corrupt ({reason}); "
+                          f"no output was written")
 
 
 def open_parquet(path: str | os.PathLike):
@@ -203,7 +204,8 @@ def _row_chunks(path: str | os.PathLike, pattern: str, row_groups: tuple[int, in
             raise _damaged(path, exc) from None
         expected = metadata.row_group(group).num_rows
         if table.num_rows != expected:
-            raise _damaged(path, ValueError(f"row group {group} holds {table.num_rows} rows, its footer says {expected}"))
+            raise _damaged(path, ValueError(f"row group {group} holds {table.num_rows} rows, its footer says "
+                                            f"{expected}"))
         if on_read is not None:
             on_read(sizes[group])
         if not table.num_columns:  # none of the pattern's columns exists: every row is an empty object
