@@ -2,7 +2,7 @@
 
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, run_tokenmill
 from tokenmill.handoff import megatron_args
-from tokenmill.sample_index import null_tokenizer_identifiers
+from tokenmill.megatron_tokenizer import JobTokenizer, job_tokenizer, null_tokenizer_flags
 
 
 def arguments(text: str) -> list[str]:
@@ -11,7 +11,8 @@ def arguments(text: str) -> list[str]:
 
 def test_worked_example_the_demo_cache():
     text = megatron_args("data/cache/demo/seq512_seed1234", ["/data/megatron/demo_text_document"], 512, 1234,
-                         "969,30,1", {"train": 20000, "valid": 200, "test": 20}, null_tokenizer_identifiers(50257))
+                         "969,30,1", {"train": 20000, "valid": 200, "test": 20},
+                         [job_tokenizer("0.19", null_tokenizer_flags(50257))])
     assert arguments(text) == ["--data-path /data/megatron/demo_text_document",
                                "--data-cache-path data/cache/demo/seq512_seed1234", "--split 969,30,1",
                                "--seq-length 512", "--seed 1234", "--train-samples 20000",
@@ -20,16 +21,44 @@ def test_worked_example_the_demo_cache():
     assert "# valid: 200 samples; Megatron asks for (train_iters // eval_interval + 1) x eval_iters x global " \
            "batch size" in text.splitlines()
     assert "# test: 20 samples; Megatron asks for eval_iters x global batch size" in text.splitlines()
+    assert "# NullTokenizer: the job's tokenizer.eod is 50256;" in text
     assert "extra token" not in text
 
 
-def test_another_tokenizer_and_no_extra_token_are_named():
+def test_identifiers_given_as_they_are_say_that_no_flags_are_known():
     identifiers = {"class": "HuggingFaceTokenizer", "tokenizer_path": "/models/llama3"}
-    text = megatron_args("c", ["0.5", "a", "0.5", "b"], 2048, 7, None, {"train": None}, identifiers, extra=0)
+    text = megatron_args("c", ["0.5", "a", "0.5", "b"], 2048, 7, None, {"train": None},
+                         [JobTokenizer(None, None, identifiers)], extra=0)
     assert arguments(text) == ["--data-path 0.5 a 0.5 b", "--data-cache-path c", "--seq-length 2048", "--seed 7"]
     assert "# train: one epoch (num_samples null)" in text
-    assert "'tokenizer_path': '/models/llama3'" in text
+    assert 'no job flags are known for the identifiers {"class": "HuggingFaceTokenizer", "tokenizer_path": ' \
+           '"/models/llama3"}' in text
     assert "add_extra_token_to_sequence=False" in text
+
+
+def test_flags_of_two_versions_and_quoted_values():
+    flags = ["--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", "/models/my model",
+             "--tokenizer-special-tokens", "<a>", "<b>"]
+    tokenizers = [job_tokenizer(version, flags) for version in ("0.19", "main")]
+    text = megatron_args("c", ["a"], 8, 1, "1,0,0", {"train": 5}, tokenizers, token_dtypes={"int32"})
+    assert arguments(text)[-4:] == ["--tokenizer-type HuggingFaceTokenizer", "--tokenizer-model '/models/my model'",
+                                    "--tokenizer-special-tokens '<a>' '<b>'", "--per-dataset-sequences-path c/"
+                                                                              "sequences_per_dataset.json"]
+    assert "# tokenizer flags of the job (megatron-core 0.19.2 or Megatron-LM main (2026-08))" in text
+    # the tokenizer's vocab_size is in its files: the file says what the fast path assumes
+    assert "this data is int32: keep it only if vocab_size is above 65536" in text
+
+
+def test_no_sequences_file_where_megatron_would_misread_the_tokens():
+    """A NullTokenizer job of 131072 ids reads the tokens as int32 on the fast path; uint16 data then
+    comes out wrong, so the argument is not listed (it is where the sizes agree)."""
+    job = [job_tokenizer("0.19", null_tokenizer_flags(131072, 2))]
+    text = megatron_args("c", ["a"], 8, 1, "1,0,0", {"train": 5}, job, token_dtypes={"uint16"})
+    assert not any("per-dataset-sequences-path" in line for line in arguments(text))
+    assert "reads the tokens as int32 (vocab_size 131072) without the .idx header, and this data is uint16" in text
+    assert arguments(text)[-3:] == ["--tokenizer-type NullTokenizer", "--vocab-size 131072", "--null-tokenizer-eod-id 2"]
+    text = megatron_args("c", ["a"], 8, 1, "1,0,0", {"train": 5}, job, token_dtypes={"int32"})
+    assert arguments(text)[-1] == "--per-dataset-sequences-path c/sequences_per_dataset.json"
 
 
 def test_sample_index_writes_it_into_the_cache_folder(tmp_path):
@@ -41,4 +70,5 @@ def test_sample_index_writes_it_into_the_cache_folder(tmp_path):
     written = (tmp_path / "cache" / "megatron_args.txt").read_text()
     assert arguments(written) == ["--data-path /shared/demo_text_document", f"--data-cache-path {tmp_path / 'cache'}",
                                   "--split 1,0,0", "--seq-length 256", "--seed 3", "--train-samples 100",
-                                  "--tokenizer-type NullTokenizer", "--vocab-size 50257"]
+                                  "--tokenizer-type NullTokenizer", "--vocab-size 50257",
+                                  f"--per-dataset-sequences-path {tmp_path / 'cache' / 'sequences_per_dataset.json'}"]

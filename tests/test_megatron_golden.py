@@ -56,7 +56,7 @@ from conftest import DEMO_PREFIX, GPT2_EOD_ID, PART_A_PREFIX, PART_B_PREFIX, mak
 from tokenmill.datasets import Nanoset, NanosetBuilder, NanosetConfig
 from tokenmill.errors import TokenmillError
 from tokenmill.mmidx import MMapIndexedDataset
-from tokenmill.handoff import HANDOFF_NAME
+from tokenmill.handoff import HANDOFF_NAME, SEQUENCES_NAME
 from tokenmill.sample_index import build_gpt_cache, build_sample_index, load_cache
 
 # dataset paths as the training job spells them (hashed into the cache names), relative to the work folder
@@ -446,7 +446,7 @@ def folder_hashes(folder: Path) -> dict[str, str]:
     them are its own)."""
     return {path.name: sha256(path.read_bytes()) for path in sorted(folder.iterdir())
             if not path.name.endswith("-tokenmill_fingerprint.json")
-            and path.name != HANDOFF_NAME}
+            and path.name not in (HANDOFF_NAME, SEQUENCES_NAME)}
 
 
 @pytest.fixture(scope="module")

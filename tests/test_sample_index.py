@@ -272,8 +272,8 @@ def test_uint16_and_int32_datasets_give_the_same_indices(tmp_path):
                       "--seq-length", "64", "--seed", "5", "--epochs", "3", "--megatron-path-prefix", "same",
                       "--vocab-size", "1000")
     files = sorted(path.name for path in (tmp_path / "c_uint16").iterdir())
-    assert files == sorted(path.name for path in (tmp_path / "c_int32").iterdir()) and len(files) == 16
-    # 12 of Megatron, 3 fingerprints, megatron_args.txt
+    assert files == sorted(path.name for path in (tmp_path / "c_int32").iterdir()) and len(files) == 17
+    # 12 of Megatron, 3 fingerprints, megatron_args.txt, sequences_per_dataset.json
     for name in files:
         if name != "megatron_args.txt":  # it names its own folder
             assert (tmp_path / "c_uint16" / name).read_bytes() == (tmp_path / "c_int32" / name).read_bytes()

@@ -172,7 +172,8 @@ def test_named_blend_builds_megatron_blend_caches(workflow_dir):
     assert arguments == ["--data-path 0.7 data/megatron/a_text_document 0.3 data/megatron/b_text_document",
                          "--data-cache-path data/cache/blend_mix/seq128_seed7", "--split 969,30,1",
                          "--seq-length 128", "--seed 7", "--train-samples 2000", "--tokenizer-type NullTokenizer",
-                         "--vocab-size 50257"]
+                         "--vocab-size 50257",
+                         "--per-dataset-sequences-path data/cache/blend_mix/seq128_seed7/sequences_per_dataset.json"]
     # a blend sample traced through the blend's indices to a dataset, its sample, and source lines
     shown = run_tokenmill("inspect", "data/cache/blend_mix/seq128_seed7", "--sample", "1", cwd=workflow_dir).stdout
     header, pieces = shown.splitlines()[0], [line for line in shown.splitlines() if line.startswith("  sequence ")]

@@ -14,7 +14,9 @@ FORMAT_VERSIONS = {
     # allow_duplicate_inputs, and inputs hashed up to the size they had when packing began
     "pbin": "modalities-pbin-0.5.0/3",
     "mmidx": "megatron-mmidx-v1/2",  # /2: a second EOD after documents whose text ends with one, as Megatron
-    "sample_index": "megatron-gpt-cache-0.19/2",  # /2: a fingerprint of the .idx beside each split
+    # /2: a fingerprint of the .idx beside each split; /3: names a real job computes (pad_id, flags,
+    # versions) and sequences_per_dataset.json
+    "sample_index": "megatron-gpt-cache-0.19/3",
     "verify": "checks/1",
     "sft": "tokenmill-sft-pbin-pair/2",
     "report": "tokenmill-report/1",

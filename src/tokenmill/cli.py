@@ -29,6 +29,7 @@ def _index(args: argparse.Namespace) -> None:
 def _pack(args: argparse.Namespace) -> None:
     from tokenmill.jsonl import parse_byte_range
     from tokenmill.pack import PackSettings, pack
+    from tokenmill.parquet import parse_row_groups
 
     if args.index and len(args.index) != len(args.inputs):
         raise TokenmillError(f"--index was given {len(args.index)} times for {len(args.inputs)} inputs")
@@ -38,7 +39,8 @@ def _pack(args: argparse.Namespace) -> None:
                             check_fraction=args.check_fraction, on_mismatch=args.on_mismatch,
                             max_line_bytes=args.max_line_bytes, allow_duplicate_inputs=args.allow_duplicate_inputs)
     byte_range = parse_byte_range(args.byte_range) if args.byte_range else None
-    pack(args.inputs, args.output, settings, indexes=args.index, byte_range=byte_range,
+    row_groups = parse_row_groups(args.row_groups) if args.row_groups else None
+    pack(args.inputs, args.output, settings, indexes=args.index, byte_range=byte_range, row_groups=row_groups,
          megatron_prefix=_prefix(args.megatron) if args.megatron else None)
 
 
@@ -73,30 +75,51 @@ def _to_megatron(args: argparse.Namespace) -> None:
           file=sys.stderr)
 
 
+def _to_datatrove(args: argparse.Namespace) -> None:
+    from tokenmill.datatrove import datatrove_paths, pbin_to_datatrove
+
+    summary = pbin_to_datatrove(args.input, args.output, tokenizer_name=args.tokenizer_name,
+                                vocab_size=args.vocab_size)
+    print(f"{datatrove_paths(args.output)['.ds']}: {summary['documents']} documents, {summary['tokens']} tokens "
+          f"of {summary['token_size']} bytes{', with .ds.loss' if summary['loss'] else ''}", file=sys.stderr)
+
+
 def _blend(args: argparse.Namespace) -> None:
-    from tokenmill.blend import build_blend_cache, parse_blend
-    from tokenmill.handoff import write_megatron_args
+    from tokenmill.blend import alias_blend_cache, build_blend_cache, parse_blend
 
     if args.epochs not in (None, 1):
         raise TokenmillError("blend: --epochs supports 1 (each part one epoch); give sample counts otherwise")
     prefixes, weights = parse_blend(args.blend)
     if args.megatron_paths is not None and len(args.megatron_paths) != len(prefixes):
         raise TokenmillError(f"--megatron-paths names {len(args.megatron_paths)} paths for {len(prefixes)} datasets")
+    tokenizers = _job_tokenizers(args)
     num_samples = ({} if args.epochs else
                    {"train": args.num_samples, "valid": args.valid_samples, "test": args.test_samples})
-    results = build_blend_cache([_prefix(prefix) for prefix in prefixes], weights, args.output, args.seq_length,
-                                args.seed, args.split, num_samples, _tokenizer_identifiers(args),
-                                extra=0 if args.no_extra_token else 1, dataset_paths=args.megatron_paths or prefixes)
-    _report_caches(args.output, results)
-    for split_name, result in results.items():  # the parts' own caches, where they were not simply found
-        for part in result["parts"]:
-            if part["state"] != "found":
-                _report_caches(args.output, {split_name: part})
     paths = args.megatron_paths or prefixes  # as the training job spells them
+    results = build_blend_cache([_prefix(prefix) for prefix in prefixes], weights, args.output, args.seq_length,
+                                args.seed, args.split, num_samples, tokenizers[0].identifiers,
+                                extra=0 if args.no_extra_token else 1, dataset_paths=paths)
+    # the first identity built the arrays; the other versions' identities name the same arrays
+    for named in [results, *(alias_blend_cache(args.output, results, tokenizer.identifiers)
+                             for tokenizer in tokenizers[1:])]:
+        _report_caches(args.output, named)
+        for split_name, result in named.items():  # the parts' own caches, where they were not simply found
+            for part in result["parts"]:
+                if part["state"] != "found":
+                    _report_caches(args.output, {split_name: part})
     data_path = paths if weights is None else [item for pair in zip(args.blend[0::2], paths) for item in pair]
-    write_megatron_args(args.output, data_path, args.seq_length, args.seed, args.split,
-                        {name: num_samples.get(name) for name in results}, _tokenizer_identifiers(args),
-                        extra=0 if args.no_extra_token else 1)
+    _write_handoff(args, [_prefix(prefix) for prefix in prefixes], paths, data_path,
+                   {name: num_samples.get(name) for name in results}, tokenizers)
+
+
+def _write_handoff(args: argparse.Namespace, prefixes: list[str], paths: list[str], data_path: list[str],
+                   num_samples: dict, tokenizers: list) -> None:
+    """sequences_per_dataset.json and megatron_args.txt in the cache folder."""
+    from tokenmill.handoff import write_megatron_args, write_sequences_per_dataset
+
+    token_dtypes = write_sequences_per_dataset(args.output, prefixes, paths)
+    write_megatron_args(args.output, data_path, args.seq_length, args.seed, args.split, num_samples, tokenizers,
+                        extra=0 if args.no_extra_token else 1, token_dtypes=token_dtypes)
 
 
 def _verify(args: argparse.Namespace) -> None:
@@ -165,47 +188,58 @@ def _report_caches(cache_dir: str, results: dict) -> None:
               file=sys.stderr)
 
 
-def _tokenizer_identifiers(args: argparse.Namespace) -> dict:
-    """The tokenizer identifiers Megatron hashes: given as JSON, or its null tokenizer of a vocab size."""
+def _job_tokenizers(args: argparse.Namespace) -> list:
+    """The tokenizer identities to name the caches for, one per Megatron version: from the job's
+    tokenizer flags, or a NullTokenizer job of the data's vocabulary; identifiers given as JSON stand
+    alone (no version, no flags known)."""
     import json
 
-    from tokenmill.sample_index import null_tokenizer_identifiers
+    from tokenmill.megatron_tokenizer import JobTokenizer, job_tokenizer, null_tokenizer_flags, parse_versions
 
     if args.tokenizer_identifiers is not None:
+        if args.megatron_version:
+            raise TokenmillError("--megatron-version names the version whose identifiers the tokenizer flags give; "
+                                 "--tokenizer-identifiers gives the identifiers themselves: use one or the other")
         try:
             identifiers = json.loads(args.tokenizer_identifiers)
         except ValueError as exc:
             raise TokenmillError(f"--tokenizer-identifiers: not JSON ({exc})") from None
         if not isinstance(identifiers, dict):
             raise TokenmillError("--tokenizer-identifiers: expected a JSON object")
-        return identifiers
-    if args.vocab_size_from is not None:
+        return [JobTokenizer(None, None, identifiers)]
+    versions = parse_versions(args.megatron_version)
+    if args.megatron_tokenizer_args is not None:
+        flags = args.megatron_tokenizer_args
+    elif args.vocab_size_from is not None:
         from tokenmill.pbin import read_sidecar
 
         meta = read_sidecar(args.vocab_size_from.removesuffix(".meta.json"))
         if not meta or "vocab_size" not in meta.get("tokenizer", {}):
             raise TokenmillError(f"{args.vocab_size_from}: no .pbin sidecar with a tokenizer vocabulary size")
-        return null_tokenizer_identifiers(int(meta["tokenizer"]["vocab_size"]))
-    return null_tokenizer_identifiers(args.vocab_size)
+        flags = null_tokenizer_flags(int(meta["tokenizer"]["vocab_size"]), meta["tokenizer"].get("eod_id"))
+    else:
+        flags = null_tokenizer_flags(args.vocab_size)
+    return [job_tokenizer(version, flags) for version in versions]
 
 
 def _sample_index(args: argparse.Namespace) -> None:
-    from tokenmill.handoff import write_megatron_args
-    from tokenmill.sample_index import build_gpt_cache, num_samples_for_epochs
+    from tokenmill.sample_index import alias_gpt_cache, build_gpt_cache, num_samples_for_epochs
 
     prefix = _prefix(args.prefix)
+    tokenizers = _job_tokenizers(args)
     if args.epochs is not None:
         num_samples = num_samples_for_epochs(prefix, args.split, args.epochs, args.seq_length,
                                              0 if args.no_extra_token else 1)
     else:
         num_samples = {"train": args.num_samples, "valid": args.valid_samples, "test": args.test_samples}
     results = build_gpt_cache(prefix, args.output, args.seq_length, args.seed, args.split, num_samples,
-                              _tokenizer_identifiers(args), extra=0 if args.no_extra_token else 1,
+                              tokenizers[0].identifiers, extra=0 if args.no_extra_token else 1,
                               dataset_path=args.megatron_path_prefix)
     _report_caches(args.output, results)
-    write_megatron_args(args.output, [args.megatron_path_prefix or prefix], args.seq_length, args.seed, args.split,
-                        {name: num_samples.get(name) for name in results}, _tokenizer_identifiers(args),
-                        extra=0 if args.no_extra_token else 1)
+    for tokenizer in tokenizers[1:]:  # the same arrays, named for another Megatron version
+        _report_caches(args.output, alias_gpt_cache(args.output, results, tokenizer.identifiers))
+    path = args.megatron_path_prefix or prefix
+    _write_handoff(args, [prefix], [path], [path], {name: num_samples.get(name) for name in results}, tokenizers)
 
 
 def _add_index_options(parser: argparse.ArgumentParser) -> None:
@@ -224,11 +258,20 @@ def _add_index_options(parser: argparse.ArgumentParser) -> None:
                         help="samples of exactly seq-length tokens (Megatron's add_extra_token_to_sequence off); "
                              "not part of Megatron's hash, so use a separate cache folder")
     identity = parser.add_mutually_exclusive_group(required=True)
-    identity.add_argument("--tokenizer-identifiers", metavar="JSON",
-                          help="the training tokenizer's unique_identifiers, as in a Megatron description.txt")
-    identity.add_argument("--vocab-size", type=int, help="hash Megatron's NullTokenizer with this --vocab-size")
+    identity.add_argument("--megatron-tokenizer-args", metavar="FLAGS",
+                          help="the training job's tokenizer flags as one string, e.g. '--tokenizer-type "
+                               "HuggingFaceTokenizer --tokenizer-model /models/llama3': the caches are named with the "
+                               "identifiers Megatron builds from them")
+    identity.add_argument("--vocab-size", type=int,
+                          help="name the caches for a job with --tokenizer-type NullTokenizer --vocab-size N")
     identity.add_argument("--vocab-size-from", metavar="PBIN_META",
-                          help="as --vocab-size, taking the vocabulary size from a .pbin or its .pbin.meta.json")
+                          help="as --vocab-size, with the vocabulary size (and EOD id) of a .pbin's sidecar")
+    identity.add_argument("--tokenizer-identifiers", metavar="JSON",
+                          help="expert: the tokenizer's unique_identifiers themselves, as in a Megatron "
+                               "description.txt (no job flags are then known)")
+    parser.add_argument("--megatron-version", action="append", metavar="{0.19,main}",
+                        help="the Megatron version of the job: 0.19 (megatron-core 0.19.2, the default) or main "
+                             "(Megatron-LM main, 2026-08); repeat it or give 0.19,main to name the caches for both")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -245,7 +288,8 @@ def build_parser() -> argparse.ArgumentParser:
     index.set_defaults(run=_index)
 
     pack = verbs.add_parser("pack", help="tokenize JSONL into a packed .pbin (+ .pbin.meta.json)")
-    pack.add_argument("inputs", nargs="+", metavar="INPUT", help="JSONL files, packed in this order")
+    pack.add_argument("inputs", nargs="+", metavar="INPUT",
+                      help="JSONL files (plain or gzip/zstd/xz/bzip2) or Parquet files, packed in this order")
     pack.add_argument("-o", "--output", help="output .pbin (optional with --megatron)")
     pack.add_argument("--megatron", metavar="PREFIX",
                       help="also write Megatron's PREFIX.bin/.idx from the same tokens, in the same pass (the bytes "
@@ -256,6 +300,9 @@ def build_parser() -> argparse.ArgumentParser:
     pack.add_argument("--byte-range", metavar="START:END",
                       help="pack only the lines of the (one, plain) input that start in this byte range; "
                            "line numbers stay those of the whole file")
+    pack.add_argument("--row-groups", metavar="START:END",
+                      help="pack only row groups START..END-1 of the (one) Parquet input (END empty: to the last); "
+                           "row numbers stay those of the whole file")
     pack.add_argument("--jq", default=".text", help="jq pattern selecting the text (default: .text)")
     pack.add_argument("--eod", help="end-of-document token appended to every document, e.g. '<|endoftext|>'")
     pack.add_argument("--no-special-tokens", action="store_true",
@@ -292,6 +339,17 @@ def build_parser() -> argparse.ArgumentParser:
     to_megatron.add_argument("--vocab-size", type=int,
                              help="vocabulary size that picks uint16 (< 65500) or int32 (default: from the sidecar)")
     to_megatron.set_defaults(run=_to_megatron)
+    to_datatrove = verbs.add_parser("to-datatrove", help="convert a .pbin into datatrove/nanotron NAME.ds files")
+    to_datatrove.add_argument("input", help=".pbin file (an SFT .pbin also gives NAME.ds.loss from its loss mask)")
+    to_datatrove.add_argument("-o", "--output", required=True,
+                              help="DIR/NAME (or DIR/NAME.ds): writes NAME.ds, NAME.ds.index, NAME.ds.metadata "
+                                   "in DIR")
+    to_datatrove.add_argument("--tokenizer-name",
+                              help="the tokenizer field of NAME.ds.metadata (default: the tokenizer path in the "
+                                   "sidecar, as pack was given it)")
+    to_datatrove.add_argument("--vocab-size", type=int,
+                              help="vocabulary size that picks uint16 (<= 65536) or uint32 (default: from the sidecar)")
+    to_datatrove.set_defaults(run=_to_datatrove)
     sample_index = verbs.add_parser(
         "sample-index", help="build Megatron GPTDataset index caches (document/sample/shuffle .npy) for every split")
     sample_index.add_argument("prefix", help="Megatron dataset prefix (PREFIX.bin, PREFIX.idx)")
@@ -312,7 +370,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = verbs.add_parser("verify", help="check files against their own structure and sidecars")
     verify.add_argument("paths", nargs="+", metavar="FILE",
-                        help="raw .idx, .pbin, Megatron prefix (or its .bin/.idx), or index cache folder")
+                        help="raw .idx, .pbin, Megatron prefix (or its .bin/.idx), datatrove NAME.ds, or index cache "
+                             "folder")
     verify.add_argument("--jsonl", help="for a raw .idx: the JSONL file it indexes")
     verify.add_argument("--inputs", nargs="+", metavar="JSONL",
                         help="for a .pbin: the files it must be packed from, in order, each exactly once and whole "
@@ -333,7 +392,8 @@ def build_parser() -> argparse.ArgumentParser:
     sft.set_defaults(run=_sft)
 
     inspect = verbs.add_parser("inspect", help="show a file's header and counts, a document, or a training sample")
-    inspect.add_argument("path", help=".pbin, raw .idx, Megatron prefix, or (with --sample) an index cache folder")
+    inspect.add_argument("path", help=".pbin, raw .idx, Megatron prefix, datatrove NAME.ds, or (with --sample) an "
+                                      "index cache folder")
     inspect.add_argument("--doc", type=int, help="show document I, decoded, with its source file and line")
     inspect.add_argument("--sample", type=int, help="show sample K of a split: its pieces, decoded, with sources")
     inspect.add_argument("--seq-length", type=int, help="with --sample: find data/cache/<name>/seq<L>_seed<S>")

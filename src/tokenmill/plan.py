@@ -441,12 +441,13 @@ class Plan:
             options += [f"--{split}-samples={counts[split]}" for split in ("valid", "test") if split in counts]
         if not sampling["add_extra_token"]:
             options.append("--no-extra-token")
-        identifiers = self.config["tokenizers"][self.builds[build].tokenizer]["megatron_identifiers"]
-        if identifiers is not None:
-            options += ["--tokenizer-identifiers", json.dumps(identifiers)]
-        else:
-            options += ["--vocab-size-from", f"{packed_path(build)}.meta.json"]
-        return options
+        tokenizer = self.config["tokenizers"][self.builds[build].tokenizer]
+        if tokenizer["megatron_identifiers"] is not None:  # the expert's override: hashed as given
+            return options + ["--tokenizer-identifiers", json.dumps(tokenizer["megatron_identifiers"])]
+        job = tokenizer["megatron"]  # the training job's flags and Megatron version(s): names it computes
+        options += (["--megatron-tokenizer-args", job["args"]] if job.get("args")
+                    else ["--vocab-size-from", f"{packed_path(build)}.meta.json"])
+        return options + ["--megatron-version", ",".join(job["version"])]
 
     def sample_index_options(self, build: str) -> list[str]:
         return ["--megatron-path-prefix", self.hashed_prefix(build), *self.sampling_options(build)]
