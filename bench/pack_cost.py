@@ -1,13 +1,19 @@
-"""Where a pack's CPU time goes: each part of `tokenmill pack` timed alone, on one thread.
+"""Where a pack's CPU time goes: each part of `tokenmill pack` timed alone, on one thread, and the proof's share.
 
     python bench/pack_cost.py /tmp/corpus/real-100MB.jsonl            # GPT-2
     python bench/pack_cost.py /tmp/corpus/real-100MB.jsonl --tokenizer tests/data/tekken.tokenizer.json --eod '</s>'
+    python bench/make_adversarial.py /tmp/corpus/emoji-40MB.jsonl && python bench/pack_cost.py /tmp/corpus/emoji-40MB.jsonl
 
 Runs pack's own two stages (read/parse/sample/HF proof, then fast encode/check/EOD) batch after
 batch in this thread, with ``RAYON_NUM_THREADS=1`` so that neither library uses a second core, and
-times the functions that do the work. The sum is the CPU time a pack spends, whatever the overlap;
-divided by the cores, it is the floor of its wall time. Interpreter start-up and imports are timed
-in a fresh process.
+times the functions that do the work, each net of the timed functions it calls. The sum is the CPU
+time a pack spends, whatever the overlap; divided by the cores, it is the floor of its wall time.
+Interpreter start-up and imports are timed in a fresh process.
+
+Then: the proof's share of that CPU (every ``proof:`` row: the choice, Hugging Face's encode, the
+excerpts' fastokens encode, the comparison), what it checked (the sidecar's ``engine.proof``), and
+k, Hugging Face's cost per byte over fastokens' (from the same run: the proof's HF bytes and time,
+the text's bytes and the fast encode's time), which sizes the proof's budget (``tokenmill.proof``).
 """
 
 from __future__ import annotations
@@ -25,25 +31,38 @@ os.environ["RAYON_NUM_THREADS"] = "1"  # before either library starts its thread
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from tokenmill import pack as pack_module, tokenizer as tokenizer_module  # noqa: E402
+from tokenmill import engine as engine_module, identity, pack as pack_module, proof as proof_module  # noqa: E402
 from tokenmill.pbin import PbinWriter  # noqa: E402
 from tokenmill.raw_index import scan_lines  # noqa: E402
 from tokenmill.text import TextSelector  # noqa: E402
+from tokenmill.tokenizer import load_tokenizer  # noqa: E402
 
 spent: dict[str, float] = defaultdict(float)
+_running: list[list[float]] = []  # per timed call in progress: the time its timed callees took
+text_bytes = [0]
 
 
-def timed(owner, name: str, label: str) -> None:
-    """Replace ``owner.name`` by a wrapper adding its run time to ``spent[label]``."""
+def timed(owner, name: str, label) -> None:
+    """Replace ``owner.name`` by a wrapper adding its run time, net of the timed calls inside it, to
+    ``spent[label]`` (``label`` may be a function of the labels of the calls in progress)."""
     original = getattr(owner, name)
+    stack: list[str] = []
 
     def wrapper(*args, **kwargs):
+        where = label(stack) if callable(label) else label
+        stack.append(where)
+        _running.append([0.0])
         start = time.perf_counter()
         try:
             return original(*args, **kwargs)
         finally:
-            spent[label] += time.perf_counter() - start
+            elapsed = time.perf_counter() - start
+            spent[where] += elapsed - _running.pop()[0]
+            stack.pop()
+            if _running:
+                _running[-1][0] += elapsed
 
+    wrapper.stack = stack
     setattr(owner, name, wrapper)
 
 
@@ -52,6 +71,7 @@ def main() -> None:
     parser.add_argument("corpus", type=Path)
     parser.add_argument("--tokenizer", type=Path, default=REPO / "data/tokenizers/gpt2.tokenizer.json")
     parser.add_argument("--eod", default="<|endoftext|>")
+    parser.add_argument("--check-fraction", type=float, default=proof_module.DEFAULT_CHECK_FRACTION)
     args = parser.parse_args()
 
     start = time.perf_counter()
@@ -60,7 +80,7 @@ def main() -> None:
     spent["interpreter start-up and imports"] = time.perf_counter() - start
 
     start = time.perf_counter()
-    info = tokenizer_module.load_tokenizer(args.tokenizer, args.eod)
+    info = load_tokenizer(args.tokenizer, args.eod)
     spent["Hugging Face load (with the file's parse)"] = time.perf_counter() - start
     start = time.perf_counter()
     import fastokens
@@ -69,42 +89,57 @@ def main() -> None:
     spent["fastokens load"] = time.perf_counter() - start
 
     timed(TextSelector, "select", "JSON parse (orjson)")
-    timed(tokenizer_module.ProofSampler, "choose", "proof: choice of the sample")
-    timed(tokenizer_module, "encode_batch_hf", "proof: Hugging Face encode")
-    timed(tokenizer_module.Encoder, "encode_batch", "fastokens encode (and the excerpts' for the proof)")
-    timed(tokenizer_module.ProofSample, "check", "proof: comparison")
-    timed(PbinWriter, "write", "writes and their sha256")
-    timed(tokenizer_module, "file_sha256", "sha256 of the input")
-    timed(pack_module, "_prepare_batch", "_prepare_batch")
-    timed(pack_module, "_finish_batch", "_finish_batch")
+    timed(proof_module.ProofSampler, "choose", "proof: choice of the sample")
+    timed(proof_module, "encode_batch_hf", "proof: Hugging Face encode")
+    timed(proof_module.ProofSample, "of", "proof: excerpts' strings and sizes")
+    timed(proof_module.ProofSample, "check", "proof: comparison")
+    checking = proof_module.ProofSample.check.stack
+    real_encode = engine_module.Encoder.encode_batch
 
-    settings = pack_module.PackSettings(str(args.tokenizer), eod_token=args.eod)
+    def encode_batch(self, texts, add_special_tokens):  # counts the text's bytes, untimed
+        if not checking:
+            text_bytes[0] += sum(len(text.encode("utf-8", "surrogatepass")) for text in texts)
+        return real_encode(self, texts, add_special_tokens)
+
+    engine_module.Encoder.encode_batch = encode_batch
+    timed(engine_module.Encoder, "encode_batch",
+          lambda stack: "proof: fastokens encode of the excerpts" if checking else "fastokens encode")
+    timed(PbinWriter, "write", "writes and their sha256")
+    timed(identity, "file_sha256", "sha256 of the input")
+    timed(pack_module, "_prepare_batch", "reads, the loop over lines")
+    timed(pack_module, "_finish_batch", "EOD insertion, dtype")
+
+    settings = pack_module.PackSettings(str(args.tokenizer), eod_token=args.eod, check_fraction=args.check_fraction)
     pack_module._init_worker(settings, single_process=True, tokenizer=info)
     start = time.perf_counter()
     lines = scan_lines(str(args.corpus))
     spent["line scan"] = time.perf_counter() - start
-    tokenizer_module.file_sha256(args.corpus)
+    identity.file_sha256(args.corpus)
     out = Path("/tmp/pack_cost.pbin")
-    documents = 0
+    documents, tally = 0, proof_module.ProofTally()
     with PbinWriter(str(out), info.token_width) as writer:
         for task in pack_module._batches(str(args.corpus), lines, 1, settings.batch_bytes, "fastokens", []):
-            tokens, lengths, _, _ = pack_module._finish_batch(pack_module._prepare_batch(task))
+            tokens, lengths, _, checked, _ = pack_module._finish_batch(pack_module._prepare_batch(task))
             writer.write(tokens, lengths)
             documents += len(lengths)
+            tally += checked
     out.unlink()
-    # What the stages spend besides the functions timed inside them.
-    spent["reads, the loop over lines"] = spent.pop("_prepare_batch") - spent["JSON parse (orjson)"] \
-        - spent["proof: choice of the sample"] - spent["proof: Hugging Face encode"]
-    spent["EOD insertion, dtype"] = spent.pop("_finish_batch") - spent["proof: comparison"] \
-        - spent["fastokens encode (and the excerpts' for the proof)"]
     total = sum(spent.values())
     megabytes = args.corpus.stat().st_size / 1e6
-    print(f"{args.corpus} ({megabytes:.1f} MB, {documents} documents), {args.tokenizer.name}, one thread:")
+    print(f"{args.corpus} ({megabytes:.1f} MB, {documents} documents), {args.tokenizer.name}, one thread, "
+          f"check_fraction {args.check_fraction}:")
     print("| part | s | share |\n|---|---|---|")
     for label, seconds in sorted(spent.items(), key=lambda item: -item[1]):
-        print(f"| {label} | {seconds:.2f} | {seconds / total:.0%} |")
+        print(f"| {label} | {seconds:.2f} | {seconds / total:.1%} |")
     print(f"| **total CPU** | **{total:.2f}** | |")
+    proof = sum(seconds for label, seconds in spent.items() if label.startswith("proof:"))
     print(f"floor of the wall time on 2 cores: {total / 2:.2f} s = {megabytes / (total / 2):.1f} MB/s")
+    print(f"proof: {proof:.2f} s = {proof / total:.1%} of the CPU; {tally.sidecar_entry(args.check_fraction)}")
+    hf_per_byte = spent["proof: Hugging Face encode"] / max(tally.hf_bytes, 1)
+    fast_per_byte = spent["fastokens encode"] / max(text_bytes[0], 1)
+    print(f"k = {hf_per_byte / fast_per_byte:.0f} (Hugging Face {tally.hf_bytes / 1e6 / spent['proof: Hugging Face encode']:.2f} "
+          f"MB/s on {tally.hf_bytes / 1e6:.2f} MB, fastokens {text_bytes[0] / 1e6 / spent['fastokens encode']:.1f} MB/s "
+          f"on {text_bytes[0] / 1e6:.1f} MB)")
 
 
 if __name__ == "__main__":

@@ -16,7 +16,10 @@ from conftest import DATA, DEMO_JSONL, GPT2, GPT2_EOD, MIXED_JSONL, TEKKEN, run_
 from tokenmill.pack import EngineMismatch, PackSettings, pack
 from tokenmill.errors import TokenmillError
 from tokenmill.pbin import PbinFile, PbinWriter, read_sidecar
-from tokenmill.tokenizer import Encoder, ProofSampler, fast_engine_refusal, load_tokenizer
+from tokenmill.engine import Encoder, FastEngineUnavailable
+from tokenmill.proof import (DEFAULT_CHECK_FRACTION, EXCERPT_CHARACTERS, LONG_WINDOW_CHARACTERS, ProofSampler,
+                            detection_statement)
+from tokenmill.tokenizer import fast_engine_refusal, load_tokenizer
 
 MINILM = DATA / "minilm-bert.tokenizer.json"
 
@@ -160,13 +163,12 @@ def test_auto_takes_hugging_face_where_fastokens_cannot_load_the_tokenizer_and_s
 
 
 def test_auto_falls_back_to_hugging_face_in_worker_processes_and_in_process_encoders(tmp_path, monkeypatch):
+    import tokenmill.engine
     import tokenmill.pack
-    import tokenmill.tokenizer
-    from tokenmill.tokenizer import FastEngineUnavailable
 
     sparse = sparse_gpt2(tmp_path)
     # a small input in worker processes: no 8 MB file to tokenize, the same code path
-    monkeypatch.setattr(tokenmill.tokenizer, "FAST_ENGINE_PAYS_BYTES", 0)
+    monkeypatch.setattr(tokenmill.engine, "FAST_ENGINE_PAYS_BYTES", 0)
     monkeypatch.setattr(tokenmill.pack, "_IN_PROCESS_BYTES", 0)
     settings = dict(eod_token=GPT2_EOD, workers=2, batch_bytes=4096)
     said = []
@@ -192,18 +194,37 @@ def test_auto_falls_back_to_hugging_face_in_worker_processes_and_in_process_enco
             Encoder(info, engine, fall_back=fall_back).encode_batch(texts, False)
 
 
-def test_the_proof_sample_depends_on_each_text_alone():
+def test_the_proof_sample_is_deterministic_and_checks_every_risky_spot_that_fits_its_budget():
     sampler = ProofSampler(["<|endoftext|>", "</s>"], fraction=0.25)
     texts = [f"plain document number {i}" for i in range(400)] + [
-        "has </s> inside", "x" * (1 << 20), "first line\ncafe\u0301 au lait\nlast line", "🙂 and 🙃\nplain\n🙂"]
-    documents, excerpts = sampler.choose(texts)
-    assert documents[-2:] == [400, 401]  # a special-token string; a million characters
-    assert 60 < len(documents) - 2 < 140  # about a quarter of the rest, by hash
-    # rare code points: the lines holding them, checked on their own
-    assert excerpts == [(402, "cafe\u0301 au lait"), (403, "🙂 and 🙃"), (403, "🙂")]
-    for i in range(0, 404, 37):  # the choice depends on the text alone, not on its batch
-        assert (i in documents) == bool(sampler.choose([texts[i]])[0])
-    assert ProofSampler([], 1.0).choose(texts) == (list(range(404)), [])
+        "has </s> inside", "x" * (1 << 17), "first line\ncafe\u0301 au lait\nlast line", "🙂 and 🙃\nplain\n🙂"]
+    choice = sampler.choose(texts)
+    assert choice == sampler.choose(list(texts))  # the same batch, the same choice, whichever process asks
+    whole = set(choice.documents)
+    assert 60 < len(whole - {400, 402, 403}) < 140  # about a quarter of the documents, drawn
+    assert 401 not in whole and choice.eligible == 403  # over 64 Ki characters: never whole, a window instead
+    excerpted = {excerpt.text: excerpt for excerpt in choice.excerpts}
+    assert set(excerpted) == {400, 401, 402, 403} - whole  # every risky text not checked whole, once
+    whys = {400: "an added-token string", 401: "a window of a long document", 402: "a rare code point",
+            403: "a rare code point"}
+    for i, excerpt in excerpted.items():
+        assert excerpt.why == whys[i]
+        assert excerpt.end - excerpt.start <= (LONG_WINDOW_CHARACTERS if i == 401 else EXCERPT_CHARACTERS + 5)
+    assert sampler.choose(texts[:400]).excerpts == []  # nothing risky, nothing excerpted
+    assert ProofSampler([], 1.0).choose(texts).documents == list(range(404))
+
+
+def test_an_excerpt_is_cut_at_a_line_break_or_a_space_around_its_spot():
+    sampler = ProofSampler(["<|endoftext|>"], fraction=0.0)
+    line = "word " * 40
+    text = "\n".join([line, line, f"{line}the spot <|endoftext|> here {line}", line, line])
+    (excerpt,) = sampler.choose([text]).excerpts
+    piece = text[excerpt.start:excerpt.end]
+    assert "<|endoftext|>" in piece and len(piece) <= EXCERPT_CHARACTERS + len("<|endoftext|>")
+    assert piece.startswith(" word") and piece.endswith("word")  # cut at spaces, inside the line
+    dense = "🙂" * 5000  # no break to cut at: cut at the bound
+    (excerpt,) = sampler.choose([dense]).excerpts
+    assert excerpt.end - excerpt.start <= EXCERPT_CHARACTERS + 1
 
 
 @pytest.mark.parametrize("added_tokens", [
@@ -212,9 +233,69 @@ def test_the_proof_sample_depends_on_each_text_alone():
     ["<a>", "[b]", "{c}", "(d)", "|e|", "~f~", "!g", "#h", "%i", "&j"],  # 10 first characters: one trie regex
 ], ids=["tekken", "six-first-characters", "ten-first-characters"])
 def test_every_text_holding_an_added_token_string_is_proven_whatever_its_first_character(added_tokens):
-    texts = ["a [ b and c [d e { f ( g | h ~ i ! # % &", "no brackets at all"] + [f"x {token} y" for token in added_tokens]
-    documents, _ = ProofSampler(added_tokens, fraction=0.0).choose(texts)
-    assert documents == list(range(2, len(texts)))
+    sampler = ProofSampler(added_tokens, fraction=0.0)
+    assert sampler.choose(["a [ b and c [d e { f ( g | h ~ i ! # % &", "no brackets at all"]).excerpts == []
+    for token in added_tokens:  # one text per batch: each within the budget's floor
+        (excerpt,) = sampler.choose([f"x {token} y"]).excerpts
+        assert token in f"x {token} y"[excerpt.start:excerpt.end] and excerpt.why == "an added-token string"
+
+
+def adversarial_words(count: int, seed: int = 7) -> list[str]:
+    """Documents made of emoji, combining marks, CJK outside the BMP and special-token strings in
+    every line (bench/make_adversarial.py in small): every document holds every risky kind."""
+    import random
+
+    rng = random.Random(seed)
+    words = ["🙂", "👩‍👩‍👧‍👦", "🇫🇷", "cafe\u0301", "a\u0334\u0326\u030d", "\U00020000字", "привет", "東京",
+             "<|endoftext|>", "</s>", "[INST]", "the", "word"]
+    return ["\n".join(" ".join(rng.choices(words, k=rng.randint(8, 30))) for _ in range(rng.randint(1, 40)))
+            for _ in range(count)]
+
+
+@pytest.mark.parametrize("tokenizer", [GPT2, TEKKEN], ids=["gpt2", "tekken"])
+def test_the_proof_stays_within_its_budget_on_text_where_every_document_is_risky(tokenizer):
+    texts = adversarial_words(3000)
+    sampler = ProofSampler(load_tokenizer(tokenizer).added_tokens(), fraction=DEFAULT_CHECK_FRACTION)
+    choice = sampler.choose(texts)
+    excerpt_characters = sum(excerpt.end - excerpt.start for excerpt in choice.excerpts)
+    assert excerpt_characters <= sampler.excerpt_share * choice.characters
+    assert all(excerpt.end - excerpt.start <= EXCERPT_CHARACTERS + len("<|endoftext|>") for excerpt in choice.excerpts)
+    # one spot of each kind per text, each text's first before any second: the budget is spread over many texts
+    assert len({excerpt.text for excerpt in choice.excerpts}) >= max(20, len(choice.excerpts) - 5)
+    assert {excerpt.why for excerpt in choice.excerpts} == {"an added-token string", "a rare code point"}
+    whole_characters = sum(len(texts[i]) for i in choice.documents)
+    assert 1 <= len(choice.documents) <= 20  # 0.2 % of 3,000 documents: 6 expected
+    # Hugging Face re-encodes under 1 % of the text (the rule before: every such document whole, all of it)
+    assert (whole_characters + excerpt_characters) / choice.characters < 0.01
+
+
+def test_a_difference_in_more_documents_than_the_sidecar_states_is_caught(tmp_path, monkeypatch):
+    # 20,000 short documents, 20 % of them holding "ж" (Cyrillic, not a risky code point: only the
+    # whole-document sample can see it), on which the planted engine gives one wrong id.
+    lines = [json.dumps({"text": f"document {i} " + ("ж word" if i % 5 == 0 else "plain word")},
+                        ensure_ascii=False).encode() for i in range(20_000)]
+    source = write_jsonl_bytes(tmp_path / "x.jsonl", lines)
+    settings = PackSettings(str(GPT2), eod_token=GPT2_EOD, engine="fastokens")  # the default check_fraction
+    clean = pack([str(source)], str(tmp_path / "clean.pbin"), settings, log=lambda message: None)
+    detects = clean["engine"]["proof"]["detects"]
+    stated = float(detects.split(">= ")[1].split(" %")[0])
+    assert stated < 20 and detects.endswith("in a job of >= 20000 documents")
+    assert clean["engine"]["proof"]["documents"] == clean["engine"]["checked_documents"] > 0
+    plant_mismatch(monkeypatch, "ж")
+    with pytest.raises(EngineMismatch, match=rf"{source}:\d+: fast encoder disagrees with the tokenizer at token 2 "):
+        pack([str(source)], str(tmp_path / "x.pbin"), settings, log=lambda message: None)
+
+
+def test_the_detection_statement_is_the_probability_of_missing_every_differing_document():
+    # (1 - p)^d <= 0.001: d >= 3,451 documents at p = 0.2 %
+    assert detection_statement(0.002, 100_000, 100_000) == (
+        "a difference in >= 3.5 % of documents is caught with probability >= 99.9 % in a job of >= 100000 documents")
+    assert (1 - 0.002) ** 3451 <= 0.001 < (1 - 0.002) ** 3450
+    # documents too long to be checked whole are counted as missed
+    assert "in >= 13.5 % of documents" in detection_statement(0.002, 100_000, 90_000)
+    assert detection_statement(0.002, 1000, 1000).startswith("a difference in all documents is caught with "
+                                                             "probability >= 86.4 %")
+    assert detection_statement(1.0, 10, 10).startswith("every one of the documents is checked whole")
 
 
 def plant_mismatch(monkeypatch, marker: str):
@@ -264,13 +345,13 @@ def test_on_mismatch_hf_re_encodes_that_input_with_hugging_face(tmp_path, monkey
     assert said[-1].endswith("; 1 of 2 inputs re-encoded with Hugging Face after a mismatch")
 
 
-def test_a_planted_mismatch_near_a_rare_code_point_is_caught_in_its_line(tmp_path, monkeypatch):
+def test_a_planted_mismatch_near_a_rare_code_point_is_caught_in_an_excerpt(tmp_path, monkeypatch):
     plant_mismatch(monkeypatch, "🙂")
     lines = [json.dumps({"text": f"ordinary text {i}"}).encode() for i in range(100)]
     lines[49] = json.dumps({"text": "a long first paragraph\nwith a smile 🙂 in its second line\nand more"}).encode()
     source = write_jsonl_bytes(tmp_path / "x.jsonl", lines)
     with pytest.raises(EngineMismatch, match=rf"{source}:50: fast encoder disagrees with the tokenizer at token 2 "
-                                             rf"of a line with rare code points"):
+                                             rf"of an excerpt \(characters 0-\d+\) around a rare code point"):
         pack([str(source)], str(tmp_path / "x.pbin"), PackSettings(str(GPT2), check_fraction=0.0, engine="fastokens"),
              log=lambda message: None)
 

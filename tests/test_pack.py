@@ -43,11 +43,24 @@ def test_pbin_is_byte_identical_to_modalities(tmp_path, corpus, tokenizer, eod):
 
 def test_same_bytes_for_any_worker_count_and_batch_size(tmp_path):
     outputs = []
-    for workers, batch_bytes in [(1, 1 << 20), (2, 4096), (3, 3000)]:
-        out = tmp_path / f"w{workers}.pbin"
+    for workers, batch_bytes in [(1, 1 << 20), (2, 1 << 20), (2, 4096), (3, 3000)]:
+        out = tmp_path / f"w{workers}-{batch_bytes}.pbin"
         quiet_pack([DEMO_JSONL], out, workers=workers, batch_bytes=batch_bytes)
         outputs.append((out.read_bytes(), sidecar_path(out).read_text()))
-    assert outputs[0] == outputs[1] == outputs[2]
+    assert outputs[0] == outputs[1]  # the sidecar too, for any worker count
+    assert outputs[0][0] == outputs[2][0] == outputs[3][0]
+
+    def but_excerpts(sidecar: str) -> dict:
+        """The sidecar without what depends on batches: the proof's excerpts share each batch's budget
+        (the documents it checks whole depend on their own text alone)."""
+        meta = json.loads(sidecar)
+        for entry in (meta["engine"], *meta["sources"]):
+            entry.pop("checked_documents")
+        for key in ("excerpts", "hf_bytes", "hf_share"):
+            meta["engine"]["proof"].pop(key)
+        return meta
+
+    assert but_excerpts(outputs[0][1]) == but_excerpts(outputs[2][1]) == but_excerpts(outputs[3][1])
 
 
 def test_every_document_ends_with_one_eod_and_text_is_tokenized_as_hf_does(tmp_path):

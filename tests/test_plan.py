@@ -39,7 +39,7 @@ def test_a_single_file_is_one_unit_packed_straight_to_the_build(folder):
     plan = plan_of(a={"inputs": ["raw/a.jsonl"]})
     assert plan.builds["a"].units == ("a",)
     assert plan.pack_options("a") == ["--jq", ".text", "--on-bad-line", "error", "--max-line-bytes", "67108864",
-                                      "--engine", "auto", "--check-fraction", "0.01", "--on-mismatch", "error",
+                                      "--engine", "auto", "--check-fraction", "0.002", "--on-mismatch", "error",
                                       "--index", "data/index/a.idx", "--eod", "<|endoftext|>"]
     assert plan.merged_builds() == []
 

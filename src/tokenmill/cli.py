@@ -314,9 +314,10 @@ def build_parser() -> argparse.ArgumentParser:
     pack.add_argument("--engine", choices=("auto", "hf", "fastokens"), default="auto",
                       help="tokenizer engine: fastokens where proven for the tokenizer, else Hugging Face "
                            "(default: auto)")
-    pack.add_argument("--check-fraction", type=float, default=0.01, metavar="F",
-                      help="with a fast engine, re-encode this share of documents with Hugging Face, besides those "
-                           "of 1M+ characters or with special-token strings or rare code points (default: 0.01)")
+    pack.add_argument("--check-fraction", type=float, default=0.002, metavar="F",
+                      help="with a fast engine, re-encode this share of documents whole with Hugging Face (more in "
+                           "a job under 32 MB), besides excerpts around special-token strings and rare code points; "
+                           "1 checks everything (default: 0.002)")
     pack.add_argument("--max-line-bytes", type=int, default=64 << 20, metavar="N",
                       help="longer lines are bad lines (memory: ~125 bytes per byte of a document under Hugging "
                            "Face; default: 64 MiB)")

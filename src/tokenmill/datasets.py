@@ -41,7 +41,9 @@ from tokenmill.pbin import PbinFile
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.sample_index import build_gpt_cache, cache_file_names, load_npy
 from tokenmill.text import TextSelector
-from tokenmill.tokenizer import Encoder, ProofSampler, load_tokenizer
+from tokenmill.engine import Encoder
+from tokenmill.proof import DEFAULT_CHECK_FRACTION, ProofSampler, encode_proven
+from tokenmill.tokenizer import load_tokenizer
 
 __all__ = ["MemMapDataset", "PackedMemMapDatasetBase", "PackedMemMapDatasetContinuous", "PackedMemMapDatasetMegatron",
            "NanosetConfig", "Nanoset", "NanosetBuilder", "BlendedNanoset", "ITEM_DTYPES"]
@@ -70,9 +72,10 @@ class MemMapDataset(Dataset):
         sample_key: return ``{sample_key: ids}`` instead of ``ids``.
         engine: ``hf`` (default: one line at a time, where a fast engine's 0.7-2.2 s load per
             DataLoader worker would not pay), ``auto`` or ``fastokens`` (see
-            :class:`tokenmill.tokenizer.Encoder`); a fast engine is proven on ``check_fraction`` of
-            the lines (and every line with an added-token string or rare code points).
-        check_fraction: see :class:`tokenmill.tokenizer.ProofSampler`.
+            :class:`tokenmill.engine.Encoder`); a fast engine is proven on ``check_fraction`` of
+            the lines whole, and on an excerpt around an added-token string or a rare code point of
+            every line holding one (see :mod:`tokenmill.proof`).
+        check_fraction: see :class:`tokenmill.proof.ProofSampler`.
 
     Raises:
         TokenmillError: unreadable files; on access, a line with no usable text (names the line),
@@ -81,7 +84,7 @@ class MemMapDataset(Dataset):
 
     def __init__(self, jsonl: str | os.PathLike, tokenizer: str | os.PathLike, index: str | os.PathLike | None = None,
                  jq_pattern: str = ".text", add_special_tokens: bool = True, sample_key: str | None = None,
-                 engine: str = "hf", check_fraction: float = 0.01):
+                 engine: str = "hf", check_fraction: float = DEFAULT_CHECK_FRACTION):
         self.path = str(jsonl)
         try:
             self.identity = FileIdentity.of(jsonl)  # the version of the file that the lines describe
@@ -109,8 +112,8 @@ class MemMapDataset(Dataset):
         text, reason = self.selector.select(self._mapped[offset:offset + length])
         if reason is not None:
             raise TokenmillError(f"{self.path}:{range(len(self))[i] + 1}: {reason}")
-        (ids,), _ = self.encoder.encode_proven([text], self.add_special_tokens, self.sampler,
-                                               [f"{self.path}:{range(len(self))[i] + 1}"])
+        (ids,), _ = encode_proven(self.encoder, [text], self.add_special_tokens, self.sampler,
+                                  [f"{self.path}:{range(len(self))[i] + 1}"])
         return _wrap(ids, self.sample_key)
 
     def __getstate__(self):

@@ -11,18 +11,23 @@ Two uses:
   compares the identity and refuses a file that was rebuilt or edited since, instead of mixing the
   old index with the new bytes.
 
-Cost: one ``stat`` per path.
+* :func:`file_sha256` — the sha256 of a file or of a byte range of it, recorded in sidecars so that
+  a rebuild or ``verify`` can tell that an input is still the file that was packed.
+
+Cost: one ``stat`` per path; a hash reads the file once (8 MiB blocks, ~1 GB/s).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import threading
 from dataclasses import dataclass
 from typing import Iterable
 
 from tokenmill.errors import TokenmillError
 
-__all__ = ["FileIdentity", "refuse_inputs_as_outputs"]
+__all__ = ["FileIdentity", "refuse_inputs_as_outputs", "file_sha256"]
 
 
 @dataclass(frozen=True)
@@ -92,3 +97,23 @@ def refuse_inputs_as_outputs(outputs: Iterable[str | os.PathLike], inputs: Itera
             if real == input_real or (inode is not None and inode == input_inode):
                 raise TokenmillError(f"{output}: is the input {path}; refusing to overwrite an input "
                                      f"(choose another output path)")
+
+
+def file_sha256(path: str | os.PathLike, start: int = 0, end: int | None = None,
+                stop: threading.Event | None = None) -> str | None:
+    """Hex sha256 of a file (or of its bytes ``[start, end)``), read in 8 MiB blocks; None if
+    ``stop`` was set before the end (a job stopping does not wait for a 10 GB hash).
+
+    Raises:
+        OSError: the file cannot be read.
+    """
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        handle.seek(start)
+        remaining = (1 << 62) if end is None else end - start
+        while remaining > 0 and (block := handle.read(min(8 << 20, remaining))):
+            if stop is not None and stop.is_set():
+                return None
+            digest.update(block)
+            remaining -= len(block)
+    return digest.hexdigest()

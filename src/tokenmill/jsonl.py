@@ -35,8 +35,8 @@ from typing import BinaryIO, Callable, Iterator
 import numpy as np
 
 from tokenmill.errors import TokenmillError
+from tokenmill.identity import file_sha256
 from tokenmill.text import compression_of
-from tokenmill.tokenizer import file_sha256
 
 __all__ = ["READABLE_COMPRESSIONS", "input_compression", "lines_in_range", "parse_byte_range",
            "stream_line_batches", "iter_lines", "source_sha256"]

@@ -8,7 +8,7 @@ Pipeline per input file:
    ``workers == 1`` or the inputs are under 8 MB) take one batch each: read its byte range in one
    ``pread``, parse each line (exactly one JSON value; orjson, then the ``jq`` package for a pattern
    other than a plain ``.key``), tokenize the batch with the engine (fastokens or Hugging Face, see
-   :class:`tokenmill.tokenizer.Encoder`), re-encode the batch's proof sample with Hugging Face and
+   :class:`tokenmill.engine.Encoder`), re-encode the batch's proof sample with Hugging Face and
    compare (fast engine only), append the EOD id to every document that does not already end with
    it, and return the ids as one numpy array of the output dtype plus per-document lengths. In
    the calling process this is two stages: a thread reads, parses, samples and HF-encodes the
@@ -49,7 +49,9 @@ from typing import Callable
 import numpy as np
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
-from tokenmill.identity import FileIdentity, refuse_inputs_as_outputs
+from tokenmill.engine import (ENGINES, Encoder, FastEngineUnavailable, choose_engine, fast_engine_loading,
+                              preload_fast_engine)
+from tokenmill.identity import FileIdentity, file_sha256, refuse_inputs_as_outputs
 from tokenmill.jsonl import input_compression, lines_in_range, stream_line_batches
 from tokenmill.mmidx import MMapIndexedDatasetBuilder, optimal_dtype
 from tokenmill.parquet import parquet_source, row_line_batches
@@ -57,9 +59,9 @@ from tokenmill.pbin import LAYOUT_050, TOKEN_DTYPES, PbinWriter, index_ranges, s
 from tokenmill.progress import Progress
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import TextSelector
-from tokenmill.tokenizer import (ENGINES, Encoder, EngineMismatch, FastEngineUnavailable, ProofSample,
-                                 ProofSampler, TokenizerInfo, fast_engine_loading, file_sha256, load_tokenizer,
-                                 preload_fast_engine, small_input_reason)
+from tokenmill.proof import (DEFAULT_CHECK_FRACTION, EngineMismatch, ProofSample, ProofSampler, ProofTally,
+                             job_check_fraction)
+from tokenmill.tokenizer import TokenizerInfo, load_tokenizer
 
 __all__ = ["PackSettings", "pack", "BAD_LINE_POLICIES", "MISMATCH_POLICIES", "EngineMismatch"]
 
@@ -88,9 +90,9 @@ class PackSettings:
         workers: tokenizer processes; 1 tokenizes in the calling process with the tokenizer's own
             threads.
         batch_bytes: approximate JSONL bytes per batch.
-        engine: ``auto``, ``hf`` or ``fastokens`` (see :class:`tokenmill.tokenizer.Encoder`).
-        check_fraction: with a fast engine, the share of documents re-encoded with HF besides
-            those :class:`~tokenmill.tokenizer.ProofSampler` always checks (1.0: all of them).
+        engine: ``auto``, ``hf`` or ``fastokens`` (see :class:`tokenmill.engine.Encoder`).
+        check_fraction: with a fast engine, the share of documents re-encoded whole with HF, besides
+            excerpts around risky spots (1.0: all of them; see :mod:`tokenmill.proof`).
         on_mismatch: a fast-engine document that differs from HF: ``"error"`` stops the run naming
             file, line and token; ``"hf"`` re-encodes that whole input with HF.
         max_line_bytes: longer lines are bad lines, never read: Hugging Face's encoder holds ~125
@@ -108,7 +110,7 @@ class PackSettings:
     workers: int = 1
     batch_bytes: int = 4 << 20  # 4 MiB: big enough that the proof's HF calls use both threads (1.1x over 1 MiB)
     engine: str = "auto"
-    check_fraction: float = 0.01
+    check_fraction: float = DEFAULT_CHECK_FRACTION
     on_mismatch: str = "error"
     max_line_bytes: int = 64 << 20
     allow_duplicate_inputs: bool = False
@@ -190,7 +192,7 @@ def _init_worker(settings: PackSettings, single_process: bool, tokenizer: Tokeni
         # Raised here, a pool would restart the worker forever; the first task reports it instead.
         _worker_failure = exc
         return
-    if not single_process and Encoder(tokenizer, settings.engine).name == "hf":  # auto, for an unproven tokenizer
+    if not single_process and choose_engine(settings.engine, tokenizer)[0] == "hf":  # auto, for an unproven tokenizer
         _free_big_buffers_at_once()
     _worker = _Worker(tokenizer, settings, TextSelector(settings.text),
                       ProofSampler(tokenizer.added_tokens(), settings.check_fraction))
@@ -260,12 +262,12 @@ def _prepare_batch(task: tuple[str, int, np.ndarray, str, bytes | None]) -> _Pre
     return batch
 
 
-def _finish_batch(batch: _Prepared) -> tuple[np.ndarray, np.ndarray, list, int, np.ndarray]:
+def _finish_batch(batch: _Prepared) -> tuple[np.ndarray, np.ndarray, list, ProofTally, np.ndarray]:
     """Stage 2 of a batch: tokenize it with its engine, prove the fast engine's sample, add EODs.
 
     Returns:
         (tokens in the output dtype, tokens per kept document, [(line number, reason)] of bad lines,
-        documents re-encoded with HF as proof, the kept documents (0-based in the batch) whose own
+        what the proof checked with HF, the kept documents (0-based in the batch) whose own
         ids already ended with the EOD id, so that none was appended).
 
     Raises:
@@ -273,10 +275,10 @@ def _finish_batch(batch: _Prepared) -> tuple[np.ndarray, np.ndarray, list, int, 
     """
     bad = batch.bad
     if bad and _worker.settings.on_bad_line == "error":
-        return np.empty(0), np.empty(0, np.int64), bad, 0, np.empty(0, np.int64)
+        return np.empty(0), np.empty(0, np.int64), bad, ProofTally(), np.empty(0, np.int64)
     info, encoder = _worker.tokenizer, _worker.encoder(batch.engine)
     tokens, lengths = encoder.encode_batch(batch.texts, _worker.settings.add_special_tokens)
-    checked = 0
+    checked = ProofTally()
     if encoder.name != "hf":
         checked = batch.proof.check(encoder, tokens, lengths, [f"{batch.path}:{line}" for line in batch.text_lines],
                                     _worker.settings.add_special_tokens)
@@ -444,10 +446,11 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
                        for path, compression in zip(inputs, compressions))
                    if byte_range is None else max(min(byte_range[1], os.path.getsize(inputs[0])) - byte_range[0], 0))
     workers = settings.workers if input_bytes > _IN_PROCESS_BYTES else 1
-    small_input = small_input_reason(settings.engine, input_bytes,
-                                     ", compressed input counted 4x" if any(compressions) else "")
-    if small_input:  # the same ids either way: take the engine that finishes first
+    asked, estimate = settings.engine, ", compressed input counted 4x" if any(compressions) else ""
+    if choose_engine(asked, input_bytes=input_bytes)[0] == "hf":  # hf, or auto on a small input (same ids)
         settings = dataclasses.replace(settings, engine="hf")
+    check_fraction = settings.check_fraction  # as asked, for the sidecar; a small job checks more documents
+    settings = dataclasses.replace(settings, check_fraction=job_check_fraction(check_fraction, input_bytes))
     with contextlib.ExitStack() as stack:
         pool = None
         if workers > 1:  # one pool for the whole run, started first so that it warms up meanwhile
@@ -457,11 +460,9 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
         elif input_bytes > _IN_PROCESS_BYTES:
             _free_big_buffers_at_once()  # before the tokenizer's load, whose buffers are big too
         tokenizer = load_tokenizer(settings.tokenizer_path, settings.eod_token)
-        encoder = Encoder(tokenizer, settings.engine)
+        encoder = Encoder(tokenizer, asked, input_bytes=input_bytes, estimate=estimate)
         if encoder.name == "hf" and input_bytes > _IN_PROCESS_BYTES:
             _free_big_buffers_at_once()
-        if small_input:
-            encoder.reason = small_input
         if pool is None:
             _init_worker(settings, single_process=True, tokenizer=tokenizer, encoder=encoder)
         # Inputs are hashed for the sidecar in a thread (hashlib releases the GIL), beside tokenizing.
@@ -495,6 +496,7 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
             for reason, entry in source["skipped"].items():
                 log(f"{source['path']}: skipped {entry['count']} lines: {reason} "
                     f"(first at {_place(source, entry['first_lines'][0])})")
+        proof = sum((source.pop("_proof") for source in sources), ProofTally())
         for source in sources:
             source.pop("_lines", None)
             if isinstance(source["sha256"], Future):
@@ -509,8 +511,9 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
             "layout": LAYOUT_050,
             "tokenizer": {**tokenizer.sidecar_entry(), "add_special_tokens": settings.add_special_tokens},
             "engine": {"name": encoder.name, "reason": encoder.reason, "versions": encoder.versions(),
-                       "check_fraction": settings.check_fraction, "on_mismatch": settings.on_mismatch,
+                       "check_fraction": check_fraction, "on_mismatch": settings.on_mismatch,
                        "checked_documents": sum(source["checked_documents"] for source in sources),
+                       "proof": proof.sidecar_entry(settings.check_fraction),
                        "mismatches": sum("mismatch" in source for source in sources)},
             "token_width": tokenizer.token_width,
             "text": settings.text,
@@ -657,7 +660,7 @@ def _pack_source(source: dict, engine: str, settings: PackSettings, pool, writer
         EngineMismatch: a proof document differs.
     """
     skipped_lines: dict[str, list[int]] = {}
-    source.update(engine=engine, documents=0, checked_documents=0)
+    source.update(engine=engine, documents=0, checked_documents=0, _proof=ProofTally())
     sizes: deque = deque()  # input bytes of each batch handed out, in order
     tasks = _source_tasks(source, engine, settings, sizes)
     with Progress(f"pack {source['path']}", _source_bytes(source)) as progress:
@@ -677,7 +680,8 @@ def _pack_source(source: dict, engine: str, settings: PackSettings, pool, writer
                 skipped_lines.setdefault(reason, []).append(line_number)
             writer.write(tokens, lengths, eod_in_text)
             source["documents"] += len(lengths)
-            source["checked_documents"] += checked
+            source["checked_documents"] += checked.checked
+            source["_proof"] += checked
             progress.update(sizes.popleft(), len(lengths))
     source["skipped"] = {reason: {"count": len(numbers), "first_lines": numbers[:_SKIPPED_LINES_KEPT]}
                          for reason, numbers in sorted(skipped_lines.items())}

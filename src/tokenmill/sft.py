@@ -54,11 +54,13 @@ import orjson
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.config import validate_sections
 from tokenmill.errors import BadLine, TokenmillError
-from tokenmill.identity import refuse_inputs_as_outputs
+from tokenmill.engine import Encoder, choose_engine
+from tokenmill.identity import file_sha256, refuse_inputs_as_outputs
 from tokenmill.pbin import LAYOUT_050, PbinFile, PbinWriter, file_identity_problem, read_sidecar, sidecar_path
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import describe_json_error
-from tokenmill.tokenizer import Encoder, ProofSampler, file_sha256, load_tokenizer, small_input_reason
+from tokenmill.proof import DEFAULT_CHECK_FRACTION, ProofSampler, ProofTally, encode_proven
+from tokenmill.tokenizer import load_tokenizer
 
 if TYPE_CHECKING:
     import torch
@@ -112,13 +114,15 @@ class InstructionDataset:
         index: raw index of ``jsonl`` (scanned now if None).
         speaker_template: the text before each message's content; ``{speaker}`` is the turn's
             ``from`` or the field name. Default ``"{speaker}: "``.
-        engine: ``hf`` (default), ``auto`` or ``fastokens`` (see :class:`tokenmill.tokenizer.Encoder`);
+        engine: ``hf`` (default), ``auto`` or ``fastokens`` (see :class:`tokenmill.engine.Encoder`);
             a conversation's messages are encoded in one call, and a fast engine is proven on
-            ``check_fraction`` of the messages (and every one with rare code points).
-        check_fraction: see :class:`tokenmill.tokenizer.ProofSampler`.
+            ``check_fraction`` of the messages and on excerpts around their added-token strings and
+            rare code points (see :mod:`tokenmill.proof`).
+        check_fraction: see :class:`tokenmill.proof.ProofSampler`.
 
     Attributes:
-        checked: messages re-encoded with HF so far (0 with the HF engine).
+        checked: messages re-encoded with HF so far, whole or through an excerpt (0 with the HF engine).
+        proof: what the proof checked so far (:class:`tokenmill.proof.ProofTally`).
 
     Raises:
         TokenmillError: unreadable files, a special token that is not one id, a pattern that is not a
@@ -128,7 +132,8 @@ class InstructionDataset:
 
     def __init__(self, jsonl: str | os.PathLike, tokenizer: str | os.PathLike, jq_patterns: list[str],
                  special_tokens: dict[str, str], index: str | os.PathLike | None = None,
-                 speaker_template: str = "{speaker}: ", engine: str = "hf", check_fraction: float = 0.01):
+                 speaker_template: str = "{speaker}: ", engine: str = "hf",
+                 check_fraction: float = DEFAULT_CHECK_FRACTION):
         self.path = str(jsonl)
         self.lines = read_index(index, jsonl) if index is not None else scan_lines(jsonl)
         self.info = load_tokenizer(tokenizer)
@@ -136,6 +141,7 @@ class InstructionDataset:
         self.encoder = Encoder(self.info, engine, split_special_tokens=True, fall_back=True)
         self.sampler = ProofSampler(self.info.added_tokens(), check_fraction)
         self.checked = 0
+        self.proof = ProofTally()
         self.tokenizer = self.info.tokenizer
         self.special_ids = _special_ids(self.tokenizer, special_tokens)
         self.fields = []
@@ -191,9 +197,10 @@ class InstructionDataset:
                     messages.append((field, turn["from"], turn["value"], turn))
             else:
                 raise self._error(i, f"no string or list {field!r}")
-        ids, checked = self.encoder.encode_proven([text for _, _, text, _ in messages], False, self.sampler,
-                                                  [f"{self.path}:{i + 1}"] * len(messages))
-        self.checked += checked
+        ids, proof = encode_proven(self.encoder, [text for _, _, text, _ in messages], False, self.sampler,
+                                   [f"{self.path}:{i + 1}"] * len(messages))
+        self.checked += proof.checked
+        self.proof += proof
         pieces = {field: [] for field in self.fields}
         for (field, speaker, _, value), message_ids in zip(messages, ids):
             pieces[field].append(Piece(self._prefix(speaker), message_ids.tolist(), value))
@@ -384,16 +391,16 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
     tokenizer_config = _config_entry(config, ("tokenizers", entry["tokenizer"]))  # the schema checked the rest
     messages = entry["message_construction"]
     on_bad_line = entry.get("on_bad_line", "error")
-    sources, skipped = [], {}
+    sources, skipped, proof = [], {}, ProofTally()
     refuse_inputs_as_outputs([out_path, loss_mask_path(out_path), sidecar_path(out_path)],
                              [*entry["inputs"], tokenizer_config["path"]])
     tokenizer = load_tokenizer(tokenizer_config["path"])
-    engine = engine or tokenizer_config.get("engine", "auto")
-    check_fraction = tokenizer_config.get("check_fraction", 0.01)
+    asked = engine or tokenizer_config.get("engine", "auto")
+    check_fraction = tokenizer_config.get("check_fraction", DEFAULT_CHECK_FRACTION)
     input_bytes = sum(os.path.getsize(path) for path in entry["inputs"] if os.path.isfile(path))
-    small_input = small_input_reason(engine, input_bytes)
-    if small_input:  # as pack does: the same ids either way, and HF finishes first
-        engine = "hf"
+    engine, reason = choose_engine(asked, tokenizer, input_bytes)
+    # The datasets get auto as asked, so that their encoders fall back to HF where fastokens cannot load.
+    dataset_engine = "hf" if engine == "hf" else asked
     # The loss mask is renamed first, then the sidecar (which records the mask's identity), then the
     # tokens: a run killed in between leaves a pair whose sidecar check fails, never a mixed pair.
     with PbinWriter(out_path, tokenizer.token_width) as tokens_out:
@@ -401,7 +408,8 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
             collator = None
             for source in entry["inputs"]:
                 dataset = InstructionDataset(source, tokenizer_config["path"], [f".{field}" for field in messages],
-                                             entry["special_tokens"], engine=engine, check_fraction=check_fraction)
+                                             entry["special_tokens"], engine=dataset_engine,
+                                             check_fraction=check_fraction)
                 collator = collator or InstructionCollator(messages, entry.get("loss_masking_jq_patterns", []),
                                                            entry["special_tokens"], entry["seq_length"],
                                                            truncation=entry.get("truncation", "truncate"))
@@ -425,6 +433,7 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
                         documents += len(kept)
                 sources.append({"path": str(source), "bytes": os.path.getsize(source), "sha256": file_sha256(source),
                                 "lines": len(dataset), "documents": documents, "checked_messages": dataset.checked})
+                proof += dataset.proof
         tokens_out.sidecar = {
             "format": FORMAT_VERSIONS["sft"],
             "layout": LAYOUT_050,
@@ -433,9 +442,10 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
             "tokenizer": {**tokenizer.sidecar_entry(), "special_tokens": entry["special_tokens"],
                           "special_ids": dataset.special_ids},
             "engine": {"name": dataset.encoder.name,
-                       "reason": small_input or dataset.encoder.reason,
+                       "reason": reason if dataset.encoder.name == engine else dataset.encoder.reason,
                        "versions": dataset.encoder.versions(), "check_fraction": check_fraction,
-                       "checked_messages": sum(entry["checked_messages"] for entry in sources)},
+                       "checked_messages": sum(entry["checked_messages"] for entry in sources),
+                       "proof": proof.sidecar_entry(check_fraction, "messages")},
             "token_width": tokenizer.token_width,
             "message_construction": messages,
             "loss_masking_jq_patterns": entry.get("loss_masking_jq_patterns", []),

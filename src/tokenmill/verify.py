@@ -40,7 +40,9 @@ from tokenmill.pbin import PbinFile, file_identity_problem, range_indices, read_
 from tokenmill.raw_index import read_index
 from tokenmill.sample_index import dataset_fingerprint, load_npy, read_fingerprint
 from tokenmill.text import TextSelector
-from tokenmill.tokenizer import ProofSampler, file_sha256, first_difference, load_tokenizer
+from tokenmill.identity import file_sha256
+from tokenmill.proof import ProofSampler, first_difference
+from tokenmill.tokenizer import load_tokenizer
 
 __all__ = ["verify", "verify_against_tokenizer", "coverage_problems"]
 
@@ -317,9 +319,10 @@ def verify_against_tokenizer(path: str | os.PathLike, fraction: float) -> tuple[
 
     The sources, text pattern, tokenizer and EOD come from the sidecar; each source must still be
     the file that was packed (sha256). Documents are matched to lines by re-reading every line the
-    way ``pack`` did (bad lines are skipped again); the ones checked are those the pack job's proof
-    always checks plus a CRC-selected ``fraction`` of the rest (``1.0``: every document). Cost: one
-    JSON parse of every source line plus Hugging Face's speed on the checked share.
+    way ``pack`` did (bad lines are skipped again); the ones checked, whole, are a hash-selected
+    ``fraction`` of them (``1.0``: every document) and those in which :class:`tokenmill.proof.ProofSampler`
+    would check an excerpt (a source being one batch). Cost: one JSON parse of every source line plus
+    Hugging Face's speed on the checked share.
 
     Returns:
         (problems, documents checked).
@@ -356,8 +359,8 @@ def verify_against_tokenizer(path: str | os.PathLike, fraction: float) -> tuple[
             if reason is None and line_number not in no_tokens["first_lines"]:
                 texts.append(text)
                 line_numbers.append(line_number)
-        documents, excerpts = sampler.choose(texts)
-        chosen = sorted(set(documents) | {i for i, _ in excerpts})  # verify re-encodes whole documents
+        choice = sampler.choose(texts)
+        chosen = sorted(set(choice.documents) | {excerpt.text for excerpt in choice.excerpts})  # re-encoded whole
         references = tokenizer.tokenizer.encode_batch_fast([texts[i] for i in chosen],
                                                            add_special_tokens=entry.get("add_special_tokens", True))
         for i, reference in zip(chosen, references):
