@@ -26,6 +26,17 @@ GPT2_EOD_ID = 50256
 _NO_SLURM = Path(__file__).resolve().parent / "no_slurm"
 
 
+def pytest_collection_modifyitems(items):
+    """`slow` for every test that builds through Snakemake or installs into a venv, so that
+    `python -m pytest -m "not slow"` is the quick loop (see pyproject.toml's markers)."""
+    for item in items:
+        if "workflow_dir" in getattr(item, "fixturenames", ()) or item.module.__name__ in ("test_install",
+                                                                                          "test_slurm"):
+            item.add_marker(pytest.mark.slow)
+        if item.module.__name__ == "test_slurm":
+            item.add_marker(pytest.mark.slurm)
+
+
 def tool_env(slurm: bool = False) -> dict:
     """Environment in which `tokenmill` and `snakemake` of this interpreter come first on PATH (and,
     unless ``slurm``, a failing `scontrol`)."""

@@ -45,14 +45,59 @@ def test_shards_that_tile_the_file_verify_and_a_missing_shard_is_found(corpus, t
     assert coverage_problems("x.pbin", meta)  # the same finding from the sidecar alone
 
 
-def test_a_stale_shard_from_another_layout_is_found():
+def test_a_stale_shard_from_another_layout_is_found(tmp_path, monkeypatch):
     """Shards of 300 kB and 700 kB layouts mixed: the ranges overlap and stop short of the file's end."""
+    monkeypatch.chdir(tmp_path)
+    with open("b.jsonl", "wb") as handle:
+        handle.truncate(1_874_436)
     sources = [{"path": "b.jsonl", "bytes": 1_874_436, "byte_range": [0, 300_120]},
                {"path": "b.jsonl", "bytes": 1_874_436, "byte_range": [300_120, 700_350]},
                {"path": "b.jsonl", "bytes": 1_874_436, "byte_range": [600_080, 904_589]}]
     assert coverage_problems("b.pbin", {"sources": sources}) == [
         "b.pbin: bytes 600080-700350 of b.jsonl are packed twice",
         "b.pbin: bytes 904589-1874436 of b.jsonl are not packed (of 1874436)"]
+
+
+def test_files_named_two_ways_are_one_file_and_a_lost_source_is_said(corpus, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "link.jsonl").hardlink_to(corpus)
+    twice = {"documents": 0, "sources": [{"path": "corpus.jsonl", "bytes": corpus.stat().st_size},
+                                         {"path": "./link.jsonl", "bytes": corpus.stat().st_size}]}
+    assert coverage_problems("x.pbin", twice) == [
+        "x.pbin: ./link.jsonl is packed 2 times (allow_duplicate_inputs is off)",
+        "x.pbin: corpus.jsonl is packed 2 times (allow_duplicate_inputs is off)"]
+    lost = {"sources": [{"path": "gone.jsonl", "bytes": 5}]}
+    assert coverage_problems("x.pbin", lost) == [f"x.pbin: source gone.jsonl not found (from {tmp_path}); its bytes "
+                                                 f"cannot be checked"]
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda meta: meta["sources"][0].update(byte_range=None), "sources[0].byte_range: None is not [start, end]"),
+    (lambda meta: meta["sources"][0].update(byte_range=["a", "b"]), "sources[0].byte_range: ['a', 'b'] is not"),
+    (lambda meta: meta.update(allow_duplicate_inputs="no"), "allow_duplicate_inputs: 'no' is not true or false"),
+    (lambda meta: meta.update(eod_in_text="x"), "eod_in_text: x is not a list of [first, stop] ranges"),
+])
+def test_a_hand_edited_sidecar_is_named_not_a_traceback(corpus, tmp_path, edit, message):
+    pack_cli(tmp_path / "out.pbin", corpus)
+    meta_path = tmp_path / "out.pbin.meta.json"
+    meta = json.loads(meta_path.read_text())
+    edit(meta)
+    meta_path.write_text(json.dumps(meta))
+    result = run_tokenmill("verify", tmp_path / "out.pbin", check=False)
+    assert result.returncode == 1 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_merge_refuses_parts_made_differently_or_without_a_sidecar(corpus, tmp_path):
+    pack_cli(tmp_path / "a.pbin", corpus)
+    pack_cli(tmp_path / "b.pbin", corpus, "--no-special-tokens", "--allow-duplicate-inputs")
+    refused = run_tokenmill("merge", tmp_path / "a.pbin", tmp_path / "b.pbin", "-o", tmp_path / "m.pbin", check=False)
+    assert refused.stderr.strip() == (f"tokenmill: error: {tmp_path / 'b.pbin'}: packed with tokenizer "
+                                      f"add_special_tokens False, {tmp_path / 'a.pbin'} with True; cannot merge parts "
+                                      f"made differently")
+    (tmp_path / "bare.pbin").write_bytes((tmp_path / "a.pbin").read_bytes())
+    refused = run_tokenmill("merge", tmp_path / "bare.pbin", tmp_path / "a.pbin", "-o", tmp_path / "m.pbin",
+                            check=False)
+    assert f"{tmp_path / 'bare.pbin'}: has no sidecar" in refused.stderr and not (tmp_path / "m.pbin").exists()
 
 
 def test_verify_names_inputs_missing_extra_or_out_of_order(corpus, tmp_path):

@@ -20,7 +20,10 @@ import pytest
 import yaml
 
 from conftest import GPT2, GPT2_EOD, MIXED_JSONL, REPO, run_snakemake, run_tokenmill, tool_env, write_jsonl_bytes
+from tokenmill.config import validate_config
+from tokenmill.errors import TokenmillError
 from tokenmill.pbin import PbinWriter
+from tokenmill.plan import Plan
 
 
 def assert_one_line_error(result, *fragments):
@@ -239,11 +242,23 @@ def test_a_tokenizer_json_that_makes_the_rust_loader_panic_is_one_line(tmp_path)
     (lambda c: c["datasets"]["demo"].update(tokenizer=["gpt2", "gpt2"]), "['gpt2', 'gpt2'] has non-unique elements"),
 ], ids=["split-zero", "split-abc", "split-four", "eod", "tokenizer-dir", "blend-name", "blend-zero", "seed",
         "seq-length", "shard-bytes-garbage", "shard-bytes-zero", "tokenizer-twice"])
-def test_bad_config_values_fail_before_any_job_naming_the_key(workflow_dir, edit, message):
+def test_bad_config_values_fail_before_any_job_naming_the_key(monkeypatch, edit, message):
+    """What `snakemake -n` prints in one line, before any job (tokenmill.config + tokenmill.plan)."""
+    monkeypatch.chdir(REPO)
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    edit(config)
+    with pytest.raises(TokenmillError) as error:
+        Plan(validate_config(config, "config/config.yaml"))
+    assert message in str(error.value) and "\n" not in str(error.value)
+
+
+@pytest.mark.slow
+def test_a_bad_config_stops_snakemake_in_one_line_before_any_job(workflow_dir):
     config_path = workflow_dir / "config/config.yaml"
     config = yaml.safe_load(config_path.read_text())
-    edit(config)
+    config["sampling"]["split"] = "0,0,0"
     config_path.write_text(yaml.safe_dump(config))
     result = run_snakemake(workflow_dir, "-n", check=False)
-    assert result.returncode != 0 and message in result.stdout + result.stderr
-    assert not (workflow_dir / "data/index").exists()
+    assert result.returncode == 1 and not (workflow_dir / "data/index").exists()
+    assert result.stderr.strip() == ("tokenmill: error: config/config.yaml: sampling.split: split '0,0,0': the "
+                                     "weights add up to zero")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ def folder(tmp_path, monkeypatch) -> Path:
     (tmp_path / "raw/a.jsonl").write_bytes(b'{"text": "hello world, this is line one"}\n' * 5)
     (tmp_path / "raw/b.jsonl").write_bytes(b'{"text": "b"}\n')
     (tmp_path / "raw/c.jsonl.gz").write_bytes(b"\x1f\x8b\x08\x00" + bytes(20))
-    os.symlink(GPT2, tmp_path / "gpt2.json")
+    shutil.copy(GPT2, tmp_path / "gpt2.json")
     return tmp_path
 
 
@@ -81,10 +82,21 @@ def test_every_setting_that_changes_packed_bytes_is_in_the_recorded_pack_options
     assert option in after.pack_options(unit) and option not in before.pack_options("a")
 
 
-def test_a_replaced_input_changes_the_recorded_identity_even_when_older(folder):
-    first = plan_of(a={"inputs": ["raw/a.jsonl"]}).input_identity("a")
-    os.utime("raw/a.jsonl", ns=(1, 1))  # as `cp -p` of an older file leaves it
-    assert plan_of(a={"inputs": ["raw/a.jsonl"]}).input_identity("a") != first
+@pytest.mark.parametrize("replaced", ["raw/a.jsonl", "gpt2.json"])
+def test_a_replaced_input_or_tokenizer_changes_the_recorded_identity_even_when_older(folder, replaced):
+    """The unit `a` is named like its file stem `a`: its identity must still hold its tokenizer's."""
+    before = plan_of(a={"inputs": ["raw/a.jsonl"]})
+    os.utime(replaced, ns=(1, 1))  # as `cp -p` of an older file leaves it
+    after = plan_of(a={"inputs": ["raw/a.jsonl"]})
+    assert after.unit_identity("a") != before.unit_identity("a")
+    assert (after.file_identity("a") != before.file_identity("a")) == (replaced == "raw/a.jsonl")
+
+
+def test_a_literal_input_name_holding_glob_characters_is_that_file(folder):
+    (folder / "raw/sp ace [1].jsonl").write_bytes(b'{"text": "x"}\n')
+    (folder / "raw/sp ace 1.jsonl").write_bytes(b'{"text": "y"}\n')
+    assert plan_of(a={"inputs": ["raw/sp ace [1].jsonl"]}).files["a"].path == "raw/sp ace [1].jsonl"
+    assert plan_of(a={"inputs": ["raw/sp ace [0-9].jsonl"]}).files["a"].path == "raw/sp ace 1.jsonl"
 
 
 @pytest.mark.parametrize("inputs", [["raw/a.jsonl", "raw/a.jsonl"], ["raw/*.jsonl", "raw/a*"],
@@ -141,6 +153,11 @@ def test_several_tokenizers_make_one_build_each_from_one_raw_index(folder):
                                                                                            "test": 1}}),
      "blends.mix.weights: 'zzz' is not in datasets"),
     (lambda c: c["sampling"].update(split="a"), "sampling.split: split 'a': not a list of numbers"),
+    (lambda c: c["datasets"]["a"].update(text=".text["), "datasets.a.text: text pattern '.text[' is not valid jq"),
+    (lambda c: c.update(sft={"chat": {"inputs": ["raw/chat*.jsonl"], "tokenizer": "gpt2", "seq_length": 8,
+                                      "special_tokens": {"bos_token": "a", "eos_token": "b"},
+                                      "message_construction": ["role"]}}),
+     "sft.chat.inputs: raw/chat*.jsonl: no such file"),
 ])
 def test_a_config_that_cannot_be_built_is_refused_naming_the_key(folder, change, message):
     config = {"tokenizers": {"gpt2": {"path": "gpt2.json"}},
@@ -183,3 +200,13 @@ def test_the_demo_config_plans_the_demo(monkeypatch):
     plan = Plan(validate_config(yaml.safe_load((REPO / "config/config.yaml").read_text()), "config/config.yaml"))
     assert list(plan.builds) == ["demo"] and plan.cache_dirs("demo") == ["data/cache/demo/seq512_seed1234",
                                                                         "data/cache/demo/seq2048_seed1234"]
+
+
+@pytest.mark.parametrize("keep_parts", [True, False])
+def test_kept_parts_are_targets_so_a_deleted_one_is_rebuilt(folder, keep_parts):
+    config = {"tokenizers": {"gpt2": {"path": "gpt2.json"}}, "keep_parts": keep_parts,
+              "datasets": {"a": {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2", "shard_bytes": 100}}}
+    targets = Plan(validate_config(config, "my.yaml")).all_targets()
+    parts = ["data/packed/a.shard1.pbin", "data/packed/a.shard1.pbin.meta.json",
+             "data/megatron/a.shard1_text_document.bin", "data/megatron/a.shard1_text_document.idx"]
+    assert all((part in targets) == keep_parts for part in parts)

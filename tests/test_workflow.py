@@ -57,7 +57,7 @@ def test_the_report_holds_each_datasets_statistics_histogram_and_caches(workflow
     page = (workflow_dir / "data/report/demo.html").read_text()
     assert "<td>documents</td><td class=n>2,990</td>" in page and "<td>tokens</td><td class=n>1,026,497</td>" in page
     assert "<td>tokens per byte of text</td><td class=n>0.2851</td>" in page  # 1,026,497 tokens / 3,599,934 bytes
-    assert "engine auto: fastokens; 29 documents re-encoded with Hugging Face, 0 mismatches" in page
+    assert "engine auto: fastokens; 66 documents re-encoded with Hugging Face, 0 mismatches" in page
     assert "<td>verify</td><td>5 file(s) checked, no problem found</td>" in page
     # the histogram: one bar per log2 bin up to the longest document (38,093 tokens: bin 15)
     assert page.count("<rect ") == 16 and "64-127 tokens: 1,305 documents" in page

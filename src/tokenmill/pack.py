@@ -182,6 +182,9 @@ def _init_worker(settings: PackSettings, single_process: bool, tokenizer: Tokeni
         # One tokenizer thread per worker process: the processes already use every core. (Rayon with
         # one thread measured 1.4x faster than TOKENIZERS_PARALLELISM=false, which takes a slower path.)
         os.environ["RAYON_NUM_THREADS"] = "1"
+        # fastokens' own BPE threads likewise; each thread's heap also kept growing with the text seen
+        # (a worker crept from 210 to 470 MB over 500 MB of text), one thread's does not (bench/RESULTS.md).
+        os.environ["FASTOKENS_BPE_THREADS"] = "1"
     if settings.engine == "hf" and not single_process:
         _free_big_buffers_at_once()  # before the tokenizer's load, whose buffers are big too
     elif settings.engine != "hf":
@@ -424,6 +427,9 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
     outputs = ([out_path, sidecar_path(out_path)] if out_path else []) + \
         ([f"{megatron_prefix}.bin", f"{megatron_prefix}.idx"] if megatron_prefix else [])
     refuse_inputs_as_outputs(outputs, [*inputs, *(indexes or []), settings.tokenizer_path])
+    for output in outputs:  # found now, not at the last rename, after the other outputs were put in place
+        if os.path.isdir(output):
+            raise TokenmillError(f"{output}: is a directory; give a file path for the output")
     TextSelector(settings.text)  # fail on a bad pattern before starting workers
     identities = {}  # path → FileIdentity when first seen: checked again once all is packed
     for path in inputs:

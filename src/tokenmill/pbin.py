@@ -87,6 +87,9 @@ def range_indices(ranges: list[list[int]], count: int) -> np.ndarray:
     """
     mask = np.zeros(count, dtype=bool)
     previous_stop = 0
+    if not isinstance(ranges, list) or not all(isinstance(pair, list) and len(pair) == 2
+                                               and all(isinstance(n, int) for n in pair) for pair in ranges):
+        raise TokenmillError(f"{str(ranges)[:60]} is not a list of [first, stop] ranges")
     for first, stop in ranges:
         if not previous_stop <= first < stop <= count:
             raise TokenmillError(f"range [{first}, {stop}) is out of order or beyond the {count} documents")
@@ -533,9 +536,7 @@ def merge_pbin(out_path: str | os.PathLike, in_paths: list[str | os.PathLike], f
         described = ", ".join(f"{part.path}: {part.token_width}" for part in parts)
         raise TokenmillError(f"cannot merge .pbin files with different token widths ({described})")
     metas = [read_sidecar(path) for path in in_paths]
-    tokenizers = {meta["tokenizer"].get("sha256") for meta in metas if meta and "tokenizer" in meta} - {None}
-    if len(tokenizers) > 1:
-        raise TokenmillError(f"cannot merge .pbin files made with different tokenizers ({', '.join(map(str, in_paths))})")
+    _refuse_unlike_parts(in_paths, metas)
     token_width = widths.pop()
     with PbinWriter(out_path, token_width) as writer, \
             Progress(f"merge {out_path}", sum(part.layout.data_bytes for part in parts)) as progress:
@@ -543,6 +544,35 @@ def merge_pbin(out_path: str | os.PathLike, in_paths: list[str | os.PathLike], f
             writer.append_file(part, progress.update)
         writer.sidecar = _merged_sidecar(parts, metas, token_width)
     return {**writer.sidecar, "file": writer.identity}
+
+
+# What a merged sidecar states once for all parts: parts that differ in any of these would be
+# described wrongly (the first part's value for all), so they are refused.
+_SHARED_PACK_SETTINGS = ("text", "on_bad_line", "max_line_bytes")
+_SHARED_TOKENIZER_SETTINGS = ("sha256", "eod_id", "add_special_tokens")
+
+
+def _refuse_unlike_parts(in_paths: list, metas: list[dict | None]) -> None:
+    """Refuse to merge parts whose sidecars disagree on how their tokens were made, or a part without
+    a sidecar beside parts with one (its documents would come from files no sidecar lists).
+
+    Raises:
+        TokenmillError: naming the two parts and the setting.
+    """
+    known = [(path, meta) for path, meta in zip(in_paths, metas) if meta]
+    if known and len(known) < len(in_paths):
+        bare = next(path for path, meta in zip(in_paths, metas) if not meta)
+        raise TokenmillError(f"{bare}: has no sidecar, unlike {known[0][0]}; cannot tell which files its documents "
+                             f"come from (merge parts that all have one, or none)")
+    for path, meta in known[1:]:
+        first_path, first = known[0]
+        settings = [(key, meta.get(key), first.get(key)) for key in _SHARED_PACK_SETTINGS]
+        settings += [(f"tokenizer {key}", meta.get("tokenizer", {}).get(key), first.get("tokenizer", {}).get(key))
+                     for key in _SHARED_TOKENIZER_SETTINGS]
+        for key, value, first_value in settings:
+            if value != first_value:
+                raise TokenmillError(f"{path}: packed with {key} {value!r}, {first_path} with {first_value!r}; "
+                                     f"cannot merge parts made differently")
 
 
 def _merged_sidecar(parts: list[PbinFile], metas: list[dict | None], token_width: int) -> dict:
@@ -562,7 +592,8 @@ def _merged_sidecar(parts: list[PbinFile], metas: list[dict | None], token_width
             if key in known[0]:
                 meta[key] = known[0][key]
         meta["sources"] = [source for m in known for source in m.get("sources", [])]
-        meta["allow_duplicate_inputs"] = any(m.get("allow_duplicate_inputs", False) for m in known)
+        # a file in two parts is a duplicate the merge makes: allowed only where every part allows them
+        meta["allow_duplicate_inputs"] = all(m.get("allow_duplicate_inputs") is True for m in known)
         engines = [m["engine"] for m in known if isinstance(m.get("engine"), dict)]
         if engines:
             names = sorted({engine.get("name") for engine in engines} - {None})

@@ -19,7 +19,7 @@ Names (they are also the workflow's wildcards):
 Every option that changes an output is returned here as plain strings (:meth:`Plan.pack_options`,
 :meth:`Plan.sampling_options`, ...), so the workflow records them as Snakemake params and reruns
 exactly the jobs an edit affects. So is each input's and tokenizer's size and modification time
-(:meth:`Plan.input_identity`): a file replaced by an *older* one (``cp -p``, ``rsync -a``), which
+(:meth:`Plan.unit_identity`, :meth:`Plan.file_identity`): a file replaced by an *older* one (``cp -p``, ``rsync -a``), which
 Snakemake's mtime trigger misses, still reruns what reads it. Errors name the config key:
 ``datasets.web.inputs: ...``.
 
@@ -40,6 +40,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.jsonl import input_compression
 from tokenmill.parquet import row_group_units
 from tokenmill.sample_index import parse_split
+from tokenmill.text import TextSelector
 from tokenmill.tokenizer import check_eod_in_file
 
 __all__ = ["Plan", "InputFile", "Unit", "Build", "parse_size", "raw_index_path", "packed_path",
@@ -150,6 +151,14 @@ def parse_size(key: str, value: int | str | None) -> int | None:
     return size
 
 
+def _expand(pattern: str) -> list[str]:
+    """An ``inputs`` entry's files: the file itself when it exists (a name may hold ``[``, ``*`` or
+    ``?``), else the glob's matches, sorted."""
+    if os.path.exists(pattern) or not glob.has_magic(pattern):
+        return [pattern]
+    return sorted(glob.glob(pattern))
+
+
 def _identity(path: str) -> str:
     """A file's size and modification time, as a params value (a missing file: Snakemake says so)."""
     try:
@@ -215,7 +224,7 @@ class Plan:
         dataset = self.config["datasets"][name]
         paths, seen = [], {}  # (device, inode) → the first path naming that file (links included)
         for pattern in dataset["inputs"]:
-            matches = sorted(glob.glob(pattern)) if glob.has_magic(pattern) else [pattern]
+            matches = _expand(pattern)
             if not matches:
                 raise TokenmillError(f"datasets.{name}.inputs: {pattern!r} matches no file")
             for path in matches:
@@ -239,6 +248,10 @@ class Plan:
         if name.startswith("blend_") and name.removeprefix("blend_") in self.config["blends"]:
             raise TokenmillError(f"datasets.{name}: its caches would share data/cache/{name}/ with blend "
                                  f"{name.removeprefix('blend_')!r}; rename one of them")
+        try:
+            TextSelector(dataset["text"])  # compiled now, so a typo fails before any job
+        except TokenmillError as exc:
+            raise TokenmillError(f"datasets.{name}.text: {exc}") from None
         paths = self._input_paths(name)
         files = []
         for k, path in enumerate(paths):
@@ -349,16 +362,18 @@ class Plan:
             options.append("--allow-duplicate-inputs")
         return options
 
-    def input_identity(self, unit_or_stem: str) -> str:
-        """Size and modification time of the files a unit (or a raw index, by file stem) reads: its
-        input and, for a unit, its tokenizer."""
-        if unit_or_stem in self.files:
-            file = self.files[unit_or_stem]
-            return f"{file.path}: {file.size} bytes, mtime {file.mtime_ns} ns"
-        unit = self.unit(unit_or_stem)
+    def file_identity(self, stem: str) -> str:
+        """Size and modification time of an input file (what its raw index reads)."""
+        file = self.file(stem)
+        return f"{file.path}: {file.size} bytes, mtime {file.mtime_ns} ns"
+
+    def unit_identity(self, unit_name: str) -> str:
+        """Size and modification time of the files a pack unit reads: its input and its tokenizer.
+        (A unit is often named like its file stem: the two are never looked up by one name.)"""
+        unit = self.unit(unit_name)
         tokenizer = self.builds[unit.build].tokenizer
         size, mtime_ns = self.tokenizer_stats[tokenizer]
-        return (f"{self.input_identity(unit.stem)}; {self.config['tokenizers'][tokenizer]['path']}: "
+        return (f"{self.file_identity(unit.stem)}; {self.config['tokenizers'][tokenizer]['path']}: "
                 f"{size} bytes, mtime {mtime_ns} ns")
 
     def unit_tokenizer_path(self, unit: str) -> str:
@@ -527,6 +542,9 @@ class Plan:
         for name, sft in self.config["sft"].items():
             if sft["tokenizer"] not in self.config["tokenizers"]:
                 raise TokenmillError(f"sft.{name}.tokenizer: {sft['tokenizer']!r} is not in tokenizers")
+            for path in sft["inputs"]:  # files, as the schema says (a missing one must not keep an old build)
+                if not os.path.isfile(path):
+                    raise TokenmillError(f"sft.{name}.inputs: {path}: no such file")
 
     def sft_inputs(self, name: str) -> list[str]:
         """The conversation files and the tokenizer of an SFT dataset."""
@@ -534,7 +552,7 @@ class Plan:
         return [*entry["inputs"], self.config["tokenizers"][entry["tokenizer"]]["path"]]
 
     def sft_identity(self, name: str) -> str:
-        """Size and modification time of an SFT dataset's inputs and tokenizer (see :meth:`input_identity`)."""
+        """Size and modification time of an SFT dataset's inputs and tokenizer (see :meth:`unit_identity`)."""
         return "; ".join(_identity(path) for path in self.sft_inputs(name))
 
     def sft_config(self, name: str) -> str:
@@ -553,6 +571,10 @@ class Plan:
         targets = [raw_index_path(file.stem) for file in self.files.values() if file.compression is None]
         for build in self.builds:
             targets += [*self.built_files(build), *self.cache_dirs(build), verified_stamp(build), report_page(build)]
+            if self.config["keep_parts"] and len(self.builds[build].units) > 1:  # kept, so rebuilt when deleted
+                targets += [path for unit in self.builds[build].units
+                            for path in (packed_path(unit), f"{packed_path(unit)}.meta.json",
+                                         f"{megatron_prefix(unit)}.bin", f"{megatron_prefix(unit)}.idx")]
         for blend in self.blends:
             name = blend_cache_name(blend)
             targets += self.cache_dirs(name) + [f"data/verified/blend/{blend}.ok"]

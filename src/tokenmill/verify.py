@@ -152,7 +152,8 @@ def _verify_pbin(path: Path, inputs: list[str] | None = None) -> list[str]:
                             f"(first: document {int(missing[0])})")
         if "eod_in_text" in meta:
             problems += _eod_in_text_problems(path, meta["eod_in_text"], pbin, eod_id)
-    for source in meta.get("sources", []):
+    sources = meta.get("sources", []) if _malformed_sources(meta.get("sources", []), meta) is None else []
+    for source in sources:
         if "sha256" in source and os.path.isfile(source["path"]) and source_sha256(source) != source["sha256"]:
             problems.append(f"{path}: source {source['path']} has changed since it was packed (sha256 differs)")
     return (problems + _suspicious_tokenizer(path, tokenizer, pbin, offsets, lengths)
@@ -188,7 +189,14 @@ def coverage_problems(path: str | os.PathLike, meta: dict, inputs: list[str] | N
     sources = meta.get("sources")
     if sources is None:
         return [] if inputs is None else [f"{path}: its sidecar lists no sources to check against the inputs"]
+    malformed = _malformed_sources(sources, meta)
+    if malformed:
+        return [f"{sidecar_path(path)}: {malformed}"]
     problems = []
+    counted = sum(source["documents"] for source in sources if "documents" in source)
+    if all("documents" in source for source in sources) and counted != meta.get("documents"):
+        problems.append(f"{path}: its sources hold {counted} documents, the file {meta.get('documents')}: "
+                        f"documents from a file it does not list (a part merged without a sidecar?)")
     runs: list[tuple[str, list[dict]]] = []  # consecutive entries of one file: (path, entries)
     for source in sources:
         if runs and runs[-1][0] == source["path"] and _is_shard(source) and _is_shard(runs[-1][1][-1]):
@@ -207,16 +215,19 @@ def coverage_problems(path: str | os.PathLike, meta: dict, inputs: list[str] | N
             covered = end
         if covered != total:
             problems.append(f"{path}: {unit} {covered}-{total} of {file_path} are not packed (of {total})")
-        if os.path.isfile(file_path) and os.path.getsize(file_path) != size:
+        if not os.path.isfile(file_path):
+            problems.append(f"{path}: source {file_path} not found (from {os.getcwd()}); its bytes cannot be checked")
+        elif os.path.getsize(file_path) != size:
             problems.append(f"{path}: {file_path} is {os.path.getsize(file_path)} bytes now, {size} when packed")
-    packed = [file_path for file_path, _ in runs]
-    if not meta.get("allow_duplicate_inputs"):
-        repeated = sorted({file_path for file_path in packed if packed.count(file_path) > 1})
-        problems += [f"{path}: {file_path} is packed {packed.count(file_path)} times (allow_duplicate_inputs is off)"
-                     for file_path in repeated]
-    if inputs is not None and packed != list(inputs):
-        missing = [file_path for file_path in inputs if file_path not in packed]
-        extra = [file_path for file_path in packed if file_path not in inputs]
+    packed = [_file_key(file_path) for file_path, _ in runs]  # one file however it is spelled or linked
+    if meta.get("allow_duplicate_inputs") is not True:
+        repeated = sorted({file_path for (file_path, _), key in zip(runs, packed) if packed.count(key) > 1})
+        problems += [f"{path}: {file_path} is packed {packed.count(_file_key(file_path))} times "
+                     f"(allow_duplicate_inputs is off)" for file_path in repeated]
+    if inputs is not None and packed != [_file_key(file_path) for file_path in inputs]:
+        missing = [file_path for file_path in inputs if _file_key(file_path) not in packed]
+        extra = [file_path for (file_path, _), key in zip(runs, packed)
+                 if key not in {_file_key(name) for name in inputs}]
         if missing:
             problems.append(f"{path}: {len(missing)} of its {len(inputs)} inputs are not packed in it (first: {missing[0]})")
         if extra:
@@ -224,6 +235,34 @@ def coverage_problems(path: str | os.PathLike, meta: dict, inputs: list[str] | N
         if not missing and not extra and len(packed) == len(inputs):
             problems.append(f"{path}: its inputs are packed in another order than given")
     return problems
+
+
+def _file_key(file_path: str) -> tuple:
+    """What tells two files apart: ``(device, inode)`` of an existing file, else its normalised path."""
+    try:
+        stat = os.stat(file_path)
+        return stat.st_dev, stat.st_ino
+    except OSError:
+        return (os.path.normpath(file_path),)
+
+
+def _malformed_sources(sources: object, meta: dict) -> str | None:
+    """What is wrong with the types of a sidecar's ``sources`` (hand-edited?), or None."""
+    def pair(value: object) -> bool:
+        return isinstance(value, list) and len(value) == 2 and all(isinstance(n, int) for n in value)
+
+    if not isinstance(sources, list):
+        return "sources: not a list"
+    for k, source in enumerate(sources):
+        if not isinstance(source, dict) or not isinstance(source.get("path"), str) \
+                or not isinstance(source.get("bytes"), int):
+            return f"sources[{k}]: needs a path and bytes"
+        for key in ("byte_range", "row_group_range"):
+            if key in source and not pair(source[key]):
+                return f"sources[{k}].{key}: {source[key]!r} is not [start, end]"
+    if "allow_duplicate_inputs" in meta and not isinstance(meta["allow_duplicate_inputs"], bool):
+        return f"allow_duplicate_inputs: {meta['allow_duplicate_inputs']!r} is not true or false"
+    return None
 
 
 def _is_shard(source: dict) -> bool:

@@ -95,8 +95,8 @@ def blend_megatron_files(wildcards):
 # ---- Params: every option that changes an output, as a plain recorded value
 
 pack_options = _shell(PLAN.pack_options, "unit")
-unit_identity = _plan(PLAN.input_identity, "unit")
-file_identity = _plan(PLAN.input_identity, "stem")
+unit_identity = _plan(PLAN.unit_identity, "unit")
+file_identity = _plan(PLAN.file_identity, "stem")
 sample_index_options = _shell(PLAN.sample_index_options, "build")
 blend_options = _shell(PLAN.blend_options, "blend")
 verify_options = _shell(PLAN.verify_options, "build")
