@@ -1,4 +1,4 @@
-"""Blends (spec megatron §5): sizes with surplus, greedy and exhaustive blending, the blend cache."""
+"""Blends (docs/algorithms.md §4): sizes with surplus, greedy and exhaustive blending, the blend cache."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Torch datasets over JSONL and .pbin (spec modalities §5)."""
+"""Torch datasets over JSONL and .pbin (docs/algorithms.md §5)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Megatron MMIDIDX .bin/.idx (spec megatron §1): bytes, dtype rule, round trips, merges, bad files."""
+"""Megatron MMIDIDX .bin/.idx (docs/formats.md §5): bytes, dtype rule, round trips, merges, bad files."""
 
 import struct
 

@@ -1,4 +1,4 @@
-"""Nanoset: Megatron GPTDataset samples (spec megatron §3.7) read through tokenmill's cached indices.
+"""Nanoset: Megatron GPTDataset samples (docs/algorithms.md §3) read through tokenmill's cached indices.
 
 Small worked examples here; the demo's samples are compared with megatron-core's own
 ``GPTDataset.__getitem__`` and ``BlendedDataset`` results in test_megatron_golden.py.

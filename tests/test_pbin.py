@@ -1,4 +1,4 @@
-"""The .pbin layout (spec modalities §3), its legacy variant, and merging."""
+"""The .pbin layout (docs/formats.md §2), its legacy variant (§3), and merging."""
 
 import os
 import pickle

@@ -1,4 +1,4 @@
-"""The raw line index: Modalities' create_raw_index format (spec modalities §2), byte for byte."""
+"""The raw line index: Modalities' create_raw_index format (docs/formats.md §1), byte for byte."""
 
 import hashlib
 import pickle

@@ -1,4 +1,4 @@
-"""Megatron GPTDataset index caches (spec megatron §2–§4): worked examples, then properties.
+"""Megatron GPTDataset index caches (docs/algorithms.md §1–§2, docs/formats.md §6): worked examples, properties.
 
 Every table below was produced by megatron-core 0.19.2 (its C++ build_sample_idx, or GPTDataset
 through BlendedMegatronDatasetBuilder) in a throwaway venv, not by tokenmill.

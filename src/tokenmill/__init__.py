@@ -1,6 +1,6 @@
 """tokenmill: raw JSONL corpora → tokenized, packed, Megatron- and Modalities-compatible training data.
 
-Every stage is a plain function in one module (see DESIGN §2) and a verb of the ``tokenmill`` CLI.
+Every stage is a plain function in one module (README.md, Layout) and a verb of the ``tokenmill`` CLI.
 The Snakemake workflow imports the format versions below and puts them in each rule's ``params:``,
 so a change of an on-disk format reruns exactly the rules whose outputs it affects.
 """

@@ -4,11 +4,11 @@
  *
  * sample_index(sizes:int32[], document_index:int32[], seq_length, num_samples, extra,
  *              out:int32[] or int64[] of (num_samples + 1) * 2)
- *     Megatron's sample index walk (spec megatron §3.5): row k = (position in document_index,
+ *     Megatron's sample index walk (docs/algorithms.md §2): row k = (position in document_index,
  *     offset) where sample k starts; O(len(document_index) + num_samples).
  *
  * blending_index(weights:float64[], size, dataset_index:int16[size], dataset_sample_index:int64[size])
- *     Greedy error minimisation (spec §5): at step s, pick the dataset j maximising
+ *     Greedy error minimisation (docs/algorithms.md §4): at step s, pick the dataset j maximising
  *     weights[j] * max(s, 1) - count[j] (strict >, ties go to the lowest j). O(size * datasets).
  *
  * exhaustive_blending_index(sizes:int64[], dataset_index:int16[], dataset_sample_index:int64[])

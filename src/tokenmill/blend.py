@@ -1,6 +1,6 @@
 """Blends of several Megatron datasets, exactly as megatron-core's BlendedDataset builds them.
 
-Given weights (spec megatron §5), for a blend of S samples in one split:
+Given weights (docs/algorithms.md §4), for a blend of S samples in one split:
 
 * weights are normalised in float64: ``w_i``;
 * dataset i must supply ``t_i = ceil(S · w_i)`` samples, and is built (as a GPTDataset over its

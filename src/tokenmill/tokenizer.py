@@ -2,7 +2,7 @@
 
 * ``vocab_size``: the full id range, ``max id + 1`` over the base vocabulary *and* added tokens.
   (Modalities sizes tokens from HF ``vocab_size``, which leaves added tokens out, so an EOD added
-  above the base vocabulary overflows its token width; spec modalities §3. We do not copy that.)
+  above the base vocabulary overflows its token width; docs/formats.md §2. We do not copy that.)
 * ``token_width``: bytes per token in a ``.pbin``: 1 if every id < 2**8, 2 if < 2**16, else 4.
   For every tokenizer whose ids fit Modalities' rule this is the width Modalities picks.
 * ``eod_id``: the id of the end-of-document token string, which must be a single token.
