@@ -177,8 +177,8 @@ def test_a_misspelt_key_names_its_path_and_the_nearest_valid_key():
 
 
 def test_defaults_come_from_the_schema():
-    config = validate_config({"tokenizers": {"t": {"path": "x"}}, "datasets": {"d": {"inputs": ["x"], "tokenizer": "t"}}},
-                             "my.yaml")
+    config = validate_config({"tokenizers": {"t": {"path": "x"}},
+                              "datasets": {"d": {"inputs": ["x"], "tokenizer": "t"}}}, "my.yaml")
     assert config["datasets"]["d"]["on_bad_line"] == "error" and config["datasets"]["d"]["text"] == ".text"
     assert config["tokenizers"]["t"]["engine"] == "auto" and config["sampling"]["split"] == "969,30,1"
     assert config["keep_parts"] is True and config["blends"] == {}

@@ -96,7 +96,8 @@ def test_multi_file_dataset_packs_each_file_and_merges_in_order(workflow_dir):
 
 def test_config_typo_fails_naming_the_key(workflow_dir):
     config_path = workflow_dir / "config/config.yaml"
-    config_path.write_text(config_path.read_text().replace("tokenizer: gpt2", "tokenizer: gpt2\n    on_bad_lines: skip", 1))
+    typo = config_path.read_text().replace("tokenizer: gpt2", "tokenizer: gpt2\n    on_bad_lines: skip", 1)
+    config_path.write_text(typo)
     result = run_snakemake(workflow_dir, "-n", check=False)
     assert result.returncode != 0
     assert result.stderr.strip() == ("tokenmill: error: config/config.yaml: datasets.demo: unknown key 'on_bad_lines' "
@@ -105,7 +106,8 @@ def test_config_typo_fails_naming_the_key(workflow_dir):
 
 def test_defaults_are_filled_and_bad_values_rejected(workflow_dir):
     config_path = workflow_dir / "config/config.yaml"
-    config_path.write_text(config_path.read_text().replace("tokenizer: gpt2", "tokenizer: gpt2\n    on_bad_line: maybe"))
+    bad_value = config_path.read_text().replace("tokenizer: gpt2", "tokenizer: gpt2\n    on_bad_line: maybe")
+    config_path.write_text(bad_value)
     result = run_snakemake(workflow_dir, "-n", check=False)
     assert result.returncode != 0 and "maybe" in result.stdout + result.stderr
 
@@ -177,7 +179,8 @@ def test_named_blend_builds_megatron_blend_caches(workflow_dir):
     # a blend sample traced through the blend's indices to a dataset, its sample, and source lines
     shown = run_tokenmill("inspect", "data/cache/blend_mix/seq128_seed7", "--sample", "1", cwd=workflow_dir).stdout
     header, pieces = shown.splitlines()[0], [line for line in shown.splitlines() if line.startswith("  sequence ")]
-    part, part_sample = int(dataset_index[1]), int(np.load(next(cache.glob("*-BlendedDataset-train-dataset_sample_index.npy")))[1])
+    sample_index = np.load(next(cache.glob("*-BlendedDataset-train-dataset_sample_index.npy")))
+    part, part_sample = int(dataset_index[1]), int(sample_index[1])
     name = "ab"[part]
     assert header == f"sample 1 of the train blend = dataset {part} (data/megatron/{name}_text_document), " \
                      f"its sample {part_sample}"

@@ -28,7 +28,8 @@ BASE_CONFIG = {
         # ~290 kB in shards of 100 kB
         "b": {"inputs": ["data/raw/b.jsonl"], "tokenizer": "gpt2", "shard_bytes": "100kB"},
     },
-    "sampling": {"seq_lengths": [128], "seeds": [1], "split": "90,5,5", "num_samples": {"train": 500, "valid": 10, "test": 10}},
+    "sampling": {"seq_lengths": [128], "seeds": [1], "split": "90,5,5",
+                 "num_samples": {"train": 500, "valid": 10, "test": 10}},
     "sft": {},
 }
 
@@ -92,7 +93,8 @@ EDITS = [
      lambda folder: read_sidecar(folder / "data/packed/a.pbin")["max_line_bytes"] == 4000),
     ("split and the hashed path prefix", lambda c: c["sampling"].update(split="80,10,10", megatron_path_prefix="/x/"),
      lambda folder: "/x/a_text_document" in (folder / "data/cache/a/seq128_seed1/megatron_args.txt").read_text()),
-    ("dataset a gets a second file", lambda c: c["datasets"]["a"].update(inputs=["data/raw/a.jsonl", "data/raw/b.jsonl"]),
+    ("dataset a gets a second file",
+     lambda c: c["datasets"]["a"].update(inputs=["data/raw/a.jsonl", "data/raw/b.jsonl"]),
      lambda folder: len(read_sidecar(folder / "data/packed/a.pbin")["sources"]) == 2),
     ("keep_parts off, shards of b back to 100kB", lambda c: (c.update(keep_parts=False),
                                                             c["datasets"]["b"].update(shard_bytes=100000)),

@@ -1,7 +1,7 @@
 """Megatron-LM's indexed dataset (MMIDIDX ``.bin`` + ``.idx``): reader, builder, merge, conversion.
 
 ``<prefix>.bin`` holds the token ids of every sequence back to back in one dtype, nothing else.
-``<prefix>.idx`` (all integers little-endian, no padding anywhere; spec megatron §1.2)::
+``<prefix>.idx`` (all integers little-endian, no padding anywhere; docs/formats.md §5)::
 
     offset 0        9 bytes  magic b"MMIDIDX\\x00\\x00"
     offset 9        u64      version = 1
@@ -393,8 +393,8 @@ def pbin_to_megatron(pbin_path: str | os.PathLike, prefix: str | os.PathLike, vo
         ends = np.cumsum(lengths)
         for start in range(0, pbin.num_tokens, _BLOCK_TOKENS):
             _check_fits(pbin.tokens[start:start + _BLOCK_TOKENS], dtype,
-                        lambda position: f"{pbin_path} document "
-                                         f"{int(np.searchsorted(ends, start + position, side='right'))}")
+                        lambda position, start=start: f"{pbin_path} document "
+                                                      f"{int(np.searchsorted(ends, start + position, side='right'))}")
     try:
         second_eod = range_indices(meta.get("eod_in_text", []), len(lengths))
     except TokenmillError as exc:

@@ -536,7 +536,8 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
             writer.pbin.sidecar = meta
     if writer.pbin is not None:
         meta = {**meta, "file": writer.pbin.identity}
-    log(f"{' and '.join(filter(None, (out_path, megatron_prefix)))}: {meta['documents']} documents, {meta['tokens']} tokens, "
+    log(f"{' and '.join(filter(None, (out_path, megatron_prefix)))}: {meta['documents']} documents, "
+        f"{meta['tokens']} tokens, "
         f"{sum(meta['skipped'].values())} lines skipped; {encoder.reason}, "
         f"{meta['engine']['checked_documents']} documents checked against Hugging Face"
         + (f"; {meta['engine']['mismatches']} of {len(sources)} inputs re-encoded with Hugging Face after a mismatch"

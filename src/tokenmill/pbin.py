@@ -16,7 +16,8 @@ size and where the pickle starts, and says so when a file is neither.
 
 Sidecar ``<file>.pbin.meta.json`` (ours, never read by Modalities): format versions, tokenizer
 identity and hash, vocab size, EOD, token width, counts, sources with size and sha256, skipped
-lines by reason, ``eod_in_text`` (below), and ``file``: the ``.pbin``'s ``bytes``, ``data_sha256`` (of the token section)
+lines by reason, ``eod_in_text`` (below), and ``file``: the ``.pbin``'s ``bytes``, ``data_sha256``
+(of the token section)
 and ``index_sha256`` (of the index pickle). It holds nothing that varies between two runs on the
 same inputs. The writer renames the sidecar into place *before* the ``.pbin``, and
 :func:`read_sidecar` checks ``file`` against the ``.pbin`` it sits beside, so a run killed between
@@ -509,7 +510,7 @@ def merge_pbin(out_path: str | os.PathLike, in_paths: list[str | os.PathLike], f
     """Concatenate ``.pbin`` files, in the order given, into ``out_path`` (0.5.0 layout).
 
     Data sections are block-copied; each file's index is shifted by the data bytes before it
-    (Modalities' merge shifts by 12 bytes too few; spec modalities §6). Sidecars, where present,
+    (Modalities' merge shifts by 12 bytes too few; docs/algorithms.md §5). Sidecars, where present,
     are combined into the output's sidecar, which lists the parts.
 
     Args:

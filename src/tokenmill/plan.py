@@ -19,7 +19,8 @@ Names (they are also the workflow's wildcards):
 Every option that changes an output is returned here as plain strings (:meth:`Plan.pack_options`,
 :meth:`Plan.sampling_options`, ...), so the workflow records them as Snakemake params and reruns
 exactly the jobs an edit affects. So is each input's and tokenizer's size and modification time
-(:meth:`Plan.unit_identity`, :meth:`Plan.file_identity`): a file replaced by an *older* one (``cp -p``, ``rsync -a``), which
+(:meth:`Plan.unit_identity`, :meth:`Plan.file_identity`): a file replaced by an *older* one
+(``cp -p``, ``rsync -a``), which
 Snakemake's mtime trigger misses, still reruns what reads it. Errors name the config key:
 ``datasets.web.inputs: ...``.
 

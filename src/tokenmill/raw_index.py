@@ -10,7 +10,8 @@ packer then reports or skips them by line number.
 Algorithm: the file is read in 16 MiB blocks into one reused buffer and scanned with a vectorised
 ``== b'\\n'`` (no per-line Python), so the cost is one pass over the bytes plus 16 bytes per line of
 memory for the offsets. (A memory map of the whole file would count every page it touched in the
-process's RSS: a 1 GB file made a pack job peak at 1.1 GB.) ``--validate`` additionally parses every line as JSON (orjson, ~500 MB/s).
+process's RSS: a 1 GB file made a pack job peak at 1.1 GB.) ``--validate`` additionally parses every
+line as JSON (orjson, ~500 MB/s).
 """
 
 from __future__ import annotations
@@ -175,7 +176,8 @@ def check_index_matches(lines: np.ndarray, index_path: str | os.PathLike, data_p
             if block.strip():
                 raise TokenmillError(f"{index_path}: its last line ends at byte {last_end}, but {data_path} has "
                                      f"{size - last_end} more bytes with content after it {stale}")
-        sample = sorted(set(np.linspace(0, len(ends) - 1, min(len(ends), _SAMPLED_LINE_ENDS)).astype(np.int64).tolist()))
+        spaced = np.linspace(0, len(ends) - 1, min(len(ends), _SAMPLED_LINE_ENDS)).astype(np.int64)
+        sample = sorted(set(spaced.tolist()))
         for entry in sample:
             if ends[entry] == size:
                 continue

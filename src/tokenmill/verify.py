@@ -205,8 +205,8 @@ def coverage_problems(path: str | os.PathLike, meta: dict, inputs: list[str] | N
             runs.append((source["path"], [source]))
     for file_path, entries in runs:
         size = entries[0].get("bytes")
-        covered = 0
-        for start, end, total, unit in map(_span, entries):
+        covered, (_, _, total, unit) = 0, _span(entries[0])  # every entry of one file has its total
+        for start, end, _, _ in map(_span, entries):
             if end <= start:  # a shard in which no line starts
                 continue
             if start != covered:
@@ -229,7 +229,8 @@ def coverage_problems(path: str | os.PathLike, meta: dict, inputs: list[str] | N
         extra = [file_path for (file_path, _), key in zip(runs, packed)
                  if key not in {_file_key(name) for name in inputs}]
         if missing:
-            problems.append(f"{path}: {len(missing)} of its {len(inputs)} inputs are not packed in it (first: {missing[0]})")
+            problems.append(f"{path}: {len(missing)} of its {len(inputs)} inputs are not packed in it "
+                            f"(first: {missing[0]})")
         if extra:
             problems.append(f"{path}: it packs {len(extra)} files that are not its inputs (first: {extra[0]})")
         if not missing and not extra and len(packed) == len(inputs):
