@@ -1,6 +1,6 @@
 """Candidate fast encoders against Hugging Face `tokenizers`: ids compared document by document, speed.
 
-    bash ../shared/bench/make_corpus.sh 100MB          # → /tmp/corpus/real-100MB.jsonl
+    bash bench/make_corpus.sh 100MB          # → /tmp/corpus/real-100MB.jsonl
     # in a throwaway venv: pip install tokenizers orjson numpy fastokens==0.3.5 gigatoken==0.10.0
     python bench/encoder_compare.py /tmp/corpus/real-100MB.jsonl
 

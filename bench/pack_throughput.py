@@ -1,6 +1,6 @@
 """Pack throughput and memory, side by side in one run: tokenmill's engines, the tokenizer alone, the peers.
 
-    bash ../shared/bench/make_corpus.sh 100MB          # → /tmp/corpus/real-100MB.jsonl
+    bash bench/make_corpus.sh 100MB          # → /tmp/corpus/real-100MB.jsonl
     python bench/pack_throughput.py /tmp/corpus/real-100MB.jsonl --workers 1 2
     python bench/pack_throughput.py /tmp/corpus/real-100MB.jsonl --tokenizer tests/data/tekken.tokenizer.json --eod '</s>'
     # with the peers, each installed in a throwaway venv (never a dependency of tokenmill):

@@ -1,6 +1,6 @@
 """Scale-out figures for bench/RESULTS.md and bench/SCALE.md, through Snakemake as a user runs it.
 
-    bash ../shared/bench/make_corpus.sh 100MB && bash ../shared/bench/make_corpus.sh 1GB
+    bash bench/make_corpus.sh 100MB && bash bench/make_corpus.sh 1GB
     python bench/scale.py --corpus /tmp/corpus/real-100MB.jsonl --big /tmp/corpus/real-1GB.jsonl
 
 1. plan: `snakemake -n` of a dataset of 2,000 compressed files (one pack job each, one merge).

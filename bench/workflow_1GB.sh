@@ -2,7 +2,7 @@
 # The whole chain on a 1 GB corpus through Snakemake, timed: raw index, pack, Megatron .bin/.idx,
 # index caches for 2 sequence lengths x 2 seeds (one epoch), verify.
 #
-#   bash ../shared/bench/make_corpus.sh 1GB            # → /tmp/corpus/real-1GB.jsonl
+#   bash bench/make_corpus.sh 1GB            # → /tmp/corpus/real-1GB.jsonl
 #   bash bench/workflow_1GB.sh [CORPUS] [CORES]        # prints Snakemake's per-rule benchmark files
 #
 # Runs in a scratch copy of the workflow (/tmp/tokenmill-1GB) whose config is only this dataset.

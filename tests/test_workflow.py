@@ -1,8 +1,6 @@
 """The Snakemake workflow, driven as a user drives it: a subprocess in a scratch copy."""
 
 import os
-import subprocess
-import sys
 import time
 
 import numpy as np
@@ -115,12 +113,6 @@ def test_defaults_are_filled_and_bad_values_rejected(workflow_dir):
 def test_lint_is_clean(workflow_dir):
     result = run_snakemake(workflow_dir, "--lint")
     assert "Congratulations, your workflow is in a good condition!" in result.stdout + result.stderr
-
-
-def test_snakefmt_finds_nothing_to_change():
-    result = subprocess.run([sys.executable, "-m", "snakefmt", "--check", "Snakefile", "workflow/"], cwd=REPO,
-                            capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
 
 
 def test_repository_config_is_the_demo_matrix():
