@@ -13,7 +13,7 @@ import pytest
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, REPO, tool_env
 
 
-def test_pack_and_sft_run_where_torch_cannot_be_imported(tmp_path):
+def test_pack_sft_and_inspect_run_where_torch_cannot_be_imported(tmp_path):
     stub = tmp_path / "no-torch" / "torch"
     stub.mkdir(parents=True)
     (stub / "__init__.py").write_text("raise ImportError('torch is not installed in this image')\n")
@@ -32,9 +32,20 @@ def test_pack_and_sft_run_where_torch_cannot_be_imported(tmp_path):
                  ("report", tmp_path / "demo.pbin", "-o", tmp_path / "demo.html")):
         result = tokenmill(*verb)
         assert result.returncode == 0, (verb, result.stderr)
+    # a training sample traced through its index cache: the index arithmetic Nanoset shares needs no torch
+    prefix, cache = tmp_path / "demo_text_document", tmp_path / "cache" / "seq32_seed5"
+    indexed = tokenmill("sample-index", prefix, "-o", cache, "--seq-length", "32", "--seed", "5", "--split", "1,0,0",
+                        "--epochs", "1", "--vocab-size", "50257")
+    assert indexed.returncode == 0, indexed.stderr
+    sample = tokenmill("inspect", cache, "--sample", "0")
+    assert sample.returncode == 0 and sample.stdout.startswith("sample 0 of train (seq 32, seed 5)"), sample.stderr
+    assert "  sequence " in sample.stdout
+    document = tokenmill("inspect", prefix, "--doc", "3")
+    assert document.returncode == 0 and document.stdout, document.stderr
     # the modules a packing job imports do not even try
     imported = subprocess.run([sys.executable, "-c", "import sys, tokenmill.cli, tokenmill.pack, tokenmill.sft, "
-                               "tokenmill.mmidx, tokenmill.sample_index, tokenmill.report; print('torch' in sys.modules)"],
+                               "tokenmill.mmidx, tokenmill.sample_index, tokenmill.report, tokenmill.inspect, "
+                               "tokenmill.samples; print('torch' in sys.modules)"],
                               capture_output=True, text=True, env=env)
     assert imported.stdout.strip() == "False", imported.stderr
 

@@ -405,6 +405,6 @@ def test_blend_and_nanoset_builder_say_when_they_rebuild_a_part(tmp_path, caplog
     result = run_tokenmill(*blend)
     assert "GPTDataset-train-description.txt: train, " in result.stderr
     assert "(rebuilt: it had been built for another version of the dataset)" in result.stderr
-    with caplog.at_level("WARNING", logger="tokenmill.datasets"):
+    with caplog.at_level("WARNING", logger="tokenmill.nanoset"):
         NanosetBuilder(config).build()
     assert "the train index cache had been built for another version" in caplog.text

@@ -10,43 +10,40 @@
   ``[iB, (i+1)B)``. The tail that does not fill a block is dropped.
 * :class:`PackedMemMapDatasetMegatron` — a ``.pbin`` as blocks of whole documents, never starting
   mid-document.
-* :class:`Nanoset` (+ :class:`NanosetConfig`, :class:`NanosetBuilder`, :class:`BlendedNanoset`) — samples of a Megatron
-  ``.bin/.idx`` through its cached GPTDataset indices, exactly as megatron-core returns them, plus
-  document boundaries (``cu_seqlens``) from the index.
+* :class:`Nanoset` (+ :class:`NanosetConfig`, :class:`NanosetBuilder`, :class:`BlendedNanoset`,
+  :class:`MappedIndices`) — samples of a Megatron ``.bin/.idx`` through its cached GPTDataset indices,
+  exactly as megatron-core returns them, plus document boundaries (``cu_seqlens``) from the index.
+  They live in :mod:`tokenmill.nanoset` and are re-exported here, so ``from tokenmill.datasets import
+  Nanoset`` keeps working.
 
 Items of the packed datasets are int64 numpy arrays (what ``F.cross_entropy`` takes as targets);
 ``compact=True`` gives Modalities' in-memory dtypes instead (1-byte tokens → uint8, 2 → int32,
 4 → int64); pass ``sample_key`` to get ``{sample_key: array}``. ``tokenmill.loader`` has the collate
-functions and a resumable distributed sampler for ``DataLoader``. Every item is a slice of a memory map: O(1) to open (the
-document index is read once, ~0.4 s per million documents) and O(item length) to read.
+functions and a resumable distributed sampler for ``DataLoader``. Every item is a slice of a memory
+map: O(1) to open (the document index is read once, ~0.4 s per million documents) and O(item
+length) to read.
 """
 
 from __future__ import annotations
 
-import itertools
-import logging
 import mmap
 import os
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
-import torch
 from torch.utils.data import Dataset
 
+from tokenmill.engine import Encoder
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import FileIdentity
-from tokenmill.mmidx import MMapIndexedDataset
+from tokenmill.nanoset import BlendedNanoset, MappedIndices, Nanoset, NanosetBuilder, NanosetConfig
 from tokenmill.pbin import PbinFile
-from tokenmill.raw_index import read_index, scan_lines
-from tokenmill.sample_index import build_gpt_cache, cache_file_names, load_npy
-from tokenmill.text import TextSelector
-from tokenmill.engine import Encoder
 from tokenmill.proof import DEFAULT_CHECK_FRACTION, ProofSampler, encode_proven
+from tokenmill.raw_index import read_index, scan_lines
+from tokenmill.text import TextSelector
 from tokenmill.tokenizer import load_tokenizer
 
 __all__ = ["MemMapDataset", "PackedMemMapDatasetBase", "PackedMemMapDatasetContinuous", "PackedMemMapDatasetMegatron",
-           "NanosetConfig", "Nanoset", "NanosetBuilder", "BlendedNanoset", "ITEM_DTYPES"]
+           "NanosetConfig", "Nanoset", "NanosetBuilder", "BlendedNanoset", "MappedIndices", "ITEM_DTYPES"]
 
 #: In-memory dtype of items per token width (Modalities' choice: room for signed arithmetic).
 ITEM_DTYPES = {1: np.dtype(np.uint8), 2: np.dtype(np.int32), 4: np.dtype(np.int64)}
@@ -185,253 +182,6 @@ class PackedMemMapDatasetContinuous(Dataset):
     def __getitem__(self, i: int):
         start = range(self.num_blocks)[i] * self.stride
         return _wrap(self.pbin.tokens[start:start + self.block_size].astype(self.item_dtype), self.sample_key)
-
-
-# ---------------------------------------------------------------------------------------------
-# Megatron-style samples over an indexed dataset and its cached indices (Nanoset)
-
-class MappedIndices:
-    """The cache ``.npy`` files a dataset's index arrays are mapped from, and their identities.
-
-    Args:
-        files: array name → ``.npy`` path.
-    """
-
-    def __init__(self, files: dict[str, Path]):
-        self.files = dict(files)
-        self.identities = {key: FileIdentity.of(path) for key, path in self.files.items()}
-
-    @classmethod
-    def of_cache(cls, cache_dir: str | os.PathLike, description_text: str, split: str, keys: tuple[str, ...],
-                 class_name: str) -> "MappedIndices":
-        """The files :func:`tokenmill.sample_index.load_cache` maps for these arguments."""
-        names = cache_file_names(description_text, split, class_name, tuple(f"{key}.npy" for key in keys))
-        return cls({key: Path(cache_dir) / names[f"{key}.npy"] for key in keys})
-
-    def load(self) -> dict[str, np.ndarray]:
-        """Map every file again.
-
-        Raises:
-            TokenmillError: a file was rebuilt or changed since the dataset was made.
-        """
-        arrays = {}
-        for key, path in self.files.items():
-            self.identities[key].check(path)
-            arrays[key] = load_npy(path)
-        return arrays
-
-
-@dataclass(frozen=True)
-class NanosetConfig:
-    """What a Nanoset reads and how it shapes samples (Megatron's GPTDatasetConfig, in short).
-
-    Args:
-        prefix: the Megatron dataset (``PREFIX.bin/.idx``).
-        cache_dir: the index cache folder (built there if missing).
-        seq_length, seed, split: as Megatron's flags.
-        tokenizer_identifiers: the training tokenizer's ``unique_identifiers`` (hashed into names).
-        num_samples: per split, a sample count or None for one epoch.
-        dataset_path: the prefix as the training job spells it (default ``prefix``).
-        add_extra_token: samples of seq_length + 1 tokens (Megatron's default).
-        eod_id: the end-of-document id, for ``eod_mask_loss`` and ``reset_position_ids``.
-        pad_id: fills a partial last sample; its positions are masked from the loss (Megatron: -1).
-        eod_mask_loss: zero the loss where the input token is EOD.
-        reset_position_ids: restart positions after each EOD.
-    """
-
-    prefix: str
-    cache_dir: str
-    seq_length: int
-    seed: int
-    tokenizer_identifiers: dict
-    split: str = "969,30,1"
-    num_samples: dict = field(default_factory=dict)
-    dataset_path: str | None = None
-    add_extra_token: bool = True
-    eod_id: int | None = None
-    pad_id: int = -1
-    eod_mask_loss: bool = False
-    reset_position_ids: bool = False
-
-
-class Nanoset(Dataset):
-    """Samples of one split exactly as megatron-core's ``GPTDataset.__getitem__`` makes them (spec §3.7).
-
-    Item ``i`` is a dict of torch tensors: ``tokens`` and ``labels`` (int64, ``seq_length``),
-    ``loss_mask`` (float32), ``position_ids`` (int64), and ``cu_seqlens`` (int32): the boundaries of
-    the sample's pieces of different sequences, taken from the index rather than guessed from EOD
-    tokens, so attention can stay inside each document with any tokenizer.
-
-    Args:
-        dataset: the indexed dataset.
-        indices: ``document_index``, ``sample_index``, ``shuffle_index`` arrays.
-        config: see :class:`NanosetConfig`.
-        index_files: the ``.npy`` files the arrays are mapped from, if they are: a pickled Nanoset
-            (a DataLoader worker's copy) then re-maps them instead of carrying the arrays.
-    """
-
-    def __init__(self, dataset: MMapIndexedDataset, indices: dict[str, np.ndarray], config: NanosetConfig,
-                 index_files: MappedIndices | None = None):
-        self.dataset = dataset
-        self.document_index = indices["document_index"]
-        self.sample_index = indices["sample_index"]
-        self.shuffle_index = indices["shuffle_index"]
-        self.config = config
-        self.extra = 1 if config.add_extra_token else 0
-        self._mapped_indices = index_files
-
-    def __getstate__(self) -> dict:
-        state = dict(self.__dict__)
-        if self._mapped_indices is not None:
-            for key in self._mapped_indices.files:
-                del state[key]
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        if self._mapped_indices is not None:
-            self.__dict__.update(self._mapped_indices.load())
-
-    def __len__(self) -> int:
-        return len(self.shuffle_index)
-
-    def pieces(self, i: int) -> list[tuple[int, int, int]]:
-        """The (sequence id, offset, length) pieces that sample ``i`` is made of, extra token included."""
-        sample = int(self.shuffle_index[range(len(self))[i]])
-        (first, first_offset), (last, last_offset) = self.sample_index[sample], self.sample_index[sample + 1]
-        first, first_offset, last, last_offset = int(first), int(first_offset), int(last), int(last_offset)
-        sizes = self.dataset.sizes
-        if first == last:
-            sequence = int(self.document_index[first])
-            return [(sequence, first_offset, last_offset + self.extra - first_offset)]
-        sequences = self.document_index[first:last + 1].tolist()
-        pieces = [(sequences[0], first_offset, int(sizes[sequences[0]]) - first_offset)]
-        pieces += [(sequence, 0, int(sizes[sequence])) for sequence in sequences[1:-1]]
-        pieces.append((sequences[-1], 0, last_offset + self.extra))
-        return pieces
-
-    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
-        config, extra = self.config, self.extra
-        pieces = self.pieces(i)
-        text = np.concatenate([self.dataset.get(sequence, offset, length) for sequence, offset, length in pieces])
-        text = text.astype(np.int64)
-        piece_lengths = [length for _, _, length in pieces]
-        if len(text) < config.seq_length + extra:  # only a partial last sample is short: pad it
-            piece_lengths.append(config.seq_length - len(text))
-            text = np.concatenate([text, np.full(config.seq_length + extra - len(text), config.pad_id, np.int64)])
-        else:
-            piece_lengths[-1] -= extra  # the extra token is a label only
-        if extra:
-            tokens, labels = text[:-1].copy(), text[1:].copy()
-        else:
-            tokens, labels = text, np.append(text[1:], config.pad_id)
-
-        loss_mask = np.ones(config.seq_length, dtype=np.float32)
-        if config.eod_mask_loss and config.eod_id is not None:
-            loss_mask[tokens == config.eod_id] = 0.0
-        loss_mask[labels == config.pad_id] = 0.0
-        tokens[tokens == config.pad_id] = 0
-        labels[labels == config.pad_id] = 0
-
-        position_ids = np.arange(config.seq_length, dtype=np.int64)
-        if config.reset_position_ids and config.eod_id is not None:
-            # restart at 0 on the token after each EOD; the EOD keeps its document's position
-            starts = np.flatnonzero(tokens[:-1] == config.eod_id) + 1
-            segment_start = np.zeros(config.seq_length, dtype=np.int64)
-            segment_start[starts] = starts
-            position_ids -= np.maximum.accumulate(segment_start)
-        cu_seqlens = np.array([0, *itertools.accumulate(n for n in piece_lengths if n > 0)], dtype=np.int32)
-        cu_seqlens[-1] = config.seq_length
-        return {"tokens": torch.from_numpy(tokens), "labels": torch.from_numpy(labels),
-                "loss_mask": torch.from_numpy(loss_mask), "position_ids": torch.from_numpy(position_ids),
-                "cu_seqlens": torch.from_numpy(cu_seqlens)}
-
-
-class NanosetBuilder:
-    """Builds (or finds) the index caches of every split and returns one :class:`Nanoset` per split.
-
-    Args:
-        config: see :class:`NanosetConfig`.
-    """
-
-    def __init__(self, config: NanosetConfig):
-        self.config = config
-
-    def build_blend(self, prefixes: list[str], weights: list[float] | None,
-                    dataset_paths: list[str] | None = None) -> dict[str, "BlendedNanoset"]:
-        """One :class:`BlendedNanoset` per split over ``prefixes`` (``config.prefix`` is not used).
-
-        Raises:
-            TokenmillError: as :func:`tokenmill.blend.build_blend_cache`.
-        """
-        from tokenmill.blend import build_blend_cache
-
-        config = self.config
-        results = build_blend_cache(prefixes, weights, config.cache_dir, config.seq_length, config.seed, config.split,
-                                    config.num_samples, config.tokenizer_identifiers,
-                                    extra=1 if config.add_extra_token else 0, dataset_paths=dataset_paths)
-        blends = {}
-        for split, result in results.items():
-            parts = [_nanoset(MMapIndexedDataset(prefix), config, part["description"], split)
-                     for prefix, part in zip(prefixes, result["parts"])]
-            files = MappedIndices.of_cache(config.cache_dir, result["description"], split,
-                                           ("dataset_index", "dataset_sample_index"), "BlendedDataset")
-            arrays = files.load()
-            blends[split] = BlendedNanoset(parts, arrays["dataset_index"], arrays["dataset_sample_index"], files)
-        return blends
-
-    def build(self) -> dict[str, Nanoset]:
-        """``{"train": Nanoset, "valid": ..., "test": ...}`` for the splits with a non-zero weight.
-
-        Raises:
-            TokenmillError: unreadable dataset, bad split, or a split without tokens.
-        """
-        config = self.config
-        results = build_gpt_cache(config.prefix, config.cache_dir, config.seq_length, config.seed, config.split,
-                                  config.num_samples, config.tokenizer_identifiers,
-                                  extra=1 if config.add_extra_token else 0, dataset_path=config.dataset_path)
-        for split, result in results.items():
-            if result["state"] == "rebuilt":
-                logging.getLogger(__name__).warning("%s: the %s index cache had been built for another version "
-                                                    "of %s; rebuilt it", config.cache_dir, split, config.prefix)
-        dataset = MMapIndexedDataset(config.prefix)
-        return {split: _nanoset(dataset, config, result["description"], split) for split, result in results.items()}
-
-
-def _nanoset(dataset: MMapIndexedDataset, config: NanosetConfig, description_text: str, split: str) -> Nanoset:
-    """The Nanoset of one split over its cached GPTDataset indices, mapped once from their files."""
-    files = MappedIndices.of_cache(config.cache_dir, description_text, split,
-                                   ("document_index", "sample_index", "shuffle_index"), "GPTDataset")
-    return Nanoset(dataset, files.load(), config, files)
-
-
-class BlendedNanoset(Dataset):
-    """Megatron's BlendedDataset: blend sample ``s`` is sample ``dataset_sample_index[s]`` of dataset
-    ``dataset_index[s]``, returned with its ``dataset_id``.
-
-    Args:
-        datasets: the blended datasets.
-        dataset_index: int16 dataset per blend sample.
-        dataset_sample_index: int64 sample of that dataset.
-        index_files: the ``.npy`` files of the two arrays, if mapped (see :class:`Nanoset`).
-    """
-
-    def __init__(self, datasets: list[Nanoset], dataset_index: np.ndarray, dataset_sample_index: np.ndarray,
-                 index_files: MappedIndices | None = None):
-        self.datasets = datasets
-        self.dataset_index = dataset_index
-        self.dataset_sample_index = dataset_sample_index
-        self._mapped_indices = index_files
-
-    __getstate__ = Nanoset.__getstate__
-    __setstate__ = Nanoset.__setstate__
-
-    def __len__(self) -> int:
-        return len(self.dataset_index)
-
-    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
-        dataset_id = int(self.dataset_index[i])
-        return {"dataset_id": dataset_id, **self.datasets[dataset_id][int(self.dataset_sample_index[i])]}
 
 
 class PackedMemMapDatasetMegatron(Dataset):

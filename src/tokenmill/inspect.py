@@ -306,8 +306,8 @@ def _check_cache_of(dataset: MMapIndexedDataset, prefix: Path, cache: Path, text
 
 def _gpt_sample(prefix: Path, sample: int, cache: Path, text: str, split: str,
                 tokenizer_path: str | None) -> list[str]:
-    from tokenmill.datasets import Nanoset, NanosetConfig
     from tokenmill.sample_index import load_cache
+    from tokenmill.samples import sample_pieces
 
     identifiers = json.loads(text)
     arrays = load_cache(cache, text, split)
@@ -315,16 +315,18 @@ def _gpt_sample(prefix: Path, sample: int, cache: Path, text: str, split: str,
         raise TokenmillError(f"{cache}: the {split} cache of {identifiers['dataset_path']} misses index files")
     dataset = MMapIndexedDataset(prefix)
     _check_cache_of(dataset, prefix, cache, text, split, arrays)
-    nanoset = Nanoset(dataset, arrays, NanosetConfig(str(prefix), str(cache), identifiers["sequence_length"],
-                                                     identifiers["random_seed"], identifiers["tokenizer"]))
-    if not 0 <= sample < len(nanoset):
-        raise TokenmillError(f"{cache}: the {split} split has {len(nanoset)} samples, no sample {sample}")
+    samples = len(arrays["shuffle_index"])
+    if not 0 <= sample < samples:
+        raise TokenmillError(f"{cache}: the {split} split has {samples} samples, no sample {sample}")
     pbin_path = pbin_of_megatron(prefix)
     meta = read_sidecar(pbin_path) if pbin_path else None
     decode = _decoder(meta, tokenizer_path)
     lines = [f"sample {sample} of {split} (seq {identifiers['sequence_length']}, seed {identifiers['random_seed']}) "
              f"= built sample {int(arrays['shuffle_index'][sample])}"]
-    for sequence, offset, length in nanoset.pieces(sample):
+    # extra=1: Megatron's add_extra_token, which the cache's sample_index assumes (as Nanoset's default)
+    pieces = sample_pieces(arrays["document_index"], arrays["sample_index"], arrays["shuffle_index"], dataset.sizes,
+                           sample, extra=1)
+    for sequence, offset, length in pieces:
         origin = _origin(meta, sequence)
         where = f", from {origin[0]} {origin[1]}" if origin else ""
         lines.append(f"  sequence {sequence} tokens [{offset}, {offset + length}){where}")

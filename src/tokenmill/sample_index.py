@@ -65,7 +65,8 @@ __all__ = ["SPLIT_NAMES", "parse_split", "normalise", "split_matrix", "split_ran
            "GPTIndices", "build_gpt_indices", "build_document_index", "build_sample_index",
            "build_shuffle_index", "description", "gpt_identifiers", "cache_file_names", "write_cache", "load_cache",
            "load_npy", "null_tokenizer_identifiers", "dataset_fingerprint", "read_fingerprint", "cache_fingerprint",
-           "retokenize", "link_cache", "alias_gpt_cache"]
+           "retokenize", "link_cache", "alias_gpt_cache", "check_sampling", "num_samples_for_epochs",
+           "build_gpt_cache"]
 
 SPLIT_NAMES = ("train", "valid", "test")
 _SEPARATE_FINAL_EPOCH_THRESHOLD = 0.80
