@@ -8,7 +8,8 @@ For GPT-2 and Tekken: every text of the corpus is parsed into memory first, then
 each library, with its own threads on every core and again with one thread (how tokenmill's worker
 processes run an encoder), without special tokens added. A document "mismatches" when its ids differ
 from HF's ``encode_batch_fast`` in any position or in length. MB are 10**6 bytes of the JSONL file.
-Each encoder is warmed up on 500 documents first. Libraries that are not installed are skipped. The one-thread figures run in a subprocess with
+Each encoder is warmed up on 500 documents first. Libraries that are not installed are skipped. The
+one-thread figures run in a subprocess with
 ``RAYON_NUM_THREADS=1`` (both Rust libraries read it when their thread pool starts).
 """
 

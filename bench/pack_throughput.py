@@ -2,7 +2,8 @@
 
     bash bench/make_corpus.sh 100MB          # → /tmp/corpus/real-100MB.jsonl
     python bench/pack_throughput.py /tmp/corpus/real-100MB.jsonl --workers 1 2
-    python bench/pack_throughput.py /tmp/corpus/real-100MB.jsonl --tokenizer tests/data/tekken.tokenizer.json --eod '</s>'
+    python bench/pack_throughput.py /tmp/corpus/real-100MB.jsonl \
+        --tokenizer tests/data/tekken.tokenizer.json --eod '</s>'
     # with the peers, each installed in a throwaway venv (never a dependency of tokenmill):
     python bench/pack_throughput.py CORPUS --megatron 'VENV/bin/python MEGATRON-LM/tools/preprocess_data.py' \\
         --modalities 'VENV/bin/modalities'
@@ -170,7 +171,8 @@ def main() -> None:
         digests = {name: digest(outputs) for name, (_, outputs) in commands.items()}
     print(f"tokenizer: {args.tokenizer.name}, corpus: {args.corpus.name} ({megabytes:.1f} MB), best of {args.rounds}")
     peers = [name for name in best if not name.startswith(("tokenmill", "alone"))]
-    print(f"{'what':48} {'MB/s':>7} {'peak RSS GiB':>13} {'vs HF alone':>12}" + "".join(f"  vs {peer}" for peer in peers))
+    print(f"{'what':48} {'MB/s':>7} {'peak RSS GiB':>13} {'vs HF alone':>12}"
+          + "".join(f"  vs {peer}" for peer in peers))
     for name, (seconds, peak) in best.items():
         label = "HF encode_batch_fast alone (pre-parsed)" if name == "alone" else name
         ratios = "".join(f"  {best[peer][0] / seconds:{len(peer) + 2}.1f}x" for peer in peers)

@@ -54,7 +54,8 @@ from megatron.core.tokenizers import MegatronTokenizer
 prefix, cache, seq, reads = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 tokenizer = MegatronTokenizer.from_pretrained(metadata_path={"library": "null-text"}, vocab_size=50257)
 config = GPTDatasetConfig(random_seed=1234, sequence_length=seq, blend=([prefix], None), split="1,0,0",
-                          path_to_cache=cache, tokenizer=tokenizer, reset_position_ids=False, reset_attention_mask=False,
+                          path_to_cache=cache, tokenizer=tokenizer, reset_position_ids=False,
+                          reset_attention_mask=False,
                           eod_mask_loss=False, create_attention_mask=False)
 train = BlendedMegatronDatasetBuilder(GPTDataset, [None, None, None], lambda: True, config).build()[0]
 picks = np.random.default_rng(0).integers(0, len(train), reads)

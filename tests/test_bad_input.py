@@ -16,7 +16,8 @@ def assert_one_line_error(result, *fragments):
 
 
 def test_crlf_and_escaped_nul_are_good_lines_and_a_raw_nul_is_not(tmp_path):
-    good = write_jsonl_bytes(tmp_path / "good.jsonl", [b'{"text": "windows line"}\r', b'{"text": "nul \\u0000 escaped"}'])
+    good = write_jsonl_bytes(tmp_path / "good.jsonl",
+                             [b'{"text": "windows line"}\r', b'{"text": "nul \\u0000 escaped"}'])
     run_tokenmill("pack", good, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "good.pbin")
     bad = write_jsonl_bytes(tmp_path / "bad.jsonl", [b'{"text": "fine"}', b'{"text": "raw \x00 nul"}'])
     result = run_tokenmill("pack", bad, "--tokenizer", GPT2, "-o", tmp_path / "bad.pbin", check=False)
@@ -42,7 +43,8 @@ def test_empty_input_file_packs_to_an_empty_pbin_that_says_so(tmp_path):
       "--vocab-size", "10"], "nothing.idx: cannot read (No such file"),
     (["sample-index", "{tmp}/nothing", "-o", "{tmp}/cache", "--seq-length", "8", "--seed", "1", "--epochs", "1",
       "--tokenizer-identifiers", "[1, 2]"], "--tokenizer-identifiers: expected a JSON object"),
-    (["pack", "{tmp}/missing.jsonl", "--tokenizer", str(GPT2), "-o", "{tmp}/out.pbin"], "missing.jsonl: input file not found"),
+    (["pack", "{tmp}/missing.jsonl", "--tokenizer", str(GPT2), "-o", "{tmp}/out.pbin"],
+     "missing.jsonl: input file not found"),
     (["pack", str(MIXED_JSONL), "--tokenizer", "{tmp}/missing.json", "-o", "{tmp}/out.pbin"],
      "missing.json: tokenizer file not found"),
     (["pack", str(MIXED_JSONL), "--tokenizer", str(GPT2), "--index", "{tmp}/foreign.pbin", "-o", "{tmp}/out.pbin"],

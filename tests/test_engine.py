@@ -109,7 +109,8 @@ def test_auto_packs_an_input_under_1_mb_with_hugging_face_itself_and_the_same_by
         for engine in ("auto", "fastokens"):
             run_tokenmill("pack", path, "--tokenizer", GPT2, "--eod", GPT2_EOD, "--engine", engine,
                           "-o", tmp_path / f"{path.stem}.{engine}.pbin")
-        assert (tmp_path / f"{path.stem}.auto.pbin").read_bytes() == (tmp_path / f"{path.stem}.fastokens.pbin").read_bytes()
+        auto, fast = (tmp_path / f"{path.stem}.{engine}.pbin" for engine in ("auto", "fastokens"))
+        assert auto.read_bytes() == fast.read_bytes()
     small_engine = read_sidecar(tmp_path / "small.auto.pbin")["engine"]
     size_mb = small.stat().st_size / 1e6
     assert (small_engine["name"], small_engine["reason"]) == (
@@ -146,7 +147,8 @@ def test_auto_takes_hugging_face_where_fastokens_cannot_load_the_tokenizer_and_s
     source.write_bytes(b"".join(lines[:1000]))
     assert source.stat().st_size > 1 << 20  # over 1 MB, auto takes fastokens where the file allows it
     auto = run_tokenmill("pack", source, "--tokenizer", sparse, "--eod", GPT2_EOD, "-o", tmp_path / "auto.pbin")
-    run_tokenmill("pack", source, "--tokenizer", sparse, "--eod", GPT2_EOD, "--engine", "hf", "-o", tmp_path / "hf.pbin")
+    run_tokenmill("pack", source, "--tokenizer", sparse, "--eod", GPT2_EOD, "--engine", "hf",
+                  "-o", tmp_path / "hf.pbin")
     assert (tmp_path / "auto.pbin").read_bytes() == (tmp_path / "hf.pbin").read_bytes()
     engine = read_sidecar(tmp_path / "auto.pbin")["engine"]
     assert engine["name"] == "hf"
@@ -425,7 +427,8 @@ def test_sft_with_the_fast_engine_writes_the_bytes_of_hugging_face_and_keeps_con
     for suffix in (".pbin", ".loss_mask.pbin"):
         assert (tmp_path / f"hf{suffix}").read_bytes() == (tmp_path / f"fastokens{suffix}").read_bytes()
     assert loss_mask_path(tmp_path / "hf.pbin").name == "hf.loss_mask.pbin"
-    assert (metas["fastokens"]["engine"]["name"], metas["fastokens"]["engine"]["checked_messages"]) == ("fastokens", 360)
+    engine = metas["fastokens"]["engine"]
+    assert (engine["name"], engine["checked_messages"]) == ("fastokens", 360)
     assert (metas["hf"]["engine"]["name"], metas["hf"]["engine"]["checked_messages"]) == ("hf", 0)
 
     dataset = InstructionDataset(source, TEKKEN, [".role", ".conversations"], {"bos_token": "<s>", "eos_token": "</s>"},
@@ -447,8 +450,8 @@ def test_sft_and_the_on_access_datasets_stop_at_a_planted_mismatch(tmp_path, mon
         write_sft("chat", sft_config(source, "fastokens", 1.0), tmp_path / "x.pbin")
     assert sorted(path.name for path in tmp_path.iterdir()) == ["chat.jsonl"]
 
-    lines = write_jsonl_bytes(tmp_path / "lines.jsonl", [json.dumps({"text": f"question {i}: {CONTROL_STRINGS}"}).encode()
-                                                         for i in range(12)])
+    lines = write_jsonl_bytes(tmp_path / "lines.jsonl",
+                              [json.dumps({"text": f"question {i}: {CONTROL_STRINGS}"}).encode() for i in range(12)])
     fast = MemMapDataset(lines, TEKKEN, engine="fastokens", check_fraction=0.0)
     hf = MemMapDataset(lines, TEKKEN)
     assert np.array_equal(fast[3], hf[3])  # a control string in text: always proven, and equal

@@ -56,7 +56,8 @@ def test_no_sequences_file_where_megatron_would_misread_the_tokens():
     text = megatron_args("c", ["a"], 8, 1, "1,0,0", {"train": 5}, job, token_dtypes={"uint16"})
     assert not any("per-dataset-sequences-path" in line for line in arguments(text))
     assert "reads the tokens as int32 (vocab_size 131072) without the .idx header, and this data is uint16" in text
-    assert arguments(text)[-3:] == ["--tokenizer-type NullTokenizer", "--vocab-size 131072", "--null-tokenizer-eod-id 2"]
+    assert arguments(text)[-3:] == ["--tokenizer-type NullTokenizer", "--vocab-size 131072",
+                                    "--null-tokenizer-eod-id 2"]
     text = megatron_args("c", ["a"], 8, 1, "1,0,0", {"train": 5}, job, token_dtypes={"int32"})
     assert arguments(text)[-1] == "--per-dataset-sequences-path c/sequences_per_dataset.json"
 

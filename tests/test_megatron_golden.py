@@ -563,7 +563,7 @@ def test_partial_validation_sample_is_padded_like_megatrons(root, cache):
     valid = Nanoset(MMapIndexedDataset(root / DEMO), load_cache(cache("e"), result["valid"]["description"], "valid"),
                     config)
     assert len(valid) == 256
-    for (split, index), expected in E_ITEMS.items():
+    for (_, index), expected in E_ITEMS.items():
         assert_sample(valid[index], expected, 512)
 
 

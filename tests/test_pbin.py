@@ -82,7 +82,7 @@ def test_index_entry_outside_the_data_is_refused(tmp_path):
     path = tmp_path / "bad.pbin"
     path.write_bytes(struct.pack("<QI", 4, 2) + bytes(4) + pickle.dumps([(0, 2), (2, 6)]))
     with pytest.raises(TokenmillError, match="index entry 1 = \\(offset 2, length 6\\) does not fit"):
-        PbinFile(path).doc_lengths
+        _ = PbinFile(path).doc_lengths
 
 
 def test_token_beyond_the_width_names_the_document(tmp_path):
@@ -116,7 +116,8 @@ def test_merging_different_token_widths_is_an_error(tmp_path):
     write_three_documents(tmp_path / "two.pbin")
     with PbinWriter(tmp_path / "four.pbin", token_width=4) as writer:
         writer.write(np.array([1]), np.array([1]))
-    result = run_tokenmill("merge", tmp_path / "two.pbin", tmp_path / "four.pbin", "-o", tmp_path / "out.pbin", check=False)
+    result = run_tokenmill("merge", tmp_path / "two.pbin", tmp_path / "four.pbin", "-o", tmp_path / "out.pbin",
+                           check=False)
     assert result.returncode == 1
     assert "different token widths" in result.stderr and "four.pbin: 4" in result.stderr
     assert not (tmp_path / "out.pbin").exists()

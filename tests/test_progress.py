@@ -59,8 +59,8 @@ def test_pack_logs_progress_lines_that_reach_the_whole_file(tmp_path):
 def test_on_a_terminal_pack_draws_a_bar(tmp_path):
     controller, terminal = pty.openpty()
     fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # a 120-column terminal
-    process = subprocess.Popen([sys.executable, "-m", "tokenmill.cli", "pack", str(DEMO_JSONL), "--tokenizer", str(GPT2),
-                                "--batch-bytes", "500000", "-o", str(tmp_path / "demo.pbin")],
+    process = subprocess.Popen([sys.executable, "-m", "tokenmill.cli", "pack", str(DEMO_JSONL),
+                                "--tokenizer", str(GPT2), "--batch-bytes", "500000", "-o", str(tmp_path / "demo.pbin")],
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=terminal, env=tool_env())
     os.close(terminal)
     screen = b""

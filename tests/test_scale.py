@@ -260,7 +260,8 @@ def test_workflow_packs_compressed_files_shards_and_several_tokenizers_from_one_
     shards.mkdir()
     for k in range(4):
         compress = gzip.compress if k % 2 else zstd.compress
-        (shards / f"s{k}.jsonl.{'gz' if k % 2 else 'zst'}").write_bytes(compress(b"".join(lines[k * 700:(k + 1) * 700])))
+        shard = shards / f"s{k}.jsonl.{'gz' if k % 2 else 'zst'}"
+        shard.write_bytes(compress(b"".join(lines[k * 700:(k + 1) * 700])))
     (workflow_dir / "data/tokenizers/tekken.tokenizer.json").write_bytes(TEKKEN.read_bytes())
     config = yaml.safe_load((workflow_dir / "config/config.yaml").read_text())
     config["tokenizers"]["tekken"] = {"path": "data/tokenizers/tekken.tokenizer.json"}
