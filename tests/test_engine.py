@@ -51,6 +51,7 @@ def adversarial_jsonl(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tokenizer, eod", [(GPT2, GPT2_EOD), (TEKKEN, "</s>")], ids=["gpt2", "tekken"])
 def test_both_engines_write_the_same_bytes_as_hugging_face_on_adversarial_text(tmp_path, adversarial_jsonl,
                                                                                 tokenizer, eod):
@@ -70,6 +71,7 @@ def test_both_engines_write_the_same_bytes_as_hugging_face_on_adversarial_text(t
         assert pbin.document(i).tolist() == ids + ([eod_id] if ids[-1] != eod_id else [])
 
 
+@pytest.mark.slow
 def test_auto_takes_fastokens_only_where_the_tokenizer_json_is_proven(tmp_path):
     assert Encoder(load_tokenizer(GPT2)).name == Encoder(load_tokenizer(TEKKEN)).name == "fastokens"
     bert = Encoder(load_tokenizer(MINILM))
@@ -99,6 +101,7 @@ def test_auto_takes_fastokens_only_where_the_tokenizer_json_is_proven(tmp_path):
     assert fast_engine_refusal(gpt2) is None
 
 
+@pytest.mark.slow
 def test_auto_packs_an_input_under_1_mb_with_hugging_face_itself_and_the_same_bytes(tmp_path):
     lines = (DATA.parent.parent / "data/raw/demo.jsonl").read_bytes().splitlines(keepends=True)
     small, large = tmp_path / "small.jsonl", tmp_path / "large.jsonl"
@@ -164,6 +167,7 @@ def test_auto_takes_hugging_face_where_fastokens_cannot_load_the_tokenizer_and_s
     assert not (tmp_path / "f.pbin").exists()
 
 
+@pytest.mark.slow
 def test_auto_falls_back_to_hugging_face_in_worker_processes_and_in_process_encoders(tmp_path, monkeypatch):
     import tokenmill.engine
     import tokenmill.pack
@@ -418,6 +422,7 @@ def sft_config(source, engine: str, check_fraction: float = 0.01) -> dict:
                              "message_construction": ["role", "conversations"], "seq_length": 256}}}
 
 
+@pytest.mark.slow
 def test_sft_with_the_fast_engine_writes_the_bytes_of_hugging_face_and_keeps_control_strings_as_text(tmp_path):
     from tokenmill.sft import InstructionDataset, loss_mask_path, write_sft
 

@@ -19,6 +19,8 @@ from tokenmill.raw_index import read_index
 from tokenmill.sample_index import load_cache
 from tokenmill.verify import verify
 
+pytestmark = pytest.mark.slow  # thousands of mutated files per format
+
 MUTATIONS = 2000
 
 

@@ -2,6 +2,8 @@
 
 import json
 
+import pytest
+
 from conftest import GPT2, GPT2_EOD, run_tokenmill, write_jsonl_bytes
 from tokenmill.inspect import source_of
 
@@ -18,6 +20,7 @@ def test_source_line_skips_the_skipped_lines():
     assert source_of(meta, 1) == ("a.jsonl", None)
 
 
+@pytest.mark.slow
 def test_document_and_sample_lead_back_to_their_lines(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     texts = [f"document number {i}: " + "word " * (i % 7 + 3) for i in range(400)]

@@ -101,6 +101,7 @@ def test_demo_round_trip_pbin_to_megatron_to_tokens(tmp_path):
         assert dataset[i].tolist() == pbin.document(i).tolist()
 
 
+@pytest.mark.slow
 def test_merging_shards_equals_converting_the_concatenation(tmp_path):
     lines = MIXED_JSONL.read_bytes().splitlines(keepends=True)
     prefixes = []

@@ -207,6 +207,7 @@ def test_stream_batches_cut_exactly_at_lines(tmp_path_factory, lines, final_newl
 # ---- Byte-range shards ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_byte_range_shards_merge_to_the_whole_file_with_its_line_numbers(tmp_path):
     index = tmp_path / "demo.idx"
     run_tokenmill("index", DEMO_JSONL, "-o", index)

@@ -343,6 +343,7 @@ def test_an_unpickled_copy_refuses_a_file_rebuilt_since(tmp_path, big_pbin):
         pickle.loads(train_pickle)
 
 
+@pytest.mark.slow
 def test_spawned_dataloader_workers_read_the_same_documents(big_pbin):
     documents = PackedMemMapDatasetBase(big_pbin)
     loader = torch.utils.data.DataLoader(documents, batch_size=100, num_workers=2, multiprocessing_context="spawn")
