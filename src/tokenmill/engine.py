@@ -117,9 +117,9 @@ class Encoder:
         name: the engine in use, ``hf`` or ``fastokens``.
         reason: one line saying why (logged, and kept in the sidecar).
 
-    The choice is :func:`choose_engine`'s, from the ``tokenizer.json`` and the input's size; fastokens itself is loaded in the
-    background (:func:`preload_fast_engine`) and waited for on the first batch, which is when a
-    file it cannot load is found out.
+    The choice is :func:`choose_engine`'s, from the ``tokenizer.json`` and the input's size;
+    fastokens itself is loaded in the background (:func:`preload_fast_engine`) and waited for on
+    the first batch, which is when a file it cannot load is found out.
 
     Raises:
         TokenmillError: an unknown engine.
@@ -145,7 +145,8 @@ class Encoder:
         """
         if self._fast is None:
             if self.info.sha256 not in _fast_loads and preload_fast_engine(self.info.path) != self.info.sha256:
-                raise TokenmillError(f"{self.info.path}: changed since it was loaded (sha256 {self.info.sha256[:16]}…); "
+                raise TokenmillError(f"{self.info.path}: changed since it was loaded "
+                                     f"(sha256 {self.info.sha256[:16]}…); "
                                      f"load the tokenizer again")
             loader = _fast_loads[self.info.sha256]
             loader.join()

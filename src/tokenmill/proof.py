@@ -15,7 +15,7 @@ job), the choice below taking the other ~5 %. Hence, per batch of texts:
   :data:`DEFAULT_CHECK_FRACTION` = 0.2 %; a job under 32 MB checks at least :data:`JOB_FLOOR_BYTES`
   = 64 KiB of its input, :func:`job_check_fraction`): each document of at most
   :data:`WHOLE_DOCUMENT_CHARACTERS` (64 Ki) characters whose draw, a hash of its own content (its
-  length and first and last 128 characters), falls under ``fraction``; never a function of its
+  length and first 128 characters), falls under ``fraction``; never a function of its
   batch or of the worker count. The ids the fast engine wrote for them are compared with HF's as
   they are, so the flat batch and its lengths are proven too. Longer documents are checked
   through windows instead, so that no document costs more than 64 Ki characters of HF.
@@ -27,15 +27,16 @@ job), the choice below taking the other ~5 %. Hence, per batch of texts:
   (at a place drawn from its hash), cut at a line break or else a space inside those bounds
   (pre-tokenizers split there, so the spot's tokens are those it has in its document), and
   encoded by both engines. One spot of each kind per document, its first. Excerpts share a budget
-  per batch of ``max(fraction / 2, 0.1 %)`` of the batch's characters, at least 1 Ki characters
+  per batch of ``max(fraction / 4, 0.05 %)`` of the batch's characters, at least 1 Ki characters
   (so a one-text batch of the on-access datasets proves its first spot): where the candidates fit,
-  all are checked (ordinary text: 1-2 % of documents hold one); where they do not (emoji-dense
-  text, where every document holds every kind), every document's first spot goes before any
-  second, in the order of their draws, and each search stops once it has found the budget's worth.
-  So the excerpts depend on the batch (cut by size, never by worker count).
+  all are checked (ordinary text: 1-2 % of documents hold a spot, ~0.04 % of the characters);
+  where they do not (emoji-dense text, where every document holds every kind), every document's
+  first spot goes before any second, long documents' windows last, in the order of their draws,
+  and each search stops once it has found the budget's worth. So the excerpts depend on the batch
+  (cut by size, never by worker count).
 
-So HF re-encodes ``fraction`` of the text plus at most ``max(fraction / 2, 0.1 %)``: ~0.3 % at the
-default, on any text.
+So HF re-encodes ``fraction`` of the text plus at most ``max(fraction / 4, 0.05 %)``: ~0.25 % at
+the default, on any text (0.19 % of the 100 MB benchmark corpus, 0.28 % of emoji-dense text).
 
 **What it detects.** Each document of at most 64 Ki characters is checked whole with probability
 ``p = fraction``, independently of the others (the hash of its content decides). A difference that
@@ -48,9 +49,9 @@ a million. :func:`detection_statement` writes this for each job into the ``.pbin
 every document holding one has it checked.
 
 Cost, per 100 MB of text (``bench/pack_cost.py``): the choice ~0.15-0.2 s, all C-level passes
-over each batch (a 0.3 µs hash per text; ``in`` per added token or first character; the texts
+over each batch (a ~1 µs hash per text; ``in`` per added token or first character; the texts
 holding one joined and searched by one regex; the texts that are not Latin-1 joined and searched
-for rare code points, ~0.09 s, the largest part), HF on ~0.3 % of the text, and the comparison
+for rare code points, ~0.09 s, the largest part), HF on ~0.25 % of the text, and the comparison
 (one array comparison when all agree).
 """
 
@@ -72,15 +73,16 @@ from tokenmill.engine import Encoder, encode_batch_hf, split_flat
 from tokenmill.errors import TokenmillError
 
 __all__ = ["DEFAULT_CHECK_FRACTION", "JOB_FLOOR_BYTES", "WHOLE_DOCUMENT_CHARACTERS", "EXCERPT_CHARACTERS",
-           "LONG_WINDOW_CHARACTERS", "job_check_fraction", "EngineMismatch", "Excerpt", "ProofChoice", "ProofSampler", "ProofSample", "ProofTally", "encode_proven",
+           "LONG_WINDOW_CHARACTERS", "job_check_fraction", "EngineMismatch", "Excerpt", "ProofChoice", "ProofSampler",
+           "ProofSample", "ProofTally", "encode_proven",
            "detection_statement", "compare_ids", "first_difference"]
 
 DEFAULT_CHECK_FRACTION = 0.002
 WHOLE_DOCUMENT_CHARACTERS = 1 << 16
 EXCERPT_CHARACTERS = 256
 LONG_WINDOW_CHARACTERS = 1024
-# The excerpts' share of a batch's characters: at least this, or half the whole-document fraction.
-_EXCERPT_SHARE = 0.001
+# The excerpts' share of a batch's characters: at least this, or a quarter of the whole-document fraction.
+_EXCERPT_SHARE = 0.0005
 _EXCERPT_FLOOR_CHARACTERS = 1024
 # A small job's whole-document sample: at least this many bytes of its input (see job_check_fraction).
 JOB_FLOOR_BYTES = 64 << 10
@@ -221,7 +223,7 @@ class ProofSampler:
         if not 0 <= fraction <= 1:
             raise TokenmillError(f"check fraction must lie in [0, 1], not {fraction}")
         self.fraction = fraction
-        self.excerpt_share = max(_EXCERPT_SHARE, fraction / 2)
+        self.excerpt_share = max(_EXCERPT_SHARE, fraction / 4)
         self._limit = np.uint32(min(int(fraction * (1 << 32)), (1 << 32) - 1))
         self._added_patterns = _added_token_patterns(added_tokens)
         # Joined texts are searched as one string: the separator must end any match, so it is a
@@ -283,12 +285,14 @@ class ProofSampler:
             if chosen.any():
                 self._scan(texts, others[chosen], int(np.argmin(draws[others[chosen]])), pattern, "a rare code point",
                            budget, spots)
+        candidates = [(rank, int(draws[i]), i, start, end, why)
+                      for i, found in spots.items() for rank, (start, end, why) in enumerate(found)]
+        # A long document's window samples ordinary text: after every text's risky spots (rank 2).
         for i in np.flatnonzero(lengths > WHOLE_DOCUMENT_CHARACTERS).tolist():
             origin = int(draws[i]) % int(lengths[i])
-            spots.setdefault(i, []).append(_excerpt(texts[i], origin, origin, LONG_WINDOW_CHARACTERS,
-                                                    "a window of a long document"))
-        return [(rank, int(draws[i]), i, start, end, why)
-                for i, found in spots.items() for rank, (start, end, why) in enumerate(found)]
+            candidates.append((2, int(draws[i]), i, *_excerpt(texts[i], origin, origin, LONG_WINDOW_CHARACTERS,
+                                                                 "a window of a long document")))
+        return candidates
 
     def _scan(self, texts: list[str], chosen: np.ndarray, start_at: int, pattern: re.Pattern, why: str,
               budget: float, spots: dict) -> None:
@@ -315,12 +319,13 @@ class ProofSampler:
 
 def _content_hashes(texts: list[str]) -> np.ndarray:
     """A uniform 32-bit draw per text from a hash of its content: CRC-32 of its length and its first
-    and last 128 characters (O(1) per text, 0.3 µs; a CRC of all of it costs ~0.1 s per 100 MB),
-    mixed by SplitMix64's finaliser so that every bit of the draw depends on every bit of the CRC.
-    Texts equal in those characters and length get the same draw, which costs little randomness."""
+    128 characters (O(1) per text, ~1 µs; a CRC of all of it costs ~0.1 s per 100 MB, adding the
+    last 128 characters 50 %), mixed by SplitMix64's finaliser so that every bit of the draw depends
+    on every bit of the CRC. Texts equal in length and start get the same draw, which costs little
+    randomness."""
     crc32 = zlib.crc32
-    crcs = np.fromiter((crc32((text if len(text) <= 256 else text[:128] + text[-128:]).encode("utf-8", "surrogatepass"),
-                              len(text) & 0xFFFFFFFF) for text in texts), np.uint64, len(texts))
+    crcs = np.fromiter((crc32(text[:128].encode("utf-8", "surrogatepass"), len(text) & 0xFFFFFFFF) for text in texts),
+                       np.uint64, len(texts))
     crcs *= np.uint64(0x9E3779B97F4A7C15)
     crcs ^= crcs >> np.uint64(30)
     crcs *= np.uint64(0xBF58476D1CE4E5B9)
@@ -378,8 +383,10 @@ class ProofSample:
         choice = sampler.choose(texts)
         documents = [texts[i] for i in choice.documents]
         excerpts = [texts[excerpt.text][excerpt.start:excerpt.end] for excerpt in choice.excerpts]
-        reference = encode_batch_hf(hf, documents, add_special_tokens)
-        excerpt_reference = encode_batch_hf(hf, excerpts, add_special_tokens) if excerpts else None
+        ids, lengths = encode_batch_hf(hf, documents + excerpts, add_special_tokens)  # one call for both
+        split = int(lengths[:len(documents)].sum())
+        reference = ids[:split], lengths[:len(documents)]
+        excerpt_reference = (ids[split:], lengths[len(documents):]) if excerpts else None
         hf_bytes = sum(len(text.encode("utf-8", "surrogatepass")) for text in documents + excerpts)
         return cls(choice, reference, excerpts, excerpt_reference, hf_bytes, sum(map(len, documents + excerpts)))
 
@@ -458,8 +465,8 @@ def _added_token_patterns(added_tokens: list[str]) -> list[tuple[str, re.Pattern
         groups.setdefault(token[0], []).append(token[1:])
     if len(groups) > _MOST_FIRST_CHARACTERS:
         return [("", re.compile(_alternation(tokens)))]
-    return [(first + suffixes[0] if len(suffixes) == 1 else first, re.compile(re.escape(first) + _alternation(suffixes)))
-            for first, suffixes in sorted(groups.items())]
+    return [(first + suffixes[0] if len(suffixes) == 1 else first,
+             re.compile(re.escape(first) + _alternation(suffixes))) for first, suffixes in sorted(groups.items())]
 
 
 def _alternation(words: list[str]) -> str:
