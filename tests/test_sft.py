@@ -88,8 +88,9 @@ def test_rows_never_misalign_whatever_the_lengths(tmp_path_factory, conversation
         lines.append(json.dumps({"conversations": turns, "instruction": f"task {n}", "role": "r"}).encode())
     path = write_jsonl_bytes(tmp_path_factory.mktemp("sft") / "c.jsonl", lines)
     # GPT-2 (one special token for both ends) loads 3x faster than Tekken: it keeps this test short
-    dataset = InstructionDataset(path, GPT2, FIELDS, {"bos_token": GPT2_EOD, "eos_token": GPT2_EOD})
-    collator = InstructionCollator(ORDER, MASKING, SPECIAL, seq_length, pack=pack, truncation=policy)
+    special = {"bos_token": GPT2_EOD, "eos_token": GPT2_EOD}
+    dataset = InstructionDataset(path, GPT2, FIELDS, special)
+    collator = InstructionCollator(ORDER, MASKING, special, seq_length, pack=pack, truncation=policy)
     batch = collator([dataset[i] for i in range(len(dataset))])
     input_ids, labels = batch["input_ids"].numpy(), batch["labels"].numpy()
     assert input_ids.shape[1] == seq_length
@@ -119,6 +120,11 @@ def test_bad_configuration_names_the_key():
     InstructionDataset(CHAT, TEKKEN, FIELDS, SPECIAL)  # the valid special tokens load
     with pytest.raises(TokenmillError, match="loss_masking_jq_patterns: '.conversations | select\\(' is not valid jq"):
         InstructionCollator(ORDER, [".conversations | select("], SPECIAL, 128)
+    # the collator's special tokens are the ones its items were tokenized with, or it refuses them
+    other = InstructionCollator(ORDER, MASKING, {"bos_token": "<s>", "eos_token": "<unk>"}, 4096)
+    with pytest.raises(TokenmillError, match="special_tokens.eos_token: the collator's '<unk>', but .*:1 was "
+                                             "tokenized with '</s>'"):
+        other([InstructionDataset(CHAT, TEKKEN, FIELDS, SPECIAL)[0]])
 
 
 def test_pretokenized_pair_gives_the_same_tensors_as_the_lazy_path(tmp_path):

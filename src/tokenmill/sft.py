@@ -68,7 +68,7 @@ if TYPE_CHECKING:
 _SKIPPED_LINES_KEPT = 20  # line numbers listed per reason in the sidecar, as pack does
 
 __all__ = ["InstructionDataset", "InstructionCollator", "PackedInstructionDataset", "collate", "write_sft",
-           "loss_mask_path", "TRUNCATION_POLICIES", "IGNORE_INDEX"]
+           "loss_mask_path", "TRUNCATION_POLICIES", "IGNORE_INDEX", "Piece"]
 
 IGNORE_INDEX = -100
 TRUNCATION_POLICIES = ("drop", "truncate")
@@ -143,6 +143,7 @@ class InstructionDataset:
         self.checked = 0
         self.proof = ProofTally()
         self.tokenizer = self.info.tokenizer
+        self.special_tokens = dict(special_tokens)
         self.special_ids = _special_ids(self.tokenizer, special_tokens)
         self.fields = []
         for pattern in jq_patterns:
@@ -179,7 +180,8 @@ class InstructionDataset:
         return record
 
     def __getitem__(self, i: int) -> dict:
-        """``{"path", "line", "record", "special_ids", "pieces": {field: [Piece, ...]}}`` for line ``i``."""
+        """``{"path", "line", "record", "special_tokens", "special_ids", "pieces": {field: [Piece, ...]}}``
+        for line ``i``."""
         i = range(len(self))[i]
         record = self.record(i)
         messages = []  # (field, speaker, text, the JSON value it came from), in order
@@ -204,7 +206,8 @@ class InstructionDataset:
         pieces = {field: [] for field in self.fields}
         for (field, speaker, _, value), message_ids in zip(messages, ids):
             pieces[field].append(Piece(self._prefix(speaker), message_ids.tolist(), value))
-        return {"path": self.path, "line": i + 1, "record": record, "special_ids": self.special_ids, "pieces": pieces}
+        return {"path": self.path, "line": i + 1, "record": record, "special_tokens": self.special_tokens,
+                "special_ids": self.special_ids, "pieces": pieces}
 
     def _encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False).ids
@@ -232,14 +235,16 @@ class InstructionCollator:
         message_construction: field names in prompt order, e.g. ``["role", "instruction", "conversations"]``.
         loss_masking_jq_patterns: pieces these select are left out of the loss.
         special_tokens: the special tokens by role; ``bos_token`` and ``eos_token`` frame every
-            message (their ids come with each item from :class:`InstructionDataset`).
+            message. Their ids come with each item from :class:`InstructionDataset`, whose tokens
+            must be these: an item made with another ``bos_token``/``eos_token`` is refused.
         seq_length: tokens per row.
         pack: several whole conversations per row.
         truncation: ``"drop"`` or ``"truncate"`` (whole trailing messages).
 
     Raises:
         TokenmillError: a pattern that does not compile, missing ``bos_token``/``eos_token``, or an
-            unknown truncation policy; on a batch, an item lacking a field of ``message_construction``.
+            unknown truncation policy; on a batch, an item lacking a field of ``message_construction``
+            or made with other special tokens.
     """
 
     def __init__(self, message_construction: list[str], loss_masking_jq_patterns: list[str],
@@ -249,6 +254,7 @@ class InstructionCollator:
                 raise TokenmillError(f"special_tokens: {key} is required")
         if truncation not in TRUNCATION_POLICIES:
             raise TokenmillError(f"truncation must be one of {TRUNCATION_POLICIES}, not {truncation!r}")
+        self.special_tokens = dict(special_tokens)
         self.message_construction = message_construction
         # A pattern like `.conversations | select(.from == "human")` (the seed config's spelling) is
         # applied to each element of the list field when jq refuses it on the list itself.
@@ -279,6 +285,13 @@ class InstructionCollator:
                 raise BadLine(item["path"], item["line"], f"loss masking pattern {pattern!r} fails "
                                                           f"({str(exc).splitlines()[0]})") from None
             selected.update(json.dumps(out, sort_keys=True) for out in outputs)
+        # The ids travel with the item; the strings say they are the ids of the tokens configured here
+        # (an item without strings was built by hand and is taken as it is).
+        for key in ("bos_token", "eos_token"):
+            if key in item.get("special_tokens", {}) and item["special_tokens"][key] != self.special_tokens[key]:
+                raise TokenmillError(f"special_tokens.{key}: the collator's {self.special_tokens[key]!r}, but "
+                                     f"{item['path']}:{item['line']} was tokenized with "
+                                     f"{item['special_tokens'][key]!r}")
         bos, eos = item["special_ids"]["bos_token"], item["special_ids"]["eos_token"]
         self.eos = eos
         messages = []
