@@ -4,7 +4,7 @@
   the token ids of line *i* (no EOD appended), as Modalities' ``MemMapDataset`` returns them.
 * :class:`PackedMemMapDatasetBase` — a ``.pbin``, one item per document (EOD included).
 * :class:`PackedMemMapDatasetContinuous` — a ``.pbin`` read as one token stream cut into blocks of
-  ``block_size`` tokens, exactly Modalities' blocks (spec modalities §5): with
+  ``block_size`` tokens, exactly Modalities' blocks (docs/algorithms.md §5): with
   ``reuse_last_target`` consecutive blocks share one token, ``N = (T - B) // (B - 1) + 1`` and block
   *i* is tokens ``[i(B-1), i(B-1) + B)``; without it ``N = T // B`` and block *i* is
   ``[iB, (i+1)B)``. The tail that does not fill a block is dropped.
@@ -189,7 +189,7 @@ class PackedMemMapDatasetMegatron(Dataset):
 
     Documents are packed greedily, in file order, into blocks of at most ``block_size`` tokens; a
     block always starts at a document start and never splits a document, so no sample begins
-    mid-document (Modalities' 0.5.0 version returns shifted garbage; spec modalities §5). A document
+    mid-document (Modalities' 0.5.0 version returns shifted garbage; docs/algorithms.md §5). A document
     longer than ``block_size`` forms a block of its own, cut to ``block_size`` tokens (counted in
     ``truncated_documents``). Items have their block's length (≤ ``block_size``): pad in the collator.
     The blocks are found at init with one ``searchsorted`` per block, O(blocks · log documents).

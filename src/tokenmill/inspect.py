@@ -108,7 +108,8 @@ def describe(path: str | os.PathLike) -> list[str]:
         if meta:
             tokenizer = meta.get("tokenizer", {})
             lines += [f"tokenizer: {tokenizer.get('path')} (sha256 {str(tokenizer.get('sha256'))[:16]}...), "
-                      f"vocab {tokenizer.get('vocab_size')}, eod {tokenizer.get('eod_token')!r} = {tokenizer.get('eod_id')}",
+                      f"vocab {tokenizer.get('vocab_size')}, "
+                      f"eod {tokenizer.get('eod_token')!r} = {tokenizer.get('eod_id')}",
                       f"skipped lines: {meta.get('skipped', {}) or 'none'}"]
             lines += [f"source: {s['path']} ({s['bytes']} bytes, {s['documents']} documents)"
                       for s in meta.get("sources", [])]

@@ -1,8 +1,8 @@
 """Megatron GPTDataset indices — document, sample and shuffle index — and their cache files.
 
 The arrays, dtypes, ``.npy`` bytes, description text and md5 equal megatron-core 0.19's
-``GPTDataset`` for the same inputs (spec megatron §2–§4), so a folder of them can be handed to
-Megatron as ``--data-cache-path`` and training starts without building anything.
+``GPTDataset`` for the same inputs (docs/algorithms.md §1–§2, docs/formats.md §6), so a folder of
+them can be handed to Megatron as ``--data-cache-path`` and training starts without building anything.
 
 Worked example (megatron-core's own output): sizes ``[20, 50, 60, 30, 100, 5]``, seq 30, extra
 token 1, one epoch, document_index ``[0..5]``. Sample k covers tokens ``[30k, 30k + 31)`` of the
@@ -75,7 +75,7 @@ _FINGERPRINT = "tokenmill_fingerprint.json"
 
 
 # ---------------------------------------------------------------------------------------------
-# Splits (spec §2)
+# Splits (docs/algorithms.md §1)
 
 def parse_split(split: str) -> list[float]:
     """``"969,30,1"`` → normalised float64 weights ``[0.969, 0.03, 0.001]``.
@@ -127,7 +127,7 @@ def split_ranges(matrix: list[tuple[float, float] | None], num_sequences: int) -
 
 
 # ---------------------------------------------------------------------------------------------
-# Index arrays (spec §3)
+# Index arrays (docs/algorithms.md §2)
 
 def num_epochs(tokens_per_epoch: int, num_samples: int | None, seq_length: int, extra: int) -> int:
     """Smallest E ≥ 1 with ``E·T ≥ num_samples·seq + extra`` (1 when num_samples is None)."""
@@ -267,7 +267,7 @@ def build_gpt_indices(sizes: np.ndarray, indices: np.ndarray, spec: GPTIndexSpec
 
 
 # ---------------------------------------------------------------------------------------------
-# Cache description and files (spec §4)
+# Cache description and files (docs/formats.md §6)
 
 def null_tokenizer_identifiers(vocab_size: int, version: str = DEFAULT_VERSION) -> dict:
     """``unique_identifiers`` of the tokenizer a Megatron job of ``version`` builds from
