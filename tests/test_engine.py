@@ -489,3 +489,39 @@ def test_a_tokenizer_file_replaced_in_place_is_never_encoded_with_its_old_conten
     shutil.copy(TEKKEN, changing)
     with pytest.raises(TokenmillError, match=rf"{changing}: changed since it was loaded"):
         Encoder(info, "fastokens").encode_batch(["x"], add_special_tokens=False)
+
+
+def test_one_choice_of_engine_for_pack_sft_and_the_datasets():
+    from tokenmill.engine import FAST_ENGINE_PAYS_BYTES, choose_engine
+
+    gpt2, bert = load_tokenizer(GPT2), load_tokenizer(MINILM)
+    assert choose_engine("hf", gpt2) == ("hf", "engine hf asked for")
+    assert choose_engine("auto", gpt2, FAST_ENGINE_PAYS_BYTES) == ("fastokens", "engine auto: fastokens")
+    assert choose_engine("auto", gpt2, 500_000, ", compressed input counted 4x") == (
+        "hf", "engine auto: HF, as this input (~0.50 MB of text, compressed input counted 4x) takes it less time "
+              "than loading fastokens would")
+    assert choose_engine("auto", None, 500_000)[0] == "hf"  # decided before the tokenizer is loaded
+    assert choose_engine("auto", bert) == ("hf", "engine auto: HF, as fastokens is not proven for this tokenizer "
+                                                 "(model 'WordPiece' is not BPE)")
+    assert choose_engine("fastokens", bert, 10) == ("fastokens", "engine fastokens: fastokens (not proven: model "
+                                                                 "'WordPiece' is not BPE)")
+    assert choose_engine("auto", gpt2)[0] == choose_engine("auto")[0] == "fastokens"  # the datasets: size unknown
+    with pytest.raises(TokenmillError, match="engine must be one of"):
+        choose_engine("fast", gpt2)
+
+
+def test_a_small_job_checks_at_least_64_kib_whole_and_the_sidecar_keeps_the_fraction_asked(tmp_path):
+    from tokenmill.proof import JOB_FLOOR_BYTES, job_check_fraction
+
+    assert job_check_fraction(0.002, 100e6) == 0.002
+    assert job_check_fraction(0.002, 2 << 20) == JOB_FLOOR_BYTES / (2 << 20)  # 3.1 % of a 2 MiB job
+    assert job_check_fraction(0.0, 2 << 20) == 0.0 and job_check_fraction(1.0, 10) == 1.0  # none and all stay
+    lines = (DATA.parent.parent / "data/raw/demo.jsonl").read_bytes().splitlines(keepends=True)[:1500]
+    source = tmp_path / "x.jsonl"
+    source.write_bytes(b"".join(lines))
+    meta = pack([str(source)], str(tmp_path / "x.pbin"), PackSettings(str(GPT2), eod_token=GPT2_EOD),
+                log=lambda message: None)
+    engine = meta["engine"]
+    assert engine["check_fraction"] == 0.002  # as asked
+    assert engine["proof"]["fraction"] == pytest.approx(JOB_FLOOR_BYTES / source.stat().st_size)
+    assert 0.02 < engine["proof"]["documents"] / meta["documents"] < 0.08  # ~4 % of 1,500 documents, not 0.2 %

@@ -25,9 +25,10 @@ A proof document on which the engines differ stops the run (``on_mismatch="error
 whole input re-encoded with Hugging Face (``"hf"``): no differing id is ever written.
 
 Cost (100 MB, 2 cores, bench/RESULTS.md): ~17x Megatron's and ~20x Modalities' rate with GPT-2
-(15x / 17x with Tekken), at the two cores' floor: of the CPU (``bench/pack_cost.py``), the Hugging
-Face proof of ~1.4 % of the text takes about as much as fastokens encoding all of it, and the two
-tokenizers' loads a quarter (GPT-2) to a third (Tekken). With ``--engine hf``: the speed of HF alone.
+(15x / 17x with Tekken), at the two cores' floor: of the CPU (``bench/pack_cost.py``), the proof
+(:mod:`tokenmill.proof`: Hugging Face on ~0.25 % of the text, and the choice of it) ~10 % (GPT-2) to
+~7 % (Tekken), on emoji-heavy text too, and the two tokenizers' loads a quarter (GPT-2) to a third
+(Tekken). With ``--engine hf``: the speed of HF alone.
 """
 
 from __future__ import annotations
