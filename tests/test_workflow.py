@@ -57,6 +57,8 @@ def test_the_report_holds_each_datasets_statistics_histogram_and_caches(workflow
     assert "<td>tokens per byte of text</td><td class=n>0.2851</td>" in page  # 1,026,497 tokens / 3,599,934 bytes
     assert "engine auto: fastokens; 66 documents re-encoded with Hugging Face, 0 mismatches" in page
     assert "<td>verify</td><td>5 file(s) checked, no problem found</td>" in page
+    # every format built, with its size: 1,026,497 uint16 tokens in the .bin
+    assert "<td>data/megatron/demo_text_document.bin</td><td class=n>2,052,994</td>" in page
     # the histogram: one bar per log2 bin up to the longest document (38,093 tokens: bin 15)
     assert page.count("<rect ") == 16 and "64-127 tokens: 1,305 documents" in page
     for seq_length in (512, 2048):  # per cache and split: samples (whole epochs: ≥ num_samples), the arguments

@@ -176,7 +176,8 @@ def _report(args: argparse.Namespace) -> None:
     if args.blend:
         blend_page(args.path, args.output)
     else:
-        dataset_page(args.path, args.output, verify_stamp=args.verified, caches=args.cache or [])
+        dataset_page(args.path, args.output, verify_stamp=args.verified, caches=args.cache or [],
+                     files=args.file or [])
 
 
 def _report_caches(cache_dir: str, results: dict) -> None:
@@ -409,6 +410,8 @@ def build_parser() -> argparse.ArgumentParser:
     report.add_argument("-o", "--output", required=True, help="the HTML page to write")
     report.add_argument("--verified", metavar="STAMP", help="the build's verify stamp (data/verified/<name>.ok)")
     report.add_argument("--cache", action="append", metavar="DIR", help="an index cache folder of the build")
+    report.add_argument("--file", action="append", metavar="PATH",
+                        help="a file of the build in another format (.bin, .idx, .ds...), listed with its size")
     report.add_argument("--blend", action="store_true", help="PATH is a blend cache folder")
     report.set_defaults(run=_report)
     return parser

@@ -82,8 +82,9 @@ def _text_bytes(source: dict) -> int:
 
 
 def dataset_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, verify_stamp: str | None = None,
-                 caches: list[str] = ()) -> None:
-    """Write the report page of one build.
+                 caches: list[str] = (), files: list[str] = ()) -> None:
+    """Write the report page of one build; ``files``: its files in the other formats (Megatron's
+    ``.bin/.idx``, datatrove's ``.ds``...), listed with their sizes beside the ``.pbin``.
 
     Raises:
         TokenmillError: the ``.pbin`` or its sidecar is missing or unreadable.
@@ -119,6 +120,8 @@ def dataset_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, veri
           source.get("lines", source.get("rows", 0)), source.get("documents", 0),
           sum(entry["count"] for entry in source.get("skipped", {}).values())) for source in meta["sources"]],
         ("file", "compression", "bytes", "lines", "documents", "skipped lines"))
+    built = [pbin_path, *files]
+    body += "<h2>Files</h2>" + _table([(str(path), os.path.getsize(path)) for path in built], ("file", "bytes"))
     for cache in caches:
         body += f"<h2>Index caches: {html.escape(str(cache))}</h2>" + _cache_table(Path(cache), pbin.num_documents)
     _write_page(out_path, f"Dataset {Path(pbin_path).stem}", body)

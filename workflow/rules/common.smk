@@ -75,6 +75,7 @@ merge_unit_megatron_files = _plan(
 )
 verify_inputs = _plan(PLAN.verify_files, "build")
 report_caches = _plan(PLAN.cache_dirs, "build")
+report_files = _plan(lambda build: PLAN.built_files(build)[2:], "build")  # besides the .pbin and its sidecar
 blend_caches = _plan(lambda blend: PLAN.cache_dirs(blend_cache_name(blend)), "blend")
 sft_inputs = _plan(PLAN.sft_inputs, "name")
 
@@ -100,6 +101,9 @@ file_identity = _plan(PLAN.file_identity, "stem")
 sample_index_options = _shell(PLAN.sample_index_options, "build")
 blend_options = _shell(PLAN.blend_options, "blend")
 verify_options = _shell(PLAN.verify_options, "build")
+report_file_options = _shell(
+    lambda build: [part for path in PLAN.built_files(build)[2:] for part in ("--file", path)], "build"
+)
 report_cache_options = _shell(
     lambda build: [part for cache in PLAN.cache_dirs(build) for part in ("--cache", cache)], "build"
 )

@@ -9,6 +9,7 @@ rule report_dataset:
         meta="data/packed/{build}.pbin.meta.json",
         verified="data/verified/{build}.ok",
         caches=report_caches,
+        files=report_files,
     output:
         page=report(
             "data/report/{build}.html",
@@ -30,8 +31,9 @@ rule report_dataset:
     params:
         format=FORMAT_VERSIONS["report"],
         caches=report_cache_options,
+        files=report_file_options,
     shell:
-        "tokenmill report {input.pbin:q} --verified {input.verified:q} {params.caches} -o {output.page:q}"
+        "tokenmill report {input.pbin:q} --verified {input.verified:q} {params.caches} {params.files} -o {output.page:q}"
         " > {log:q} 2>&1"
 
 
