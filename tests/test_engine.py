@@ -443,6 +443,7 @@ def test_sft_with_the_fast_engine_writes_the_bytes_of_hugging_face_and_keeps_con
     assert not set(question) & set(dataset.special_ids.values())  # no control id came from the data
 
 
+@pytest.mark.slow
 def test_sft_and_the_on_access_datasets_stop_at_a_planted_mismatch(tmp_path, monkeypatch):
     import pickle
 

@@ -36,6 +36,7 @@ def test_every_int_opcode_boundary():
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2**63 - 1), st.integers(0, 2**40)), max_size=300),
        st.sampled_from([1, 3, 999, 1000, 1001, 7000]))
+@pytest.mark.slow
 def test_equals_cpython_pickle_across_batches_and_frames(pairs, repeat):
     # Repeating the drawn pairs pushes lists across the 1000-item batches and 64 KiB frames. Each
     # pair must be a new tuple object, as in a real index: pickle memoizes a repeated object.

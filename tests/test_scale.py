@@ -36,6 +36,7 @@ def pack(inputs, out, *options, tokenizer=GPT2, check=True):
 # ---- Compressed inputs ------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tokenizer", [GPT2, TEKKEN], ids=["gpt2", "tekken"])
 def test_compressed_inputs_pack_to_the_bytes_of_the_plain_file(tmp_path, tokenizer):
     plain = tmp_path / "mixed.jsonl"
@@ -102,6 +103,7 @@ def test_a_line_over_max_line_bytes_in_a_stream_is_skipped_without_being_held(tm
 CODECS = {".gz": "gzip", ".zst": "zstd", ".xz": "xz", ".bz2": "bzip2"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("damage", ["truncated", "corrupt"])
 @pytest.mark.parametrize("suffix", list(COMPRESSORS))
 def test_a_damaged_archive_is_an_error_naming_it_never_a_shorter_output(tmp_path, damage, suffix):

@@ -79,6 +79,7 @@ def test_special_token_strings_in_user_text_stay_text(tmp_path):
 @settings(max_examples=25, deadline=None)
 @given(st.lists(st.lists(st.integers(1, 60), min_size=1, max_size=6), min_size=1, max_size=8),
        st.integers(16, 200), st.sampled_from(["drop", "truncate"]), st.booleans())
+@pytest.mark.slow
 def test_rows_never_misalign_whatever_the_lengths(tmp_path_factory, conversation_lengths, seq_length, policy, pack):
     words = "alpha beta gamma delta epsilon zeta eta theta".split()
     lines = []
@@ -127,6 +128,7 @@ def test_bad_configuration_names_the_key():
         other([InstructionDataset(CHAT, TEKKEN, FIELDS, SPECIAL)[0]])
 
 
+@pytest.mark.slow
 def test_pretokenized_pair_gives_the_same_tensors_as_the_lazy_path(tmp_path):
     config = {"tokenizers": {"tekken": {"path": str(TEKKEN)}},
               "sft": {"chat": {"inputs": [str(CHAT)], "tokenizer": "tekken", "special_tokens": SPECIAL,

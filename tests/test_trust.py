@@ -215,6 +215,7 @@ KILL_AT_PBIN_RENAME = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_kill_between_the_two_renames_leaves_a_pair_that_is_refused(tmp_path):
     old = write_jsonl_bytes(tmp_path / "old.jsonl", MIXED_JSONL.read_bytes().splitlines()[:20])
     new = write_jsonl_bytes(tmp_path / "new.jsonl", MIXED_JSONL.read_bytes().splitlines()[20:])
@@ -352,6 +353,7 @@ def test_spawned_dataloader_workers_read_the_same_documents(big_pbin):
 
 # ---- 6. a cache built for an older version of the dataset is rebuilt, not reused -------------------
 
+@pytest.mark.slow
 def test_a_cache_built_before_the_dataset_was_repacked_is_rebuilt(tmp_path):
     lines = MIXED_JSONL.read_bytes().splitlines()
     corpus = write_jsonl_bytes(tmp_path / "x.jsonl", lines[:40])
