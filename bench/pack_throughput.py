@@ -7,8 +7,15 @@
     # with the peers, each installed in a throwaway venv (never a dependency of tokenmill):
     python bench/pack_throughput.py CORPUS --megatron 'VENV/bin/python MEGATRON-LM/tools/preprocess_data.py' \\
         --modalities 'VENV/bin/modalities'
+    # today's peers: Megatron-LM main's preprocess_data_fast.py (bash /work/shared/bench/megatron_main_peer.sh
+    # makes /tmp/megatron-main) and gigatoken's encode_files alone (a venv with gigatoken==0.10.0):
+    python bench/pack_throughput.py CORPUS --engines auto \\
+        --megatron-fast 'env PYTHONPATH=/tmp/megatron-main/shim:/tmp/megatron-main/src HF_HUB_OFFLINE=1
+                         /tmp/megatron-main/bin/python /tmp/megatron-main/src/tools/preprocess_data_fast.py' \\
+        --gigatoken-python /tmp/venv-gt/bin/python
 
-Every figure is end to end, JSONL file to packed file, as a separate process (``tokenmill pack``,
+Every figure is end to end, JSONL file to packed file (tokenmill: ``.pbin`` and Megatron's ``.bin/.idx``
+in one pass), as a separate process (``tokenmill pack``,
 the peers' command lines), timed by wall clock with the peak RSS of its largest process
 (``RUSAGE_CHILDREN``). Yardstick: Hugging Face ``encode_batch_fast`` on texts already parsed into
 memory, the tokenizer's own threads on every core. Rounds interleave all commands so that the
@@ -18,7 +25,9 @@ bytes of JSONL.
 The peers get the same corpus, tokenizer and EOD, and as many worker processes as there are cores:
 both load the tokenizer as a ``PreTrainedTokenizerFast`` from a folder in the scratch directory
 holding the tokenizer.json and a tokenizer_config.json that names the EOD as ``eos_token`` (Megatron
-appends the eos_token's id). Megatron runs ``preprocess_data.py --append-eod``. Modalities runs
+appends the eos_token's id). Megatron runs ``preprocess_data.py --append-eod``, Megatron main's fast path
+``preprocess_data_fast.py --use-gigatoken --append-eod``; "gigatoken encode_files alone" encodes the file
+with gigatoken's own JSONL reader and writes nothing (the limit of the fastest tokenizer here). Modalities runs
 ``create_raw_index`` then ``pack_encoded_data`` (which needs that index) in one timed shell, with a
 config generated from the arguments (jq ``.text``, batches of 1000 documents).
 
@@ -99,6 +108,16 @@ def peer_commands(args: argparse.Namespace, scratch: Path) -> dict[str, tuple[li
             "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", str(folder),
             "--append-eod", "--workers", str(os.cpu_count())],
             [scratch / "megatron_text_document.bin", scratch / "megatron_text_document.idx"])
+    if args.megatron_fast:
+        commands["Megatron main preprocess_data_fast.py"] = ([
+            *shlex.split(args.megatron_fast), "--input", str(args.corpus), "--output-prefix", str(scratch / "fast"),
+            "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", str(folder), "--use-gigatoken",
+            "--append-eod"], [scratch / "fast_text_document.bin", scratch / "fast_text_document.idx"])
+    if args.gigatoken_python:
+        encode = ("import sys, gigatoken; gigatoken.Tokenizer(sys.argv[1]).encode_files("
+                  "gigatoken.JsonlFileSource([sys.argv[2]], field='text'), parallel=True)")
+        commands["gigatoken encode_files alone (writes nothing)"] = (
+            [args.gigatoken_python, "-c", encode, str(args.tokenizer), str(args.corpus)], [])
     if args.modalities:
         config = scratch / "modalities.yaml"  # JSON is YAML
         config.write_bytes(orjson.dumps({
@@ -138,6 +157,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--megatron", help="command running Megatron-LM's tools/preprocess_data.py")
     parser.add_argument("--modalities", help="the modalities command of a venv with modalities installed")
+    parser.add_argument("--megatron-fast", help="command running Megatron-LM main's tools/preprocess_data_fast.py")
+    parser.add_argument("--gigatoken-python", help="python of a venv with gigatoken installed")
     args = parser.parse_args()
     megabytes = args.corpus.stat().st_size / 1e6
 
@@ -152,7 +173,8 @@ def main() -> None:
         scratch = Path(scratch_name)
         commands = {f"tokenmill pack --engine {engine} --workers {workers}": ([
             sys.executable, "-m", "tokenmill.cli", "pack", str(args.corpus), "--tokenizer", str(args.tokenizer),
-            "--eod", args.eod, "--engine", engine, "--workers", str(workers), "-o", str(output)], [output])
+            "--eod", args.eod, "--engine", engine, "--workers", str(workers), "-o", str(output),
+            "--megatron", str(output.with_suffix(""))], [output])
             for engine in args.engines for workers in args.workers
             for output in [scratch / f"{engine}{workers}.pbin"]}
         commands.update(peer_commands(args, scratch))
@@ -168,7 +190,10 @@ def main() -> None:
                         "-o", str(scratch / "reference")], check=True, capture_output=True)
         expected = {"pbin": digest([reference]),
                     "megatron": digest([scratch / "reference.bin", scratch / "reference.idx"])}
-        digests = {name: digest(outputs) for name, (_, outputs) in commands.items()}
+        digests = {name: digest(outputs) for name, (_, outputs) in commands.items() if outputs}
+        one_pass = reference.with_suffix("")  # the first tokenmill command's own .bin/.idx
+        digests["tokenmill pack --megatron (.bin+.idx)"] = digest([one_pass.with_suffix(".bin"),
+                                                                  one_pass.with_suffix(".idx")])
     print(f"tokenizer: {args.tokenizer.name}, corpus: {args.corpus.name} ({megabytes:.1f} MB), best of {args.rounds}")
     peers = [name for name in best if not name.startswith(("tokenmill", "alone"))]
     print(f"{'what':48} {'MB/s':>7} {'peak RSS GiB':>13} {'vs HF alone':>12}"
@@ -180,7 +205,7 @@ def main() -> None:
     print(f"sha256 (first 16 hex) of the first tokenmill .pbin: {expected['pbin']}, of its to-megatron .bin+.idx: "
           f"{expected['megatron']}")
     for name, sha in digests.items():
-        equal = sha == expected["megatron" if name.startswith("Megatron") else "pbin"]
+        equal = sha == expected["megatron" if name.startswith("Megatron") or "--megatron" in name else "pbin"]
         print(f"  {name:46} {sha}  {'identical' if equal else 'DIFFERENT'}")
 
 
