@@ -160,13 +160,16 @@ def _expand(pattern: str) -> list[str]:
     return sorted(glob.glob(pattern))
 
 
-def _identity(path: str) -> str:
-    """A file's size and modification time, as a params value (a missing file: Snakemake says so)."""
-    try:
-        stat = os.stat(path)
-    except OSError:
-        return f"{path}: missing"
-    return f"{path}: {stat.st_size} bytes, mtime {stat.st_mtime_ns} ns"
+def _identity(path: str, size: int | None = None, mtime_ns: int | None = None) -> str:
+    """A file's size and modification time (stat'ed now unless given), as a params value; a missing
+    file says so (Snakemake then names it)."""
+    if size is None:
+        try:
+            stat = os.stat(path)
+        except OSError:
+            return f"{path}: missing"
+        size, mtime_ns = stat.st_size, stat.st_mtime_ns
+    return f"{path}: {size} bytes, mtime {mtime_ns} ns"
 
 
 class Plan:
@@ -199,7 +202,7 @@ class Plan:
     # ---- datasets, files and units
 
     def _check_tokenizers(self) -> None:
-        self.tokenizer_stats = {}
+        self.tokenizer_identities = {}
         for name, tokenizer in self.config["tokenizers"].items():
             if re.fullmatch(r"(part|shard)[0-9]+", name):
                 raise TokenmillError(f"tokenizers.{name}: the name would read as a file part or shard in "
@@ -211,8 +214,7 @@ class Plan:
                     check_eod_in_file(tokenizer["path"], tokenizer["eod"])
                 except TokenmillError as exc:
                     raise TokenmillError(f"tokenizers.{name}: {exc}") from None
-            stat = os.stat(tokenizer["path"])
-            self.tokenizer_stats[name] = (stat.st_size, stat.st_mtime_ns)
+            self.tokenizer_identities[name] = _identity(tokenizer["path"])
 
     def tokenizer_names(self, dataset: str) -> list[str]:
         """The tokenizers a dataset is packed with (``tokenizer`` is one name or a list)."""
@@ -366,16 +368,13 @@ class Plan:
     def file_identity(self, stem: str) -> str:
         """Size and modification time of an input file (what its raw index reads)."""
         file = self.file(stem)
-        return f"{file.path}: {file.size} bytes, mtime {file.mtime_ns} ns"
+        return _identity(file.path, file.size, file.mtime_ns)
 
     def unit_identity(self, unit_name: str) -> str:
         """Size and modification time of the files a pack unit reads: its input and its tokenizer.
         (A unit is often named like its file stem: the two are never looked up by one name.)"""
         unit = self.unit(unit_name)
-        tokenizer = self.builds[unit.build].tokenizer
-        size, mtime_ns = self.tokenizer_stats[tokenizer]
-        return (f"{self.file_identity(unit.stem)}; {self.config['tokenizers'][tokenizer]['path']}: "
-                f"{size} bytes, mtime {mtime_ns} ns")
+        return f"{self.file_identity(unit.stem)}; {self.tokenizer_identities[self.builds[unit.build].tokenizer]}"
 
     def unit_tokenizer_path(self, unit: str) -> str:
         """The tokenizer.json a unit is packed with."""
