@@ -115,6 +115,27 @@ def test_a_text_ending_with_the_eod_gets_a_second_one_as_datatrove_appends_it(tm
             if path.exists()} == DATATROVE_EOD
 
 
+def test_pack_writes_datatrove_s_bytes_in_its_one_pass_with_or_without_other_formats(tmp_path):
+    pbin = pack(tmp_path, "eod", [json.dumps({"text": text}).encode() + b"\n" for text in EOD_TEXTS])
+    run_tokenmill("pack", "eod.jsonl", "--tokenizer", "gpt2.tokenizer.json", "--eod", GPT2_EOD, "-o", "both.pbin",
+                  "--megatron", "both", "--datatrove", "one-pass/both", cwd=tmp_path)
+    run_tokenmill("pack", "eod.jsonl", "--tokenizer", "gpt2.tokenizer.json", "--eod", GPT2_EOD,
+                  "--datatrove", "alone/eod.ds", cwd=tmp_path)  # the .ds alone: no .pbin, no sidecar
+    for name in ("one-pass/both", "alone/eod"):
+        assert {suffix: sha256(path) for suffix, path in datatrove_paths(tmp_path / name).items()
+                if path.exists()} == DATATROVE_EOD, name
+    assert (tmp_path / "both.pbin").read_bytes() == pbin.read_bytes()
+    assert sorted(path.name for path in (tmp_path / "alone").iterdir()) == ["eod.ds", "eod.ds.index",
+                                                                            "eod.ds.metadata"]
+    with open(DEMO_JSONL, "rb") as handle:
+        (tmp_path / "demo200.jsonl").write_bytes(b"".join(handle.readline() for _ in range(200)))
+    run_tokenmill("pack", "demo200.jsonl", "--tokenizer", "gpt2.tokenizer.json", "--eod", GPT2_EOD,
+                  "--datatrove", "out/demo200", "--datatrove-tokenizer-name", "gpt2.tokenizer.json",
+                  "--workers", "2", cwd=tmp_path)
+    assert {suffix: sha256(path) for suffix, path in datatrove_paths(tmp_path / "out/demo200").items()
+            if path.exists()} == DATATROVE_DEMO200
+
+
 def test_the_files_read_back_as_datatrove_s_folder_dataset_reads_them(demo200):
     """The windows DatatroveFolderDataset served from our files, computed the way it reads them: seq_len + 1
     tokens per item, positions restarting after each document end of ``.ds.index``."""

@@ -340,11 +340,15 @@ def test_on_mismatch_hf_re_encodes_that_input_with_hugging_face(tmp_path, monkey
                                                              for i in range(200)] + [b'{"text": "planted here"}'])
     settings = dict(eod_token=GPT2_EOD, check_fraction=1.0, batch_bytes=512)
     said = []
-    meta = pack([str(clean), str(planted)], str(tmp_path / "fallback.pbin"),
-                PackSettings(str(GPT2), on_mismatch="hf", engine="fastokens", **settings), log=said.append)
-    pack([str(clean), str(planted)], str(tmp_path / "hf.pbin"), PackSettings(str(GPT2), engine="hf", **settings),
-         log=lambda message: None)
-    assert (tmp_path / "fallback.pbin").read_bytes() == (tmp_path / "hf.pbin").read_bytes()
+    outputs = {name: dict(out_path=str(tmp_path / f"{name}.pbin"), megatron_prefix=str(tmp_path / name),
+                          datatrove_name=str(tmp_path / name)) for name in ("fallback", "hf")}
+    meta = pack([str(clean), str(planted)], settings=PackSettings(str(GPT2), on_mismatch="hf", engine="fastokens",
+                                                                  **settings), log=said.append, **outputs["fallback"])
+    pack([str(clean), str(planted)], settings=PackSettings(str(GPT2), engine="hf", **settings),
+         log=lambda message: None, **outputs["hf"])
+    # every format's writer went back to where the planted input began: the same bytes as Hugging Face's
+    for suffix in (".pbin", ".bin", ".idx", ".ds", ".ds.index", ".ds.metadata"):
+        assert (tmp_path / f"fallback{suffix}").read_bytes() == (tmp_path / f"hf{suffix}").read_bytes(), suffix
     assert [source["engine"] for source in meta["sources"]] == ["fastokens", "hf"]
     assert meta["engine"]["mismatches"] == 1
     assert "planted.jsonl:201: fast encoder disagrees" in meta["sources"][1]["mismatch"]

@@ -41,7 +41,8 @@ def _pack(args: argparse.Namespace) -> None:
     byte_range = parse_byte_range(args.byte_range) if args.byte_range else None
     row_groups = parse_row_groups(args.row_groups) if args.row_groups else None
     pack(args.inputs, args.output, settings, indexes=args.index, byte_range=byte_range, row_groups=row_groups,
-         megatron_prefix=_prefix(args.megatron) if args.megatron else None)
+         megatron_prefix=_prefix(args.megatron) if args.megatron else None, datatrove_name=args.datatrove,
+         datatrove_tokenizer_name=args.datatrove_tokenizer_name)
 
 
 def _merge(args: argparse.Namespace) -> None:
@@ -291,10 +292,15 @@ def build_parser() -> argparse.ArgumentParser:
     pack = verbs.add_parser("pack", help="tokenize JSONL into a packed .pbin (+ .pbin.meta.json)")
     pack.add_argument("inputs", nargs="+", metavar="INPUT",
                       help="JSONL files (plain or gzip/zstd/xz/bzip2) or Parquet files, packed in this order")
-    pack.add_argument("-o", "--output", help="output .pbin (optional with --megatron)")
+    pack.add_argument("-o", "--output", help="output .pbin (optional with --megatron or --datatrove)")
     pack.add_argument("--megatron", metavar="PREFIX",
                       help="also write Megatron's PREFIX.bin/.idx from the same tokens, in the same pass (the bytes "
                            "of preprocess_data.py --append-eod)")
+    pack.add_argument("--datatrove", metavar="DIR/NAME",
+                      help="also write datatrove/nanotron's NAME.ds, .ds.index and .ds.metadata in DIR from the same "
+                           "tokens, in the same pass (the bytes of datatrove's DocumentTokenizer)")
+    pack.add_argument("--datatrove-tokenizer-name", metavar="NAME",
+                      help="the tokenizer field of NAME.ds.metadata (default: --tokenizer as given)")
     pack.add_argument("--tokenizer", required=True, help="Hugging Face tokenizer.json")
     pack.add_argument("--index", action="append",
                       help="raw index of each input, in order (default: scan; ignored for compressed inputs)")

@@ -191,6 +191,19 @@ class DatatroveWriter(AtomicWriter):
         self._ends.append(self.num_tokens + np.cumsum(lengths))
         self.num_tokens += len(tokens)
 
+    def mark(self) -> tuple:
+        """A point to :meth:`rewind` to: everything added after it can be taken back."""
+        return self._tokens.tell(), self._loss.tell() if self._loss else None, len(self._ends), self.num_tokens
+
+    def rewind(self, mark: tuple) -> None:
+        """Drop every document added since ``mark`` (used to re-encode an input another way)."""
+        tokens_position, loss_position, batches, self.num_tokens = mark
+        for handle, position in ((self._tokens, tokens_position), (self._loss, loss_position)):
+            if handle is not None:
+                handle.seek(position)
+                handle.truncate()
+        del self._ends[batches:]
+
     def finish(self) -> None:
         """Write ``.ds.index`` and ``.ds.metadata``, flush everything, rename into place (``.ds`` last)."""
         for handle in filter(None, (self._tokens, self._loss)):

@@ -45,10 +45,12 @@ import threading
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 import numpy as np
 from tokenmill import FORMAT_VERSIONS
+from tokenmill.datatrove import DatatroveWriter, datatrove_paths, token_size_for
 from tokenmill.errors import TokenmillError
 from tokenmill.engine import (ENGINES, Encoder, FastEngineUnavailable, choose_engine, fast_engine_loading,
                               preload_fast_engine)
@@ -394,9 +396,10 @@ class _WorkerPool:
 def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexes: list[str] | None = None,
          byte_range: tuple[int, int] | None = None, row_groups: tuple[int, int | None] | None = None,
          log: Callable[[str], None] = lambda message: print(message, file=sys.stderr),
-         megatron_prefix: str | None = None) -> dict:
+         megatron_prefix: str | None = None, datatrove_name: str | None = None,
+         datatrove_tokenizer_name: str | None = None) -> dict:
     """Tokenize ``inputs`` (in order) into one ``.pbin`` with its sidecar, and/or Megatron's
-    ``.bin/.idx``, in one pass over the tokens.
+    ``.bin/.idx``, and/or datatrove's ``.ds`` files, in one pass over the tokens.
 
     Args:
         inputs: JSONL files, plain or compressed (gzip, zstd, xz, bzip2; see :mod:`tokenmill.jsonl`), or
@@ -412,6 +415,11 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
         log: where progress and skip counts go.
         megatron_prefix: also write ``<prefix>.bin/.idx`` from the same tokens, the bytes
             ``preprocess_data.py --append-eod`` writes (see :func:`tokenmill.mmidx.pbin_to_megatron`).
+        datatrove_name: also write ``DIR/NAME.ds``, ``.ds.index`` and ``.ds.metadata`` from the same
+            tokens, the bytes datatrove's ``DocumentTokenizer`` writes (see
+            :func:`tokenmill.datatrove.pbin_to_datatrove`).
+        datatrove_tokenizer_name: the tokenizer as ``.ds.metadata`` names it; default: the
+            tokenizer path as given.
 
     Returns:
         The sidecar contents.
@@ -423,10 +431,12 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
     """
     if indexes is not None and len(indexes) != len(inputs):
         raise TokenmillError(f"got {len(indexes)} index files for {len(inputs)} inputs")
-    if out_path is None and megatron_prefix is None:
-        raise TokenmillError("pack needs an output: a .pbin (-o), a Megatron prefix (--megatron), or both")
+    if out_path is None and megatron_prefix is None and datatrove_name is None:
+        raise TokenmillError("pack needs an output: a .pbin (-o), a Megatron prefix (--megatron), "
+                             "a datatrove name (--datatrove), or several")
     outputs = ([out_path, sidecar_path(out_path)] if out_path else []) + \
-        ([f"{megatron_prefix}.bin", f"{megatron_prefix}.idx"] if megatron_prefix else [])
+        ([f"{megatron_prefix}.bin", f"{megatron_prefix}.idx"] if megatron_prefix else []) + \
+        ([str(path) for path in datatrove_paths(datatrove_name).values()] if datatrove_name else [])
     refuse_inputs_as_outputs(outputs, [*inputs, *(indexes or []), settings.tokenizer_path])
     for output in outputs:  # found now, not at the last rename, after the other outputs were put in place
         if os.path.isdir(output):
@@ -484,7 +494,8 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
                    if compression == "parquet"
                    else {"path": str(path), "compression": compression}
                    for number, (path, compression) in enumerate(zip(inputs, compressions))]
-        writer = _Outputs(stack, out_path, megatron_prefix, tokenizer)
+        writer = _Outputs(stack, out_path, megatron_prefix, tokenizer,
+                          datatrove_name, datatrove_tokenizer_name or str(settings.tokenizer_path))
         for source in sources:
             start = writer.mark()
             try:
@@ -537,7 +548,7 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
             writer.pbin.sidecar = meta
     if writer.pbin is not None:
         meta = {**meta, "file": writer.pbin.identity}
-    log(f"{' and '.join(filter(None, (out_path, megatron_prefix)))}: {meta['documents']} documents, "
+    log(f"{' and '.join(filter(None, (out_path, megatron_prefix, datatrove_name)))}: {meta['documents']} documents, "
         f"{meta['tokens']} tokens, "
         f"{sum(meta['skipped'].values())} lines skipped; {encoder.reason}, "
         f"{meta['engine']['checked_documents']} documents checked against Hugging Face"
@@ -609,19 +620,25 @@ def _source_bytes(source: dict) -> int:
 
 
 class _Outputs:
-    """The files one pack writes from the same batches, in one pass: a ``.pbin`` (Modalities' bytes)
-    and/or Megatron's ``.bin/.idx`` (one more EOD after each document whose own ids already ended with
-    it, as ``--append-eod`` writes them). Counts are of the ``.pbin``'s documents and tokens; the
-    documents that kept their own EOD are the sidecar's ``eod_in_text``. Cost: one write per batch
-    and format (plus, for Megatron, one vectorised insert where a batch has such documents).
+    """The files one pack writes from the same batches, in one pass: a ``.pbin`` (Modalities' bytes),
+    Megatron's ``.bin/.idx`` and datatrove's ``.ds`` files (these two with one more EOD after each
+    document whose own ids already ended with it, as ``--append-eod`` and datatrove write them), any
+    of them. Counts are of the ``.pbin``'s documents and tokens; the documents that kept their own
+    EOD are the sidecar's ``eod_in_text``. Cost: one write per batch and format (plus, for Megatron
+    and datatrove, one vectorised insert where a batch has such documents).
     """
 
     def __init__(self, stack: contextlib.ExitStack, pbin_path: str | None, megatron_prefix: str | None,
-                 tokenizer: TokenizerInfo):
+                 tokenizer: TokenizerInfo, datatrove_name: str | None = None, tokenizer_name: str = ""):
         self.pbin = stack.enter_context(PbinWriter(pbin_path, tokenizer.token_width)) if pbin_path else None
         self.megatron = (stack.enter_context(MMapIndexedDatasetBuilder(megatron_prefix,
                                                                        optimal_dtype(tokenizer.vocab_size)))
                          if megatron_prefix else None)
+        self.datatrove = None
+        if datatrove_name:
+            Path(datatrove_name).parent.mkdir(parents=True, exist_ok=True)
+            self.datatrove = stack.enter_context(DatatroveWriter(datatrove_name, token_size_for(tokenizer.vocab_size),
+                                                                 tokenizer_name))
         self.eod_id = tokenizer.eod_id
         self.num_documents = self.num_tokens = 0
         self._eod_in_text: list[np.ndarray] = []  # per batch: documents (0-based, global) that kept their EOD
@@ -637,21 +654,22 @@ class _Outputs:
             self.pbin.write(tokens, lengths)
         if self.megatron is not None:
             self.megatron.add_batch(tokens, lengths, self.eod_id, eod_in_text)
+        if self.datatrove is not None:
+            self.datatrove.add_batch(tokens, lengths, self.eod_id, eod_in_text)
         self._eod_in_text.append(self.num_documents + eod_in_text)
         self.num_documents += len(lengths)
         self.num_tokens += len(tokens)
 
     def mark(self) -> tuple:
         """A point to :meth:`rewind` to (an input re-encoded another way starts there again)."""
-        return (self.pbin.mark() if self.pbin else None, self.megatron.mark() if self.megatron else None,
+        return (tuple(writer.mark() if writer else None for writer in (self.pbin, self.megatron, self.datatrove)),
                 self.num_documents, self.num_tokens, len(self._eod_in_text))
 
     def rewind(self, mark: tuple) -> None:
-        pbin_mark, megatron_mark, self.num_documents, self.num_tokens, batches = mark
-        if self.pbin is not None:
-            self.pbin.rewind(pbin_mark)
-        if self.megatron is not None:
-            self.megatron.rewind(megatron_mark)
+        writer_marks, self.num_documents, self.num_tokens, batches = mark
+        for writer, writer_mark in zip((self.pbin, self.megatron, self.datatrove), writer_marks):
+            if writer is not None:
+                writer.rewind(writer_mark)
         del self._eod_in_text[batches:]
 
     def eod_in_text(self) -> list[list[int]]:
