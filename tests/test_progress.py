@@ -92,3 +92,55 @@ def test_a_step_without_updates_still_logs_every_interval():
     closed = out.getvalue()
     time.sleep(0.5)
     assert out.getvalue() == closed  # nothing after the step is closed
+
+
+def _screen_of(command: list[str], rows: int, columns: int) -> str:
+    """What ``command`` writes to its stderr, a pseudo-terminal that reports ``rows`` x ``columns``."""
+    controller, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+    env = tool_env()
+    env.pop("COLUMNS", None)  # the terminal's own report decides the width
+    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=terminal, env=env)
+    os.close(terminal)
+    screen = b""
+    while True:
+        try:
+            chunk = os.read(controller, 4096)
+        except OSError:  # the terminal closed with the process
+            break
+        if not chunk:
+            break
+        screen += chunk
+    os.close(controller)
+    assert process.wait() == 0, screen.decode("utf-8", "replace")
+    return screen.decode("utf-8", "replace")
+
+
+# Ten updates of 100 kB and 250 documents, 0.15 s apart: tqdm redraws at most every 0.1 s, so every
+# update after the first is drawn.
+_TEN_UPDATES = ("import time\nfrom tokenmill.progress import Progress\n"
+                "with Progress('pack x.jsonl', 1_000_000) as progress:\n"
+                "    for _ in range(10):\n        progress.update(100_000, 250)\n        time.sleep(0.15)\n")
+
+
+def test_a_terminal_bar_counts_documents():
+    text = _screen_of([sys.executable, "-c", _TEN_UPDATES], 24, 120)
+    frames = [frame for frame in text.split("\r") if frame.startswith("pack x.jsonl:")]
+    assert re.search(r"pack x\.jsonl: +\d+%\|.*\| [\d.]+k?/1\.00M \[.*, 1,250 documents\]", text), text
+    assert any(frame.rstrip().endswith("2,250 documents]") for frame in frames), frames
+
+
+def test_a_terminal_of_zero_columns_gets_an_80_column_bar():
+    """`stty size` says `0 0` in many CI runners and containers: tqdm alone would draw nothing there."""
+    text = _screen_of([sys.executable, "-c", _TEN_UPDATES], 0, 0)
+    frames = [frame for frame in text.split("\r") if frame.startswith("pack x.jsonl:")]
+    assert len(frames) >= 5, text
+    assert all(len(frame.rstrip()) <= 80 for frame in frames) and max(len(frame) for frame in frames) >= 70, frames
+    assert any("documents]" in frame for frame in frames), frames
+
+
+def test_pack_on_a_terminal_of_zero_columns_draws_its_bar(tmp_path):
+    text = _screen_of([sys.executable, "-m", "tokenmill.cli", "pack", str(DEMO_JSONL), "--tokenizer", str(GPT2),
+                       "--batch-bytes", "500000", "-o", str(tmp_path / "demo.pbin")], 0, 0)
+    assert re.search(r"pack \S+demo\.jsonl: +\d+%\|", text), text
+    assert "MB/s, ETA" not in text  # a bar, not log lines

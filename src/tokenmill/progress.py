@@ -1,8 +1,14 @@
 """Progress of a long step: a bar on a terminal, a log line every few seconds elsewhere.
 
 A step that knows its size (bytes of input, say) calls :meth:`Progress.update` as it goes. On a
-terminal (stderr is a TTY) that drives a tqdm bar; otherwise — a Snakemake job's log file — it writes
-one line at most every ``interval`` seconds::
+terminal (stderr is a TTY) that drives a tqdm bar with the count of items done::
+
+    pack data/raw/web.jsonl:  42%|█████▉        | 41.9M/100M [00:01<00:02, 38.2MB/s, 9,071 documents]
+
+A terminal that reports a size of 0 (``stty size`` says ``0 0``: a pty that nobody sized, as in many
+CI runners and containers) gets a bar 80 columns wide (or ``$COLUMNS``): tqdm would draw nothing
+there. Elsewhere — a Snakemake job's log file — it writes one line at most every ``interval``
+seconds::
 
     pack data/raw/web.jsonl: 41.9/100.0 MB (42 %), 9,071 documents, 38.2 MB/s, ETA 0:00:02
 
@@ -25,6 +31,26 @@ __all__ = ["Progress"]
 
 # Seconds between log lines; TOKENMILL_PROGRESS_SECONDS changes it (e.g. 60 for a cluster's logs).
 _INTERVAL_SECONDS = 5.0
+# The bar's size on a terminal that reports 0 columns or rows.
+_FALLBACK_COLUMNS, _FALLBACK_ROWS = 80, 24
+
+
+def _bar_size(stream: TextIO) -> tuple[int, int] | None:
+    """Columns and rows to draw a bar in on ``stream``'s terminal: None to follow its size as it
+    changes, or a fixed size where it reports 0 columns or rows ($COLUMNS, else 80; $LINES, else 24).
+    tqdm draws nothing at 0 columns, nor at 0 rows (it reserves the last row and keeps none)."""
+    try:
+        size = os.get_terminal_size(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # no file descriptor, or not a terminal after all
+        size = os.terminal_size((0, 0))
+    if size.columns > 0 and size.lines > 0:
+        return None
+
+    def fallback(reported: int, variable: str, default: int) -> int:
+        value = os.environ.get(variable, "")
+        return reported or (int(value) if value.isdigit() and int(value) > 0 else default)
+
+    return fallback(size.columns, "COLUMNS", _FALLBACK_COLUMNS), fallback(size.lines, "LINES", _FALLBACK_ROWS)
 
 
 class Progress:
@@ -51,18 +77,22 @@ class Progress:
         if getattr(self.stream, "isatty", lambda: False)():
             from tqdm import tqdm  # only on a terminal
 
+            columns, rows = _bar_size(self.stream) or (None, None)
             self._bar = tqdm(total=total_bytes, desc=label, unit="B", unit_scale=True, unit_divisor=1000,
-                             file=self.stream, leave=False, dynamic_ncols=True)
+                             file=self.stream, leave=False, dynamic_ncols=columns is None, ncols=columns, nrows=rows)
         elif self.interval > 0:
             self._timer = threading.Thread(target=self._report_while_silent, name="progress", daemon=True)
             self._timer.start()
 
     def update(self, done_bytes: int, items: int = 0) -> None:
-        """Add ``done_bytes`` and ``items`` to what is done, and report if it is time."""
+        """Add ``done_bytes`` and ``items`` to what is done, and report if it is time (a bar shows
+        both, a log line both once items were counted)."""
         with self._lock:
             self.done_bytes += done_bytes
             self.items += items
         if self._bar is not None:
+            if items:  # shown at the bar's next refresh (tqdm redraws at most ~10 times a second)
+                self._bar.set_postfix_str(f"{self.items:,} {self.item_name}", refresh=False)
             self._bar.update(done_bytes)
             return
         self._report_if_due()
@@ -91,6 +121,7 @@ class Progress:
                 f"ETA {timedelta(seconds=round(remaining))}")
 
     def close(self) -> None:
+        """End the step: stop the timer and clear the bar (a finished step leaves no bar behind)."""
         self._closed.set()
         if self._timer is not None:
             self._timer.join()
