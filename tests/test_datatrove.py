@@ -33,6 +33,7 @@ import pytest
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, TEKKEN, run_snakemake, run_tokenmill
 from tokenmill.datatrove import (DatatroveFile, DatatroveWriter, datatrove_paths, metadata_text, pbin_to_datatrove,
                                  si_count, token_size_for)
+from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
 from tokenmill.inspect import describe, show_document
 from tokenmill.mmidx import optimal_dtype
@@ -297,6 +298,12 @@ def test_formats_default_to_pbin_and_megatron_and_datatrove_adds_its_folder(tmp_
     assert plan.built_files("lean") == ["data/packed/lean.pbin", "data/packed/lean.pbin.meta.json"]
     assert plan.cache_dirs("lean") == [] and not any("lean" in target and "megatron" in target for target in targets)
     assert plan.verify_options("lean")[-1:] == ["data/packed/lean.pbin"]
+    # pack writes every format of a build of one unit in its one pass, and no other
+    assert plan.pack_outputs("nano") == ["-o", "data/packed/nano.pbin", "--megatron", "data/megatron/nano_text_document",
+                                         "--datatrove", "data/datatrove/nano/nano", "--datatrove-tokenizer-name",
+                                         str(tmp_path / "gpt2.json")]
+    assert plan.pack_outputs("lean") == ["-o", "data/packed/lean.pbin"]
+    assert plan.pack_format("nano") == " ".join(FORMAT_VERSIONS[name] for name in ("pbin", "mmidx", "datatrove"))
 
 
 def test_a_blend_needs_its_datasets_in_the_megatron_format_and_pbin_is_always_made(tmp_path):
@@ -342,3 +349,15 @@ def test_the_workflow_builds_a_parquet_dataset_in_row_group_shards_into_datatrov
             (workflow_dir / f"expected/rows{suffix}").read_bytes()
     assert "ok data/datatrove/rows/rows.ds\n" in (workflow_dir / "data/verified/rows.ok").read_text()
     assert not (workflow_dir / "data/cache/rows").exists()
+    assert not list((workflow_dir / "data/megatron").glob("rows*"))  # not in its formats: never written
+    # one unit: pack writes the .ds in its one pass, the same bytes
+    config["datasets"]["rows"]["shard_bytes"] = None
+    (workflow_dir / "config/config.yaml").write_text(yaml.safe_dump(config))
+    run_snakemake(workflow_dir)
+    assert "data/packed/rows.pbin and data/datatrove/rows/rows: 200 documents" in \
+        (workflow_dir / "logs/pack/rows.log").read_text()
+    assert len(json.loads((workflow_dir / "data/packed/rows.pbin.meta.json").read_text())["sources"]) == 1
+    for suffix in (".ds", ".ds.index", ".ds.metadata"):
+        assert (workflow_dir / f"data/datatrove/rows/rows{suffix}").read_bytes() == \
+            (workflow_dir / f"expected/rows{suffix}").read_bytes()
+    assert not list((workflow_dir / "data/megatron").glob("rows*"))

@@ -488,7 +488,7 @@ def expected_files(names: dict) -> dict[str, str]:
 
 
 def build(root: Path, folder: Path, blend: bool, *options) -> None:
-    where = (["blend", "0.7", root / PART_A, "0.3", root / PART_B, "--megatron-paths", PART_A, PART_B] if blend else
+    where = (["blend", "0.7", root / PART_A, "0.3", root / PART_B, "--job-data-paths", PART_A, PART_B] if blend else
              ["sample-index", root / DEMO, "--megatron-path-prefix", DEMO])
     run_tokenmill(*where, *SAMPLING, "-o", folder, *options)
 

@@ -269,7 +269,7 @@ def test_uint16_and_int32_datasets_give_the_same_indices(tmp_path):
         with MMapIndexedDatasetBuilder(tmp_path / dtype.__name__, dtype) as builder:
             builder.add_document(np.zeros(int(lengths.sum()), dtype), lengths)
         run_tokenmill("sample-index", tmp_path / dtype.__name__, "-o", tmp_path / f"c_{dtype.__name__}",
-                      "--seq-length", "64", "--seed", "5", "--epochs", "3", "--megatron-path-prefix", "same",
+                      "--seq-length", "64", "--seed", "5", "--epochs", "3", "--job-data-path", "same",
                       "--vocab-size", "1000")
     files = sorted(path.name for path in (tmp_path / "c_uint16").iterdir())
     assert files == sorted(path.name for path in (tmp_path / "c_int32").iterdir()) and len(files) == 17

@@ -16,6 +16,7 @@ import traceback
 from tokenmill import __version__
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import refuse_inputs_as_outputs
+from tokenmill.mmidx import prefix_of
 
 
 def _index(args: argparse.Namespace) -> None:
@@ -41,7 +42,7 @@ def _pack(args: argparse.Namespace) -> None:
     byte_range = parse_byte_range(args.byte_range) if args.byte_range else None
     row_groups = parse_row_groups(args.row_groups) if args.row_groups else None
     pack(args.inputs, args.output, settings, indexes=args.index, byte_range=byte_range, row_groups=row_groups,
-         megatron_prefix=_prefix(args.megatron) if args.megatron else None, datatrove_name=args.datatrove,
+         megatron_prefix=prefix_of(args.megatron) if args.megatron else None, datatrove_name=args.datatrove,
          datatrove_tokenizer_name=args.datatrove_tokenizer_name)
 
 
@@ -58,20 +59,15 @@ def _merge(args: argparse.Namespace) -> None:
     else:
         from tokenmill.mmidx import merge_megatron
 
-        summary = merge_megatron(_prefix(args.output), [_prefix(path) for path in args.inputs], force=args.force)
+        summary = merge_megatron(prefix_of(args.output), [prefix_of(path) for path in args.inputs], force=args.force)
         print(f"{args.output}: {summary['documents']} documents ({summary['dtype']}) from {len(args.inputs)} "
               f"datasets", file=sys.stderr)
-
-
-def _prefix(path: str) -> str:
-    """A Megatron prefix, also when given as its .bin or .idx file."""
-    return path[:-4] if path.endswith((".bin", ".idx")) else path
 
 
 def _to_megatron(args: argparse.Namespace) -> None:
     from tokenmill.mmidx import pbin_to_megatron
 
-    summary = pbin_to_megatron(args.input, _prefix(args.output), vocab_size=args.vocab_size)
+    summary = pbin_to_megatron(args.input, prefix_of(args.output), vocab_size=args.vocab_size)
     print(f"{args.output}: {summary['documents']} documents, {summary['tokens']} tokens as {summary['dtype']}",
           file=sys.stderr)
 
@@ -91,13 +87,13 @@ def _blend(args: argparse.Namespace) -> None:
     if args.epochs not in (None, 1):
         raise TokenmillError("blend: --epochs supports 1 (each part one epoch); give sample counts otherwise")
     prefixes, weights = parse_blend(args.blend)
-    if args.megatron_paths is not None and len(args.megatron_paths) != len(prefixes):
-        raise TokenmillError(f"--megatron-paths names {len(args.megatron_paths)} paths for {len(prefixes)} datasets")
+    if args.job_data_paths is not None and len(args.job_data_paths) != len(prefixes):
+        raise TokenmillError(f"--job-data-paths names {len(args.job_data_paths)} paths for {len(prefixes)} datasets")
     tokenizers = _job_tokenizers(args)
     num_samples = ({} if args.epochs else
                    {"train": args.num_samples, "valid": args.valid_samples, "test": args.test_samples})
-    paths = args.megatron_paths or prefixes  # as the training job spells them
-    results = build_blend_cache([_prefix(prefix) for prefix in prefixes], weights, args.output, args.seq_length,
+    paths = args.job_data_paths or prefixes  # as the training job spells them
+    results = build_blend_cache([prefix_of(prefix) for prefix in prefixes], weights, args.output, args.seq_length,
                                 args.seed, args.split, num_samples, tokenizers[0].identifiers,
                                 extra=0 if args.no_extra_token else 1, dataset_paths=paths)
     # the first identity built the arrays; the other versions' identities name the same arrays
@@ -109,7 +105,7 @@ def _blend(args: argparse.Namespace) -> None:
                 if part["state"] != "found":
                     _report_caches(args.output, {split_name: part})
     data_path = paths if weights is None else [item for pair in zip(args.blend[0::2], paths) for item in pair]
-    _write_handoff(args, [_prefix(prefix) for prefix in prefixes], paths, data_path,
+    _write_handoff(args, [prefix_of(prefix) for prefix in prefixes], paths, data_path,
                    {name: num_samples.get(name) for name in results}, tokenizers)
 
 
@@ -227,7 +223,7 @@ def _job_tokenizers(args: argparse.Namespace) -> list:
 def _sample_index(args: argparse.Namespace) -> None:
     from tokenmill.sample_index import alias_gpt_cache, build_gpt_cache, num_samples_for_epochs
 
-    prefix = _prefix(args.prefix)
+    prefix = prefix_of(args.prefix)
     tokenizers = _job_tokenizers(args)
     if args.epochs is not None:
         num_samples = num_samples_for_epochs(prefix, args.split, args.epochs, args.seq_length,
@@ -236,11 +232,11 @@ def _sample_index(args: argparse.Namespace) -> None:
         num_samples = {"train": args.num_samples, "valid": args.valid_samples, "test": args.test_samples}
     results = build_gpt_cache(prefix, args.output, args.seq_length, args.seed, args.split, num_samples,
                               tokenizers[0].identifiers, extra=0 if args.no_extra_token else 1,
-                              dataset_path=args.megatron_path_prefix)
+                              dataset_path=args.job_data_path)
     _report_caches(args.output, results)
     for tokenizer in tokenizers[1:]:  # the same arrays, named for another Megatron version
         _report_caches(args.output, alias_gpt_cache(args.output, results, tokenizer.identifiers))
-    path = args.megatron_path_prefix or prefix
+    path = args.job_data_path or prefix
     _write_handoff(args, [prefix], [path], [path], {name: num_samples.get(name) for name in results}, tokenizers)
 
 
@@ -362,16 +358,17 @@ def build_parser() -> argparse.ArgumentParser:
         "sample-index", help="build Megatron GPTDataset index caches (document/sample/shuffle .npy) for every split")
     sample_index.add_argument("prefix", help="Megatron dataset prefix (PREFIX.bin, PREFIX.idx)")
     _add_index_options(sample_index)
-    sample_index.add_argument("--megatron-path-prefix", metavar="STR",
+    sample_index.add_argument("--job-data-path", "--megatron-path-prefix", dest="job_data_path", metavar="PATH",
                               help="the dataset path exactly as the training job passes it in --data-path, which "
-                                   "Megatron hashes (default: PREFIX as given here)")
+                                   "Megatron hashes (default: PREFIX as given here); the config's "
+                                   "sampling.megatron_path_prefix is the folder part of it")
     sample_index.set_defaults(run=_sample_index)
 
     blend = verbs.add_parser("blend", help="build Megatron BlendedDataset caches (and every part's GPT caches)")
     blend.add_argument("blend", nargs="+", metavar="[WEIGHT] PREFIX",
                        help="as Megatron's --data-path: 'w1 P1 w2 P2 ...' or 'P1 P2 ...' (weights = lengths)")
     _add_index_options(blend)
-    blend.add_argument("--megatron-paths", nargs="+", metavar="STR",
+    blend.add_argument("--job-data-paths", "--megatron-paths", dest="job_data_paths", nargs="+", metavar="PATH",
                        help="the prefixes exactly as the training job spells them in --data-path, in the same "
                             "order; Megatron hashes them (default: as given)")
     blend.set_defaults(run=_blend)

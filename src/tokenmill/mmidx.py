@@ -38,7 +38,7 @@ from tokenmill.pbin import PbinFile, copy_bytes, range_indices, read_sidecar, si
 from tokenmill.progress import Progress
 
 __all__ = ["MMapIndexedDataset", "MMapIndexedDatasetBuilder", "optimal_dtype", "pbin_to_megatron",
-           "merge_megatron", "DTYPE_CODES"]
+           "merge_megatron", "DTYPE_CODES", "prefix_of", "is_megatron_index"]
 
 _MAGIC = b"MMIDIDX\x00\x00"
 _VERSION = 1
@@ -68,6 +68,21 @@ def _map(path: Path) -> tuple[np.ndarray, FileIdentity]:
 
 def _paths(prefix: str | os.PathLike) -> tuple[Path, Path]:
     return Path(f"{prefix}.bin"), Path(f"{prefix}.idx")
+
+
+def prefix_of(path: str | os.PathLike) -> str:
+    """A Megatron dataset's prefix (``--data-path`` value), also when given as its ``.bin`` or ``.idx``."""
+    path = str(path)
+    return path[:-4] if path.endswith((".bin", ".idx")) else path
+
+
+def is_megatron_index(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a file that opens with Megatron's ``.idx`` magic (``MMIDIDX\\x00\\x00``)."""
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(len(_MAGIC)) == _MAGIC
+    except OSError:
+        return False
 
 
 def _check_fits(tokens: np.ndarray, dtype: np.dtype, describe_position) -> None:

@@ -36,6 +36,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from tokenmill import FORMAT_VERSIONS
 from tokenmill.blend import check_weights
 from tokenmill.errors import TokenmillError
 from tokenmill.jsonl import input_compression
@@ -357,13 +358,34 @@ class Plan:
             options += ["--byte-range", unit.byte_range]
         if unit.row_groups is not None:
             options += ["--row-groups", unit.row_groups]
-        if tokenizer["eod"] is not None:
-            options += ["--eod", tokenizer["eod"]]
+        # eod: null packs without one, said explicitly: pack refuses to guess
+        options += ["--eod", tokenizer["eod"]] if tokenizer["eod"] is not None else ["--no-eod"]
         if not tokenizer["add_special_tokens"]:
             options.append("--no-special-tokens")
         if dataset["allow_duplicate_inputs"]:
             options.append("--allow-duplicate-inputs")
         return options
+
+    def pack_outputs(self, unit_name: str) -> list[str]:
+        """The ``tokenmill pack`` output arguments of a unit: its ``.pbin``, Megatron's files where its
+        build has the ``megatron`` format and, for a build of one unit, datatrove's files where it has
+        ``datatrove``: every format in pack's one pass. (A merged build's ``.ds`` files are converted
+        from its merged ``.pbin``.) The ``.ds.metadata`` names the tokenizer as the config spells it."""
+        unit = self.unit(unit_name)
+        build = self.builds[unit.build]
+        outputs = ["-o", packed_path(unit_name)]
+        if "megatron" in self.formats(build.name):
+            outputs += ["--megatron", megatron_prefix(unit_name)]
+        if "datatrove" in self.formats(build.name) and len(build.units) == 1:
+            outputs += ["--datatrove", datatrove_name(build.name),
+                        "--datatrove-tokenizer-name", self.unit_tokenizer_path(unit_name)]
+        return outputs
+
+    def pack_format(self, unit_name: str) -> str:
+        """The format versions of the files a unit's pack writes (see :meth:`pack_outputs`)."""
+        outputs = self.pack_outputs(unit_name)
+        return " ".join(FORMAT_VERSIONS[name] for name, flag in (("pbin", "-o"), ("mmidx", "--megatron"),
+                                                                 ("datatrove", "--datatrove")) if flag in outputs)
 
     def file_identity(self, stem: str) -> str:
         """Size and modification time of an input file (what its raw index reads)."""
@@ -465,7 +487,7 @@ class Plan:
         return options + ["--megatron-version", ",".join(job["version"])]
 
     def sample_index_options(self, build: str) -> list[str]:
-        return ["--megatron-path-prefix", self.hashed_prefix(build), *self.sampling_options(build)]
+        return ["--job-data-path", self.hashed_prefix(build), *self.sampling_options(build)]
 
     def _blend_builds(self, blend_name: str) -> dict[str, float]:
         """Build → weight of a blend: each dataset as packed with the blend's tokenizer (its
@@ -501,7 +523,7 @@ class Plan:
         arguments = [part for build, weight in weights.items() for part in (str(weight), megatron_prefix(build))]
         first = next(iter(weights))
         return arguments + self.sampling_options(first) + [
-            "--megatron-paths", *(self.hashed_prefix(build) for build in weights)]
+            "--job-data-paths", *(self.hashed_prefix(build) for build in weights)]
 
     # ---- verification and targets
 
@@ -572,9 +594,11 @@ class Plan:
         for build in self.builds:
             targets += [*self.built_files(build), *self.cache_dirs(build), verified_stamp(build), report_page(build)]
             if self.config["keep_parts"] and len(self.builds[build].units) > 1:  # kept, so rebuilt when deleted
+                megatron = "megatron" in self.formats(build)
                 targets += [path for unit in self.builds[build].units
                             for path in (packed_path(unit), f"{packed_path(unit)}.meta.json",
-                                         f"{megatron_prefix(unit)}.bin", f"{megatron_prefix(unit)}.idx")]
+                                         *([f"{megatron_prefix(unit)}.bin", f"{megatron_prefix(unit)}.idx"]
+                                           if megatron else []))]
         for blend in self.blends:
             name = blend_cache_name(blend)
             targets += self.cache_dirs(name) + [f"data/verified/blend/{blend}.ok"]

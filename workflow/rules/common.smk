@@ -34,9 +34,32 @@ def _alternatives(names):
 _SINGLE_FILE = [name for name, files in PLAN.dataset_files.items() if len(files) == 1]
 _MULTI_FILE = [name for name, files in PLAN.dataset_files.items() if len(files) > 1]
 FILE_STEM = rf"(?:{_alternatives(_SINGLE_FILE)})|(?:{_alternatives(_MULTI_FILE)})\.part[0-9]+"
-SINGLE_UNIT = _alternatives(PLAN.single_unit_builds())
-UNIT_OF_MERGED = rf"(?:{_alternatives(PLAN.merged_builds())})(?:\.part[0-9]+(?:\.shard[0-9]+)?|\.shard[0-9]+)"
-MERGED = _alternatives(PLAN.merged_builds())
+_EXTRA_FORMATS = ((), ("megatron",), ("datatrove",), ("megatron", "datatrove"))
+
+
+def _has_megatron(build):
+    return "megatron" in PLAN.formats(build)
+
+
+# A build of one unit is packed by the rule whose outputs are its formats (besides the .pbin, which
+# every build has): keyed by the other formats, in this order.
+SINGLE_UNIT = {
+    extra: _alternatives(
+        build
+        for build in PLAN.single_unit_builds()
+        if tuple(name for name in ("megatron", "datatrove") if name in PLAN.formats(build)) == extra
+    )
+    for extra in _EXTRA_FORMATS
+}
+# The builds of several units, and their units, keyed by whether they have the megatron format.
+MERGED = {
+    megatron: _alternatives(build for build in PLAN.merged_builds() if _has_megatron(build) == megatron)
+    for megatron in (True, False)
+}
+UNIT_OF_MERGED = {
+    megatron: rf"(?:{builds})(?:\.part[0-9]+(?:\.shard[0-9]+)?|\.shard[0-9]+)" for megatron, builds in MERGED.items()
+}
+MERGED_DATATROVE = _alternatives(build for build in PLAN.merged_builds() if "datatrove" in PLAN.formats(build))
 BUILD = _alternatives(PLAN.builds)
 BLEND = _alternatives(PLAN.blends)
 SFT = _alternatives(config["sft"])
@@ -70,7 +93,12 @@ unit_tokenizer_path = _plan(PLAN.unit_tokenizer_path, "unit")
 merge_units = _plan(PLAN.merge_units, "build")
 merge_unit_sidecars = _plan(lambda build: [f"{path}.meta.json" for path in PLAN.merge_units(build)], "build")
 merge_unit_megatron_files = _plan(
-    lambda build: [f"{megatron_prefix(unit)}.{ext}" for unit in PLAN.builds[build].units for ext in ("bin", "idx")],
+    lambda build: [
+        f"{megatron_prefix(unit)}.{ext}"
+        for unit in PLAN.builds[build].units
+        for ext in ("bin", "idx")
+        if _has_megatron(build)
+    ],
     "build",
 )
 verify_inputs = _plan(PLAN.verify_files, "build")
@@ -96,6 +124,12 @@ def blend_megatron_files(wildcards):
 # ---- Params: every option that changes an output, as a plain recorded value
 
 pack_options = _shell(PLAN.pack_options, "unit")
+pack_outputs = _shell(PLAN.pack_outputs, "unit")
+pack_format = _plan(PLAN.pack_format, "unit")
+build_megatron_prefix = _plan(megatron_prefix, "build")
+datatrove_options = _shell(
+    lambda build: ["--tokenizer-name", PLAN.config["tokenizers"][PLAN.builds[build].tokenizer]["path"]], "build"
+)
 unit_identity = _plan(PLAN.unit_identity, "unit")
 file_identity = _plan(PLAN.file_identity, "stem")
 sample_index_options = _shell(PLAN.sample_index_options, "build")
@@ -109,8 +143,6 @@ report_cache_options = _shell(
 )
 sft_config = _plan(PLAN.sft_config, "name")
 sft_identity = _plan(PLAN.sft_identity, "name")
-build_megatron_prefix = _plan(megatron_prefix, "build")
-unit_megatron_prefix = _plan(megatron_prefix, "unit")
 
 
 def _brace_ranges(units, folder, suffix):
@@ -136,8 +168,12 @@ def merge_units_shell(wildcards):
 
 
 def merge_units_megatron_shell(wildcards):
-    """The units' Megatron prefixes, for the shell."""
-    return _brace_ranges(PLAN.builds[wildcards.build].units, "data/megatron/", "_text_document")
+    """The command merging the units' Megatron files, after the .pbin's (nothing without that format)."""
+    build = wildcards.build
+    if not _has_megatron(build):
+        return ""
+    units = _brace_ranges(PLAN.builds[build].units, "data/megatron/", "_text_document")
+    return f" && tokenmill merge {units} -o {shell_join([megatron_prefix(build)])} --force"
 
 
 def part_file(path):

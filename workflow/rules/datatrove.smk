@@ -2,7 +2,8 @@
 
 
 # One folder per build (nanotron's Nanoset takes a folder per dataset and reads every .ds in it): the
-# bytes datatrove's DocumentTokenizer writes for the same documents, converted from the .pbin.
+# bytes datatrove's DocumentTokenizer writes for the same documents. A build of one unit gets them
+# from pack's one pass; a merged build's are converted from its merged .pbin here.
 rule datatrove:
     input:
         pbin="data/packed/{build}.pbin",
@@ -16,7 +17,7 @@ rule datatrove:
     benchmark:
         "benchmarks/datatrove/{build}.tsv"
     wildcard_constraints:
-        build=BUILD,
+        build=MERGED_DATATROVE,
     conda:
         "../envs/tokenmill.yaml"
     threads: 1
@@ -25,5 +26,6 @@ rule datatrove:
         runtime=copy_runtime,
     params:
         format=FORMAT_VERSIONS["datatrove"],
+        options=datatrove_options,
     shell:
-        "tokenmill to-datatrove {input.pbin:q} -o {output.ds:q} > {log:q} 2>&1"
+        "tokenmill to-datatrove {input.pbin:q} -o {output.ds:q} {params.options} > {log:q} 2>&1"

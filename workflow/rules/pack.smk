@@ -1,9 +1,10 @@
-# ---- Stage 2: tokenize and pack into .pbin (Modalities 0.5.0) and Megatron .bin/.idx, one pass --
+# ---- Stage 2: tokenize and pack into every format a dataset asks for, in one pass ---------------
 
 
 # Tokenize one pack unit: a dataset's file (plain, through its raw index, or compressed, as a
 # stream) or one byte-range shard of a big plain file, with one of the dataset's tokenizers. The
-# .pbin and Megatron's .bin/.idx are written from the same tokens (no second pass to convert).
+# .pbin, Megatron's .bin/.idx and datatrove's .ds files are written from the same tokens (no second
+# pass to convert); the variants below differ only in which of them a dataset's `formats` ask for.
 rule pack:
     input:
         jsonl=unit_jsonl,
@@ -19,7 +20,7 @@ rule pack:
     benchmark:
         "benchmarks/pack/{unit}.tsv"
     wildcard_constraints:
-        unit=SINGLE_UNIT,
+        unit=SINGLE_UNIT[("megatron",)],
     conda:
         "../envs/tokenmill.yaml"
     threads: pack_threads
@@ -27,13 +28,72 @@ rule pack:
         mem_mb=pack_mem_mb,
         runtime=tokenize_runtime,
     params:
-        format=f"{FORMAT_VERSIONS['pbin']} {FORMAT_VERSIONS['mmidx']}",
+        format=pack_format,
         options=pack_options,
         inputs=unit_identity,
-        megatron=unit_megatron_prefix,
+        outputs=pack_outputs,
     shell:
         "tokenmill pack {input.jsonl:q} --tokenizer {input.tokenizer:q}"
-        " {params.options} --workers {threads} -o {output.pbin:q} --megatron {params.megatron:q} > {log:q} 2>&1"
+        " {params.options} --workers {threads} {params.outputs} > {log:q} 2>&1"
+
+
+use rule pack as pack_without_megatron with:
+    output:
+        pbin="data/packed/{unit}.pbin",
+        meta="data/packed/{unit}.pbin.meta.json",
+    wildcard_constraints:
+        unit=SINGLE_UNIT[()],
+
+
+use rule pack as pack_with_datatrove with:
+    output:
+        pbin="data/packed/{unit}.pbin",
+        meta="data/packed/{unit}.pbin.meta.json",
+        bin="data/megatron/{unit}_text_document.bin",
+        megatron_idx="data/megatron/{unit}_text_document.idx",
+        ds="data/datatrove/{unit}/{unit}.ds",
+        ds_index="data/datatrove/{unit}/{unit}.ds.index",
+        ds_metadata="data/datatrove/{unit}/{unit}.ds.metadata",
+    wildcard_constraints:
+        unit=SINGLE_UNIT[("megatron", "datatrove")],
+
+
+use rule pack as pack_with_datatrove_without_megatron with:
+    output:
+        pbin="data/packed/{unit}.pbin",
+        meta="data/packed/{unit}.pbin.meta.json",
+        ds="data/datatrove/{unit}/{unit}.ds",
+        ds_index="data/datatrove/{unit}/{unit}.ds.index",
+        ds_metadata="data/datatrove/{unit}/{unit}.ds.metadata",
+    wildcard_constraints:
+        unit=SINGLE_UNIT[("datatrove",)],
+
+
+# The same job for the units of a merged build, whose files are temporary without keep_parts.
+use rule pack as pack_unit with:
+    output:
+        pbin=part_file("data/packed/{unit}.pbin"),
+        meta=part_file("data/packed/{unit}.pbin.meta.json"),
+        bin=part_file("data/megatron/{unit}_text_document.bin"),
+        megatron_idx=part_file("data/megatron/{unit}_text_document.idx"),
+    log:
+        "logs/pack/{unit}.log",
+    benchmark:
+        "benchmarks/pack/{unit}.tsv"
+    wildcard_constraints:
+        unit=UNIT_OF_MERGED[True],
+
+
+use rule pack as pack_unit_without_megatron with:
+    output:
+        pbin=part_file("data/packed/{unit}.pbin"),
+        meta=part_file("data/packed/{unit}.pbin.meta.json"),
+    log:
+        "logs/pack/{unit}.log",
+    benchmark:
+        "benchmarks/pack/{unit}.tsv"
+    wildcard_constraints:
+        unit=UNIT_OF_MERGED[False],
 
 
 # Concatenate the units of a build, in input order, by block copy (one pass over the bytes of each format).
@@ -52,7 +112,7 @@ rule merge_units:
     benchmark:
         "benchmarks/merge_units/{build}.tsv"
     wildcard_constraints:
-        build=MERGED,
+        build=MERGED[True],
     conda:
         "../envs/tokenmill.yaml"
     threads: 1
@@ -62,23 +122,14 @@ rule merge_units:
     params:
         format=f"{FORMAT_VERSIONS['pbin']} {FORMAT_VERSIONS['mmidx']}",
         units=merge_units_shell,
-        megatron_units=merge_units_megatron_shell,
-        megatron=build_megatron_prefix,
+        megatron_merge=merge_units_megatron_shell,
     shell:
-        "(tokenmill merge {params.units} -o {output.pbin:q} --force"
-        " && tokenmill merge {params.megatron_units} -o {params.megatron:q} --force) > {log:q} 2>&1"
+        "(tokenmill merge {params.units} -o {output.pbin:q} --force{params.megatron_merge}) > {log:q} 2>&1"
 
 
-# The same job for the units of a merged build, whose files are temporary without keep_parts.
-use rule pack as pack_unit with:
+use rule merge_units as merge_units_without_megatron with:
     output:
-        pbin=part_file("data/packed/{unit}.pbin"),
-        meta=part_file("data/packed/{unit}.pbin.meta.json"),
-        bin=part_file("data/megatron/{unit}_text_document.bin"),
-        megatron_idx=part_file("data/megatron/{unit}_text_document.idx"),
-    log:
-        "logs/pack/{unit}.log",
-    benchmark:
-        "benchmarks/pack/{unit}.tsv"
+        pbin="data/packed/{build}.pbin",
+        meta="data/packed/{build}.pbin.meta.json",
     wildcard_constraints:
-        unit=UNIT_OF_MERGED,
+        build=MERGED[False],
