@@ -445,6 +445,11 @@ def test_sft_with_the_fast_engine_writes_the_bytes_of_hugging_face_and_keeps_con
     question = dataset[0]["pieces"]["conversations"][0].ids
     assert dataset.tokenizer.decode(question, skip_special_tokens=False) == f"question 0: what is {CONTROL_STRINGS}?"
     assert not set(question) & set(dataset.special_ids.values())  # no control id came from the data
+    import pickle
+
+    copy = pickle.loads(pickle.dumps(dataset))  # a DataLoader worker's: its own engine, control strings still text
+    assert copy.encoder.name == "fastokens" and copy.encoder.split_special_tokens
+    assert copy[0]["pieces"]["conversations"][0].ids == question
 
 
 @pytest.mark.slow

@@ -32,7 +32,7 @@ import os
 import numpy as np
 from torch.utils.data import Dataset
 
-from tokenmill.engine import Encoder
+from tokenmill.engine import Encoder, EncoderPickling
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import FileIdentity
 from tokenmill.nanoset import BlendedNanoset, MappedIndices, Nanoset, NanosetBuilder, NanosetConfig
@@ -57,7 +57,7 @@ def _wrap(item: np.ndarray, sample_key: str | None):
     return item if sample_key is None else {sample_key: item}
 
 
-class MemMapDataset(Dataset):
+class MemMapDataset(EncoderPickling, Dataset):
     """Lines of a JSONL file, tokenized on access.
 
     Args:
@@ -112,16 +112,6 @@ class MemMapDataset(Dataset):
         (ids,), _ = encode_proven(self.encoder, [text], self.add_special_tokens, self.sampler,
                                   [f"{self.path}:{range(len(self))[i] + 1}"])
         return _wrap(ids, self.sample_key)
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["_mapped"] = None
-        state["encoder"] = self.encoder.engine_asked  # fastokens does not pickle: each worker loads its own
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self.encoder = Encoder(self.info, state["encoder"], fall_back=True)
 
 
 class PackedMemMapDatasetBase(Dataset):

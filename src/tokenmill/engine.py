@@ -35,7 +35,7 @@ from tokenizers import Tokenizer
 from tokenmill.errors import TokenmillError
 from tokenmill.tokenizer import TokenizerInfo, _first_line, _is_rust_panic
 
-__all__ = ["ENGINES", "FAST_ENGINE_PAYS_BYTES", "choose_engine", "Encoder", "FastEngineUnavailable",
+__all__ = ["ENGINES", "FAST_ENGINE_PAYS_BYTES", "choose_engine", "Encoder", "EncoderPickling", "FastEngineUnavailable",
            "preload_fast_engine", "fast_engine_loading", "encode_batch_hf", "split_flat"]
 
 ENGINES = ("auto", "hf", "fastokens")
@@ -198,6 +198,24 @@ class Encoder:
         ids, offsets = fast.encode_batch_flat(texts, add_special_tokens=add_special_tokens,
                                               split_special_tokens=self.split_special_tokens)
         return np.frombuffer(ids, dtype="<u4"), np.diff(np.frombuffer(offsets, dtype="<u8")).astype(np.int64)
+
+
+class EncoderPickling:
+    """What a dataset holding an :class:`Encoder` (``encoder``, over ``info``) and a memory map of its
+    file (``_mapped``) needs to be sent to DataLoader worker processes: fastokens' tokenizer and a
+    map do not pickle, so each worker maps the file again and loads its own engine, the same one.
+    """
+
+    def __getstate__(self) -> dict:
+        state = dict(self.__dict__)
+        state["_mapped"] = None
+        state["encoder"] = (self.encoder.engine_asked, self.encoder.split_special_tokens)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        engine, split_special_tokens = state.pop("encoder")
+        self.__dict__.update(state)
+        self.encoder = Encoder(self.info, engine, split_special_tokens=split_special_tokens, fall_back=True)
 
 
 class _FastLoad(threading.Thread):

@@ -54,7 +54,7 @@ import orjson
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.config import validate_sections
 from tokenmill.errors import BadLine, TokenmillError
-from tokenmill.engine import Encoder, choose_engine
+from tokenmill.engine import Encoder, EncoderPickling, choose_engine
 from tokenmill.identity import file_sha256, refuse_inputs_as_outputs
 from tokenmill.pbin import LAYOUT_050, PbinFile, PbinWriter, file_identity_problem, read_sidecar, sidecar_path
 from tokenmill.raw_index import read_index, scan_lines
@@ -102,7 +102,7 @@ class Piece:
     value: object
 
 
-class InstructionDataset:
+class InstructionDataset(EncoderPickling):
     """Conversations of a JSONL file, tokenized field by field on access.
 
     Args:
@@ -216,16 +216,6 @@ class InstructionDataset:
         if speaker not in self._prefixes:
             self._prefixes[speaker] = self._encode(self.speaker_template.format(speaker=speaker))
         return self._prefixes[speaker]
-
-    def __getstate__(self):
-        state = dict(self.__dict__)
-        state["_mapped"] = None
-        state["encoder"] = self.encoder.engine_asked  # fastokens does not pickle: each worker loads its own
-        return state
-
-    def __setstate__(self, state: dict) -> None:
-        self.__dict__.update(state)
-        self.encoder = Encoder(self.info, state["encoder"], split_special_tokens=True, fall_back=True)
 
 
 class InstructionCollator:
