@@ -19,6 +19,8 @@ FORMAT_VERSIONS = {
     "sample_index": "megatron-gpt-cache-0.19/3",
     "verify": "checks/1",
     "sft": "tokenmill-sft-pbin-pair/2",
-    "report": "tokenmill-report/2",  # /2: the files of every format, with their sizes
+    # /2: the files of every format, with their sizes; /3: samples asked vs built in whole epochs, histogram
+    # labels rotated, megatron_args.txt wrapped
+    "report": "tokenmill-report/3",
     "datatrove": "datatrove-ds-0.10.1/1",  # NAME.ds/.ds.index/.ds.metadata(/.ds.loss) as datatrove 0.10.1 writes them
 }

@@ -2,8 +2,11 @@
 
 * :func:`dataset_page` — one build (``.pbin`` + sidecar, its verify stamp, its index caches): sources,
   documents, tokens, tokens per byte of text, skipped lines by reason, tokenizer and engine, the
-  verify result, a histogram of document lengths (an inline SVG, log₂ bins of tokens), and per cache
-  folder and split: samples, epochs, and the Megatron arguments it was built for.
+  verify result, a histogram of document lengths (an inline SVG, log₂ bins of tokens, each bin labelled
+  with its lower bound, rotated so that six-digit bounds stay apart), and per cache folder and split:
+  the samples built against the samples asked for (Megatron builds whole epochs, so a split holds more:
+  ``train: 21,343 samples = 11 whole epochs of about 1,940; 20,000 asked``), and the Megatron arguments it was built
+  for (``megatron_args.txt``, its long lines wrapped rather than cut off).
 * :func:`blend_page` — one blend cache folder: per split, the weights asked for against the shares
   of samples each dataset really got (``dataset_index``).
 
@@ -28,9 +31,15 @@ from tokenmill.sample_index import load_npy
 
 __all__ = ["dataset_page", "blend_page", "length_histogram_svg"]
 
+# Long lines of a <pre> (megatron_args.txt's comments) wrap, and so may a table's last column (a cache's md5
+# name) where the table is wider than the page: the report shows a page in a frame that cuts off what
+# overflows it.
 _STYLE = ("body{font-family:sans-serif;margin:1.5em;max-width:70em}table{border-collapse:collapse;margin:.5em 0 1.5em}"
-          "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}th{background:#f3f3f3}"
-          "td.n{text-align:right;font-variant-numeric:tabular-nums}")
+          "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left}td.n{text-align:right;"
+          "font-variant-numeric:tabular-nums}th{background:#f3f3f3;white-space:nowrap}th:last-child{white-space:normal}"
+          "td:last-child{overflow-wrap:anywhere}"
+          "pre{white-space:pre-wrap;overflow-wrap:anywhere;background:#f7f7f7;padding:.5em;border:1px solid #ddd}"
+          "p.note{color:#444;max-width:60em}")
 
 
 def _table(rows: list[tuple], header: tuple | None = None) -> str:
@@ -44,25 +53,30 @@ def _table(rows: list[tuple], header: tuple | None = None) -> str:
 
 
 def length_histogram_svg(doc_lengths: np.ndarray, width: int = 640, height: int = 220) -> str:
-    """An SVG bar chart of document lengths in log₂ bins: bin k holds lengths in ``[2^k, 2^(k+1))``."""
+    """An SVG bar chart of document lengths in log₂ bins: bin k holds lengths in ``[2^k, 2^(k+1))``.
+
+    Each bar is labelled with its bin's lower bound (``131,072``), rotated 45° below the axis: upright
+    labels of neighbouring bins ran together (``131072262144524288``)."""
     lengths = np.asarray(doc_lengths, dtype=np.int64)
     lengths = lengths[lengths > 0]
     if not len(lengths):
         return "<p>(no documents)</p>"
     bins = np.bincount(np.floor(np.log2(lengths)).astype(np.int64))
     top, bar = int(bins.max()), width / len(bins)
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + 40}" '
+    label_room = 8 + 6 * len(f"{2 ** (len(bins) - 1):,}")  # the longest label, rotated: ~6 px a character at 45°
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height + label_room + 24}" '
              f'role="img" aria-label="document lengths in tokens">']
     for k, count in enumerate(bins.tolist()):
-        bar_height = height * count / top
+        bar_height = max(height * count / top, 1.5) if count else 0  # a bin with documents is never invisible
         x = k * bar
         parts.append(f'<rect x="{x + 1:.1f}" y="{height - bar_height:.1f}" width="{bar - 2:.1f}" '
-                     f'height="{bar_height:.1f}" fill="#4a7ab8"><title>{2 ** k}-{2 ** (k + 1) - 1} tokens: '
+                     f'height="{bar_height:.1f}" fill="#4a7ab8"><title>{2 ** k:,}-{2 ** (k + 1) - 1:,} tokens: '
                      f'{count:,} documents</title></rect>')
-        parts.append(f'<text x="{x + bar / 2:.1f}" y="{height + 14}" font-size="10" text-anchor="middle">'
-                     f'{2 ** k}</text>')
-    parts.append(f'<text x="0" y="{height + 34}" font-size="12">document length in tokens (log₂ bins); '
-                 f'tallest bar: {top:,} documents</text></svg>')
+        label_x, label_y = x + bar / 2 + 3, height + 10
+        parts.append(f'<text x="{label_x:.1f}" y="{label_y}" font-size="10" text-anchor="end" '
+                     f'transform="rotate(-45 {label_x:.1f} {label_y})">{2 ** k:,}</text>')
+    parts.append(f'<text x="0" y="{height + label_room + 18}" font-size="12">document length in tokens (log₂ bins, '
+                 f'each labelled with its lower bound); tallest bar: {top:,} documents</text></svg>')
     return "".join(parts)
 
 
@@ -128,25 +142,46 @@ def dataset_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, veri
 
 
 def _cache_table(folder: Path, num_documents: int) -> str:
-    """Per split of a GPTDataset cache folder: samples, epochs, sequence length, seed, the md5 name."""
-    rows = []
-    for description_path in sorted(folder.glob("*-GPTDataset-*-description.txt")):
+    """Per split of a GPTDataset cache folder: samples built and asked for, whole epochs and samples per
+    epoch, sequence length, seed, the md5 name; why a split holds more samples than asked for; then
+    ``megatron_args.txt``."""
+    rows, sentences = [], []
+    for description_path in sorted(folder.glob("*-GPTDataset-*-description.txt"), key=_split_order):
         stem = description_path.name[:-len("-description.txt")]
         description = json.loads(description_path.read_text(encoding="utf-8"))
         split = description["index_split"]
         low, high = description["split_matrix"][["train", "valid", "test"].index(split)]
         split_documents = max(round(high * num_documents) - round(low * num_documents), 1)
-        documents = load_npy(folder / f"{stem}-document_index.npy")
-        samples = load_npy(folder / f"{stem}-shuffle_index.npy")
-        rows.append((split, len(samples), round(len(documents) / split_documents, 2),  # arguments as typed:
+        # The document index is the split's documents once per epoch, so its length counts the epochs.
+        epochs = len(load_npy(folder / f"{stem}-document_index.npy")) / split_documents
+        epochs = int(epochs) if epochs == int(epochs) else round(epochs, 2)  # a fraction: not this dataset's cache
+        samples = len(load_npy(folder / f"{stem}-shuffle_index.npy"))
+        # Samples run across epoch ends, so an epoch's count is an average.
+        per_epoch = samples / max(epochs, 1e-9)
+        per_epoch = round(per_epoch) if per_epoch >= 10 else float(f"{per_epoch:.2g}")
+        asked = description.get("num_samples")
+        rows.append((split, samples, "one epoch" if asked is None else asked, epochs, per_epoch,
+                     # as typed on Megatron's command line, not as numbers
                      str(description["sequence_length"]), str(description["random_seed"]), description["dataset_path"],
                      stem.split("-")[0]))
-    rows.sort(key=lambda row: ("train", "valid", "test").index(row[0]))
-    table = _table(rows, ("split", "samples", "epochs", "--seq-length", "--seed", "--data-path", "cache name (md5)"))
+        if asked is not None and samples != asked:
+            whole = "1 whole epoch" if epochs == 1 else f"{epochs} whole epochs of about {per_epoch:,}"
+            sentences.append(f"{split}: {samples:,} samples = {whole}; {asked:,} asked")
+    table = _table(rows, ("split", "samples", "asked", "whole epochs", "per epoch", "--seq-length", "--seed",
+                          "--data-path", "cache name (md5)"))
+    if sentences:
+        table += (f"<p class=note>{html.escape('. '.join(sentences))}. Megatron builds whole epochs: a split holds "
+                  f"every sample of the fewest whole epochs that give the number asked for, in shuffled order, and "
+                  f"a training job stops after the number it asks for.</p>")
     handoff = folder / HANDOFF_NAME
     if handoff.is_file():  # every argument a Megatron job needs to reuse the folder
         table += f"<p>{HANDOFF_NAME}:</p><pre>{html.escape(handoff.read_text(encoding='utf-8'))}</pre>"
     return table
+
+
+def _split_order(description_path: Path) -> int:
+    """train, valid, test: the order of Megatron's --split."""
+    return ("train", "valid", "test").index(description_path.name.split("-GPTDataset-")[1].split("-")[0])
 
 
 def blend_page(cache_dir: str | os.PathLike, out_path: str | os.PathLike) -> None:

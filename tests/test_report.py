@@ -1,0 +1,82 @@
+"""The report pages (tokenmill report) on a real build: the samples asked for against the whole epochs
+Megatron builds, histogram labels that stay apart, and megatron_args.txt whole on the page."""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+
+import numpy as np
+import pytest
+
+from conftest import DEMO_JSONL, GPT2, GPT2_EOD, run_tokenmill
+from tokenmill.report import length_histogram_svg
+from tokenmill.sample_index import load_npy
+
+
+@pytest.fixture(scope="module")
+def demo_page(tmp_path_factory):
+    """The demo packed with its Megatron files, one cache folder (seq 512: 20,000 / 200 / 20 samples
+    asked), and the report page of the build: (folder, cache folder, page text)."""
+    root = tmp_path_factory.mktemp("report")
+    pbin, prefix, cache = root / "demo.pbin", root / "demo_text_document", root / "cache"
+    run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", pbin, "--megatron", prefix)
+    run_tokenmill("sample-index", prefix, "-o", cache, "--seq-length", "512", "--seed", "1234", "--split", "969,30,1",
+                  "--num-samples", "20000", "--valid-samples", "200", "--test-samples", "20", "--vocab-size", "50257")
+    run_tokenmill("report", pbin, "--cache", cache, "-o", root / "demo.html")
+    return root, cache, (root / "demo.html").read_text(encoding="utf-8")
+
+
+def _split_files(cache, split: str) -> tuple[dict, int, int]:
+    """A split's description, its document-index length and its number of samples, read from the files."""
+    description = next(cache.glob(f"*-GPTDataset-{split}-description.txt"))
+    stem = description.name.removesuffix("-description.txt")
+    return (json.loads(description.read_text()), len(load_npy(cache / f"{stem}-document_index.npy")),
+            len(load_npy(cache / f"{stem}-shuffle_index.npy")))
+
+
+def test_the_page_says_the_whole_epochs_that_make_more_samples_than_asked(demo_page):
+    _, cache, page = demo_page
+    description, document_index, samples = _split_files(cache, "train")
+    train_documents = round(0.969 * 2990)  # the split's documents: round(end·N) − round(start·N)
+    epochs, leftover = divmod(document_index, train_documents)
+    assert leftover == 0 and epochs > 1 and samples > description["num_samples"] == 20000
+    row = (f"<tr><td>train</td><td class=n>{samples:,}</td><td class=n>20,000</td><td class=n>{epochs}</td>"
+           f"<td class=n>{round(samples / epochs):,}</td><td>512</td><td>1234</td>")
+    assert row in page
+    assert (f"train: {samples:,} samples = {epochs} whole epochs of about {round(samples / epochs):,}; 20,000 asked"
+            in page)
+    assert "Megatron builds whole epochs" in page
+    _, _, test_samples = _split_files(cache, "test")
+    note = re.search(r"<p class=note>(.*?)</p>", page).group(1)
+    assert note.startswith("train: ") and "valid: " in note
+    assert test_samples == 20 and "test:" not in note  # a split that got what it asked for needs no word
+
+
+def test_megatron_args_appear_whole_and_wrap_instead_of_running_off_the_page(demo_page):
+    _, cache, page = demo_page
+    args = (cache / "megatron_args.txt").read_text()
+    assert max(map(len, args.splitlines())) > 150  # a line wider than the report's frame
+    assert f"<pre>{html.escape(args)}</pre>" in page
+    style = re.search(r"<style>(.*?)</style>", page).group(1)
+    assert "pre{white-space:pre-wrap;overflow-wrap:anywhere" in style
+
+
+def test_histogram_labels_are_separate_rotated_and_grouped():
+    lengths = np.array([1, 3, 100, 5000, 140_000, 300_000, 600_000])  # bins 0, 1, 6, 12, 17, 18, 19
+    svg = length_histogram_svg(lengths)
+    labels = re.findall(r'<text x="([\d.]+)" y="(\d+)" font-size="10" text-anchor="end" '
+                        r'transform="rotate\(-45 ([\d.]+) (\d+)\)">([\d,]+)</text>', svg)
+    assert [label for *_, label in labels] == [f"{2 ** k:,}" for k in range(20)]
+    assert all(x == rotate_x and y == rotate_y for x, y, rotate_x, rotate_y, _ in labels)  # each about its own point
+    steps = np.diff([float(x) for x, *_ in labels])
+    assert np.allclose(steps, 640 / 20)  # one label per bar, at the bar's centre
+    height = int(re.search(r'<svg [^>]*height="(\d+)"', svg).group(1))
+    assert height >= 220 + 6 * len("524,288")  # room below the bars for the longest label, rotated
+
+
+def test_a_bin_of_one_document_among_thousands_still_shows_a_bar():
+    svg = length_histogram_svg(np.array([100] * 5000 + [1 << 20]))
+    last = re.findall(r'<rect x="[\d.]+" y="[\d.]+" width="[\d.]+" height="([\d.]+)"', svg)[-1]
+    assert float(last) >= 1
