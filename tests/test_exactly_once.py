@@ -8,6 +8,7 @@ import json
 import pytest
 
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, run_tokenmill
+from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
 from tokenmill.pack import PackSettings, pack
 from tokenmill.pbin import read_sidecar
@@ -63,12 +64,17 @@ def test_files_named_two_ways_are_one_file_and_a_lost_source_is_said(corpus, tmp
     (tmp_path / "link.jsonl").hardlink_to(corpus)
     twice = {"documents": 0, "sources": [{"path": "corpus.jsonl", "bytes": corpus.stat().st_size},
                                          {"path": "./link.jsonl", "bytes": corpus.stat().st_size}]}
-    assert coverage_problems("x.pbin", twice) == [
-        "x.pbin: ./link.jsonl is packed 2 times (allow_duplicate_inputs is off)",
-        "x.pbin: corpus.jsonl is packed 2 times (allow_duplicate_inputs is off)"]
+    assert coverage_problems("x.pbin", twice) == [  # paths as resolved against the sidecar's folder, normalised
+        "x.pbin: corpus.jsonl is packed 2 times (allow_duplicate_inputs is off)",
+        "x.pbin: link.jsonl is packed 2 times (allow_duplicate_inputs is off)"]
     lost = {"sources": [{"path": "gone.jsonl", "bytes": 5}]}
-    assert coverage_problems("x.pbin", lost) == [f"x.pbin: source gone.jsonl not found (from {tmp_path}); its bytes "
-                                                 f"cannot be checked"]
+    assert coverage_problems("x.pbin", lost) == [
+        f"x.pbin: source gone.jsonl not found (resolved against ., then {tmp_path}: a sidecar without a format names "
+        f"paths relative to where it was written; rebuild it to make them relative to its folder); its bytes cannot "
+        f"be checked"]
+    lost["format"] = FORMAT_VERSIONS["pbin"]  # today's: relative to the sidecar's folder only
+    assert coverage_problems("out/x.pbin", lost) == [
+        "out/x.pbin: source out/gone.jsonl not found (resolved against out); its bytes cannot be checked"]
 
 
 @pytest.mark.parametrize("edit, message", [

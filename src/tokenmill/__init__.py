@@ -11,14 +11,15 @@ __version__ = "0.1.0"
 FORMAT_VERSIONS = {
     "raw_index": "modalities-raw-index/1",
     # /2: sidecar records the file identity and ignored tokenizer settings; /3: eod_in_text,
-    # allow_duplicate_inputs, and inputs hashed up to the size they had when packing began
-    "pbin": "modalities-pbin-0.5.0/3",
+    # allow_duplicate_inputs, and inputs hashed up to the size they had when packing began; /4: relative
+    # paths in the sidecar count from its own folder, not from where pack ran
+    "pbin": "modalities-pbin-0.5.0/4",
     "mmidx": "megatron-mmidx-v1/2",  # /2: a second EOD after documents whose text ends with one, as Megatron
     # /2: a fingerprint of the .idx beside each split; /3: names a real job computes (pad_id, flags,
     # versions) and sequences_per_dataset.json
     "sample_index": "megatron-gpt-cache-0.19/3",
-    "verify": "checks/1",
-    "sft": "tokenmill-sft-pbin-pair/2",
+    "verify": "checks/2",  # /2: two caches of one dataset and split in a cache folder are a problem
+    "sft": "tokenmill-sft-pbin-pair/3",  # /3: relative paths in the sidecar count from its own folder
     # /2: the files of every format, with their sizes; /3: samples asked vs built in whole epochs, histogram
     # labels rotated, megatron_args.txt wrapped
     "report": "tokenmill-report/3",

@@ -1,7 +1,8 @@
 """Human-readable views of tokenmill's files, down to one document or one training sample.
 
-* ``describe(path)``: header, layout, counts and sidecar facts of a raw index, ``.pbin``, Megatron
-  dataset or datatrove ``.ds``.
+* ``describe(path)``: header, layout, counts and sidecar facts (the EOD among them) of a raw index,
+  ``.pbin``, Megatron dataset or datatrove ``.ds``; of a cache folder, each split's cache: samples,
+  sequence length, seed and the dataset path it was built for.
 * ``show_document(path, i)``: document ``i`` decoded, with the source file and line (or Parquet row)
   it came from.
 * ``show_sample(prefix, k, cache)``: sample ``k`` of a split, resolved through the cached indices
@@ -14,11 +15,16 @@ Provenance: the ``.pbin`` sidecar lists the sources in order with their document
 line numbers of skipped lines, so document ``i`` maps to a file and a line exactly (when more lines
 were skipped than the sidecar lists, the line is reported as unknown). A Megatron dataset written by
 ``to-megatron`` has the same documents in the same order, so its sequence ``i`` is ``.pbin``
-document ``i``. Cost: O(1) per document or sample after reading the index.
+document ``i``. The sidecar's relative paths (tokenizer, sources) count from its own folder
+(:func:`tokenmill.pbin.resolve_sidecar_paths`), so every view is the same from any working directory;
+a file that is not found there is named, with where it was looked for, instead of being left out.
+Cost: O(1) per document or sample after reading the index; a cache folder's summary maps each
+split's shuffle index once.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from pathlib import Path
@@ -28,10 +34,11 @@ import numpy as np
 from tokenmill.datatrove import DatatroveFile, is_datatrove
 from tokenmill.errors import TokenmillError
 from tokenmill.mmidx import MMapIndexedDataset
-from tokenmill.pbin import PbinFile, read_sidecar
+from tokenmill.pbin import PbinFile, read_sidecar, resolve_sidecar_paths, resolved_against
 from tokenmill.raw_index import read_index
 
-__all__ = ["describe", "show_document", "show_sample", "sample_target", "source_of", "pbin_of_megatron"]
+__all__ = ["describe", "describe_caches", "show_document", "show_sample", "sample_target", "source_of",
+           "pbin_of_megatron"]
 
 _SNIPPET = 160
 
@@ -73,14 +80,35 @@ def _origin(meta: dict | None, document: int) -> tuple[str, str] | None:
     return origin[0], f"{'row' if parquet else 'line'} {origin[1] if origin[1] else 'unknown'}"
 
 
-def _decoder(meta: dict | None, tokenizer_path: str | None):
+def _sidecar(pbin_path: Path | None) -> dict | None:
+    """The sidecar of ``pbin_path`` with its paths as reached from here, or None."""
+    meta = read_sidecar(pbin_path) if pbin_path else None
+    return resolve_sidecar_paths(meta, pbin_path) if meta else None
+
+
+def _decoder(meta: dict | None, tokenizer_path: str | None, pbin_path: Path | None) -> tuple:
+    """``(decode, None)``, or ``(None, why there is no text)`` when no tokenizer file is known or found."""
     path = tokenizer_path or (meta or {}).get("tokenizer", {}).get("path")
-    if not path or not os.path.exists(path):
-        return None
+    if not path:
+        return None, "no tokenizer known: pass --tokenizer tokenizer.json"
+    if not os.path.exists(path):
+        where = "as given" if tokenizer_path else resolved_against(meta, pbin_path)
+        return None, f"tokenizer not found: {path}, {where}; pass --tokenizer tokenizer.json"
     from tokenmill.tokenizer import load_tokenizer
 
     tokenizer = load_tokenizer(path).tokenizer
-    return lambda ids: tokenizer.decode([int(i) for i in ids], skip_special_tokens=False)
+    return (lambda ids: tokenizer.decode([int(i) for i in ids], skip_special_tokens=False)), None
+
+
+def _eod_line(meta: dict) -> str:
+    """What ends each document: the EOD, or why nothing does."""
+    tokenizer = meta.get("tokenizer", {})
+    if "loss_mask" in meta:
+        return "eod: none appended (instruction tuning: each conversation ends as its template says)"
+    if tokenizer.get("eod_id") is None:
+        return ("eod: none (packed with --no-eod): documents run together in training, nothing marks where one "
+                "ends")
+    return f"eod: {tokenizer.get('eod_token')!r} = id {tokenizer['eod_id']}, ending every document"
 
 
 def _snippet(text: str) -> str:
@@ -96,22 +124,25 @@ def describe(path: str | os.PathLike) -> list[str]:
     """
     path = Path(path)
     if path.is_dir():
-        raise TokenmillError(f"{path}: a folder; for an index cache folder show a sample with --sample K")
+        return describe_caches(path)
     if is_datatrove(path):
         return _describe_datatrove(path)
     if path.suffix == ".pbin":
-        pbin, meta = PbinFile(path), read_sidecar(path)
+        pbin, meta = PbinFile(path), _sidecar(path)
         lines = [f"file: {path}", f"layout: {pbin.layout.name} (data at byte {pbin.layout.data_offset}, "
                                   f"{pbin.layout.data_bytes} bytes)",
                  f"token width: {pbin.token_width} bytes", f"documents: {pbin.num_documents}",
                  f"tokens: {pbin.num_tokens}"]
         if meta:
             tokenizer = meta.get("tokenizer", {})
-            lines += [f"tokenizer: {tokenizer.get('path')} (sha256 {str(tokenizer.get('sha256'))[:16]}...), "
-                      f"vocab {tokenizer.get('vocab_size')}, "
-                      f"eod {tokenizer.get('eod_token')!r} = {tokenizer.get('eod_id')}",
-                      f"skipped lines: {meta.get('skipped', {}) or 'none'}"]
-            lines += [f"source: {s['path']} ({s['bytes']} bytes, {s['documents']} documents)"
+
+            def found(file: str) -> str:
+                return file if os.path.exists(file) else f"{file} (not found, {resolved_against(meta, path)})"
+
+            lines += [f"tokenizer: {found(str(tokenizer.get('path')))} "
+                      f"(sha256 {str(tokenizer.get('sha256'))[:16]}...), vocab {tokenizer.get('vocab_size')}",
+                      _eod_line(meta), f"skipped lines: {meta.get('skipped', {}) or 'none'}"]
+            lines += [f"source: {found(s['path'])} ({s['bytes']} bytes, {s['documents']} documents)"
                       for s in meta.get("sources", [])]
         return lines
     prefix = path.with_suffix("") if path.suffix in (".bin", ".idx") else path
@@ -125,6 +156,55 @@ def describe(path: str | os.PathLike) -> list[str]:
     lengths = lines[:, 1]
     return [f"file: {index_file} (raw line index)", f"lines: {len(lines)}",
             f"line bytes: min {int(lengths.min()) if len(lines) else 0}, max {int(lengths.max()) if len(lines) else 0}"]
+
+
+def describe_caches(folder: str | os.PathLike) -> list[str]:
+    """A cache folder in short: per split and class, the samples, sequence length, seed and dataset path
+    each cache was built for (a blend: its datasets and weights), and any split holding two caches.
+
+    Raises:
+        TokenmillError: a folder without ``*-description.txt``, or a cache file that is not a plain ``.npy``.
+    """
+    from tokenmill.sample_index import SPLIT_NAMES, load_cache
+    from tokenmill.verify import duplicate_caches
+
+    folder = Path(folder)
+    if not any(folder.glob("*-description.txt")):
+        raise TokenmillError(f"{folder}: a folder without *-description.txt: not an index cache folder")
+    lines = [f"cache folder: {folder}"]
+    for class_name, key in (("BlendedDataset", "dataset_index"), ("GPTDataset", "shuffle_index")):
+        for split in SPLIT_NAMES:
+            for description_path, text in _descriptions(folder, class_name, split):
+                try:
+                    identifiers = json.loads(text)
+                except ValueError:
+                    identifiers = None
+                if not isinstance(identifiers, dict):
+                    lines.append(f"  {description_path.name}: not a Megatron description (tokenmill verify says more)")
+                    continue
+                arrays = load_cache(folder, text, split, (key,), class_name)
+                samples = "incomplete (index files missing)" if arrays is None else f"{len(arrays[key])} samples"
+                md5 = description_path.name.split("-")[0]
+                if class_name == "BlendedDataset":
+                    datasets = identifiers.get("datasets") if isinstance(identifiers.get("datasets"), list) else []
+                    weights = identifiers.get("weights") or []
+                    parts = ", ".join(f"{dataset.get('dataset_path') if isinstance(dataset, dict) else dataset}"
+                                      + (f" {weight}" if weight is not None else "")
+                                      for dataset, weight in itertools.zip_longest(datasets, weights))
+                    lines.append(f"  {split} blend: {samples} of {len(datasets)} datasets ({parts}) [{md5}]")
+                    continue
+                asked = identifiers.get("num_samples")
+                if arrays is not None and asked is None:
+                    samples += " (one epoch)"
+                elif arrays is not None and asked != len(arrays[key]):  # Megatron builds whole epochs
+                    samples += f" ({asked} asked: whole epochs)"
+                lines.append(f"  {split}: {samples}, seq length {identifiers.get('sequence_length')}, seed "
+                             f"{identifiers.get('random_seed')}, split {identifiers.get('split')}, built for dataset "
+                             f"path {identifiers.get('dataset_path')} [{md5}]")
+    if (folder / "megatron_args.txt").exists():
+        lines.append(f"Megatron arguments that reuse these caches: {folder / 'megatron_args.txt'}")
+    lines += [f"problem: {problem}" for problem in duplicate_caches(folder).values()]
+    return lines
 
 
 def _describe_datatrove(path: Path) -> list[str]:
@@ -156,7 +236,7 @@ def show_document(path: str | os.PathLike, document: int, tokenizer_path: str | 
         if not 0 <= document < len(dataset):
             raise TokenmillError(f"{prefix}: no sequence {document} (it has {len(dataset)})")
         tokens, pbin_path = dataset[document], pbin_of_megatron(prefix)
-    meta = read_sidecar(pbin_path) if pbin_path else None
+    meta = _sidecar(pbin_path)
     if tokens is None:
         pbin = PbinFile(pbin_path)
         if not 0 <= document < pbin.num_documents:
@@ -164,9 +244,8 @@ def show_document(path: str | os.PathLike, document: int, tokenizer_path: str | 
         tokens = pbin.document(document)
     lines = [f"document {document}: {len(tokens)} tokens", f"ids: {tokens[:12].tolist()}"
                                                           f"{' ...' if len(tokens) > 12 else ''}"]
-    decode = _decoder(meta, tokenizer_path)
-    if decode:
-        lines.append(f"text: {_snippet(decode(tokens))}")
+    decode, no_text = _decoder(meta, tokenizer_path, pbin_path)
+    lines.append(f"text: {_snippet(decode(tokens))}" if decode else f"text: ({no_text})")
     origin = _origin(meta, document)
     if origin:
         lines.append(f"source: {origin[0]}, {origin[1]}")
@@ -281,8 +360,13 @@ def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.P
                 + _gpt_sample(_local_prefix(dataset_path, cache), part_sample, cache, matches[0][1], split,
                               tokenizer_path))
     gpts = _descriptions(cache, "GPTDataset", split)
-    if len(gpts) != 1:
-        raise TokenmillError(f"{cache}: {len(gpts)} GPTDataset {split} caches; expected exactly one")
+    if not gpts:
+        raise TokenmillError(f"{cache}: no GPTDataset {split} cache (no *-GPTDataset-{split}-description.txt)")
+    if len(gpts) > 1:
+        from tokenmill.verify import duplicate_caches
+
+        raise TokenmillError(duplicate_caches(cache).get(("GPTDataset", split))
+                             or f"{cache}: {len(gpts)} GPTDataset {split} caches; expected exactly one")
     text = gpts[0][1]
     if prefix is None:
         prefix = _local_prefix(json.loads(text)["dataset_path"], cache)
@@ -320,17 +404,21 @@ def _gpt_sample(prefix: Path, sample: int, cache: Path, text: str, split: str,
     if not 0 <= sample < samples:
         raise TokenmillError(f"{cache}: the {split} split has {samples} samples, no sample {sample}")
     pbin_path = pbin_of_megatron(prefix)
-    meta = read_sidecar(pbin_path) if pbin_path else None
-    decode = _decoder(meta, tokenizer_path)
+    meta = _sidecar(pbin_path)
+    decode, no_text = _decoder(meta, tokenizer_path, pbin_path)
     lines = [f"sample {sample} of {split} (seq {identifiers['sequence_length']}, seed {identifiers['random_seed']}) "
              f"= built sample {int(arrays['shuffle_index'][sample])}"]
+    if not decode:
+        lines.append(f"  text: ({no_text})")
     # extra=1: Megatron's add_extra_token, which the cache's sample_index assumes (as Nanoset's default)
     pieces = sample_pieces(arrays["document_index"], arrays["sample_index"], arrays["shuffle_index"], dataset.sizes,
                            sample, extra=1)
     for sequence, offset, length in pieces:
         origin = _origin(meta, sequence)
         where = f", from {origin[0]} {origin[1]}" if origin else ""
-        lines.append(f"  sequence {sequence} tokens [{offset}, {offset + length}){where}")
+        # which tokens of which sequence (a Megatron sequence is the .pbin document of that number)
+        lines.append(f"  sequence {sequence}: tokens {offset}-{offset + length - 1} of its "
+                     f"{int(dataset.sizes[sequence])} ({length} tokens){where}")
         if decode:
             lines.append(f"    {_snippet(decode(dataset.get(sequence, offset, length)))}")
     return lines

@@ -547,8 +547,8 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
         }
         if writer.pbin is not None:
             writer.pbin.sidecar = meta
-    if writer.pbin is not None:
-        meta = {**meta, "file": writer.pbin.identity}
+    if writer.pbin is not None:  # as written: its paths relative to the sidecar's folder
+        meta = {**writer.pbin.sidecar, "file": writer.pbin.identity}
     log(f"{' and '.join(filter(None, (out_path, megatron_prefix, datatrove_name)))}: {meta['documents']} documents, "
         f"{meta['tokens']} tokens, "
         f"{sum(meta['skipped'].values())} lines skipped; {encoder.reason}, "

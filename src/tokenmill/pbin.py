@@ -24,6 +24,15 @@ same inputs. The writer renames the sidecar into place *before* the ``.pbin``, a
 the two renames (or a ``.pbin`` replaced by hand) is refused instead of being described by the
 wrong sidecar.
 
+Paths in a sidecar (``tokenizer.path``, ``sources[].path``, a merge's ``parts[].path``): an
+absolute path is recorded as given; a relative one relative to the sidecar's own folder
+(:func:`record_sidecar_paths`, ``os.path.relpath``), so the same inputs and config give the same
+bytes wherever the working copy lives, and readers find the files from any working directory
+(:func:`resolve_sidecar_paths`). Where a symlinked folder would make ``..`` lead elsewhere (the
+recorded path would not name the same file), the absolute path is recorded instead. Sidecars of
+older formats (pbin before /4, sft before /3) hold paths relative to the folder pack ran in: readers
+try the sidecar's folder, then the current one.
+
 ``eod_in_text``: ``[[first, stop], ...]``, sorted half-open ranges of the documents whose own ids
 already ended with the EOD id (a text ending in ``<|endoftext|>``, or a post-processor appending the
 same EOS), so that, as Modalities does, no second EOD was appended. Megatron's ``preprocess_data.py
@@ -55,7 +64,8 @@ from tokenmill.identity import FileIdentity, refuse_inputs_as_outputs
 from tokenmill.progress import Progress
 
 __all__ = ["PbinWriter", "PbinFile", "detect_layout", "merge_pbin", "sidecar_path", "read_sidecar",
-           "write_sidecar", "TOKEN_DTYPES", "index_ranges", "range_indices"]
+           "write_sidecar", "record_sidecar_paths", "resolve_sidecar_paths", "resolved_against", "TOKEN_DTYPES",
+           "index_ranges", "range_indices"]
 
 LAYOUT_050 = "modalities-0.5.0"
 LAYOUT_LEGACY = "legacy-8-byte-header"
@@ -135,6 +145,93 @@ def read_sidecar(pbin_path: str | os.PathLike) -> dict | None:
     return meta
 
 
+# The first format of each sidecar kind whose relative paths count from the sidecar's folder.
+_PATHS_FROM_SIDECAR_FOLDER = {"modalities-pbin-0.5.0": 4, "tokenmill-sft-pbin-pair": 3}
+
+
+def _paths_from_sidecar_folder(meta: dict) -> bool:
+    """Whether ``meta``'s relative paths count from its own folder (else from where pack ran)."""
+    kind, _, version = str(meta.get("format", "")).rpartition("/")
+    return version.isdigit() and int(version) >= _PATHS_FROM_SIDECAR_FOLDER.get(kind, 1 << 30)
+
+
+def _map_sidecar_paths(meta: dict, change) -> dict:
+    """A copy of ``meta`` with ``change`` applied to every path it records (the rest shared)."""
+    meta = dict(meta)
+    if isinstance(meta.get("tokenizer"), dict) and isinstance(meta["tokenizer"].get("path"), str):
+        meta["tokenizer"] = {**meta["tokenizer"], "path": change(meta["tokenizer"]["path"])}
+    for key in ("sources", "parts"):
+        if isinstance(meta.get(key), list):
+            meta[key] = [{**entry, "path": change(entry["path"])}
+                         if isinstance(entry, dict) and isinstance(entry.get("path"), str) else entry
+                         for entry in meta[key]]
+    return meta
+
+
+def _sidecar_folder(pbin_path: str | os.PathLike) -> str:
+    return os.path.dirname(os.fspath(pbin_path))
+
+
+def record_sidecar_paths(meta: dict, pbin_path: str | os.PathLike) -> dict:
+    """``meta`` with its paths as the sidecar of ``pbin_path`` records them: absolute ones as given,
+    relative ones (relative to the working directory) made relative to the sidecar's folder.
+
+    The relative path is textual (``os.path.relpath``); where a symlink on the way makes it name
+    another file, the absolute path is recorded instead. Cost: a ``stat`` or two per path.
+    """
+    folder = _sidecar_folder(pbin_path)
+
+    def record(path: str) -> str:
+        if os.path.isabs(path):
+            return path
+        relative = os.path.relpath(path, folder or os.curdir)
+        try:
+            if os.path.exists(path) and not os.path.samefile(os.path.join(folder, relative), path):
+                return os.path.abspath(path)
+        except OSError:  # the relative spelling leads nowhere: `..` out of a symlinked folder
+            return os.path.abspath(path)
+        return relative
+
+    return _map_sidecar_paths(meta, record)
+
+
+def resolve_sidecar_paths(meta: dict, pbin_path: str | os.PathLike) -> dict:
+    """``meta`` (as :func:`read_sidecar` gives it) with its paths as the current process reaches them.
+
+    A relative path counts from the sidecar's folder; in a sidecar of an older format (which
+    recorded paths relative to the folder pack ran in), from the sidecar's folder where that file
+    exists, else as recorded (from the working directory). A path that exists nowhere is resolved
+    against the sidecar's folder: :func:`resolved_against` says where that was, for the message.
+    Cost: a ``stat`` or two per path.
+    """
+    folder = _sidecar_folder(pbin_path)
+    old_format = not _paths_from_sidecar_folder(meta)
+
+    def resolve(path: str) -> str:
+        if os.path.isabs(path):
+            return path
+        joined = os.path.join(folder, path)
+        normal = os.path.normpath(joined)
+        if os.path.exists(joined):
+            # the short spelling where it is the same file (a `..` after a symlinked folder is not)
+            return normal if os.path.exists(normal) and os.path.samefile(joined, normal) else joined
+        if old_format and os.path.exists(path):
+            return path
+        return normal
+
+    return _map_sidecar_paths(meta, resolve)
+
+
+def resolved_against(meta: dict | None, pbin_path: str | os.PathLike) -> str:
+    """Where the relative paths of ``pbin_path``'s sidecar were looked for, for a "not found" message."""
+    folder = _sidecar_folder(pbin_path) or os.curdir
+    if meta is not None and not _paths_from_sidecar_folder(meta):
+        older = f"of format {meta['format']}" if meta.get("format") else "without a format"
+        return (f"resolved against {folder}, then {os.getcwd()}: a sidecar {older} names paths relative to where "
+                f"it was written; rebuild it to make them relative to its folder")
+    return f"resolved against {folder}"
+
+
 # What readers take from a sidecar, and the JSON types it must have (None: may be null).
 _SIDECAR_TYPES = {("documents",): int, ("tokens",): int, ("token_width",): int, ("text",): str,
                   ("tokenizer",): dict, ("tokenizer", "path"): str, ("tokenizer", "sha256"): str,
@@ -211,15 +308,17 @@ class PbinWriter(AtomicWriter):
     """Streams batches of documents into a ``.pbin`` under a temporary name; renames on close.
 
     Use as a context manager; an exception inside the block removes the temporary file. Set
-    :attr:`sidecar` inside the block: on close it is completed with the file's identity and renamed
-    into place just before the ``.pbin`` (without one, a stale sidecar of the target is removed).
+    :attr:`sidecar` inside the block, its paths as this process reaches them: on close its paths are
+    made relative to the sidecar's folder (:func:`record_sidecar_paths`), and it is completed with the
+    file's identity and renamed into place just before the ``.pbin`` (without one, a stale sidecar of
+    the target is removed).
 
     Args:
         path: final output path.
         token_width: bytes per token (1, 2 or 4).
 
     Attributes:
-        sidecar: the sidecar contents to write, or None.
+        sidecar: the sidecar contents to write, or None; after close, as written (paths recorded).
         identity: after close, ``{"bytes", "data_sha256", "index_sha256"}`` of the written file.
     """
 
@@ -318,6 +417,7 @@ class PbinWriter(AtomicWriter):
         if self.sidecar is None:
             sidecar_path(self.path).unlink(missing_ok=True)
         else:
+            self.sidecar = record_sidecar_paths(self.sidecar, self.path)
             write_sidecar(self.path, {**self.sidecar, "file": self.identity})
         os.replace(self._tmp_path, self.path)
 
@@ -511,7 +611,8 @@ def merge_pbin(out_path: str | os.PathLike, in_paths: list[str | os.PathLike], f
 
     Data sections are block-copied; each file's index is shifted by the data bytes before it
     (Modalities' merge shifts by 12 bytes too few; docs/algorithms.md §5). Sidecars, where present,
-    are combined into the output's sidecar, which lists the parts.
+    are combined into the output's sidecar, which lists the parts; their relative paths are rebased
+    onto the output's folder.
 
     Args:
         out_path: the merged ``.pbin``.
@@ -536,7 +637,9 @@ def merge_pbin(out_path: str | os.PathLike, in_paths: list[str | os.PathLike], f
     if len(widths) > 1:
         described = ", ".join(f"{part.path}: {part.token_width}" for part in parts)
         raise TokenmillError(f"cannot merge .pbin files with different token widths ({described})")
-    metas = [read_sidecar(path) for path in in_paths]
+    # the parts' paths as reached from here: the writer records them relative to the output's folder
+    metas = [meta and resolve_sidecar_paths(meta, path) for path, meta in
+             ((path, read_sidecar(path)) for path in in_paths)]
     _refuse_unlike_parts(in_paths, metas)
     token_width = widths.pop()
     with PbinWriter(out_path, token_width) as writer, \

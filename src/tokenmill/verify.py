@@ -7,9 +7,13 @@ What is checked, by kind (told apart by extension, magic bytes and folder):
 * ``.pbin``: a known layout, the index inside the data and tiling it; with a sidecar: token width,
   document and token counts, every id below the vocabulary size, every document ending with the EOD
   id, the sha256 of each source file that still exists, and the sidecar's ``file`` identity (size,
-  index and token hashes). Suspicious, though well-formed: documents holding the tokenizer's padding
-  id, many documents exactly as long as the longest (cut to a fixed size), or a sidecar from before
-  tokenizer truncation/padding were switched off whose tokenizer file sets them.
+  index and token hashes). The sidecar's relative paths count from its own folder
+  (:func:`tokenmill.pbin.resolve_sidecar_paths`), so the result does not depend on the working
+  directory. Suspicious, though well-formed: documents holding the tokenizer's padding id, many
+  documents exactly as long as the longest (cut to a fixed size), or a sidecar from before tokenizer
+  truncation/padding were switched off whose tokenizer file sets them. A ``.pbin`` packed without an
+  EOD (``--no-eod``) is a warning, not a problem: its documents run together in training, which is
+  rarely meant but can be.
 * Megatron ``<prefix>.bin/.idx`` (``MMIDIDX`` magic): header, sizes, pointers, boundaries, ``.bin`` size.
 * datatrove ``NAME.ds`` (or any of its files): ``.ds.index`` strictly increasing, its last entry the
   token count, which is the ``.ds`` size over the token size; ``.ds.metadata`` with that token size,
@@ -17,7 +21,10 @@ What is checked, by kind (told apart by extension, magic bytes and folder):
 * a cache folder: each ``*-description.txt`` hashes to its file name; GPTDataset arrays have
   Megatron's dtypes and shapes, rows that stay inside the document index and the sequences, and a
   shuffle index that is a permutation, and (where tokenmill built it) the fingerprint of the dataset
-  it was built from; BlendedDataset arrays point at existing datasets.
+  it was built from; BlendedDataset arrays point at existing datasets. One cache per split and
+  dataset (and one blend per split): a second cache of the same dataset, typically built by a job
+  that spells the dataset path differently (Megatron hashes it into the names), is a problem, since
+  a job reads only one of them and nothing says which (:func:`duplicate_caches`).
 
 Cost: a few passes over the tokens of a ``.pbin`` (in 16M-token blocks, one of them sha256) and
 one over each source for its hash; the rest is O(index size).
@@ -28,7 +35,9 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -36,7 +45,8 @@ from tokenmill.datatrove import DatatroveFile, is_datatrove
 from tokenmill.errors import TokenmillError
 from tokenmill.jsonl import iter_lines, source_sha256
 from tokenmill.mmidx import MMapIndexedDataset
-from tokenmill.pbin import PbinFile, file_identity_problem, range_indices, read_sidecar, sidecar_path
+from tokenmill.pbin import (PbinFile, file_identity_problem, range_indices, read_sidecar, resolve_sidecar_paths,
+                            resolved_against, sidecar_path)
 from tokenmill.raw_index import read_index
 from tokenmill.sample_index import dataset_fingerprint, load_npy, read_fingerprint
 from tokenmill.text import TextSelector
@@ -44,13 +54,18 @@ from tokenmill.identity import file_sha256
 from tokenmill.proof import ProofSampler, first_difference
 from tokenmill.tokenizer import load_tokenizer
 
-__all__ = ["verify", "verify_against_tokenizer", "coverage_problems"]
+__all__ = ["verify", "verify_against_tokenizer", "coverage_problems", "duplicate_caches"]
 
 _BLOCK_TOKENS = 16 << 20
 
 
+def _print_warning(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
 def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
-           against_tokenizer: float | None = None, inputs: list[str] | None = None) -> list[str]:
+           against_tokenizer: float | None = None, inputs: list[str] | None = None,
+           warn: Callable[[str], None] = _print_warning) -> list[str]:
     """Every problem found in ``path`` (empty: the file is sound).
 
     Args:
@@ -61,6 +76,8 @@ def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
             JSONL lines with the Hugging Face tokenizer (see :func:`verify_against_tokenizer`).
         inputs: for a ``.pbin``, the files it must be packed from, in order, each exactly once and
             whole (see :func:`coverage_problems`).
+        warn: called with each warning line (``PATH: warning: ...``): what is sound but rarely
+            meant, such as a ``.pbin`` packed without an EOD. Default: printed to stderr.
 
     Raises:
         TokenmillError: ``path`` does not exist or is of no known kind.
@@ -71,7 +88,7 @@ def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
     if is_datatrove(path):
         return _checked(lambda: DatatroveFile(path))
     if path.suffix == ".pbin":
-        problems = _verify_pbin(path, inputs)
+        problems = _verify_pbin(path, inputs, warn)
         if against_tokenizer is not None and not problems:
             problems = verify_against_tokenizer(path, against_tokenizer)[0]
         return problems
@@ -106,7 +123,8 @@ def _verify_raw_index(path: Path, jsonl) -> list[str]:
     return []
 
 
-def _verify_pbin(path: Path, inputs: list[str] | None = None) -> list[str]:
+def _verify_pbin(path: Path, inputs: list[str] | None = None,
+                 warn: Callable[[str], None] = _print_warning) -> list[str]:
     try:
         pbin = PbinFile(path)
         offsets, lengths = pbin.doc_offsets, pbin.doc_lengths
@@ -124,6 +142,7 @@ def _verify_pbin(path: Path, inputs: list[str] | None = None) -> list[str]:
             problems.append(f"{path}: no sidecar, so nothing tells which inputs it was packed from")
         return problems + _suspicious_lengths(path, lengths)
     problems += coverage_problems(path, meta, inputs)
+    meta = resolve_sidecar_paths(meta, path)
     data_problem = file_identity_problem(path, meta.get("file"), sidecar_path(path), check_data=True)
     if data_problem:
         problems.append(data_problem)
@@ -152,6 +171,10 @@ def _verify_pbin(path: Path, inputs: list[str] | None = None) -> list[str]:
                             f"(first: document {int(missing[0])})")
         if "eod_in_text" in meta:
             problems += _eod_in_text_problems(path, meta["eod_in_text"], pbin, eod_id)
+    elif eod_id is None and "eod_id" in tokenizer and len(lengths):
+        warn(f"{path}: warning: packed without an EOD (its sidecar's tokenizer.eod_id is null): its documents run "
+             f"together in training, and Megatron and Modalities cannot tell where one ends; repack with --eod TOKEN "
+             f"unless that is meant")
     sources = meta.get("sources", []) if _malformed_sources(meta.get("sources", []), meta) is None else []
     for source in sources:
         if "sha256" in source and os.path.isfile(source["path"]) and source_sha256(source) != source["sha256"]:
@@ -183,8 +206,9 @@ def coverage_problems(path: str | os.PathLike, meta: dict, inputs: list[str] | N
     shards of a big file) that must tile it from byte 0 to its end, as big as it was when packed and
     as it is now; a Parquet file's shards are row-group ranges that must tile its row groups. A file
     listed twice is packed twice, an error unless the sidecar records ``allow_duplicate_inputs``. With
-    ``inputs``, the files packed must be exactly these, in this order. Cost: O(sources), one ``stat``
-    per file.
+    ``inputs``, the files packed must be exactly these, in this order. ``meta`` is the sidecar as
+    :func:`tokenmill.pbin.read_sidecar` gives it: its relative paths count from ``path``'s folder.
+    Cost: O(sources), one ``stat`` per file.
     """
     sources = meta.get("sources")
     if sources is None:
@@ -192,6 +216,8 @@ def coverage_problems(path: str | os.PathLike, meta: dict, inputs: list[str] | N
     malformed = _malformed_sources(sources, meta)
     if malformed:
         return [f"{sidecar_path(path)}: {malformed}"]
+    recorded, meta = meta, resolve_sidecar_paths(meta, path)
+    sources = meta["sources"]
     problems = []
     counted = sum(source["documents"] for source in sources if "documents" in source)
     if all("documents" in source for source in sources) and counted != meta.get("documents"):
@@ -216,7 +242,8 @@ def coverage_problems(path: str | os.PathLike, meta: dict, inputs: list[str] | N
         if covered != total:
             problems.append(f"{path}: {unit} {covered}-{total} of {file_path} are not packed (of {total})")
         if not os.path.isfile(file_path):
-            problems.append(f"{path}: source {file_path} not found (from {os.getcwd()}); its bytes cannot be checked")
+            problems.append(f"{path}: source {file_path} not found ({resolved_against(recorded, path)}); its bytes "
+                            f"cannot be checked")
         elif os.path.getsize(file_path) != size:
             problems.append(f"{path}: {file_path} is {os.path.getsize(file_path)} bytes now, {size} when packed")
     packed = [_file_key(file_path) for file_path, _ in runs]  # one file however it is spelled or linked
@@ -374,7 +401,11 @@ def verify_against_tokenizer(path: str | os.PathLike, fraction: float) -> tuple[
     meta = read_sidecar(path)
     if not meta or not {"sources", "tokenizer", "text"} <= meta.keys():
         raise TokenmillError(f"{path}: no pack sidecar (sources, tokenizer, text) to check it against")
+    meta = resolve_sidecar_paths(meta, path)
     entry = meta["tokenizer"]
+    if not os.path.isfile(entry["path"]):
+        return [f"{path}: cannot check against the tokenizer: {entry['path']} not found "
+                f"({resolved_against(meta, path)})"], 0
     try:
         tokenizer = load_tokenizer(entry["path"], entry.get("eod_token"))
     except TokenmillError as exc:
@@ -385,8 +416,11 @@ def verify_against_tokenizer(path: str | os.PathLike, fraction: float) -> tuple[
     sampler, selector = ProofSampler(added, fraction), TextSelector(meta["text"])
     pbin, document, checked = PbinFile(path), 0, 0
     for source in meta["sources"]:
-        if not os.path.isfile(source["path"]) or source_sha256(source) != source.get("sha256"):
-            return [f"{path}: source {source['path']} is gone or changed since it was packed; cannot check"], checked
+        if not os.path.isfile(source["path"]):
+            where = resolved_against(meta, path)
+            return [f"{path}: source {source['path']} not found ({where}); cannot check"], checked
+        if source_sha256(source) != source.get("sha256"):
+            return [f"{path}: source {source['path']} has changed since it was packed; cannot check"], checked
         no_tokens = source.get("skipped", {}).get("text gives no tokens", {"count": 0, "first_lines": []})
         if no_tokens["count"] > len(no_tokens["first_lines"]):
             return [f"{path}: {source['path']} had {no_tokens['count']} lines without tokens, more than the sidecar "
@@ -446,7 +480,89 @@ def _verify_cache(folder: Path) -> list[str]:
             problems += _verify_gpt_arrays(folder / stem, identifiers, arrays)
         elif kind.startswith("BlendedDataset-"):
             problems += _verify_blend_arrays(folder / stem, identifiers, arrays)
-    return problems
+    return problems + list(duplicate_caches(folder).values())
+
+
+def _arrays_key(identifiers: dict) -> str:
+    """What names one set of arrays: the identifiers without the tokenizer's (a folder built for several
+    Megatron versions names the same arrays once per tokenizer identity)."""
+    def bare(dataset: object) -> object:
+        return {**dataset, "tokenizer": None} if isinstance(dataset, dict) else dataset
+
+    if isinstance(identifiers.get("datasets"), list):
+        identifiers = {**identifiers, "datasets": [bare(dataset) for dataset in identifiers["datasets"]]}
+    return json.dumps(bare(identifiers), sort_keys=True)
+
+
+def duplicate_caches(folder: str | os.PathLike) -> dict[tuple[str, str], str]:
+    """The splits of a cache folder holding two caches of one dataset (or two blends), each with its problem.
+
+    A job reads one cache per split and dataset: the one whose name its own arguments hash to. A second
+    one of the same dataset is usually a job's own, built because it spelled the dataset path
+    differently (Megatron hashes the path as given); which one a run used, nothing says. Caches are of
+    one dataset when their fingerprints (tokenmill's, of the ``.idx``) are equal, or, where one has
+    none (Megatron built it), when their dataset paths end in the same file name. Caches of other
+    datasets (a folder shared as ``--data-cache-path``, a blend's parts) are no problem; names of one
+    cache for several tokenizer identities count as one. Descriptions that are not JSON objects are
+    left to :func:`verify`. Cost: reads every description and fingerprint.
+
+    Returns:
+        ``{(class name, split): problem}``, e.g. ``("GPTDataset", "train")``.
+    """
+    folder = Path(folder)
+    caches: dict[tuple[str, str], dict[str, tuple[Path, dict]]] = {}  # (class, split) → arrays key → first
+    for description_path in sorted(folder.glob("*-description.txt")):
+        parts = description_path.name[:-len("-description.txt")].split("-")
+        if len(parts) != 3:
+            continue
+        try:
+            identifiers = json.loads(description_path.read_bytes())
+        except ValueError:
+            continue
+        if isinstance(identifiers, dict):
+            caches.setdefault((parts[1], parts[2]), {}).setdefault(_arrays_key(identifiers),
+                                                                    (description_path, identifiers))
+    clashes = {}
+    for (class_name, split), found in caches.items():
+        groups = [list(found.values())] if class_name != "GPTDataset" else _by_dataset(list(found.values()))
+        clash = next((group for group in groups if len(group) > 1), None)
+        if clash:
+            clashes[(class_name, split)] = _clash_problem(folder, class_name, split, clash)
+    return clashes
+
+
+def _by_dataset(caches: list[tuple[Path, dict]]) -> list[list[tuple[Path, dict]]]:
+    """GPTDataset caches grouped by the dataset they were built from (see :func:`duplicate_caches`)."""
+    groups: list[list[tuple[Path, dict, dict | None, str]]] = []
+    for description_path, identifiers in caches:
+        try:
+            fingerprint = read_fingerprint(description_path.with_name(
+                description_path.name.removesuffix("description.txt") + "tokenmill_fingerprint.json"))
+        except TokenmillError:  # verify names it; here it tells nothing
+            fingerprint = None
+        name = Path(str(identifiers.get("dataset_path"))).name
+        for group in groups:
+            _, _, other_fingerprint, other_name = group[0]
+            if (fingerprint == other_fingerprint if fingerprint and other_fingerprint else name == other_name):
+                group.append((description_path, identifiers, fingerprint, name))
+                break
+        else:
+            groups.append([(description_path, identifiers, fingerprint, name)])
+    return [[(path, identifiers) for path, identifiers, _, _ in group] for group in groups]
+
+
+def _clash_problem(folder: Path, class_name: str, split: str, caches: list[tuple[Path, dict]]) -> str:
+    """One line: the caches of one split, what tells them apart, and what to do."""
+    keys = [key for key in caches[0][1] if key != "tokenizer"
+            and len({json.dumps(identifiers.get(key), sort_keys=True) for _, identifiers in caches}) > 1]
+    values = {key: ", ".join(repr(identifiers.get(key)) for _, identifiers in caches) for key in keys}
+    differences = "; ".join(f"{key} {value}" for key, value in values.items()) or "their tokenizer only"
+    files = ", ".join(path.name.removesuffix("description.txt") + "*" for path, _ in caches)
+    why = ("Megatron hashes --data-path as spelled (NanosetConfig: dataset_path=), so a job spelling it differently "
+           "built one of them" if "dataset_path" in keys else "a job with other settings built one of them")
+    return (f"{folder}: {len(caches)} {class_name} {split} caches of one dataset ({files}), differing in "
+            f"{differences}; a job reads only the one its arguments hash to, and {why}: delete the files of the one "
+            f"no job uses")
 
 
 def _verify_gpt_arrays(where: Path, identifiers: dict, arrays: dict) -> list[str]:
