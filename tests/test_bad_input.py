@@ -20,7 +20,7 @@ def test_crlf_and_escaped_nul_are_good_lines_and_a_raw_nul_is_not(tmp_path):
                              [b'{"text": "windows line"}\r', b'{"text": "nul \\u0000 escaped"}'])
     run_tokenmill("pack", good, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "good.pbin")
     bad = write_jsonl_bytes(tmp_path / "bad.jsonl", [b'{"text": "fine"}', b'{"text": "raw \x00 nul"}'])
-    result = run_tokenmill("pack", bad, "--tokenizer", GPT2, "-o", tmp_path / "bad.pbin", check=False)
+    result = run_tokenmill("pack", bad, "--tokenizer", GPT2, "--no-eod", "-o", tmp_path / "bad.pbin", check=False)
     assert_one_line_error(result, f"{bad}:2: invalid JSON")
     assert not (tmp_path / "bad.pbin").exists()
 
@@ -28,7 +28,7 @@ def test_crlf_and_escaped_nul_are_good_lines_and_a_raw_nul_is_not(tmp_path):
 def test_empty_input_file_packs_to_an_empty_pbin_that_says_so(tmp_path):
     empty = tmp_path / "empty.jsonl"
     empty.write_bytes(b"")
-    run_tokenmill("pack", empty, "--tokenizer", GPT2, "-o", tmp_path / "empty.pbin")
+    run_tokenmill("pack", empty, "--tokenizer", GPT2, "--no-eod", "-o", tmp_path / "empty.pbin")
     meta = json.loads((tmp_path / "empty.pbin.meta.json").read_text())
     assert (meta["documents"], meta["tokens"], meta["sources"][0]["lines"]) == (0, 0, 0)
 
@@ -43,11 +43,12 @@ def test_empty_input_file_packs_to_an_empty_pbin_that_says_so(tmp_path):
       "--vocab-size", "10"], "nothing.idx: cannot read (No such file"),
     (["sample-index", "{tmp}/nothing", "-o", "{tmp}/cache", "--seq-length", "8", "--seed", "1", "--epochs", "1",
       "--tokenizer-identifiers", "[1, 2]"], "--tokenizer-identifiers: expected a JSON object"),
-    (["pack", "{tmp}/missing.jsonl", "--tokenizer", str(GPT2), "-o", "{tmp}/out.pbin"],
+    (["pack", "{tmp}/missing.jsonl", "--tokenizer", str(GPT2), "--no-eod", "-o", "{tmp}/out.pbin"],
      "missing.jsonl: input file not found"),
-    (["pack", str(MIXED_JSONL), "--tokenizer", "{tmp}/missing.json", "-o", "{tmp}/out.pbin"],
+    (["pack", str(MIXED_JSONL), "--tokenizer", "{tmp}/missing.json", "--no-eod", "-o", "{tmp}/out.pbin"],
      "missing.json: tokenizer file not found"),
-    (["pack", str(MIXED_JSONL), "--tokenizer", str(GPT2), "--index", "{tmp}/foreign.pbin", "-o", "{tmp}/out.pbin"],
+    (["pack", str(MIXED_JSONL), "--tokenizer", str(GPT2), "--no-eod", "--index", "{tmp}/foreign.pbin", "-o",
+      "{tmp}/out.pbin"],
      "foreign.pbin: not a readable index pickle"),
     (["verify", "{tmp}/nothing"], "nothing: no such file"),
 ])
@@ -63,10 +64,11 @@ def test_a_50_mb_line_is_indexed_and_judged_like_any_other(tmp_path):
     huge = json.dumps({"body": "x" * 50_000_000}).encode()  # valid JSON, but no "text" key
     source = write_jsonl_bytes(tmp_path / "huge.jsonl", [b'{"text": "small"}', huge, b'{"text": "after"}'])
     run_tokenmill("index", source, "-o", tmp_path / "huge.idx")
-    result = run_tokenmill("pack", source, "--index", tmp_path / "huge.idx", "--tokenizer", GPT2,
+    result = run_tokenmill("pack", source, "--index", tmp_path / "huge.idx", "--tokenizer", GPT2, "--no-eod",
                            "-o", tmp_path / "huge.pbin", check=False)
     assert_one_line_error(result, f"{source}:2: no key 'text'")
-    run_tokenmill("pack", source, "--tokenizer", GPT2, "--on-bad-line", "skip", "-o", tmp_path / "huge.pbin")
+    run_tokenmill("pack", source, "--tokenizer", GPT2, "--no-eod", "--on-bad-line", "skip", "-o",
+                  tmp_path / "huge.pbin")
     assert json.loads((tmp_path / "huge.pbin.meta.json").read_text())["documents"] == 2
 
 

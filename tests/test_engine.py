@@ -124,8 +124,8 @@ def test_auto_packs_an_input_under_1_mb_with_hugging_face_itself_and_the_same_by
 
 def test_forcing_fastokens_on_a_tokenizer_it_cannot_load_is_one_line(tmp_path):
     source = write_jsonl_bytes(tmp_path / "x.jsonl", [b'{"text": "hello"}'])
-    result = run_tokenmill("pack", source, "--tokenizer", MINILM, "--engine", "fastokens", "-o", tmp_path / "x.pbin",
-                           check=False)
+    result = run_tokenmill("pack", source, "--tokenizer", MINILM, "--no-eod", "--engine", "fastokens", "-o",
+                           tmp_path / "x.pbin", check=False)
     assert result.returncode == 1 and result.stderr.count("\n") == 1
     assert "minilm-bert.tokenizer.json: fastokens cannot load it" in result.stderr
 
@@ -159,8 +159,8 @@ def test_auto_takes_hugging_face_where_fastokens_cannot_load_the_tokenizer_and_s
     assert f"; {engine['reason']}, 0 documents checked" in auto.stderr.splitlines()[-1]
     assert read_sidecar(tmp_path / "auto.pbin")["sources"][0]["engine"] == "hf"
 
-    forced = run_tokenmill("pack", source, "--tokenizer", sparse, "--engine", "fastokens", "-o", tmp_path / "f.pbin",
-                           check=False)
+    forced = run_tokenmill("pack", source, "--tokenizer", sparse, "--no-eod", "--engine", "fastokens", "-o",
+                           tmp_path / "f.pbin", check=False)
     assert forced.returncode == 1 and forced.stderr.count("\n") == 1 and "Traceback" not in forced.stderr
     assert forced.stderr.startswith(f"tokenmill: error: {sparse}: fastokens cannot load it (model error: ")
     assert forced.stderr.endswith("); use engine hf\n")
@@ -391,11 +391,11 @@ def test_verify_against_tokenizer_re_encodes_documents_from_their_lines(tmp_path
 def test_a_line_over_max_line_bytes_is_a_bad_line_that_is_never_read(tmp_path):
     lines = [b'{"text": "short"}', json.dumps({"text": "long " * 2000}).encode(), b'{"text": "short again"}']
     source = write_jsonl_bytes(tmp_path / "x.jsonl", lines)
-    result = run_tokenmill("pack", source, "--tokenizer", GPT2, "--max-line-bytes", "1000", "-o", tmp_path / "x.pbin",
-                           check=False)
+    result = run_tokenmill("pack", source, "--tokenizer", GPT2, "--no-eod", "--max-line-bytes", "1000", "-o",
+                           tmp_path / "x.pbin", check=False)
     assert result.returncode == 1
     assert f"{source}:2: line of 10012 bytes, over max_line_bytes (1000)" in result.stderr
-    run_tokenmill("pack", source, "--tokenizer", GPT2, "--max-line-bytes", "1000", "--on-bad-line", "skip",
+    run_tokenmill("pack", source, "--tokenizer", GPT2, "--no-eod", "--max-line-bytes", "1000", "--on-bad-line", "skip",
                   "-o", tmp_path / "x.pbin")
     assert PbinFile(tmp_path / "x.pbin").num_documents == 2
 

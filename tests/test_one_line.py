@@ -146,7 +146,7 @@ def test_ctrl_c_or_sigterm_prints_one_line_removes_temporaries_and_exits(tmp_pat
     corpus = tmp_path / "big.jsonl"
     corpus.write_bytes(MIXED_JSONL.read_bytes() * 400)
     process = subprocess.Popen([sys.executable, "-m", "tokenmill.cli", "pack", str(corpus), "--tokenizer", str(GPT2),
-                                "--engine", "hf", "--batch-bytes", "20000", "-o", str(tmp_path / "big.pbin")],
+                                "--no-eod", "--engine", "hf", "--batch-bytes", "20000", "-o", str(tmp_path / "big.pbin")],
                                stderr=subprocess.PIPE, text=True, env=tool_env())
     deadline = time.monotonic() + 60
     while not list(tmp_path.glob(".big.pbin.tmp*")):  # interrupt once the writer has begun
@@ -164,7 +164,7 @@ def start_pack_with_workers(tmp_path) -> tuple[subprocess.Popen, list[int]]:
     corpus = tmp_path / "big.jsonl"
     corpus.write_bytes(MIXED_JSONL.read_bytes() * 900)
     process = subprocess.Popen([sys.executable, "-m", "tokenmill.cli", "pack", str(corpus), "--tokenizer", str(GPT2),
-                                "--engine", "hf", "--workers", "2", "--batch-bytes", "20000", "-o",
+                                "--no-eod", "--engine", "hf", "--workers", "2", "--batch-bytes", "20000", "-o",
                                 str(tmp_path / "big.pbin")], stderr=subprocess.PIPE, text=True, env=tool_env(),
                                start_new_session=True)
     deadline = time.monotonic() + 60
@@ -215,8 +215,8 @@ def test_a_tokenizer_json_that_makes_the_rust_loader_panic_is_one_line(tmp_path)
     bad = tmp_path / "bad.tokenizer.json"
     bad.write_text(json.dumps(config), encoding="utf-8")
     for engine in ("auto", "hf", "fastokens"):
-        result = run_tokenmill("pack", MIXED_JSONL, "--tokenizer", bad, "--engine", engine, "-o", tmp_path / "o.pbin",
-                               check=False)
+        result = run_tokenmill("pack", MIXED_JSONL, "--tokenizer", bad, "--no-eod", "--engine", engine, "-o",
+                               tmp_path / "o.pbin", check=False)
         assert_one_line_error(result, f"{bad}: Hugging Face's tokenizers cannot load it (it panicked: slice index")
         assert "panicked at" not in result.stderr
     assert os.listdir(tmp_path) == ["bad.tokenizer.json"]

@@ -106,7 +106,7 @@ def test_bad_line_stops_with_file_and_line_and_leaves_no_output(tmp_path, bad_li
     lines = [b'{"text": "good one"}'] * 4 + [bad_line] + [b'{"text": "good two"}'] * 3
     source = write_jsonl_bytes(tmp_path / "bad.jsonl", lines)
     out = tmp_path / "out.pbin"
-    result = run_tokenmill("pack", source, "--tokenizer", GPT2, "-o", out, "--workers", "2", check=False)
+    result = run_tokenmill("pack", source, "--tokenizer", GPT2, "--no-eod", "-o", out, "--workers", "2", check=False)
     assert result.returncode == 1
     assert result.stderr.startswith(f"tokenmill: error: {source}:5: ")
     assert len(result.stderr.strip().splitlines()) == 1
@@ -177,7 +177,7 @@ def test_sidecar_records_sources_and_tokenizer_and_reproduces_byte_for_byte(tmp_
 
 def test_a_full_disk_names_the_output_and_leaves_nothing_behind(tmp_path):
     out = tmp_path / "out.pbin"
-    result = run_tokenmill_with_file_size_limit(200_000, "pack", DEMO_JSONL, "--tokenizer", GPT2, "-o", out)
+    result = run_tokenmill_with_file_size_limit(200_000, "pack", DEMO_JSONL, "--tokenizer", GPT2, "--no-eod", "-o", out)
     assert result.returncode == 1
     assert result.stderr == f"tokenmill: error: {out}: cannot write (File too large); nothing was written\n"
     assert list(tmp_path.iterdir()) == []

@@ -105,8 +105,8 @@ def test_the_cli_packs_row_groups_and_refuses_them_for_jsonl(tmp_path, demo):
     for path, ranges, message in [(jsonl, "0:1", "a row-group range needs exactly one Parquet input"),
                                   (parquet, "2:9", "row groups 2:9 asked, the file has 5 (0:5)"),
                                   (parquet, "3:1", "row groups '3:1': give START:END")]:
-        result = run_tokenmill("pack", path, "--row-groups", ranges, "--tokenizer", GPT2, "-o", tmp_path / "x.pbin",
-                               check=False)
+        result = run_tokenmill("pack", path, "--row-groups", ranges, "--tokenizer", GPT2, "--no-eod", "-o",
+                               tmp_path / "x.pbin", check=False)
         assert result.returncode == 1 and message in result.stderr and len(result.stderr.splitlines()) == 1
     assert parse_row_groups("4:") == (4, None)
 
@@ -180,7 +180,8 @@ def test_a_damaged_file_is_refused_in_one_line_and_nothing_is_written(tmp_path, 
     broken = tmp_path / "broken.parquet"
     broken.write_bytes(bytes(data))
     (tmp_path / "out").mkdir()
-    result = run_tokenmill("pack", broken, "--tokenizer", GPT2, "-o", tmp_path / "out" / "x.pbin", check=False)
+    result = run_tokenmill("pack", broken, "--tokenizer", GPT2, "--no-eod", "-o", tmp_path / "out" / "x.pbin",
+                           check=False)
     assert result.returncode == 1
     line, = result.stderr.splitlines()
     assert line.startswith(f"tokenmill: error: {broken}: not a readable Parquet file, truncated or corrupt (")

@@ -60,7 +60,8 @@ def test_on_a_terminal_pack_draws_a_bar(tmp_path):
     controller, terminal = pty.openpty()
     fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # a 120-column terminal
     process = subprocess.Popen([sys.executable, "-m", "tokenmill.cli", "pack", str(DEMO_JSONL),
-                                "--tokenizer", str(GPT2), "--batch-bytes", "500000", "-o", str(tmp_path / "demo.pbin")],
+                                "--tokenizer", str(GPT2), "--no-eod", "--batch-bytes", "500000", "-o",
+                                str(tmp_path / "demo.pbin")],
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=terminal, env=tool_env())
     os.close(terminal)
     screen = b""
@@ -141,6 +142,6 @@ def test_a_terminal_of_zero_columns_gets_an_80_column_bar():
 
 def test_pack_on_a_terminal_of_zero_columns_draws_its_bar(tmp_path):
     text = _screen_of([sys.executable, "-m", "tokenmill.cli", "pack", str(DEMO_JSONL), "--tokenizer", str(GPT2),
-                       "--batch-bytes", "500000", "-o", str(tmp_path / "demo.pbin")], 0, 0)
+                       "--no-eod", "--batch-bytes", "500000", "-o", str(tmp_path / "demo.pbin")], 0, 0)
     assert re.search(r"pack \S+demo\.jsonl: +\d+%\|", text), text
     assert "MB/s, ETA" not in text  # a bar, not log lines

@@ -29,7 +29,7 @@ COMPRESSORS = {".gz": gzip.compress, ".zst": zstd.compress, ".xz": lzma.compress
 
 
 def pack(inputs, out, *options, tokenizer=GPT2, check=True):
-    eod = ["--eod", GPT2_EOD] if tokenizer == GPT2 else []
+    eod = ["--eod", GPT2_EOD] if tokenizer == GPT2 else ["--no-eod"]
     return run_tokenmill("pack", *inputs, "--tokenizer", tokenizer, *eod, "-o", out, *options, check=check)
 
 

@@ -45,7 +45,7 @@ def assert_one_line_error(result, *fragments):
 def test_a_tokenizer_json_with_truncation_and_padding_packs_whole_unpadded_documents(tmp_path):
     long_text = " ".join(f"word{i}" for i in range(500))
     source = write_jsonl_bytes(tmp_path / "x.jsonl", [json.dumps({"text": t}).encode() for t in (long_text, "hello")])
-    run_tokenmill("pack", source, "--tokenizer", MINILM, "-o", tmp_path / "x.pbin")
+    run_tokenmill("pack", source, "--tokenizer", MINILM, "--no-eod", "-o", tmp_path / "x.pbin")
 
     untouched = Tokenizer.from_file(str(MINILM))
     untouched.no_truncation()
@@ -98,12 +98,12 @@ def test_no_verb_writes_over_its_input(tmp_path):
     original = corpus.read_bytes()
     (tmp_path / "link.jsonl").symlink_to(corpus)
     os.link(corpus, tmp_path / "hard.jsonl")
-    run_tokenmill("pack", corpus, "--tokenizer", GPT2, "-o", tmp_path / "x.pbin")
+    run_tokenmill("pack", corpus, "--tokenizer", GPT2, "--no-eod", "-o", tmp_path / "x.pbin")
     attempts = [
-        ["pack", corpus, "--tokenizer", GPT2, "-o", corpus],
-        ["pack", corpus, "--tokenizer", GPT2, "-o", tmp_path / "link.jsonl"],
-        ["pack", corpus, "--tokenizer", GPT2, "-o", tmp_path / "hard.jsonl"],
-        ["pack", corpus, "--tokenizer", GPT2, "-o", GPT2],
+        ["pack", corpus, "--tokenizer", GPT2, "--no-eod", "-o", corpus],
+        ["pack", corpus, "--tokenizer", GPT2, "--no-eod", "-o", tmp_path / "link.jsonl"],
+        ["pack", corpus, "--tokenizer", GPT2, "--no-eod", "-o", tmp_path / "hard.jsonl"],
+        ["pack", corpus, "--tokenizer", GPT2, "--no-eod", "-o", GPT2],
         ["index", corpus, "-o", corpus],
         ["index", tmp_path / "link.jsonl", "-o", corpus],
         ["merge", tmp_path / "x.pbin", "-o", tmp_path / "x.pbin", "--force"],
@@ -125,7 +125,7 @@ def test_no_verb_writes_over_its_input(tmp_path):
 def test_merge_takes_dash_o_and_keeps_an_existing_output_unless_forced(tmp_path):
     for name, lines in (("a", 3), ("b", 5)):
         source = write_jsonl_bytes(tmp_path / f"{name}.jsonl", MIXED_JSONL.read_bytes().splitlines()[:lines])
-        run_tokenmill("pack", source, "--tokenizer", GPT2, "-o", tmp_path / f"{name}.pbin")
+        run_tokenmill("pack", source, "--tokenizer", GPT2, "--no-eod", "-o", tmp_path / f"{name}.pbin")
     a_bytes = (tmp_path / "a.pbin").read_bytes()
 
     result = run_tokenmill("merge", tmp_path / "a.pbin", tmp_path / "b.pbin", check=False)  # the old order
@@ -147,9 +147,10 @@ def test_merge_takes_dash_o_and_keeps_an_existing_output_unless_forced(tmp_path)
 def test_a_second_json_value_on_a_line_is_a_bad_line_for_every_pattern(tmp_path, pattern):
     first, second = b'{"m": {"b": "one"}, "text": "one"}', b'{"m": {"b": "two"}, "text": "two"}'
     source = write_jsonl_bytes(tmp_path / "x.jsonl", [first, second + second.replace(b"two", b"three"), first + b" x"])
-    result = run_tokenmill("pack", source, "--tokenizer", GPT2, "--jq", pattern, "-o", tmp_path / "x.pbin", check=False)
+    result = run_tokenmill("pack", source, "--tokenizer", GPT2, "--no-eod", "--jq", pattern, "-o", tmp_path / "x.pbin",
+                           check=False)
     assert_one_line_error(result, f"{source}:2: invalid JSON: a second value or trailing characters at byte 34")
-    run_tokenmill("pack", source, "--tokenizer", GPT2, "--jq", pattern, "--on-bad-line", "skip", "-o",
+    run_tokenmill("pack", source, "--tokenizer", GPT2, "--no-eod", "--jq", pattern, "--on-bad-line", "skip", "-o",
                   tmp_path / "x.pbin")
     meta = read_sidecar(tmp_path / "x.pbin")
     assert meta["documents"] == 1
@@ -161,8 +162,8 @@ def test_a_second_json_value_on_a_line_is_a_bad_line_for_every_pattern(tmp_path,
 
 def test_a_pattern_with_several_outputs_is_a_bad_line_not_its_first_output(tmp_path):
     source = write_jsonl_bytes(tmp_path / "x.jsonl", [b'{"texts": ["kept", "lost"]}'])
-    result = run_tokenmill("pack", source, "--tokenizer", GPT2, "--jq", ".texts[]", "-o", tmp_path / "x.pbin",
-                           check=False)
+    result = run_tokenmill("pack", source, "--tokenizer", GPT2, "--no-eod", "--jq", ".texts[]", "-o",
+                           tmp_path / "x.pbin", check=False)
     assert_one_line_error(result, f"{source}:1: jq pattern '.texts[]' gave more than one value")
 
 
@@ -173,7 +174,7 @@ def test_a_stale_raw_index_is_refused_wherever_it_is_used(tmp_path):
     run_tokenmill("index", corpus, "-o", tmp_path / "x.idx")
     with open(corpus, "ab") as handle:  # lines appended after the index was built
         handle.write(b'{"text": "added later"}\n')
-    result = run_tokenmill("pack", corpus, "--index", tmp_path / "x.idx", "--tokenizer", GPT2, "-o",
+    result = run_tokenmill("pack", corpus, "--index", tmp_path / "x.idx", "--tokenizer", GPT2, "--no-eod", "-o",
                            tmp_path / "x.pbin", check=False)
     assert_one_line_error(result, "x.idx: its last line ends at byte", "stale index?")
     assert not (tmp_path / "x.pbin").exists()
@@ -187,7 +188,7 @@ def test_a_stale_raw_index_is_refused_wherever_it_is_used(tmp_path):
     corpus.write_bytes(b"".join(lines))
     run_tokenmill("index", corpus, "-o", tmp_path / "x.idx")
     corpus.write_bytes(b"".join([lines[1], lines[0], *lines[2:]]))
-    result = run_tokenmill("pack", corpus, "--index", tmp_path / "x.idx", "--tokenizer", GPT2, "-o",
+    result = run_tokenmill("pack", corpus, "--index", tmp_path / "x.idx", "--tokenizer", GPT2, "--no-eod", "-o",
                            tmp_path / "x.pbin", check=False)
     assert_one_line_error(result, "x.idx: line 1 should end at byte", "no newline is there")
 
@@ -195,7 +196,8 @@ def test_a_stale_raw_index_is_refused_wherever_it_is_used(tmp_path):
 def test_trailing_blank_lines_do_not_make_an_index_stale(tmp_path):
     corpus = write_jsonl_bytes(tmp_path / "x.jsonl", [b'{"text": "a"}', b'{"text": "b"}'])
     run_tokenmill("index", corpus, "-o", tmp_path / "x.idx")
-    run_tokenmill("pack", corpus, "--index", tmp_path / "x.idx", "--tokenizer", GPT2, "-o", tmp_path / "x.pbin")
+    run_tokenmill("pack", corpus, "--index", tmp_path / "x.idx", "--tokenizer", GPT2, "--no-eod", "-o",
+                  tmp_path / "x.pbin")
     assert PbinFile(tmp_path / "x.pbin").num_documents == 2
 
 

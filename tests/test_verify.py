@@ -43,7 +43,7 @@ def test_pbin_sidecar_disagreements_are_found(built):
 def test_changed_source_and_missing_eod_are_found(built, tmp_path):
     source = tmp_path / "source.jsonl"
     source.write_bytes(MIXED_JSONL.read_bytes())
-    run_tokenmill("pack", source, "--tokenizer", GPT2, "-o", tmp_path / "no_eod.pbin")  # no --eod
+    run_tokenmill("pack", source, "--tokenizer", GPT2, "--no-eod", "-o", tmp_path / "no_eod.pbin")
     meta = json.loads((tmp_path / "no_eod.pbin.meta.json").read_text())
     meta["tokenizer"]["eod_id"] = 50256
     (tmp_path / "no_eod.pbin.meta.json").write_text(json.dumps(meta))

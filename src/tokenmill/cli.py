@@ -34,6 +34,13 @@ def _pack(args: argparse.Namespace) -> None:
 
     if args.index and len(args.index) != len(args.inputs):
         raise TokenmillError(f"--index was given {len(args.index)} times for {len(args.inputs)} inputs")
+    # Refused rather than warned: a pack without EOD is rarely meant, and nothing downstream says so
+    if args.eod is None and not args.no_eod:
+        raise TokenmillError("pack needs --eod TOKEN (e.g. --eod '<|endoftext|>'), appended to every document as "
+                             "Megatron's --append-eod and Modalities' eod_token do; --no-eod packs documents that "
+                             "run together")
+    if args.eod is not None and args.no_eod:
+        raise TokenmillError("pack takes --eod TOKEN or --no-eod, not both")
     settings = PackSettings(tokenizer_path=args.tokenizer, text=args.jq, eod_token=args.eod,
                             add_special_tokens=not args.no_special_tokens, on_bad_line=args.on_bad_line,
                             workers=args.workers, batch_bytes=args.batch_bytes, engine=args.engine,
@@ -307,7 +314,12 @@ def build_parser() -> argparse.ArgumentParser:
                       help="pack only row groups START..END-1 of the (one) Parquet input (END empty: to the last); "
                            "row numbers stay those of the whole file")
     pack.add_argument("--jq", default=".text", help="jq pattern selecting the text (default: .text)")
-    pack.add_argument("--eod", help="end-of-document token appended to every document, e.g. '<|endoftext|>'")
+    pack.add_argument("--eod", metavar="TOKEN",
+                      help="end-of-document token appended to every document, e.g. '<|endoftext|>'; required unless "
+                           "--no-eod, since documents without it run together in training: Modalities requires an "
+                           "eod_token and Megatron's pretraining recipes pass --append-eod")
+    pack.add_argument("--no-eod", action="store_true",
+                      help="append no end-of-document token (inspect shows it, verify warns about it)")
     pack.add_argument("--no-special-tokens", action="store_true",
                       help="do not let the tokenizer add its own BOS/EOS (added by default, as HF does)")
     pack.add_argument("--on-bad-line", choices=("error", "skip"), default="error",
