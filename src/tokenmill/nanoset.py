@@ -10,6 +10,12 @@
 * :class:`MappedIndices` — the cache ``.npy`` files a dataset's arrays are mapped from, so that a
   pickled dataset (a DataLoader worker's copy) re-maps them, checked unchanged, instead of carrying them.
 
+A cache is found by its name, the md5 of its description, which holds the dataset path as the training
+job spells it (``dataset_path``; default: ``prefix`` as given): the same files under another spelling
+get a second cache built beside the first. :class:`NanosetBuilder` says so in one warning (logging,
+this module's logger) when it builds a cache in a folder holding one of the same dataset under
+another path (the same ``.idx`` fingerprint, or for a cache Megatron built, the same file name).
+
 Which sequences and token ranges make a sample is :func:`tokenmill.samples.sample_pieces` (torch-free,
 shared with ``tokenmill inspect``). ``tokenmill.datasets`` re-exports every name here, as before the
 split. Cost: building is the cache's (see :mod:`tokenmill.sample_index`); an item is O(pieces) index
@@ -19,6 +25,7 @@ lookups and O(seq_length) to read and shape its tokens from the memory-mapped ``
 from __future__ import annotations
 
 import itertools
+import json
 import logging
 import os
 from dataclasses import dataclass, field
@@ -30,7 +37,8 @@ from torch.utils.data import Dataset
 
 from tokenmill.identity import FileIdentity
 from tokenmill.mmidx import MMapIndexedDataset
-from tokenmill.sample_index import build_gpt_cache, cache_file_names, load_npy
+from tokenmill.errors import TokenmillError
+from tokenmill.sample_index import build_gpt_cache, cache_file_names, cache_fingerprint, dataset_fingerprint, load_npy
 from tokenmill.samples import sample_pieces
 
 __all__ = ["MappedIndices", "NanosetConfig", "Nanoset", "NanosetBuilder", "BlendedNanoset"]
@@ -77,7 +85,9 @@ class NanosetConfig:
         seq_length, seed, split: as Megatron's flags.
         tokenizer_identifiers: the training tokenizer's ``unique_identifiers`` (hashed into names).
         num_samples: per split, a sample count or None for one epoch.
-        dataset_path: the prefix as the training job spells it (default ``prefix``).
+        dataset_path: the prefix as the training job spells it in ``--data-path`` (default ``prefix``):
+            Megatron hashes it into the cache names, so a cache folder built by the workflow for
+            ``sampling.megatron_path_prefix`` + name is found only under that same spelling.
         add_extra_token: samples of seq_length + 1 tokens (Megatron's default).
         eod_id: the end-of-document id, for ``eod_mask_loss`` and ``reset_position_ids``.
         pad_id: fills a partial last sample; its positions are masked from the loss (Megatron: -1).
@@ -235,7 +245,40 @@ class NanosetBuilder:
                 logging.getLogger(__name__).warning("%s: the %s index cache had been built for another version "
                                                     "of %s; rebuilt it", config.cache_dir, split, config.prefix)
         dataset = MMapIndexedDataset(config.prefix)
+        _warn_of_another_spelling(config, dataset, results)
         return {split: _nanoset(dataset, config, result["description"], split) for split, result in results.items()}
+
+
+def _warn_of_another_spelling(config: NanosetConfig, dataset: MMapIndexedDataset, results: dict) -> None:
+    """One warning when caches were just built beside caches of the same dataset under another dataset path:
+    the folder's caches were made for the training job's spelling, which this config did not give."""
+    dataset_path = str(config.prefix) if config.dataset_path is None else config.dataset_path
+    built = [split for split, result in results.items() if result["state"] == "built"]
+    others: set[str] = set()
+    for split in built:
+        own = results[split]["files"]["description.txt"]
+        for description_path in Path(config.cache_dir).glob(f"*-GPTDataset-{split}-description.txt"):
+            if description_path.name == own:
+                continue
+            try:
+                text = description_path.read_text(encoding="utf-8")
+                other = json.loads(text).get("dataset_path")
+                fingerprint = cache_fingerprint(config.cache_dir, text, split)
+            except (OSError, ValueError, AttributeError, TokenmillError):  # not a cache of ours to judge
+                continue
+            if not isinstance(other, str) or other == dataset_path:
+                continue
+            same = (fingerprint == dataset_fingerprint(dataset) if fingerprint is not None
+                    else Path(other).name == Path(dataset_path).name)  # built by Megatron: no fingerprint
+            if same:
+                others.add(other)
+    if others:
+        found = " and ".join(map(repr, sorted(others)))
+        logging.getLogger(__name__).warning(
+            "%s: its caches of %s were built for dataset path %s, not %r as given, so a second set was built "
+            "beside them (%s); pass dataset_path=%s to NanosetConfig, the path as the training job spells it in "
+            "--data-path (Megatron hashes it into the cache names), to use them", config.cache_dir, config.prefix,
+            found, dataset_path, ", ".join(built), repr(sorted(others)[0]))
 
 
 def _nanoset(dataset: MMapIndexedDataset, config: NanosetConfig, description_text: str, split: str) -> Nanoset:
