@@ -146,7 +146,8 @@ def test_ctrl_c_or_sigterm_prints_one_line_removes_temporaries_and_exits(tmp_pat
     corpus = tmp_path / "big.jsonl"
     corpus.write_bytes(MIXED_JSONL.read_bytes() * 400)
     process = subprocess.Popen([sys.executable, "-m", "tokenmill.cli", "pack", str(corpus), "--tokenizer", str(GPT2),
-                                "--no-eod", "--engine", "hf", "--batch-bytes", "20000", "-o", str(tmp_path / "big.pbin")],
+                                "--no-eod", "--engine", "hf", "--batch-bytes", "20000", "-o",
+                                str(tmp_path / "big.pbin")],
                                stderr=subprocess.PIPE, text=True, env=tool_env())
     deadline = time.monotonic() + 60
     while not list(tmp_path.glob(".big.pbin.tmp*")):  # interrupt once the writer has begun
