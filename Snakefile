@@ -40,3 +40,11 @@ rule all:
     default_target: True
     input:
         all_targets(),
+
+
+# After a successful run (not a dry run, nor one with nothing to do): one screen of what was built
+# where and what to run next, the report command with this run's --configfile included.
+onsuccess:
+    from tokenmill.summary import print_summary
+
+    print_summary(PLAN, workflow.overwrite_configfiles, workflow.main_snakefile)

@@ -1,0 +1,204 @@
+"""The one-screen summary that ends a successful workflow run: what was built where, and what to run next.
+
+The Snakefile's ``onsuccess`` handler calls :func:`print_summary` with the build plan. It prints, in at
+most about 25 lines whatever the size of the matrix:
+
+* per build (dataset × tokenizer): documents and tokens (and skipped lines, if any) from the ``.pbin``
+  sidecar, the ``.pbin`` with its size, the Megatron prefix (and ``--data-path`` as the training job
+  spells it, where ``sampling.megatron_path_prefix`` differs), its index cache folders and datatrove
+  folder; past :data:`MAX_BUILDS_SHOWN` builds, the rest as one line of totals;
+* per instruction-tuning dataset and per blend, one line;
+* builds of the config that this run left unbuilt (a run asked for one target, say);
+* the next commands, runnable as printed from the workflow's working directory (a ``cd`` line first
+  where the shell's directory is another): ``tokenmill inspect`` of a document and of a training
+  sample, ``tokenmill verify``, ``snakemake --report`` with the run's own ``-s`` and ``--configfile``
+  (without them Snakemake reports the demo), and where the Megatron-LM arguments and the PyTorch
+  DataLoader recipe are.
+
+tokenmill does not import Snakemake: the handler passes the plan, the config files
+(``workflow.overwrite_configfiles``) and the Snakefile (``workflow.main_snakefile``). Paths are
+relative to the working directory, as the plan's layout functions give them.
+
+Cost: one ``stat`` per built file and one read of each shown build's sidecar (JSON, kilobytes;
+a sidecar that cannot be read leaves its counts out rather than failing a finished run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from tokenmill.plan import Plan, blend_cache_name, datatrove_name, megatron_prefix, packed_path
+
+__all__ = ["MAX_BUILDS_SHOWN", "summary_lines", "print_summary", "report_command"]
+
+#: Builds described one by one (three lines each); the others are summed up in one line.
+MAX_BUILDS_SHOWN = 3
+_MAX_OTHERS_SHOWN = 2  # instruction-tuning datasets, and blends, each listed before summing up
+
+
+def _size(path: str) -> str:
+    """A file's size for people (``2.1 MB``), or ``missing``."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return "missing"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} B"
+
+
+def _sidecar(path: str) -> dict:
+    """The sidecar of a ``.pbin``, or {} where it cannot be read (the summary then leaves counts out)."""
+    try:
+        return json.loads(Path(f"{path}.meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _skipped(meta: dict) -> int:
+    """Lines skipped in all, from a sidecar's ``skipped`` (reason → count, or reason → {count, ...})."""
+    return sum(entry["count"] if isinstance(entry, dict) else entry for entry in meta.get("skipped", {}).values())
+
+
+def _counts(meta: dict, items: str = "documents") -> str:
+    if "documents" not in meta:
+        return "counts unknown (no readable sidecar)"
+    skipped = _skipped(meta)
+    return (f"{meta['documents']:,} {items}, {meta.get('tokens', 0):,} tokens"
+            + (f", {skipped:,} lines skipped" if skipped else ""))
+
+
+def _folders(paths: list[str]) -> str:
+    """Cache folders of one build: ``data/cache/web/{seq512_seed1234,seq2048_seed1234}``, or a count."""
+    if len(paths) == 1:
+        return paths[0]
+    parent = os.path.dirname(paths[0])
+    if len(paths) > 3:
+        return f"{parent}/ ({len(paths)} folders)"
+    return f"{parent}/{{{','.join(os.path.basename(path) for path in paths)}}}"
+
+
+def _shown_path(path: str | os.PathLike, workdir: str) -> str:
+    """A path as typed in the working directory: relative inside it, absolute outside."""
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute, workdir)
+    return absolute if relative.startswith("..") else relative
+
+
+def report_command(configfiles: Sequence[str | os.PathLike] = (), snakefile: str | os.PathLike | None = None,
+                   workdir: str | None = None) -> str:
+    """``snakemake --report report.html`` as the run that built the files must be repeated to report on
+    them, from ``workdir``: its ``-s`` where the Snakefile is not ``workdir/Snakefile``, and its
+    ``--configfile`` (Snakemake reports the demo config without it)."""
+    workdir = os.path.abspath(workdir or os.getcwd())
+    parts = ["snakemake"]
+    if snakefile is not None and os.path.abspath(snakefile) != os.path.join(workdir, "Snakefile"):
+        parts += ["-s", _shown_path(snakefile, workdir)]
+    if configfiles:
+        parts += ["--configfile", *(_shown_path(path, workdir) for path in configfiles)]
+    return shlex.join([*parts, "--report", "report.html"])
+
+
+def _build_lines(plan: Plan, build: str) -> list[str]:
+    """Up to three lines: counts; the files; the cache folders (with ``--data-path`` as the job spells it)."""
+    pbin = packed_path(build)
+    formats = plan.formats(build)
+    files = [f"{pbin} ({_size(pbin)})"]
+    if "megatron" in formats:
+        files.append(f"Megatron {megatron_prefix(build)} ({_size(megatron_prefix(build) + '.bin')})")
+    if "datatrove" in formats:
+        files.append(f"datatrove {os.path.dirname(datatrove_name(build))}/")
+    lines = [f"  {build}: {_counts(_sidecar(pbin))}", "    " + "; ".join(files)]
+    caches = [folder for folder in plan.cache_dirs(build) if os.path.isdir(folder)]  # a run for one target has none
+    if caches:
+        hashed = plan.hashed_prefix(build)
+        lines.append(f"    caches {_folders(caches)}"
+                     + (f", for --data-path {hashed}" if hashed != megatron_prefix(build) else ""))
+    return lines
+
+
+def summary_lines(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
+                  snakefile: str | os.PathLike | None = None, shell_dir: str | None = None) -> list[str]:
+    """The summary as lines of text (see the module docstring); paths relative to the working
+    directory, the current one.
+
+    Args:
+        plan: the build plan of the run's config.
+        configfiles: the ``--configfile`` paths of the run (none for the demo config).
+        snakefile: the run's Snakefile.
+        shell_dir: the directory the user's shell is in (``$PWD``): where it is not the working
+            directory, the next commands start with ``cd`` to it.
+    """
+    workdir = os.getcwd()
+    built = [build for build in plan.builds if os.path.exists(packed_path(build))]
+    unbuilt = [build for build in plan.builds if build not in built]
+    sft = [name for name in plan.config["sft"] if os.path.exists(f"data/sft/{name}.pbin")]
+    blends = [name for name in plan.blends if all(map(os.path.isdir, plan.cache_dirs(blend_cache_name(name))))]
+    config_text = ", ".join(_shown_path(path, workdir) for path in configfiles) or "config/config.yaml"
+    lines = [f"tokenmill: {len(built)} dataset{'' if len(built) == 1 else 's'} of {config_text} in {workdir}:"]
+
+    for build in built[:MAX_BUILDS_SHOWN]:
+        lines += _build_lines(plan, build)
+    rest = built[MAX_BUILDS_SHOWN:]
+    if rest:
+        metas = [_sidecar(packed_path(build)) for build in rest]
+        lines.append(f"  and {len(rest)} more ({', '.join(rest[:3])}{', ...' if len(rest) > 3 else ''}): "
+                     f"{sum(meta.get('documents', 0) for meta in metas):,} documents, "
+                     f"{sum(meta.get('tokens', 0) for meta in metas):,} tokens, in data/packed/")
+    for name in sft[:_MAX_OTHERS_SHOWN]:
+        pbin = f"data/sft/{name}.pbin"
+        lines.append(f"  {name} (instruction tuning): {_counts(_sidecar(pbin), 'conversations')} -> {pbin} "
+                     f"+ {name}.loss_mask.pbin")
+    if len(sft) > _MAX_OTHERS_SHOWN:
+        lines.append(f"  and {len(sft) - _MAX_OTHERS_SHOWN} more instruction-tuning datasets in data/sft/")
+    for name in blends[:_MAX_OTHERS_SHOWN]:
+        lines.append(f"  blend {name} ({', '.join(plan.blends[name])}): caches "
+                     f"{_folders(plan.cache_dirs(blend_cache_name(name)))}")
+    if len(blends) > _MAX_OTHERS_SHOWN:
+        lines.append(f"  and {len(blends) - _MAX_OTHERS_SHOWN} more blends in data/cache/blend_*/")
+    if unbuilt:
+        lines.append(f"  not built by this run: {', '.join(unbuilt[:5])}{', ...' if len(unbuilt) > 5 else ''} "
+                     f"(snakemake without targets builds the whole config)")
+
+    lines.append("Next:")
+    if shell_dir and os.path.isdir(shell_dir) and not os.path.samefile(shell_dir, workdir):
+        lines.append(f"  cd {shlex.quote(workdir)}")
+    return lines + _next_lines(plan, built[0] if built else None, report_command(configfiles, snakefile, workdir))
+
+
+def _next_lines(plan: Plan, build: str | None, report: str) -> list[str]:
+    """The next commands, on one build's files (the first), each with what it shows."""
+    commands = []
+    cache = next((folder for folder in plan.cache_dirs(build) if os.path.isdir(folder)), None) if build else None
+    if build:
+        commands.append((f"tokenmill inspect {packed_path(build)} --doc 0", "a document, with its file and line"))
+        if cache:
+            commands.append((f"tokenmill inspect {cache} --sample 0", "a training sample, document by document"))
+        commands.append((f"tokenmill verify {packed_path(build)} --against-tokenizer 0.05",
+                         "check again, re-encoding 5 % with Hugging Face"))
+    commands.append((report, "the HTML report of these datasets"))
+    width = max(len(command) for command, _ in commands)
+    lines = [f"  {command:<{width}}  {why}" if width + len(why) < 110 else f"  {command}  # {why}"
+             for command, why in commands]
+    if cache:
+        lines.append(f"  Megatron-LM: the arguments in {cache}/megatron_args.txt")
+        lines.append(f"  PyTorch: NanosetBuilder + ResumableSampler on {cache} (README, \"Training with it\")")
+    elif build:
+        lines.append(f"  PyTorch: tokenmill.datasets.PackedMemMapDatasetContinuous on {packed_path(build)}")
+    return lines
+
+
+def print_summary(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
+                  snakefile: str | os.PathLike | None = None, stream: TextIO | None = None) -> None:
+    """Print :func:`summary_lines` for the run in the current directory (the Snakefile's ``onsuccess``),
+    with the shell's directory taken from ``$PWD``."""
+    stream = stream or sys.stdout
+    stream.write("\n".join(summary_lines(plan, configfiles, snakefile, os.environ.get("PWD"))) + "\n")
+    stream.flush()
