@@ -80,3 +80,20 @@ def test_a_bin_of_one_document_among_thousands_still_shows_a_bar():
     svg = length_histogram_svg(np.array([100] * 5000 + [1 << 20]))
     last = re.findall(r'<rect x="[\d.]+" y="[\d.]+" width="[\d.]+" height="([\d.]+)"', svg)[-1]
     assert float(last) >= 1
+
+
+def test_sources_and_tokenizer_are_named_as_reached_from_where_the_report_runs(tmp_path):
+    """The sidecar records them from its own folder (``../../raw/a.jsonl``); the page names them as a
+    reader in the working directory reaches them."""
+    for folder in ("raw", "tok", "data/packed"):
+        (tmp_path / folder).mkdir(parents=True)
+    (tmp_path / "raw/a.jsonl").write_bytes(b"".join(DEMO_JSONL.read_bytes().splitlines(keepends=True)[:50]))
+    (tmp_path / "tok/gpt2.json").write_bytes(GPT2.read_bytes())
+    run_tokenmill("pack", "raw/a.jsonl", "--tokenizer", "tok/gpt2.json", "--eod", GPT2_EOD, "-o", "data/packed/a.pbin",
+                  cwd=tmp_path)
+    recorded = json.loads((tmp_path / "data/packed/a.pbin.meta.json").read_text())
+    assert recorded["sources"][0]["path"] == "../../raw/a.jsonl"
+    run_tokenmill("report", "data/packed/a.pbin", "-o", "a.html", cwd=tmp_path)
+    page = (tmp_path / "a.html").read_text()
+    assert "<td>raw/a.jsonl</td>" in page and "<td>tok/gpt2.json (vocabulary 50257" in page
+    assert "../" not in page

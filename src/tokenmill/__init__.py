@@ -21,7 +21,7 @@ FORMAT_VERSIONS = {
     "verify": "checks/2",  # /2: two caches of one dataset and split in a cache folder are a problem
     "sft": "tokenmill-sft-pbin-pair/3",  # /3: relative paths in the sidecar count from its own folder
     # /2: the files of every format, with their sizes; /3: samples asked vs built in whole epochs, histogram
-    # labels rotated, megatron_args.txt wrapped
-    "report": "tokenmill-report/3",
+    # labels rotated, megatron_args.txt wrapped; /4: sidecar paths as reached from the working directory
+    "report": "tokenmill-report/4",
     "datatrove": "datatrove-ds-0.10.1/1",  # NAME.ds/.ds.index/.ds.metadata(/.ds.loss) as datatrove 0.10.1 writes them
 }

@@ -26,7 +26,7 @@ import numpy as np
 from tokenmill.atomic import atomic_output
 from tokenmill.errors import TokenmillError
 from tokenmill.handoff import HANDOFF_NAME
-from tokenmill.pbin import PbinFile, read_sidecar
+from tokenmill.pbin import PbinFile, read_sidecar, resolve_sidecar_paths
 from tokenmill.sample_index import load_npy
 
 __all__ = ["dataset_page", "blend_page", "length_histogram_svg"]
@@ -106,6 +106,7 @@ def dataset_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, veri
     pbin, meta = PbinFile(pbin_path), read_sidecar(pbin_path)
     if not meta or "sources" not in meta:
         raise TokenmillError(f"{pbin_path}: no pack sidecar to report on")
+    meta = resolve_sidecar_paths(meta, pbin_path)  # its tokenizer and sources as reached from here, not `../raw/`
     text_bytes = sum(_text_bytes(source) for source in meta["sources"])
     tokenizer, engine = meta.get("tokenizer", {}), meta.get("engine", {})
     facts = [("documents", pbin.num_documents), ("tokens", pbin.num_tokens),
