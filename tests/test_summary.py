@@ -57,7 +57,7 @@ def test_a_summary_names_each_builds_counts_and_files_and_the_report_command_of_
     assert lines[2] == (f"    data/packed/a.pbin ({pbin_kb:.1f} kB); Megatron data/megatron/a_text_document "
                         f"({bin_kb:.1f} kB)")
     assert lines[3] == "    caches data/cache/a/seq128_seed7, for --data-path /data/megatron/a_text_document"
-    assert lines[4].startswith("  not built by this run: b ")
+    assert lines[4].startswith("  not built yet: b ")
     assert lines[5] == "Next:"  # the shell is in the working directory: no cd
     commands = [line.split("  ")[1] for line in lines[6:10]]
     assert commands == ["tokenmill inspect data/packed/a.pbin --doc 0",

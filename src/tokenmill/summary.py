@@ -8,12 +8,12 @@ most about 25 lines whatever the size of the matrix:
   spells it, where ``sampling.megatron_path_prefix`` differs), its index cache folders and datatrove
   folder; past :data:`MAX_BUILDS_SHOWN` builds, the rest as one line of totals;
 * per instruction-tuning dataset and per blend, one line;
-* builds of the config that this run left unbuilt (a run asked for one target, say);
+* builds of the config not built yet (a run that asked for one target, say);
 * the next commands, runnable as printed from the workflow's working directory (a ``cd`` line first
-  where the shell's directory is another): ``tokenmill inspect`` of a document and of a training
-  sample, ``tokenmill verify``, ``snakemake --report`` with the run's own ``-s`` and ``--configfile``
-  (without them Snakemake reports the demo), and where the Megatron-LM arguments and the PyTorch
-  DataLoader recipe are.
+  where the shell's directory is another), each followed by what it shows as a shell comment:
+  ``tokenmill inspect`` of a document and of a training sample, ``tokenmill verify``, ``snakemake
+  --report`` with the run's own ``-s`` and ``--configfile`` (without them Snakemake reports the
+  demo); then where the Megatron-LM arguments and the PyTorch DataLoader recipe are.
 
 tokenmill does not import Snakemake: the handler passes the plan, the config files
 (``workflow.overwrite_configfiles``) and the Snakefile (``workflow.main_snakefile``). Paths are
@@ -164,7 +164,7 @@ def summary_lines(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
     if len(blends) > _MAX_OTHERS_SHOWN:
         lines.append(f"  and {len(blends) - _MAX_OTHERS_SHOWN} more blends in data/cache/blend_*/")
     if unbuilt:
-        lines.append(f"  not built by this run: {', '.join(unbuilt[:5])}{', ...' if len(unbuilt) > 5 else ''} "
+        lines.append(f"  not built yet: {', '.join(unbuilt[:5])}{', ...' if len(unbuilt) > 5 else ''} "
                      f"(snakemake without targets builds the whole config)")
 
     lines.append("Next:")
@@ -184,9 +184,9 @@ def _next_lines(plan: Plan, build: str | None, report: str) -> list[str]:
         commands.append((f"tokenmill verify {packed_path(build)} --against-tokenizer 0.05",
                          "check again, re-encoding 5 % with Hugging Face"))
     commands.append((report, "the HTML report of these datasets"))
-    width = max(len(command) for command, _ in commands)
-    lines = [f"  {command:<{width}}  {why}" if width + len(why) < 110 else f"  {command}  # {why}"
-             for command, why in commands]
+    # What each shows as a shell comment, so that a whole line can be pasted; aligned unless a command is long.
+    width = min(max(len(command) for command, _ in commands), 64)
+    lines = [f"  {command:<{width}}  # {why}" for command, why in commands]
     if cache:
         lines.append(f"  Megatron-LM: the arguments in {cache}/megatron_args.txt")
         lines.append(f"  PyTorch: NanosetBuilder + ResumableSampler on {cache} (README, \"Training with it\")")
