@@ -64,7 +64,9 @@ def test_a_summary_names_each_builds_counts_and_files_and_the_report_command_of_
                         "tokenmill inspect data/cache/a/seq128_seed7 --sample 0",
                         "tokenmill verify data/packed/a.pbin --against-tokenizer 0.05",
                         f"snakemake -s {REPO / 'Snakefile'} --configfile my.yaml --report report.html"]
-    assert "data/cache/a/seq128_seed7/megatron_args.txt" in lines[10] and "NanosetBuilder" in lines[11]
+    assert lines[10] == "  Megatron-LM: the arguments in data/cache/a/seq128_seed7/megatron_args.txt"
+    assert lines[11].startswith("  PyTorch: NanosetConfig on that folder with "
+                                "dataset_path='/data/megatron/a_text_document' ")  # the job's spelling: no second cache
     assert len(lines) == 12
 
     for command in (commands[0], commands[2]):  # they run as printed, from the working directory

@@ -189,7 +189,11 @@ def _next_lines(plan: Plan, build: str | None, report: str) -> list[str]:
     lines = [f"  {command:<{width}}  # {why}" for command, why in commands]
     if cache:
         lines.append(f"  Megatron-LM: the arguments in {cache}/megatron_args.txt")
-        lines.append(f"  PyTorch: NanosetBuilder + ResumableSampler on {cache} (README, \"Training with it\")")
+        # The caches are named for the job's spelling of the prefix: a Nanoset given only the local
+        # prefix would build a second set of caches beside them.
+        hashed = plan.hashed_prefix(build)
+        lines.append(f"  PyTorch: NanosetConfig on that folder with dataset_path={hashed!r} "
+                     f"(README, \"Training with it\")")
     elif build:
         lines.append(f"  PyTorch: tokenmill.datasets.PackedMemMapDatasetContinuous on {packed_path(build)}")
     return lines
