@@ -299,9 +299,9 @@ def test_formats_default_to_pbin_and_megatron_and_datatrove_adds_its_folder(tmp_
     assert plan.cache_dirs("lean") == [] and not any("lean" in target and "megatron" in target for target in targets)
     assert plan.verify_options("lean")[-1:] == ["data/packed/lean.pbin"]
     # pack writes every format of a build of one unit in its one pass, and no other
-    assert plan.pack_outputs("nano") == ["-o", "data/packed/nano.pbin", "--megatron", "data/megatron/nano_text_document",
-                                         "--datatrove", "data/datatrove/nano/nano", "--datatrove-tokenizer-name",
-                                         str(tmp_path / "gpt2.json")]
+    assert plan.pack_outputs("nano") == ["-o", "data/packed/nano.pbin", "--megatron",
+                                         "data/megatron/nano_text_document", "--datatrove", "data/datatrove/nano/nano",
+                                         "--datatrove-tokenizer-name", str(tmp_path / "gpt2.json")]
     assert plan.pack_outputs("lean") == ["-o", "data/packed/lean.pbin"]
     assert plan.pack_format("nano") == " ".join(FORMAT_VERSIONS[name] for name in ("pbin", "mmidx", "datatrove"))
 

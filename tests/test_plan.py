@@ -4,6 +4,7 @@ without Snakemake. The rule files only adapt it, so these are the workflow's dec
 from __future__ import annotations
 
 import copy
+import gzip
 import os
 import shutil
 from pathlib import Path
@@ -106,8 +107,44 @@ def test_an_input_named_twice_is_refused_naming_the_key_unless_allowed(folder, i
     with pytest.raises(TokenmillError, match=r"^datasets\.a\.inputs: raw/.* is the file raw/a\.jsonl again and "
                                              r"would be packed twice; .*allow_duplicate_inputs: true$"):
         plan_of(a={"inputs": inputs})
-    plan = plan_of(a={"inputs": inputs, "allow_duplicate_inputs": True})
+    plan = plan_of(a={"inputs": inputs, "allow_duplicate_inputs": True, "group_bytes": None})
     assert "--allow-duplicate-inputs" in plan.pack_options("a.part1")
+
+
+def test_small_files_of_one_kind_are_packed_together_up_to_group_bytes(folder):
+    for k in range(6):
+        (folder / f"raw/s{k}.jsonl").write_bytes(b'{"text": "small"}\n' * 3)  # 54 bytes each
+    (folder / "raw/z.jsonl.gz").write_bytes(gzip.compress(b'{"text": "z"}\n'))
+    everything = plan_of(a={"inputs": ["raw/s*.jsonl"]})  # 64MB by default: one job, named as the build
+    assert everything.builds["a"].units == ("a",) and everything.merged_builds() == []
+    assert everything.unit_inputs("a") == [f"raw/s{k}.jsonl" for k in range(6)]
+    # scanned by the job: no raw index (and no job) per small file
+    assert everything.unit_index("a") == [] and "--index" not in everything.pack_options("a")
+    assert not any(target.startswith("data/index/") for target in everything.all_targets())
+    assert everything.unit_text_bytes("a") == 6 * 54
+    # 120 bytes: two files a group; a compressed file starts a group of its kind; a big file is cut alone
+    plan = plan_of(a={"inputs": ["raw/s0.jsonl", "raw/s1.jsonl", "raw/s2.jsonl", "raw/z.jsonl.gz", "raw/a.jsonl",
+                                 "raw/s3.jsonl", "raw/s4.jsonl", "raw/s5.jsonl"], "group_bytes": 120,
+                      "shard_bytes": 200})
+    assert plan.builds["a"].units == ("a.part0", "a.part2", "a.part3", "a.part4.shard0", "a.part4.shard1",
+                                      "a.part5", "a.part7")
+    assert [plan.unit_inputs(unit) for unit in ("a.part0", "a.part2", "a.part3", "a.part5")] == [
+        ["raw/s0.jsonl", "raw/s1.jsonl"], ["raw/s2.jsonl"], ["raw/z.jsonl.gz"], ["raw/s3.jsonl", "raw/s4.jsonl"]]
+    assert plan.unit_index("a.part3") == [] and plan.unit_identity("a.part0").count(";") == 2  # 2 files + tokenizer
+    assert plan.unit_index("a.part2") == ["data/index/a.part2.idx"]  # alone in its unit: read through its index
+    assert plan.unit_index("a.part4.shard1") == ["data/index/a.part4.idx"]
+    alone = plan_of(a={"inputs": ["raw/s*.jsonl"], "group_bytes": None})
+    assert alone.builds["a"].units == tuple(f"a.part{k}" for k in range(6))
+
+
+def test_a_group_stops_before_its_command_line_would_pass_64_kib(folder):
+    long_name = "x" * 200
+    for k in range(400):
+        (folder / f"raw/{long_name}{k:03d}.jsonl").write_bytes(b'{"text": "small"}\n')
+    plan = plan_of(a={"inputs": [f"raw/{long_name}*.jsonl"]})
+    units = plan.builds["a"].units
+    assert len(units) > 1 and sum(len(plan.unit_inputs(unit)) for unit in units) == 400
+    assert all(len(" ".join(plan.unit_inputs(unit) + plan.unit_index(unit))) < 64 << 10 for unit in units)
 
 
 def test_targets_hold_every_final_file_so_a_deleted_one_is_rebuilt(folder):
@@ -122,7 +159,7 @@ def test_targets_hold_every_final_file_so_a_deleted_one_is_rebuilt(folder):
 
 
 def test_verify_checks_the_inputs_a_build_must_cover(folder):
-    plan = plan_of(a={"inputs": ["raw/a.jsonl", "raw/b.jsonl"]})
+    plan = plan_of(a={"inputs": ["raw/a.jsonl", "raw/b.jsonl"], "group_bytes": None})
     assert plan.verify_options("a") == ["--inputs", "raw/a.jsonl", "raw/b.jsonl", "--", "data/packed/a.pbin",
                                         "data/megatron/a_text_document", "data/cache/a/seq512_seed1",
                                         "data/cache/a/seq512_seed2"]

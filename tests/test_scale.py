@@ -270,7 +270,7 @@ def test_workflow_packs_compressed_files_shards_and_several_tokenizers_from_one_
     config["tokenizers"]["tekken"] = {"path": "data/tokenizers/tekken.tokenizer.json"}
     config["datasets"] = {
         "demo": {"inputs": ["data/raw/demo.jsonl"], "tokenizer": ["gpt2", "tekken"], "shard_bytes": "1MB"},
-        "web": {"inputs": ["data/raw/shards/*"], "tokenizer": "gpt2"},
+        "web": {"inputs": ["data/raw/shards/*"], "tokenizer": "gpt2", "group_bytes": None},  # a job per file
     }
     config["sampling"]["seq_lengths"] = [512]
     config["blends"] = {"mix": {"weights": {"demo": 0.5, "web": 0.5}}}  # the one tokenizer they share

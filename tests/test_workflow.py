@@ -2,6 +2,7 @@
 
 import os
 import time
+from pathlib import Path
 
 import numpy as np
 import yaml
@@ -73,25 +74,32 @@ def test_the_report_holds_each_datasets_statistics_histogram_and_caches(workflow
     assert "Datasets" in report and "demo.html" in report
 
 
-def test_multi_file_dataset_packs_each_file_and_merges_in_order(workflow_dir):
+def test_multi_file_dataset_packs_small_files_in_one_job_or_each_file_and_merges_in_order(workflow_dir):
     lines = (workflow_dir / "data/raw/demo.jsonl").read_bytes().splitlines(keepends=True)[:300]
     for k in range(3):
         (workflow_dir / f"data/raw/shard_{k}.jsonl").write_bytes(b"".join(lines[100 * k:100 * (k + 1)]))
     (workflow_dir / "data/raw/head.jsonl").write_bytes(b"".join(lines))
-    config = yaml.safe_load((workflow_dir / "config/config.yaml").read_text())
-    config["datasets"] = {"sharded": {"inputs": ["data/raw/shard_*.jsonl"], "tokenizer": "gpt2"}}
-    config["sampling"] = {"seq_lengths": []}  # 300 documents leave 969,30,1's test split empty
-    (workflow_dir / "config/config.yaml").write_text(yaml.safe_dump(config))
-
-    run_snakemake(workflow_dir)
-    for k in range(3):
-        assert (workflow_dir / f"data/packed/sharded.part{k}.pbin").exists()
     run_tokenmill("pack", workflow_dir / "data/raw/head.jsonl", "--tokenizer",
                   workflow_dir / "data/tokenizers/gpt2.tokenizer.json", "--eod", "<|endoftext|>",
                   "-o", workflow_dir / "head.pbin")
-    assert (workflow_dir / "data/packed/sharded.pbin").read_bytes() == (workflow_dir / "head.pbin").read_bytes()
-    meta = read_sidecar(workflow_dir / "data/packed/sharded.pbin")
-    assert [source["path"] for source in meta["sources"]] == [f"data/raw/shard_{k}.jsonl" for k in range(3)]
+    config = yaml.safe_load((workflow_dir / "config/config.yaml").read_text())
+    config["datasets"] = {"sharded": {"inputs": ["data/raw/shard_*.jsonl"], "tokenizer": "gpt2"}}
+    config["sampling"] = {"seq_lengths": []}  # 300 documents leave 969,30,1's test split empty
+    for group_bytes in ("64MB", None):  # the default: the three small files in one job; null: a job each
+        config["datasets"]["sharded"]["group_bytes"] = group_bytes
+        (workflow_dir / "config/config.yaml").write_text(yaml.safe_dump(config))
+        run_snakemake(workflow_dir)
+        parts = sorted(path.name for path in (workflow_dir / "data/packed").glob("sharded.part*.pbin"))
+        indexes = sorted(path.name for path in (workflow_dir / "data/index").glob("sharded.part*.idx"))
+        if group_bytes:
+            assert parts == indexes == []  # one pack job, which scans its small files itself
+            assert [path.name for path in (workflow_dir / "logs/pack").glob("sharded*.log")] == ["sharded.log"]
+        else:
+            assert parts == [f"sharded.part{k}.pbin" for k in range(3)]
+            assert indexes == [f"sharded.part{k}.idx" for k in range(3)]
+        assert (workflow_dir / "data/packed/sharded.pbin").read_bytes() == (workflow_dir / "head.pbin").read_bytes()
+        meta = read_sidecar(workflow_dir / "data/packed/sharded.pbin")
+        assert [Path(source["path"]).name for source in meta["sources"]] == [f"shard_{k}.jsonl" for k in range(3)]
 
 
 def test_config_typo_fails_naming_the_key(workflow_dir):

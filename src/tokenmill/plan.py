@@ -8,13 +8,17 @@ Names (they are also the workflow's wildcards):
   tokenizer, ``<dataset>.<tokenizer>`` when it has several. Its files are :func:`packed_path`,
   :func:`megatron_prefix` and the cache folders of :func:`cache_dir`.
 * A **file stem** names one input file: ``<dataset>``, or ``<dataset>.part<k>`` for file *k* of a
-  dataset with several. Each plain file has one raw index (:func:`raw_index_path`), shared by the
-  dataset's tokenizers; a compressed or Parquet file has none (it is read as a stream).
-* A build is packed in **units**: one per input file, or one per byte range ``START:END``
-  (``<...>.shard<j>``) of a plain file bigger than the dataset's ``shard_bytes``, or one per run of
-  whole row groups of about ``shard_bytes`` (compressed, from the footer) of such a Parquet file. A
-  build of one unit is packed straight to its ``.pbin``; a build of several is the merge of their
-  ``.pbin`` files, in input order.
+  dataset with several. Each plain file packed alone or in shards has one raw index
+  (:func:`raw_index_path`), shared by the dataset's tokenizers; a compressed or Parquet file has none
+  (it is read as a stream), nor has a small file packed with others (its job scans it: ~30 ms per
+  64 MB, against a job per file).
+* A build is packed in **units**: one per byte range ``START:END`` (``<...>.shard<j>``) of a plain
+  file bigger than the dataset's ``shard_bytes``, or per run of whole row groups of about
+  ``shard_bytes`` (compressed, from the footer) of such a Parquet file; one per run of consecutive
+  files of one kind (plain, or compressed and Parquet) holding together under ``group_bytes`` of text
+  (a compressed file counted 4x), named after its first file (``<...>.part<k>``), so that thousands
+  of small files make a few jobs; one per other file. A build of one unit is packed straight to its
+  ``.pbin``; a build of several is the merge of their ``.pbin`` files, in input order.
 
 Every option that changes an output is returned here as plain strings (:meth:`Plan.pack_options`,
 :meth:`Plan.sampling_options`, ...), so the workflow records them as Snakemake params and reruns
@@ -111,13 +115,14 @@ class InputFile:
 
 @dataclass(frozen=True)
 class Unit:
-    """One pack job: a file of a build, a byte range ``START:END`` (END empty: to the end) of a plain
-    one, or a row-group range ``START:END`` of a Parquet one."""
+    """One pack job: a run of files of a build (one, or several small ones of one kind: plain, or
+    compressed and Parquet), a byte range ``START:END`` (END empty: to the end) of a plain one, or a
+    row-group range ``START:END`` of a Parquet one."""
 
     name: str
     build: str
-    stem: str
-    byte_range: str | None
+    stems: tuple[str, ...]
+    byte_range: str | None = None
     row_groups: str | None = None
 
 
@@ -161,6 +166,12 @@ def _expand(pattern: str) -> list[str]:
     return sorted(glob.glob(pattern))
 
 
+def _text_bytes(file: InputFile) -> int:
+    """About the bytes of text in a file: its size, four times that compressed (what gzip and zstd
+    give on web text; Parquet likewise)."""
+    return file.size * (4 if file.compression else 1)
+
+
 def _identity(path: str, size: int | None = None, mtime_ns: int | None = None) -> str:
     """A file's size and modification time (stat'ed now unless given), as a params value; a missing
     file says so (Snakemake then names it)."""
@@ -191,6 +202,7 @@ class Plan:
         self.files: dict[str, InputFile] = {}
         self.builds: dict[str, Build] = {}
         self.units: dict[str, Unit] = {}
+        self.indexed: set[str] = set()  # stems of the plain files read through a raw index
         self.row_group_bytes: dict[str, list[int]] = {}  # file stem → compressed bytes per row group (big Parquet)
         self._row_group_ranges: dict[str, list[tuple[int, int]]] = {}
         self._check_tokenizers()
@@ -269,27 +281,56 @@ class Plan:
         self.dataset_files[name] = files
         self.files.update((file.stem, file) for file in files)
         shard_bytes = parse_size(f"datasets.{name}.shard_bytes", dataset["shard_bytes"])
+        group_bytes = parse_size(f"datasets.{name}.group_bytes", dataset["group_bytes"]) or 0
         tokenizers = self.tokenizer_names(name)
         for tokenizer in tokenizers:
             build = name if len(tokenizers) == 1 else f"{name}.{tokenizer}"
             if build in self.builds:
                 raise TokenmillError(f"datasets.{name}: its outputs would be named {build!r} like another dataset's")
             units = []
+            group: list[str] = []  # small files waiting to be packed together, their text and command-line bytes
+            group_text_bytes = group_chars = 0
             for k, file in enumerate(files):
                 unit = build if len(files) == 1 else f"{build}.part{k}"
-                if shard_bytes and file.compression is None and file.size > shard_bytes:
+                text_bytes = _text_bytes(file)
+                sharded = shard_bytes and file.size > shard_bytes and (
+                    file.compression is None
+                    or file.compression == "parquet" and len(self._row_group_units(name, file, shard_bytes)) > 1)
+                joins = text_bytes < group_bytes and not sharded
+                chars = len(file.path) + 3  # its path, quoted, in pack's command (grouped files have no index)
+                if group and (not joins or group_text_bytes + text_bytes > group_bytes
+                              or group_chars + chars > _MAX_LISTED_INPUT_CHARS
+                              or (self.files[group[0]].compression is None) != (file.compression is None)):
+                    units.append(self._group_unit(build, group, len(files)))
+                    group, group_text_bytes, group_chars = [], 0, 0
+                if sharded and file.compression is None:
                     count = -(-file.size // shard_bytes)
                     for j in range(count):
                         end = str((j + 1) * shard_bytes) if j + 1 < count else ""
-                        units.append(Unit(f"{unit}.shard{j}", build, file.stem, f"{j * shard_bytes}:{end}"))
-                elif shard_bytes and file.compression == "parquet" and file.size > shard_bytes \
-                        and len(self._row_group_units(name, file, shard_bytes)) > 1:
-                    units += [Unit(f"{unit}.shard{j}", build, file.stem, None, f"{start}:{end}")
+                        units.append(Unit(f"{unit}.shard{j}", build, (file.stem,), f"{j * shard_bytes}:{end}"))
+                elif sharded:  # a Parquet file, in runs of whole row groups
+                    units += [Unit(f"{unit}.shard{j}", build, (file.stem,), None, f"{start}:{end}")
                               for j, (start, end) in enumerate(self._row_group_units(name, file, shard_bytes))]
+                elif joins:
+                    group.append(file.stem)
+                    group_text_bytes += text_bytes
+                    group_chars += chars
                 else:
-                    units.append(Unit(unit, build, file.stem, None))
+                    units.append(Unit(unit, build, (file.stem,)))
+            if group:
+                units.append(self._group_unit(build, group, len(files)))
+            if len(units) == 1 and units[0].byte_range is None and units[0].row_groups is None:
+                units = [Unit(build, build, units[0].stems)]  # the whole dataset in one job: packed as the build
             self.units.update((unit.name, unit) for unit in units)
+            self.indexed.update(unit.stems[0] for unit in units
+                                if len(unit.stems) == 1 and self.files[unit.stems[0]].compression is None)
             self.builds[build] = Build(build, name, tokenizer, tuple(unit.name for unit in units))
+
+    def _group_unit(self, build: str, stems: list[str], dataset_files: int) -> Unit:
+        """The unit of a run of a build's small files, named after its first file (``<build>.part<k>``)."""
+        first = self.files[stems[0]]
+        return Unit(build if dataset_files == 1 else f"{build}.part{first.stem.rpartition('.part')[2]}", build,
+                    tuple(stems))
 
     def _row_group_units(self, dataset: str, file: InputFile, shard_bytes: int) -> list[tuple[int, int]]:
         """A big Parquet file's row-group ranges of about ``shard_bytes`` each, from its footer (read once).
@@ -334,9 +375,13 @@ class Plan:
         return [build.name for build in self.builds.values() if len(build.units) > 1]
 
     def unit_index(self, unit: str) -> list[str]:
-        """The raw index a unit is read through: none for a compressed file (read as a stream)."""
-        file = self.files[self.unit(unit).stem]
-        return [] if file.compression else [raw_index_path(file.stem)]
+        """The raw index a unit is read through: none for compressed or Parquet files (read as a
+        stream) and for a group of small files (scanned by the job)."""
+        return [raw_index_path(stem) for stem in self.unit(unit).stems if stem in self.indexed]
+
+    def unit_inputs(self, unit: str) -> list[str]:
+        """The input files a unit packs, in order."""
+        return [self.files[stem].path for stem in self.unit(unit).stems]
 
     def build_inputs(self, build: str) -> list[InputFile]:
         """The input files of a build, in order."""
@@ -393,10 +438,11 @@ class Plan:
         return _identity(file.path, file.size, file.mtime_ns)
 
     def unit_identity(self, unit_name: str) -> str:
-        """Size and modification time of the files a pack unit reads: its input and its tokenizer.
+        """Size and modification time of the files a pack unit reads: its inputs and its tokenizer.
         (A unit is often named like its file stem: the two are never looked up by one name.)"""
         unit = self.unit(unit_name)
-        return f"{self.file_identity(unit.stem)}; {self.tokenizer_identities[self.builds[unit.build].tokenizer]}"
+        tokenizer = self.tokenizer_identities[self.builds[unit.build].tokenizer]
+        return "; ".join([*map(self.file_identity, unit.stems), tokenizer])
 
     def unit_tokenizer_path(self, unit: str) -> str:
         """The tokenizer.json a unit is packed with."""
@@ -411,12 +457,12 @@ class Plan:
     def unit_text_bytes(self, unit_name: str) -> int:
         """Bytes of text a unit tokenizes (a compressed file counted 4x: about what it decompresses to)."""
         unit = self.unit(unit_name)
-        file = self.files[unit.stem]
         if unit.row_groups is not None:
             start, end = map(int, unit.row_groups.split(":"))
-            return sum(self.row_group_bytes[unit.stem][start:end]) * 4
+            return sum(self.row_group_bytes[unit.stems[0]][start:end]) * 4
         if unit.byte_range is None:
-            return file.size * (4 if file.compression else 1)
+            return sum(_text_bytes(self.files[stem]) for stem in unit.stems)
+        file = self.files[unit.stems[0]]
         start, _, end = unit.byte_range.partition(":")
         return (int(end) if end else file.size) - int(start)
 
@@ -530,16 +576,16 @@ class Plan:
     def indexed_input(self, build: str) -> InputFile | None:
         """The input of a build packed from one whole plain file (its raw index is then verified), else None."""
         units = self.builds[build].units
-        if len(units) != 1:
+        if len(units) != 1 or len(self.units[units[0]].stems) != 1:
             return None
-        file = self.files[self.units[units[0]].stem]
+        file = self.files[self.units[units[0]].stems[0]]
         return None if file.compression else file
 
     def verify_files(self, build: str) -> list[str]:
         """Every file ``rule verify`` checks for a build: built files and the inputs they come from."""
         inputs = self.build_inputs(build)
         return [*self.built_files(build), *(file.path for file in inputs),
-                *(raw_index_path(file.stem) for file in inputs if file.compression is None),
+                *(raw_index_path(file.stem) for file in inputs if file.stem in self.indexed),
                 *self.cache_dirs(build)]
 
     def verify_options(self, build: str) -> list[str]:
@@ -590,7 +636,7 @@ class Plan:
         verify stamps and report pages. Snakemake checks for a missing output only among the files a
         target asks for (a deleted sidecar beside an intact ``.pbin`` would otherwise stay deleted), so
         each is named here."""
-        targets = [raw_index_path(file.stem) for file in self.files.values() if file.compression is None]
+        targets = [raw_index_path(stem) for stem in self.files if stem in self.indexed]
         for build in self.builds:
             targets += [*self.built_files(build), *self.cache_dirs(build), verified_stamp(build), report_page(build)]
             if self.config["keep_parts"] and len(self.builds[build].units) > 1:  # kept, so rebuilt when deleted

@@ -87,7 +87,7 @@ def _shell(method, wildcard):
 # ---- Input functions
 
 file_jsonl = _plan(lambda stem: PLAN.file(stem).path, "stem")
-unit_jsonl = _plan(lambda unit: PLAN.files[PLAN.unit(unit).stem].path, "unit")
+unit_jsonl = _plan(PLAN.unit_inputs, "unit")
 unit_index = _plan(PLAN.unit_index, "unit")
 unit_tokenizer_path = _plan(PLAN.unit_tokenizer_path, "unit")
 merge_units = _plan(PLAN.merge_units, "build")
