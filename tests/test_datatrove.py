@@ -361,3 +361,17 @@ def test_the_workflow_builds_a_parquet_dataset_in_row_group_shards_into_datatrov
         assert (workflow_dir / f"data/datatrove/rows/rows{suffix}").read_bytes() == \
             (workflow_dir / f"expected/rows{suffix}").read_bytes()
     assert not list((workflow_dir / "data/megatron").glob("rows*"))
+
+
+def test_to_datatrove_names_the_tokenizer_as_pack_was_given_it_from_the_same_folder(tmp_path):
+    """The sidecar records the tokenizer from its own folder (``../gpt2.tokenizer.json``); the metadata
+    names it as reached from where the conversion runs, which is how pack was given it there."""
+    (tmp_path / "gpt2.tokenizer.json").write_bytes(GPT2.read_bytes())
+    (tmp_path / "eod.jsonl").write_bytes(b"".join(json.dumps({"text": text}).encode() + b"\n" for text in EOD_TEXTS))
+    run_tokenmill("pack", "eod.jsonl", "--tokenizer", "gpt2.tokenizer.json", "--eod", GPT2_EOD, "-o", "sub/eod.pbin",
+                  cwd=tmp_path)
+    assert json.loads((tmp_path / "sub/eod.pbin.meta.json").read_text())["tokenizer"]["path"] == \
+        "../gpt2.tokenizer.json"
+    run_tokenmill("to-datatrove", "sub/eod.pbin", "-o", "out/eod", cwd=tmp_path)
+    assert {suffix: sha256(path) for suffix, path in datatrove_paths(tmp_path / "out/eod").items()
+            if path.exists()} == DATATROVE_EOD

@@ -263,3 +263,15 @@ def test_a_bad_config_stops_snakemake_in_one_line_before_any_job(workflow_dir):
     assert result.returncode == 1 and not (workflow_dir / "data/index").exists()
     assert result.stderr.strip() == ("tokenmill: error: config/config.yaml: sampling.split: split '0,0,0': the "
                                      "weights add up to zero")
+
+
+def test_a_reader_that_went_away_ends_the_command_quietly(tmp_path):
+    """``tokenmill inspect ... | head``: the pipe's reader is gone before the command writes a line."""
+    source = write_jsonl_bytes(tmp_path / "x.jsonl", [b'{"text": "a document"}'] * 3)
+    run_tokenmill("pack", source, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "x.pbin")
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # before the command starts: its every write meets a closed pipe
+    result = subprocess.run([sys.executable, "-m", "tokenmill.cli", "inspect", str(tmp_path / "x.pbin"), "--doc", "0"],
+                            stdout=write_end, stderr=subprocess.PIPE, text=True, env=tool_env())
+    os.close(write_end)
+    assert (result.returncode, result.stderr) == (128 + signal.SIGPIPE, "")

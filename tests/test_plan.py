@@ -247,3 +247,27 @@ def test_kept_parts_are_targets_so_a_deleted_one_is_rebuilt(folder, keep_parts):
     parts = ["data/packed/a.shard1.pbin", "data/packed/a.shard1.pbin.meta.json",
              "data/megatron/a.shard1_text_document.bin", "data/megatron/a.shard1_text_document.idx"]
     assert all((part in targets) == keep_parts for part in parts)
+
+
+def test_the_cli_and_the_library_take_their_defaults_from_the_config_schema():
+    from tokenmill.cli import build_parser
+    from tokenmill.config import default, schema
+    from tokenmill.pack import PackSettings
+
+    datasets = schema()["properties"]["datasets"]["additionalProperties"]["properties"]
+    tokenizers = schema()["properties"]["tokenizers"]["additionalProperties"]["properties"]
+    assert default("datasets.*.text") == datasets["text"]["default"] == ".text"
+    pack = build_parser().parse_args(["pack", "x.jsonl", "--tokenizer", "t.json", "--eod", "!"])
+    settings = PackSettings("t.json")
+    for option, key in (("jq", "datasets.*.text"), ("on_bad_line", "datasets.*.on_bad_line"),
+                        ("max_line_bytes", "datasets.*.max_line_bytes"), ("engine", "tokenizers.*.engine"),
+                        ("check_fraction", "tokenizers.*.check_fraction"),
+                        ("on_mismatch", "tokenizers.*.on_mismatch")):
+        *_, name = key.split(".")
+        schema_default = (datasets if key.startswith("datasets") else tokenizers)[name]["default"]
+        assert getattr(pack, option) == getattr(settings, "text" if option == "jq" else option) == schema_default
+    sample_index = build_parser().parse_args(["sample-index", "p", "-o", "c", "--seq-length", "8", "--seed", "1",
+                                              "--epochs", "1", "--vocab-size", "8"])
+    assert sample_index.split == schema()["properties"]["sampling"]["properties"]["split"]["default"]
+    with pytest.raises(KeyError):
+        default("datasets.*.no_such_key")

@@ -14,6 +14,7 @@ import sys
 import traceback
 
 from tokenmill import __version__
+from tokenmill.config import default
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import refuse_inputs_as_outputs
 from tokenmill.mmidx import prefix_of
@@ -252,7 +253,8 @@ def _add_index_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, help="cache folder (Megatron's --data-cache-path)")
     parser.add_argument("--seq-length", type=int, required=True, help="tokens per sample (--seq-length)")
     parser.add_argument("--seed", type=int, required=True, help="random seed (--seed)")
-    parser.add_argument("--split", default="969,30,1", help="train,valid,test weights (default: 969,30,1)")
+    parser.add_argument("--split", default=default("sampling.split"),
+                        help="train,valid,test weights (default: %(default)s)")
     amount = parser.add_mutually_exclusive_group(required=True)
     amount.add_argument("--num-samples", type=int, help="training samples (Megatron: train_iters x global batch)")
     amount.add_argument("--epochs", type=int,
@@ -313,7 +315,8 @@ def build_parser() -> argparse.ArgumentParser:
     pack.add_argument("--row-groups", metavar="START:END",
                       help="pack only row groups START..END-1 of the (one) Parquet input (END empty: to the last); "
                            "row numbers stay those of the whole file")
-    pack.add_argument("--jq", default=".text", help="jq pattern selecting the text (default: .text)")
+    pack.add_argument("--jq", default=default("datasets.*.text"),
+                      help="jq pattern selecting the text (default: %(default)s)")
     pack.add_argument("--eod", metavar="TOKEN",
                       help="end-of-document token appended to every document, e.g. '<|endoftext|>'; required unless "
                            "--no-eod, since documents without it run together in training: Modalities requires an "
@@ -322,21 +325,21 @@ def build_parser() -> argparse.ArgumentParser:
                       help="append no end-of-document token (inspect shows it, verify warns about it)")
     pack.add_argument("--no-special-tokens", action="store_true",
                       help="do not let the tokenizer add its own BOS/EOS (added by default, as HF does)")
-    pack.add_argument("--on-bad-line", choices=("error", "skip"), default="error",
+    pack.add_argument("--on-bad-line", choices=("error", "skip"), default=default("datasets.*.on_bad_line"),
                       help="stop at a bad line (default) or skip it and count it in the sidecar")
     pack.add_argument("--workers", type=int, default=1, help="tokenizer processes (default: 1)")
     pack.add_argument("--batch-bytes", type=int, default=4 << 20, help=argparse.SUPPRESS)
-    pack.add_argument("--engine", choices=("auto", "hf", "fastokens"), default="auto",
+    pack.add_argument("--engine", choices=("auto", "hf", "fastokens"), default=default("tokenizers.*.engine"),
                       help="tokenizer engine: fastokens where proven for the tokenizer, else Hugging Face "
-                           "(default: auto)")
-    pack.add_argument("--check-fraction", type=float, default=0.002, metavar="F",
+                           "(default: %(default)s)")
+    pack.add_argument("--check-fraction", type=float, default=default("tokenizers.*.check_fraction"), metavar="F",
                       help="with a fast engine, re-encode this share of documents whole with Hugging Face (more in "
                            "a job under 32 MB), besides excerpts around special-token strings and rare code points; "
-                           "1 checks everything (default: 0.002)")
-    pack.add_argument("--max-line-bytes", type=int, default=64 << 20, metavar="N",
+                           "1 checks everything (default: %(default)s)")
+    pack.add_argument("--max-line-bytes", type=int, default=default("datasets.*.max_line_bytes"), metavar="N",
                       help="longer lines are bad lines (memory: ~125 bytes per byte of a document under Hugging "
-                           "Face; default: 64 MiB)")
-    pack.add_argument("--on-mismatch", choices=("error", "hf"), default="error",
+                           "Face; default: %(default)s)")
+    pack.add_argument("--on-mismatch", choices=("error", "hf"), default=default("tokenizers.*.on_mismatch"),
                       help="a fast-engine document that differs from Hugging Face: stop (default) or re-encode "
                            "that input with Hugging Face")
     pack.add_argument("--allow-duplicate-inputs", action="store_true",
@@ -439,12 +442,16 @@ def main(argv: list[str] | None = None) -> int:
     previous_handler = signal.signal(signal.SIGTERM, _terminate)
     try:
         args.run(args)
+        sys.stdout.flush()  # here, so that a reader gone away is seen below, not at the interpreter's exit
     except KeyboardInterrupt as interruption:  # writers have removed their temporaries on the way out
         if args.debug:
             traceback.print_exc()
         terminated = isinstance(interruption, _Terminated)
         print(f"tokenmill: {'terminated' if terminated else 'interrupted'}", file=sys.stderr)
         return 128 + (signal.SIGTERM if terminated else signal.SIGINT)
+    except BrokenPipeError:  # the reader went away (`tokenmill inspect ... | head`): nothing more to say
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # so that the exit's flush fails no more
+        return 128 + signal.SIGPIPE
     except (TokenmillError, OSError) as exc:
         if args.debug:
             traceback.print_exc()

@@ -50,7 +50,7 @@ import numpy as np
 from tokenmill.atomic import AtomicWriter, discard, temporary_name
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import refuse_inputs_as_outputs
-from tokenmill.pbin import PbinFile, range_indices, read_sidecar, sidecar_path
+from tokenmill.pbin import PbinFile, range_indices, read_sidecar, resolve_sidecar_paths, sidecar_path
 from tokenmill.progress import Progress
 
 __all__ = ["DatatroveWriter", "DatatroveFile", "pbin_to_datatrove", "token_size_for", "si_count",
@@ -358,6 +358,15 @@ class DatatroveFile:
         return self.tokens[int(self.ends[i - 1]) if i else 0:int(self.ends[i])]
 
 
+def _tokenizer_as_reached_from_here(meta: dict, pbin_path: str | os.PathLike) -> str:
+    """The sidecar's tokenizer path (recorded from the sidecar's folder) as the working directory
+    reaches it; an absolute one as recorded."""
+    recorded = meta["tokenizer"]["path"]
+    if os.path.isabs(recorded):
+        return recorded
+    return os.path.relpath(resolve_sidecar_paths(meta, pbin_path)["tokenizer"]["path"])
+
+
 def pbin_to_datatrove(pbin_path: str | os.PathLike, name: str | os.PathLike, tokenizer_name: str | None = None,
                       vocab_size: int | None = None) -> dict:
     """Convert a ``.pbin`` into datatrove's ``NAME.ds`` files: the bytes datatrove's ``DocumentTokenizer``
@@ -370,8 +379,8 @@ def pbin_to_datatrove(pbin_path: str | os.PathLike, name: str | os.PathLike, tok
     Args:
         pbin_path: the packed file.
         name: ``DIR/NAME`` of the output (the folder is created).
-        tokenizer_name: the metadata's tokenizer field; default: the sidecar's tokenizer path, as the
-            pack command was given it.
+        tokenizer_name: the metadata's tokenizer field; default: the sidecar's tokenizer path as
+            reached from the working directory (as the pack command was given it, run from here).
         vocab_size: picks the token size; default: the sidecar's ``tokenizer.vocab_size``.
 
     Returns:
@@ -388,7 +397,8 @@ def pbin_to_datatrove(pbin_path: str | os.PathLike, name: str | os.PathLike, tok
     mask_path = Path(pbin_path).with_name(meta["loss_mask"]) if "loss_mask" in meta else None
     refuse_inputs_as_outputs(paths.values(), [pbin_path, sidecar_path(pbin_path), *filter(None, [mask_path])])
     vocab_size = vocab_size if vocab_size is not None else tokenizer.get("vocab_size")
-    tokenizer_name = tokenizer_name if tokenizer_name is not None else tokenizer.get("path")
+    if tokenizer_name is None and tokenizer.get("path") is not None:
+        tokenizer_name = _tokenizer_as_reached_from_here(meta, pbin_path)
     if vocab_size is None or tokenizer_name is None:
         raise TokenmillError(f"{pbin_path}: no sidecar with the tokenizer's path and vocabulary size; pass "
                              f"--tokenizer-name and --vocab-size")

@@ -51,6 +51,7 @@ from typing import Callable
 
 import numpy as np
 from tokenmill import FORMAT_VERSIONS
+from tokenmill.config import default
 from tokenmill.datatrove import DatatroveWriter, datatrove_paths, token_size_for
 from tokenmill.errors import TokenmillError
 from tokenmill.engine import (ENGINES, Encoder, FastEngineUnavailable, choose_engine, fast_engine_loading,
@@ -106,18 +107,19 @@ class PackSettings:
             sidecar); by default that is an error, as it would count its documents twice.
     """
 
+    # The defaults are the workflow config's (its schema), as the CLI's are.
     tokenizer_path: str
-    text: str = ".text"
+    text: str = field(default_factory=lambda: default("datasets.*.text"))
     eod_token: str | None = None
-    add_special_tokens: bool = True
-    on_bad_line: str = "error"
+    add_special_tokens: bool = field(default_factory=lambda: default("tokenizers.*.add_special_tokens"))
+    on_bad_line: str = field(default_factory=lambda: default("datasets.*.on_bad_line"))
     workers: int = 1
     batch_bytes: int = 4 << 20  # 4 MiB: big enough that the proof's HF calls use both threads (1.1x over 1 MiB)
-    engine: str = "auto"
+    engine: str = field(default_factory=lambda: default("tokenizers.*.engine"))
     check_fraction: float = DEFAULT_CHECK_FRACTION
-    on_mismatch: str = "error"
-    max_line_bytes: int = 64 << 20
-    allow_duplicate_inputs: bool = False
+    on_mismatch: str = field(default_factory=lambda: default("tokenizers.*.on_mismatch"))
+    max_line_bytes: int = field(default_factory=lambda: default("datasets.*.max_line_bytes"))
+    allow_duplicate_inputs: bool = field(default_factory=lambda: default("datasets.*.allow_duplicate_inputs"))
 
     def __post_init__(self):
         if self.on_bad_line not in BAD_LINE_POLICIES:
@@ -443,6 +445,11 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
         if os.path.isdir(output):
             raise TokenmillError(f"{output}: is a directory; give a file path for the output")
     TextSelector(settings.text)  # fail on a bad pattern before starting workers
+    for output in outputs:
+        try:
+            Path(output).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise TokenmillError(f"{output}: cannot create its folder ({exc.strerror})") from None
     identities = {}  # path → FileIdentity when first seen: checked again once all is packed
     for path in inputs:
         if not os.path.isfile(path):
@@ -637,7 +644,6 @@ class _Outputs:
                          if megatron_prefix else None)
         self.datatrove = None
         if datatrove_name:
-            Path(datatrove_name).parent.mkdir(parents=True, exist_ok=True)
             self.datatrove = stack.enter_context(DatatroveWriter(datatrove_name, token_size_for(tokenizer.vocab_size),
                                                                  tokenizer_name))
         self.eod_id = tokenizer.eod_id

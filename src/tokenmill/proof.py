@@ -69,6 +69,7 @@ from typing import NamedTuple
 import numpy as np
 from tokenizers import Tokenizer
 
+from tokenmill.config import default
 from tokenmill.engine import Encoder, encode_batch_hf, split_flat
 from tokenmill.errors import TokenmillError
 
@@ -77,7 +78,7 @@ __all__ = ["DEFAULT_CHECK_FRACTION", "JOB_FLOOR_BYTES", "WHOLE_DOCUMENT_CHARACTE
            "ProofSample", "ProofTally", "encode_proven",
            "detection_statement", "compare_ids", "first_difference"]
 
-DEFAULT_CHECK_FRACTION = 0.002
+DEFAULT_CHECK_FRACTION: float = default("tokenizers.*.check_fraction")  # 0.002, the config's default
 WHOLE_DOCUMENT_CHARACTERS = 1 << 16
 EXCERPT_CHARACTERS = 256
 LONG_WINDOW_CHARACTERS = 1024

@@ -52,7 +52,7 @@ import numpy as np
 import orjson
 
 from tokenmill import FORMAT_VERSIONS
-from tokenmill.config import validate_sections
+from tokenmill.config import default, validate_sections
 from tokenmill.errors import BadLine, TokenmillError
 from tokenmill.engine import Encoder, EncoderPickling, choose_engine
 from tokenmill.identity import file_sha256, refuse_inputs_as_outputs
@@ -393,13 +393,13 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
     entry = _config_entry(config, ("sft", name))
     tokenizer_config = _config_entry(config, ("tokenizers", entry["tokenizer"]))  # the schema checked the rest
     messages = entry["message_construction"]
-    on_bad_line = entry.get("on_bad_line", "error")
+    on_bad_line = entry.get("on_bad_line", default("sft.*.on_bad_line"))
     sources, skipped, proof = [], {}, ProofTally()
     refuse_inputs_as_outputs([out_path, loss_mask_path(out_path), sidecar_path(out_path)],
                              [*entry["inputs"], tokenizer_config["path"]])
     tokenizer = load_tokenizer(tokenizer_config["path"])
-    asked = engine or tokenizer_config.get("engine", "auto")
-    check_fraction = tokenizer_config.get("check_fraction", DEFAULT_CHECK_FRACTION)
+    asked = engine or tokenizer_config.get("engine", default("tokenizers.*.engine"))
+    check_fraction = tokenizer_config.get("check_fraction", default("tokenizers.*.check_fraction"))
     input_bytes = sum(os.path.getsize(path) for path in entry["inputs"] if os.path.isfile(path))
     engine, reason = choose_engine(asked, tokenizer, input_bytes)
     # The datasets get auto as asked, so that their encoders fall back to HF where fastokens cannot load.
