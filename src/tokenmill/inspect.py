@@ -33,8 +33,9 @@ import numpy as np
 
 from tokenmill.datatrove import DatatroveFile, is_datatrove
 from tokenmill.errors import TokenmillError
-from tokenmill.mmidx import MMapIndexedDataset
+from tokenmill.mmidx import MMapIndexedDataset, is_megatron_index, prefix_of
 from tokenmill.pbin import PbinFile, read_sidecar, resolve_sidecar_paths, resolved_against
+from tokenmill.plan import build_of, cache_dir, megatron_prefix, packed_path
 from tokenmill.raw_index import read_index
 
 __all__ = ["describe", "describe_caches", "show_document", "show_sample", "sample_target", "source_of",
@@ -44,12 +45,13 @@ _SNIPPET = 160
 
 
 def pbin_of_megatron(prefix: str | os.PathLike) -> Path | None:
-    """``data/megatron/<name>_text_document`` → ``data/packed/<name>.pbin`` when the layout is tokenmill's."""
-    prefix = Path(prefix)
-    if prefix.name.endswith("_text_document") and prefix.parent.name == "megatron":
-        candidate = prefix.parent.parent / "packed" / (prefix.name[:-len("_text_document")] + ".pbin")
-        return candidate if candidate.exists() else None
-    return None
+    """``data/megatron/<name>_text_document`` → ``data/packed/<name>.pbin`` when the layout is the
+    workflow's (:mod:`tokenmill.plan`) and that file exists."""
+    found = build_of(prefix)
+    if found is None:
+        return None
+    candidate = found[0] / packed_path(found[1])
+    return candidate if candidate.exists() else None
 
 
 def source_of(meta: dict | None, document: int) -> tuple[str, int | None] | None:
@@ -145,9 +147,9 @@ def describe(path: str | os.PathLike) -> list[str]:
             lines += [f"source: {found(s['path'])} ({s['bytes']} bytes, {s['documents']} documents)"
                       for s in meta.get("sources", [])]
         return lines
-    prefix = path.with_suffix("") if path.suffix in (".bin", ".idx") else path
+    prefix = Path(prefix_of(path))
     index_file = prefix.with_name(prefix.name + ".idx")
-    if index_file.exists() and index_file.read_bytes()[:9] == b"MMIDIDX\x00\x00":
+    if is_megatron_index(index_file):
         dataset = MMapIndexedDataset(prefix)
         return [f"dataset: {prefix} (Megatron MMIDIDX)", f"dtype: {dataset.dtype.name}",
                 f"sequences: {len(dataset)}", f"documents: {dataset.num_documents}",
@@ -231,7 +233,7 @@ def show_document(path: str | os.PathLike, document: int, tokenizer_path: str | 
     elif path.suffix == ".pbin":
         pbin_path, tokens = path, None
     else:
-        prefix = path.with_suffix("") if path.suffix in (".bin", ".idx") else path
+        prefix = Path(prefix_of(path))
         dataset = MMapIndexedDataset(prefix)
         if not 0 <= document < len(dataset):
             raise TokenmillError(f"{prefix}: no sequence {document} (it has {len(dataset)})")
@@ -270,19 +272,21 @@ def sample_target(path: str | os.PathLike, cache: str | os.PathLike | None = Non
         raise TokenmillError(f"{cache}: no such cache folder")
     if not path.exists() and not path.with_name(path.name + ".idx").exists():
         raise TokenmillError(f"{path}: no such .pbin, Megatron dataset or cache folder")
+    found = build_of(path)
     if path.suffix == ".pbin":
-        build = path.name[:-len(".pbin")]
-        prefix = path.parent.parent / "megatron" / f"{build}_text_document"
+        if found is None:
+            raise TokenmillError(f"{path}: samples come from its Megatron dataset; give its prefix (this .pbin is "
+                                 f"not in the workflow's data/packed/ to find it by)")
+        prefix = found[0] / megatron_prefix(found[1])
         if not prefix.with_name(prefix.name + ".idx").exists():
             raise TokenmillError(f"{path}: samples come from its Megatron dataset, and {prefix}.idx does not exist")
     else:
-        prefix = path.with_suffix("") if path.suffix in (".bin", ".idx") else path
-        build = prefix.name.removesuffix("_text_document")
+        prefix = Path(prefix_of(path))
     if cache is None:
-        if seq_length is None or seed is None:
+        if seq_length is None or seed is None or found is None:
             raise TokenmillError("--sample needs a cache folder: --cache, or --seq-length and --seed to find the "
                                  "workflow's data/cache/<name>/seq<L>_seed<S>")
-        cache = prefix.parent.parent / "cache" / build / f"seq{seq_length}_seed{seed}"
+        cache = found[0] / cache_dir(found[1], seq_length, seed)
     return prefix, Path(cache)
 
 
@@ -291,8 +295,9 @@ def _local_prefix(dataset_path: str, cache: Path) -> Path:
     the same name in the workflow's ``data/megatron/`` (the hashed path is how the training job spells
     it, e.g. on a cluster file system)."""
     candidates = [Path(dataset_path)]
-    if cache.resolve().parent.parent.name == "cache":  # data/cache/<build>/seq<L>_seed<S> → data/megatron
-        candidates.append(cache.resolve().parent.parent.parent / "megatron" / Path(dataset_path).name)
+    found = build_of(cache.resolve())
+    if found is not None:  # data/cache/<build>/seq<L>_seed<S> → data/megatron/<the hashed path's name>
+        candidates.append(found[0] / Path(megatron_prefix("")).parent / Path(dataset_path).name)
     for candidate in candidates:
         if candidate.with_name(candidate.name + ".idx").exists():
             return candidate

@@ -39,6 +39,7 @@ import json
 import os
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.blend import check_weights
@@ -50,7 +51,8 @@ from tokenmill.text import TextSelector
 from tokenmill.tokenizer import check_eod_in_file
 
 __all__ = ["Plan", "InputFile", "Unit", "Build", "parse_size", "raw_index_path", "packed_path",
-           "megatron_prefix", "datatrove_name", "cache_dir", "blend_cache_name", "verified_stamp", "report_page"]
+           "megatron_prefix", "datatrove_name", "cache_dir", "blend_cache_name", "verified_stamp", "report_page",
+           "build_of"]
 
 # ---- The layout: where each output lives (relative to the workflow's working directory) ----------
 
@@ -85,6 +87,39 @@ def blend_cache_name(blend: str) -> str:
 def cache_dir(name: str, seq_length: int, seed: int) -> str:
     """The index cache folder of a build (or of :func:`blend_cache_name`) for one length and seed."""
     return f"data/cache/{name}/seq{seq_length}_seed{seed}"
+
+
+def _layout_root(path: str | os.PathLike, build: str, layout_path: str) -> Path | None:
+    """The workflow folder in which ``layout_path`` (this layout's path of ``build``) is ``path``, or None."""
+    path = Path(os.path.normpath(path))
+    parts = Path(layout_path).parts
+    if path.parts[-len(parts):] != parts:
+        return None
+    return Path(*path.parts[:-len(parts)]) if len(path.parts) > len(parts) else Path(".")
+
+
+def build_of(path: str | os.PathLike) -> tuple[Path, str] | None:
+    """``(workflow folder, build)`` of a file of this layout, read backwards from its path: a build's
+    ``.pbin`` (:func:`packed_path`), Megatron prefix (:func:`megatron_prefix`, ``.bin``/``.idx``
+    included) or cache folder (:func:`cache_dir`); None for a path of another layout. For the verbs
+    given one file (``inspect``) to find the build's other files."""
+    path = Path(path)
+    name = path.name
+    candidates = []
+    if name.endswith(".pbin"):
+        candidates.append((name[:-len(".pbin")], packed_path))
+    for suffix in ("", ".bin", ".idx"):
+        if name.endswith(f"_text_document{suffix}"):
+            build = name[:len(name) - len(suffix) - len("_text_document")]
+            candidates.append((build, lambda build, suffix=suffix: megatron_prefix(build) + suffix))
+    match = re.fullmatch(r"seq([0-9]+)_seed([0-9]+)", name)
+    if match:
+        candidates.append((path.parent.name, lambda build: cache_dir(build, int(match[1]), int(match[2]))))
+    for build, layout in candidates:
+        root = _layout_root(path, build, layout(build))
+        if root is not None:
+            return root, build
+    return None
 
 
 def verified_stamp(build: str) -> str:

@@ -44,7 +44,7 @@ import numpy as np
 from tokenmill.datatrove import DatatroveFile, is_datatrove
 from tokenmill.errors import TokenmillError
 from tokenmill.jsonl import iter_lines, source_sha256
-from tokenmill.mmidx import MMapIndexedDataset
+from tokenmill.mmidx import MMapIndexedDataset, is_megatron_index, prefix_of
 from tokenmill.pbin import (PbinFile, file_identity_problem, range_indices, read_sidecar, resolve_sidecar_paths,
                             resolved_against, sidecar_path)
 from tokenmill.raw_index import read_index
@@ -92,13 +92,12 @@ def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
         if against_tokenizer is not None and not problems:
             problems = verify_against_tokenizer(path, against_tokenizer)[0]
         return problems
-    prefix = path.with_suffix("") if path.suffix in (".bin", ".idx") else path
+    prefix = Path(prefix_of(path))
     index_file = prefix.with_name(prefix.name + ".idx")
     if not index_file.exists():
         raise TokenmillError(f"{path}: no such file, .idx or cache folder")
-    with open(index_file, "rb") as handle:
-        if handle.read(9) == b"MMIDIDX\x00\x00":
-            return _checked(lambda: MMapIndexedDataset(prefix))
+    if is_megatron_index(index_file):
+        return _checked(lambda: MMapIndexedDataset(prefix))
     return _verify_raw_index(index_file, jsonl)
 
 
