@@ -40,6 +40,8 @@ rule all:
     default_target: True
     input:
         all_targets(),
+    message:
+        "every file of the config is built"
 
 
 # After a successful run (not a dry run, nor one with nothing to do): one screen of what was built

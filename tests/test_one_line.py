@@ -148,7 +148,10 @@ def test_ctrl_c_or_sigterm_prints_one_line_removes_temporaries_and_exits(tmp_pat
     process = subprocess.Popen([sys.executable, "-m", "tokenmill.cli", "pack", str(corpus), "--tokenizer", str(GPT2),
                                 "--no-eod", "--engine", "hf", "--batch-bytes", "20000", "-o",
                                 str(tmp_path / "big.pbin")],
-                               stderr=subprocess.PIPE, text=True, env=tool_env())
+                               stderr=subprocess.PIPE, text=True, env=tool_env(),
+                               # a suite started in the background (`cmd &`) ignores SIGINT, which its
+                               # children would inherit, and Python then installs no Ctrl-C handler
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
     while not list(tmp_path.glob(".big.pbin.tmp*")):  # interrupt once the writer has begun
         assert time.monotonic() < deadline and process.poll() is None

@@ -7,6 +7,7 @@ import bz2
 import gzip
 import lzma
 import random
+import re
 import shutil
 import subprocess
 
@@ -279,8 +280,11 @@ def test_workflow_packs_compressed_files_shards_and_several_tokenizers_from_one_
     (workflow_dir / "config/config.yaml").write_text(yaml.safe_dump(config))
 
     result = run_snakemake(workflow_dir)
-    assert result.stderr.count("rule raw_index:") == 1  # one index for both tokenizers and all shards
-    assert result.stderr.count("rule pack_unit:") == 2 * 4 + 4
+    jobs = re.findall(r"^Job [0-9]+: (raw line index of|pack) (\S+)", result.stderr, re.MULTILINE)
+    assert [what for what, _ in jobs].count("raw line index of") == 1  # one for both tokenizers and all shards
+    assert sorted(unit for what, unit in jobs if what == "pack") == sorted(
+        [f"demo.{tokenizer}.shard{j}" for tokenizer in ("gpt2", "tekken") for j in range(4)]
+        + [f"web.part{k}" for k in range(4)])
     packed = workflow_dir / "data/packed"
     assert sorted(path.name for path in packed.glob("*.pbin")) == ["demo.gpt2.pbin", "demo.tekken.pbin", "web.pbin"]
     pack([DEMO_JSONL], tmp_path / "gpt2.pbin")

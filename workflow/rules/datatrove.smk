@@ -27,5 +27,7 @@ rule datatrove:
     params:
         format=FORMAT_VERSIONS["datatrove"],
         options=datatrove_options,
+    message:
+        "datatrove .ds of {wildcards.build} -> {output.ds} (log: {log})"
     shell:
         "tokenmill to-datatrove {input.pbin:q} -o {output.ds:q} {params.options} > {log:q} 2>&1"

@@ -32,6 +32,8 @@ rule pack:
         options=pack_options,
         inputs=unit_identity,
         outputs=pack_outputs,
+    message:
+        "pack {wildcards.unit} -> {output.pbin} and its build's other formats (log: {log})"
     shell:
         "tokenmill pack {input.jsonl:q} --tokenizer {input.tokenizer:q}"
         " {params.options} --workers {threads} {params.outputs} > {log:q} 2>&1"
@@ -123,6 +125,8 @@ rule merge_units:
         format=f"{FORMAT_VERSIONS['pbin']} {FORMAT_VERSIONS['mmidx']}",
         units=merge_units_shell,
         megatron_merge=merge_units_megatron_shell,
+    message:
+        "merge the units of {wildcards.build} -> {output.pbin} (log: {log})"
     shell:
         "(tokenmill merge {params.units} -o {output.pbin:q} --force{params.megatron_merge}) > {log:q} 2>&1"
 

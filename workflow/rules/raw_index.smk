@@ -23,5 +23,7 @@ rule raw_index:
     params:
         format=FORMAT_VERSIONS["raw_index"],
         inputs=file_identity,
+    message:
+        "raw line index of {input.jsonl} -> {output.idx} (log: {log})"
     shell:
         "tokenmill index {input.jsonl:q} -o {output.idx:q} > {log:q} 2>&1"

@@ -32,6 +32,8 @@ rule report_dataset:
         format=FORMAT_VERSIONS["report"],
         caches=report_cache_options,
         files=report_file_options,
+    message:
+        "report page of {wildcards.build} -> {output.page} (log: {log})"
     shell:
         "tokenmill report {input.pbin:q} --verified {input.verified:q} {params.caches} {params.files} -o {output.page:q}"
         " > {log:q} 2>&1"
@@ -63,5 +65,7 @@ rule report_blend:
         runtime=copy_runtime,
     params:
         format=FORMAT_VERSIONS["report"],
+    message:
+        "report page of blend {wildcards.blend} -> {output.page} (log: {log})"
     shell:
         "tokenmill report --blend {input.cache:q} -o {output.page:q} > {log:q} 2>&1"

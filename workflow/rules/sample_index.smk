@@ -27,6 +27,8 @@ rule sample_index:
         format=FORMAT_VERSIONS["sample_index"],
         prefix=build_megatron_prefix,
         options=sample_index_options,
+    message:
+        "index caches of {wildcards.build}, seq {wildcards.seq_length}, seed {wildcards.seed} -> {output.cache} (log: {log})"
     shell:
         "tokenmill sample-index {params.prefix:q} -o {output.cache:q} --seq-length {wildcards.seq_length}"
         " --seed {wildcards.seed} {params.options} > {log:q} 2>&1"
@@ -55,6 +57,8 @@ rule blend:
     params:
         format=FORMAT_VERSIONS["sample_index"],
         options=blend_options,
+    message:
+        "blend caches of {wildcards.blend}, seq {wildcards.seq_length}, seed {wildcards.seed} -> {output.cache} (log: {log})"
     shell:
         "tokenmill blend {params.options} -o {output.cache:q} --seq-length {wildcards.seq_length}"
         " --seed {wildcards.seed} > {log:q} 2>&1"

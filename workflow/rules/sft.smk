@@ -25,5 +25,7 @@ rule sft:
         format=FORMAT_VERSIONS["sft"],
         config=sft_config,
         inputs=sft_identity,
+    message:
+        "instruction-tuning set {wildcards.name} -> {output.pbin} (log: {log})"
     shell:
         "echo {params.config:q} | tokenmill sft - {wildcards.name} -o {output.pbin:q} > {log:q} 2>&1"

@@ -22,6 +22,8 @@ rule verify:
     params:
         format=FORMAT_VERSIONS["verify"],
         options=verify_options,
+    message:
+        "verify every file of {wildcards.build} (log: {log})"
     shell:
         "tokenmill verify --stamp {output.stamp:q} {params.options} > {log:q} 2>&1"
 
@@ -46,6 +48,8 @@ rule verify_blend:
         runtime=copy_runtime,
     params:
         format=FORMAT_VERSIONS["verify"],
+    message:
+        "verify the caches of blend {wildcards.blend} (log: {log})"
     shell:
         "tokenmill verify {input.caches:q} --stamp {output.stamp:q} > {log:q} 2>&1"
 
@@ -72,5 +76,7 @@ rule verify_sft:
         runtime=sft_runtime,
     params:
         format=FORMAT_VERSIONS["verify"],
+    message:
+        "verify SFT set {wildcards.name} (log: {log})"
     shell:
         "tokenmill verify {input.pbin:q} --stamp {output.stamp:q} > {log:q} 2>&1"
