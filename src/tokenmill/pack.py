@@ -79,6 +79,7 @@ _SKIPPED_LINES_KEPT = 20  # line numbers listed per reason in the sidecar
 # about what parsing and proving get through during its longest load (Tekken, 1.1-2.2 s).
 _READ_AHEAD_BYTES = 32 << 20
 _WORKER_CHECK_SECONDS = 0.5  # how often a wait for a worker's result checks that the workers live
+_POOL_STOP_SECONDS = 2  # the longest wait for the pool's threads once its workers are stopped
 
 
 @dataclass(frozen=True)
@@ -377,7 +378,13 @@ class _WorkerPool:
         return self
 
     def __exit__(self, *exc_info) -> None:
-        self._pool.terminate()
+        # Pool.terminate stops the workers, then waits for its result reader, which waits forever
+        # where a worker was killed halfway through sending a result (it waits for the rest of the
+        # message). So it runs in a thread given a few seconds: the workers are gone by then, and the
+        # reader, a daemon thread, ends with the process.
+        stopper = threading.Thread(target=self._pool.terminate, name="tokenmill-pool-stop", daemon=True)
+        stopper.start()
+        stopper.join(_POOL_STOP_SECONDS)
 
     def submit(self, task: tuple):
         return self._pool.apply_async(_tokenize_batch, (task,))
