@@ -60,6 +60,7 @@ def test_bad_paths_and_foreign_files_give_one_line_errors(tmp_path, verb_args, f
     assert not (tmp_path / "cache").exists()
 
 
+@pytest.mark.slow
 def test_a_50_mb_line_is_indexed_and_judged_like_any_other(tmp_path):
     huge = json.dumps({"body": "x" * 50_000_000}).encode()  # valid JSON, but no "text" key
     source = write_jsonl_bytes(tmp_path / "huge.jsonl", [b'{"text": "small"}', huge, b'{"text": "after"}'])

@@ -116,6 +116,7 @@ def test_a_text_ending_with_the_eod_gets_a_second_one_as_datatrove_appends_it(tm
             if path.exists()} == DATATROVE_EOD
 
 
+@pytest.mark.slow
 def test_pack_writes_datatrove_s_bytes_in_its_one_pass_with_or_without_other_formats(tmp_path):
     pbin = pack(tmp_path, "eod", [json.dumps({"text": text}).encode() + b"\n" for text in EOD_TEXTS])
     run_tokenmill("pack", "eod.jsonl", "--tokenizer", "gpt2.tokenizer.json", "--eod", GPT2_EOD, "-o", "both.pbin",
@@ -193,6 +194,7 @@ def test_an_id_beyond_the_token_size_is_refused_naming_the_document_and_nothing_
     assert list((tmp_path / "out").iterdir()) == []
 
 
+@pytest.mark.slow
 def test_an_sft_pbin_gives_its_loss_mask_as_ds_loss(tmp_path):
     from tokenmill.sft import loss_mask_path, write_sft
 

@@ -143,6 +143,7 @@ def sparse_gpt2(folder: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_auto_takes_hugging_face_where_fastokens_cannot_load_the_tokenizer_and_says_why(tmp_path):
     sparse = sparse_gpt2(tmp_path)
     lines = DEMO_JSONL.read_bytes().splitlines(keepends=True)
@@ -476,6 +477,7 @@ def test_sft_and_the_on_access_datasets_stop_at_a_planted_mismatch(tmp_path, mon
     assert copy.encoder.name == "fastokens" and np.array_equal(copy[4], hf[4])
 
 
+@pytest.mark.slow
 def test_a_tokenizer_file_replaced_in_place_is_never_encoded_with_its_old_contents(tmp_path):
     import shutil
 

@@ -28,6 +28,7 @@ def pack_cli(out, *arguments, check=True):
     return run_tokenmill("pack", *arguments, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", out, check=check)
 
 
+@pytest.mark.slow
 def test_shards_that_tile_the_file_verify_and_a_missing_shard_is_found(corpus, tmp_path):
     size = corpus.stat().st_size
     cuts = [0, 40_000, 90_000, size]

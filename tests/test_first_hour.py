@@ -46,6 +46,7 @@ def text_line(shown: str) -> str:
 
 # ---- sidecar paths count from the sidecar's folder (item 4)
 
+@pytest.mark.slow
 def test_a_sidecar_names_its_files_from_its_own_folder_and_reads_the_same_from_anywhere(tmp_path):
     project = make_project(tmp_path / "project")
     pbin = pack_in(project, "a", "raw/a.jsonl")
@@ -84,6 +85,7 @@ def test_absolute_paths_stay_absolute_and_a_symlinked_output_folder_is_never_mis
     assert verify(tmp_path / "scratch/a.pbin", inputs=[str(project / "raw/a.jsonl")]) == []
 
 
+@pytest.mark.slow
 def test_a_merge_in_another_folder_rebases_the_paths_of_its_parts(tmp_path):
     project = make_project(tmp_path / "project")
     pack_in(project, "a", "raw/a.jsonl")
@@ -132,6 +134,7 @@ def test_an_older_sidecar_is_read_from_where_it_was_packed_and_elsewhere_says_wh
 
 # ---- EOD: refused unless asked for or explicitly left out (item 5)
 
+@pytest.mark.slow
 def test_pack_without_an_eod_is_refused_unless_no_eod_says_so(tmp_path):
     out = tmp_path / "x.pbin"
     refused = run_tokenmill("pack", MIXED_JSONL, "--tokenizer", GPT2, "-o", out, check=False)

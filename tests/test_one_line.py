@@ -211,6 +211,7 @@ def test_a_write_error_while_finishing_names_the_output_and_leaves_nothing(tmp_p
     assert os.listdir(tmp_path / "out") == []
 
 
+@pytest.mark.slow
 def test_a_tokenizer_json_that_makes_the_rust_loader_panic_is_one_line(tmp_path):
     # pyo3 turns a Rust panic into PanicException, a BaseException that `except Exception` misses,
     # and Rust prints "thread ... panicked at" (and a backtrace) to stderr before Python sees it

@@ -41,6 +41,7 @@ def test_pbin_is_byte_identical_to_modalities(tmp_path, corpus, tokenizer, eod):
     assert PbinFile(out).token_width == (4 if tokenizer == TEKKEN else 2)
 
 
+@pytest.mark.slow
 def test_same_bytes_for_any_worker_count_and_batch_size(tmp_path):
     outputs = []
     for workers, batch_bytes in [(1, 1 << 20), (2, 1 << 20), (2, 4096), (3, 3000)]:

@@ -80,6 +80,7 @@ def test_a_parquet_file_packs_to_the_bytes_of_its_rows_as_jsonl(tmp_path, demo, 
     assert "row_group_range" not in source and "compression" not in source
 
 
+@pytest.mark.slow
 def test_row_group_shards_merge_to_the_bytes_of_one_job(tmp_path, demo):
     parquet, _ = demo
     whole = packed([parquet], tmp_path / "whole.pbin")

@@ -92,6 +92,7 @@ def test_token_beyond_the_width_names_the_document(tmp_path):
     assert list(tmp_path.iterdir()) == []  # neither the output nor its temporary file is left
 
 
+@pytest.mark.slow
 def test_merging_shards_equals_packing_the_concatenation(tmp_path):
     lines = MIXED_JSONL.read_bytes().splitlines(keepends=True)
     shards = []

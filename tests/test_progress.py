@@ -12,6 +12,8 @@ import subprocess
 import sys
 import termios
 
+import pytest
+
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, run_tokenmill, tool_env
 from tokenmill import progress as progress_module
 from tokenmill.progress import Progress
@@ -79,6 +81,7 @@ def test_on_a_terminal_pack_draws_a_bar(tmp_path):
     assert "MB/s, ETA" not in text  # no log lines on a terminal
 
 
+@pytest.mark.slow
 def test_a_step_without_updates_still_logs_every_interval():
     """A batch that takes longer than the interval (a slow tokenizer, a huge document) leaves no silent gap."""
     import time
@@ -124,6 +127,7 @@ _TEN_UPDATES = ("import time\nfrom tokenmill.progress import Progress\n"
                 "    for _ in range(10):\n        progress.update(100_000, 250)\n        time.sleep(0.15)\n")
 
 
+@pytest.mark.slow
 def test_a_terminal_bar_counts_documents():
     text = _screen_of([sys.executable, "-c", _TEN_UPDATES], 24, 120)
     frames = [frame for frame in text.split("\r") if frame.startswith("pack x.jsonl:")]
@@ -131,6 +135,7 @@ def test_a_terminal_bar_counts_documents():
     assert any(frame.rstrip().endswith("2,250 documents]") for frame in frames), frames
 
 
+@pytest.mark.slow
 def test_a_terminal_of_zero_columns_gets_an_80_column_bar():
     """`stty size` says `0 0` in many CI runners and containers: tqdm alone would draw nothing there."""
     text = _screen_of([sys.executable, "-c", _TEN_UPDATES], 0, 0)

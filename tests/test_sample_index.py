@@ -244,6 +244,7 @@ MEGATRON_DEMO_CACHE = {"train": ("9f855c467e240b61d400d8f93f51828c", 21343),
                        "test": ("1c69f37a227c591fd1e9caa176a49734", 20)}
 
 
+@pytest.mark.slow
 def test_demo_cache_folder_has_megatrons_names_and_loads_without_pickle(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", "demo.pbin")

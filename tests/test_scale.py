@@ -57,6 +57,7 @@ def test_compressed_inputs_pack_to_the_bytes_of_the_plain_file(tmp_path, tokeniz
         assert source["decompressed_bytes"] == plain.stat().st_size
 
 
+@pytest.mark.slow
 def test_multi_member_gzip_and_multi_frame_zstd_are_read_whole_with_workers(tmp_path):
     lines = DEMO_JSONL.read_bytes().splitlines(keepends=True)[:1200]
     halves = b"".join(lines[:500]), b"".join(lines[500:])
@@ -121,6 +122,7 @@ def test_a_damaged_archive_is_an_error_naming_it_never_a_shorter_output(tmp_path
     assert not (tmp_path / "out.pbin").exists() and not list(tmp_path.glob("*.tmp*"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", list(COMPRESSORS))
 def test_concatenated_streams_are_read_whole_and_bytes_after_the_last_are_refused(tmp_path, suffix):
     first, rest = b'{"text": "a"}\n', b'{"text": "b"}\n{"text": "c"}\n'
@@ -149,6 +151,7 @@ def test_concatenated_streams_are_read_whole_and_bytes_after_the_last_are_refuse
     assert not (tmp_path / "out.pbin").exists() and not list(tmp_path.glob("*.tmp*"))
 
 
+@pytest.mark.slow
 def test_xz_stream_padding_is_read_as_xz_does_and_padding_not_a_multiple_of_4_is_corrupt(tmp_path):
     first, rest = b'{"text": "a"}\n', b'{"text": "b"}\n{"text": "c"}\n'
     (tmp_path / "all.jsonl").write_bytes(first + rest)

@@ -115,6 +115,7 @@ def test_bad_conversations_name_file_and_line(tmp_path, line, message):
         InstructionDataset(path, TEKKEN, FIELDS, SPECIAL)[0]
 
 
+@pytest.mark.slow
 def test_bad_configuration_names_the_key():
     with pytest.raises(TokenmillError, match="special_tokens.eos_token: '<eos>' is not a single token"):
         InstructionDataset(CHAT, TEKKEN, FIELDS, {"bos_token": "<s>", "eos_token": "<eos>"})

@@ -92,6 +92,7 @@ def _sha256(path):
 
 # ---- 2 and 3. an output is never one of the inputs; merge takes -o and keeps what exists --------
 
+@pytest.mark.slow
 def test_no_verb_writes_over_its_input(tmp_path):
     corpus = tmp_path / "x.jsonl"
     corpus.write_bytes(MIXED_JSONL.read_bytes())
@@ -122,6 +123,7 @@ def test_no_verb_writes_over_its_input(tmp_path):
     assert PbinFile(tmp_path / "y.bin").num_documents == 50
 
 
+@pytest.mark.slow
 def test_merge_takes_dash_o_and_keeps_an_existing_output_unless_forced(tmp_path):
     for name, lines in (("a", 3), ("b", 5)):
         source = write_jsonl_bytes(tmp_path / f"{name}.jsonl", MIXED_JSONL.read_bytes().splitlines()[:lines])
@@ -169,6 +171,7 @@ def test_a_pattern_with_several_outputs_is_a_bad_line_not_its_first_output(tmp_p
 
 # ---- 5. a raw index that no longer describes its file is refused ----------------------------------
 
+@pytest.mark.slow
 def test_a_stale_raw_index_is_refused_wherever_it_is_used(tmp_path):
     corpus = write_jsonl_bytes(tmp_path / "x.jsonl", MIXED_JSONL.read_bytes().splitlines()[:10])
     run_tokenmill("index", corpus, "-o", tmp_path / "x.idx")
@@ -393,6 +396,7 @@ def test_a_cache_without_a_fingerprint_is_used_as_megatron_built_it(tmp_path):
     assert "(found)" in run_tokenmill("sample-index", tmp_path / "x", *arguments).stderr
 
 
+@pytest.mark.slow
 def test_blend_and_nanoset_builder_say_when_they_rebuild_a_part(tmp_path, caplog):
     lines = MIXED_JSONL.read_bytes().splitlines()
     corpus = write_jsonl_bytes(tmp_path / "x.jsonl", lines[:40])
