@@ -59,24 +59,8 @@ def test_pack_logs_progress_lines_that_reach_the_whole_file(tmp_path):
 
 
 def test_on_a_terminal_pack_draws_a_bar(tmp_path):
-    controller, terminal = pty.openpty()
-    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))  # a 120-column terminal
-    process = subprocess.Popen([sys.executable, "-m", "tokenmill.cli", "pack", str(DEMO_JSONL),
-                                "--tokenizer", str(GPT2), "--no-eod", "--batch-bytes", "500000", "-o",
-                                str(tmp_path / "demo.pbin")],
-                               stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=terminal, env=tool_env())
-    os.close(terminal)
-    screen = b""
-    while True:
-        try:
-            chunk = os.read(controller, 4096)
-        except OSError:  # the terminal closed with the process
-            break
-        if not chunk:
-            break
-        screen += chunk
-    assert process.wait() == 0
-    text = screen.decode("utf-8", "replace")
+    text = _screen_of([sys.executable, "-m", "tokenmill.cli", "pack", str(DEMO_JSONL), "--tokenizer", str(GPT2),
+                       "--no-eod", "--batch-bytes", "500000", "-o", str(tmp_path / "demo.pbin")], rows=24, columns=120)
     assert re.search(r"pack \S+demo\.jsonl: +\d+%\|", text), text  # tqdm's bar: label, share, |###|
     assert "MB/s, ETA" not in text  # no log lines on a terminal
 

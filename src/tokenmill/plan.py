@@ -38,6 +38,7 @@ import glob
 import json
 import os
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -52,7 +53,7 @@ from tokenmill.tokenizer import check_eod_in_file
 
 __all__ = ["Plan", "InputFile", "Unit", "Build", "parse_size", "raw_index_path", "packed_path",
            "megatron_prefix", "datatrove_name", "cache_dir", "blend_cache_name", "verified_stamp", "report_page",
-           "build_of"]
+           "build_of", "brace_ranges"]
 
 # ---- The layout: where each output lives (relative to the workflow's working directory) ----------
 
@@ -87,6 +88,22 @@ def blend_cache_name(blend: str) -> str:
 def cache_dir(name: str, seq_length: int, seed: int) -> str:
     """The index cache folder of a build (or of :func:`blend_cache_name`) for one length and seed."""
     return f"data/cache/{name}/seq{seq_length}_seed{seed}"
+
+
+def brace_ranges(names: list[str] | tuple[str, ...], folder: str, suffix: str) -> str:
+    """Files of numbered names for a shell command as bash brace ranges, in order
+    (``data/packed/web.part{0..1999}.pbin``): thousands of paths spelled out would pass the 128 KiB
+    that one argument (``bash -c``) may hold. Names of builds and units hold only letters, digits and
+    ``._-``, so they need no quoting."""
+    runs = []  # [prefix, first number, last number]
+    for name in names:
+        prefix, number = re.fullmatch(r"(.*?)([0-9]*)", name).groups()
+        if number and runs and runs[-1][0] == prefix and runs[-1][2] == int(number) - 1:
+            runs[-1][2] += 1
+        else:
+            runs.append([prefix, int(number) if number else None, int(number) if number else None])
+    return " ".join(f"{folder}{prefix}{'' if first is None else first}{suffix}" if first == last
+                    else f"{folder}{prefix}{{{first}..{last}}}{suffix}" for prefix, first, last in runs)
 
 
 def _layout_root(path: str | os.PathLike, build: str, layout_path: str) -> Path | None:
@@ -403,11 +420,18 @@ class Plan:
         except KeyError:
             raise TokenmillError(f"{stem}: no such input file in the config") from None
 
-    def single_unit_builds(self) -> list[str]:
-        return [build.name for build in self.builds.values() if len(build.units) == 1]
+    def single_unit_builds(self, **formats: bool) -> list[str]:
+        """The builds packed in one unit; with ``megatron=`` / ``datatrove=``, those that have (True)
+        or lack (False) that format (the workflow's rule variants, one per set of outputs)."""
+        return [build for build in self._builds_with(formats) if len(self.builds[build].units) == 1]
 
-    def merged_builds(self) -> list[str]:
-        return [build.name for build in self.builds.values() if len(build.units) > 1]
+    def merged_builds(self, **formats: bool) -> list[str]:
+        """The builds merged from several units, chosen by format as :meth:`single_unit_builds`."""
+        return [build for build in self._builds_with(formats) if len(self.builds[build].units) > 1]
+
+    def _builds_with(self, formats: dict[str, bool]) -> list[str]:
+        return [build for build in self.builds
+                if all((name in self.formats(build)) == wanted for name, wanted in formats.items())]
 
     def unit_index(self, unit: str) -> list[str]:
         """The raw index a unit is read through: none for compressed or Parquet files (read as a
@@ -486,6 +510,38 @@ class Plan:
     def merge_units(self, build: str) -> list[str]:
         """The unit ``.pbin`` files of a merged build, in input order."""
         return [packed_path(unit) for unit in self.builds[build].units]
+
+    def merge_unit_megatron_files(self, build: str) -> list[str]:
+        """The units' Megatron ``.bin`` and ``.idx`` a merged build merges (none without that format)."""
+        if "megatron" not in self.formats(build):
+            return []
+        return [f"{megatron_prefix(unit)}.{ext}" for unit in self.builds[build].units for ext in ("bin", "idx")]
+
+    def merge_commands(self, build: str) -> str:
+        """The shell commands merging a build's units, ``.pbin`` then Megatron's files (where it has
+        that format), with the units as brace ranges (:func:`brace_ranges`)."""
+        units = self.builds[build].units
+        commands = [f"tokenmill merge {brace_ranges(units, 'data/packed/', '.pbin')} "
+                    f"-o {shlex.quote(packed_path(build))} --force"]
+        if "megatron" in self.formats(build):
+            commands.append(f"tokenmill merge {brace_ranges(units, 'data/megatron/', '_text_document')} "
+                            f"-o {shlex.quote(megatron_prefix(build))} --force")
+        return " && ".join(commands)
+
+    def datatrove_options(self, build: str) -> list[str]:
+        """``tokenmill to-datatrove`` arguments: the tokenizer named as the config spells it."""
+        return ["--tokenizer-name", self.config["tokenizers"][self.builds[build].tokenizer]["path"]]
+
+    def report_options(self, build: str) -> list[str]:
+        """``tokenmill report`` arguments: the build's files in other formats and its cache folders."""
+        return [*(part for cache in self.cache_dirs(build) for part in ("--cache", cache)),
+                *(part for path in self.built_files(build)[2:] for part in ("--file", path))]
+
+    def blend_inputs(self, blend: str) -> list[str]:
+        """The Megatron ``.bin/.idx`` and the sidecar of every dataset of a blend."""
+        return [path for build in self.blends[blend]
+                for path in (f"{megatron_prefix(build)}.bin", f"{megatron_prefix(build)}.idx",
+                             f"{packed_path(build)}.meta.json")]
 
     # ---- sizes, for the workflow's resources
 

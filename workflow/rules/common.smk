@@ -10,7 +10,7 @@ from shlex import join as shell_join
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.config import validate_config
 from tokenmill.errors import TokenmillError
-from tokenmill.plan import Plan, blend_cache_name, megatron_prefix, packed_path
+from tokenmill.plan import Plan, blend_cache_name, megatron_prefix
 
 # A config error is one line naming the file and the key (no schema dump, no traceback frames).
 # The schema is workflow/schemas/config.schema.yaml, a copy of the package's, which tokenmill sft uses too.
@@ -34,32 +34,17 @@ def _alternatives(names):
 _SINGLE_FILE = [name for name, files in PLAN.dataset_files.items() if len(files) == 1]
 _MULTI_FILE = [name for name, files in PLAN.dataset_files.items() if len(files) > 1]
 FILE_STEM = rf"(?:{_alternatives(_SINGLE_FILE)})|(?:{_alternatives(_MULTI_FILE)})\.part[0-9]+"
-_EXTRA_FORMATS = ((), ("megatron",), ("datatrove",), ("megatron", "datatrove"))
-
-
-def _has_megatron(build):
-    return "megatron" in PLAN.formats(build)
-
-
-# A build of one unit is packed by the rule whose outputs are its formats (besides the .pbin, which
-# every build has): keyed by the other formats, in this order.
+# A build of one unit is packed by the rule whose outputs are its formats (every build has a .pbin);
+# a merged build's units and merge, by whether it has the megatron format.
 SINGLE_UNIT = {
-    extra: _alternatives(
-        build
-        for build in PLAN.single_unit_builds()
-        if tuple(name for name in ("megatron", "datatrove") if name in PLAN.formats(build)) == extra
-    )
-    for extra in _EXTRA_FORMATS
+    extra: _alternatives(PLAN.single_unit_builds(megatron="megatron" in extra, datatrove="datatrove" in extra))
+    for extra in ((), ("megatron",), ("datatrove",), ("megatron", "datatrove"))
 }
-# The builds of several units, and their units, keyed by whether they have the megatron format.
-MERGED = {
-    megatron: _alternatives(build for build in PLAN.merged_builds() if _has_megatron(build) == megatron)
-    for megatron in (True, False)
-}
+MERGED = {megatron: _alternatives(PLAN.merged_builds(megatron=megatron)) for megatron in (True, False)}
 UNIT_OF_MERGED = {
     megatron: rf"(?:{builds})(?:\.part[0-9]+(?:\.shard[0-9]+)?|\.shard[0-9]+)" for megatron, builds in MERGED.items()
 }
-MERGED_DATATROVE = _alternatives(build for build in PLAN.merged_builds() if "datatrove" in PLAN.formats(build))
+MERGED_DATATROVE = _alternatives(PLAN.merged_builds(datatrove=True))
 BUILD = _alternatives(PLAN.builds)
 BLEND = _alternatives(PLAN.blends)
 SFT = _alternatives(config["sft"])
@@ -92,33 +77,13 @@ unit_index = _plan(PLAN.unit_index, "unit")
 unit_tokenizer_path = _plan(PLAN.unit_tokenizer_path, "unit")
 merge_units = _plan(PLAN.merge_units, "build")
 merge_unit_sidecars = _plan(lambda build: [f"{path}.meta.json" for path in PLAN.merge_units(build)], "build")
-merge_unit_megatron_files = _plan(
-    lambda build: [
-        f"{megatron_prefix(unit)}.{ext}"
-        for unit in PLAN.builds[build].units
-        for ext in ("bin", "idx")
-        if _has_megatron(build)
-    ],
-    "build",
-)
+merge_unit_megatron_files = _plan(PLAN.merge_unit_megatron_files, "build")
 verify_inputs = _plan(PLAN.verify_files, "build")
 report_caches = _plan(PLAN.cache_dirs, "build")
 report_files = _plan(lambda build: PLAN.built_files(build)[2:], "build")  # besides the .pbin and its sidecar
 blend_caches = _plan(lambda blend: PLAN.cache_dirs(blend_cache_name(blend)), "blend")
+blend_megatron_files = _plan(PLAN.blend_inputs, "blend")
 sft_inputs = _plan(PLAN.sft_inputs, "name")
-
-
-def blend_megatron_files(wildcards):
-    """The .bin/.idx and sidecar of every dataset of a blend."""
-    return [
-        path
-        for build in PLAN.blends[wildcards.blend]
-        for path in (
-            f"{megatron_prefix(build)}.bin",
-            f"{megatron_prefix(build)}.idx",
-            f"{packed_path(build)}.meta.json",
-        )
-    ]
 
 
 # ---- Params: every option that changes an output, as a plain recorded value
@@ -127,53 +92,18 @@ pack_options = _shell(PLAN.pack_options, "unit")
 pack_outputs = _shell(PLAN.pack_outputs, "unit")
 pack_format = _plan(PLAN.pack_format, "unit")
 build_megatron_prefix = _plan(megatron_prefix, "build")
-datatrove_options = _shell(
-    lambda build: ["--tokenizer-name", PLAN.config["tokenizers"][PLAN.builds[build].tokenizer]["path"]], "build"
-)
+datatrove_options = _shell(PLAN.datatrove_options, "build")
 unit_identity = _plan(PLAN.unit_identity, "unit")
 file_identity = _plan(PLAN.file_identity, "stem")
 sample_index_options = _shell(PLAN.sample_index_options, "build")
 blend_options = _shell(PLAN.blend_options, "blend")
 verify_options = _shell(PLAN.verify_options, "build")
-report_file_options = _shell(
-    lambda build: [part for path in PLAN.built_files(build)[2:] for part in ("--file", path)], "build"
-)
-report_cache_options = _shell(
-    lambda build: [part for cache in PLAN.cache_dirs(build) for part in ("--cache", cache)], "build"
-)
+report_options = _shell(PLAN.report_options, "build")
 sft_config = _plan(PLAN.sft_config, "name")
 sft_identity = _plan(PLAN.sft_identity, "name")
 
 
-def _brace_ranges(units, folder, suffix):
-    """Unit files for the shell as bash brace ranges (`data/packed/web.part{0..1999}.pbin`), in order:
-    thousands of paths spelled out would pass the 128 KiB that one argument (`bash -c`) may hold.
-    Unit names hold only letters, digits and `._-`, so they need no quoting."""
-    runs = []  # [prefix, first number, last number]
-    for unit in units:
-        prefix, number = re.fullmatch(r"(.*?)([0-9]+)", unit).groups()
-        if runs and runs[-1][0] == prefix and runs[-1][2] == int(number) - 1:
-            runs[-1][2] += 1
-        else:
-            runs.append([prefix, int(number), int(number)])
-    return " ".join(
-        f"{folder}{prefix}{first}{suffix}" if first == last else f"{folder}{prefix}{{{first}..{last}}}{suffix}"
-        for prefix, first, last in runs
-    )
-
-
-def merge_units_shell(wildcards):
-    """The unit .pbin files of a merged build, for the shell."""
-    return _brace_ranges(PLAN.builds[wildcards.build].units, "data/packed/", ".pbin")
-
-
-def merge_units_megatron_shell(wildcards):
-    """The command merging the units' Megatron files, after the .pbin's (nothing without that format)."""
-    build = wildcards.build
-    if not _has_megatron(build):
-        return ""
-    units = _brace_ranges(PLAN.builds[build].units, "data/megatron/", "_text_document")
-    return f" && tokenmill merge {units} -o {shell_join([megatron_prefix(build)])} --force"
+merge_commands = _plan(PLAN.merge_commands, "build")
 
 
 def part_file(path):

@@ -123,12 +123,11 @@ rule merge_units:
         runtime=copy_runtime,
     params:
         format=f"{FORMAT_VERSIONS['pbin']} {FORMAT_VERSIONS['mmidx']}",
-        units=merge_units_shell,
-        megatron_merge=merge_units_megatron_shell,
+        commands=merge_commands,
     message:
         "merge the units of {wildcards.build} -> {output.pbin} (log: {log})"
     shell:
-        "(tokenmill merge {params.units} -o {output.pbin:q} --force{params.megatron_merge}) > {log:q} 2>&1"
+        "({params.commands}) > {log:q} 2>&1"
 
 
 use rule merge_units as merge_units_without_megatron with:

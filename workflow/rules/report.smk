@@ -30,12 +30,11 @@ rule report_dataset:
         runtime=copy_runtime,
     params:
         format=FORMAT_VERSIONS["report"],
-        caches=report_cache_options,
-        files=report_file_options,
+        options=report_options,
     message:
         "report page of {wildcards.build} -> {output.page} (log: {log})"
     shell:
-        "tokenmill report {input.pbin:q} --verified {input.verified:q} {params.caches} {params.files} -o {output.page:q}"
+        "tokenmill report {input.pbin:q} --verified {input.verified:q} {params.options} -o {output.page:q}"
         " > {log:q} 2>&1"
 
 
