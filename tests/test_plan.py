@@ -282,3 +282,20 @@ def test_a_file_of_the_layout_names_its_build_and_workflow_folder():
     assert build_of("w/data/cache/demo/seq512_seed1234") == (Path("w"), "demo")
     for elsewhere in ("other/demo.pbin", "megatron/x_text_document", "data/cache/seq512_seed1234"):
         assert build_of(elsewhere) is None
+
+
+def test_a_merged_builds_commands_name_its_units_as_brace_ranges_in_order(folder):
+    from tokenmill.plan import brace_ranges
+
+    assert brace_ranges(["w.part0", "w.part1", "w.part2", "w.part5", "w.part6.shard0", "w.part6.shard1", "x"],
+                        "data/packed/", ".pbin") == ("data/packed/w.part{0..2}.pbin data/packed/w.part5.pbin "
+                                                     "data/packed/w.part6.shard{0..1}.pbin data/packed/x.pbin")
+    plan = plan_of(a={"inputs": ["raw/a.jsonl"], "shard_bytes": 100},
+                   b={"inputs": ["raw/a.jsonl"], "shard_bytes": 100, "formats": ["pbin"],
+                      "allow_duplicate_inputs": True})
+    assert plan.merge_commands("a") == (
+        "tokenmill merge data/packed/a.shard{0..2}.pbin -o data/packed/a.pbin --force && "
+        "tokenmill merge data/megatron/a.shard{0..2}_text_document -o data/megatron/a_text_document --force")
+    assert plan.merge_commands("b") == "tokenmill merge data/packed/b.shard{0..2}.pbin -o data/packed/b.pbin --force"
+    assert plan.merge_unit_megatron_files("b") == [] and len(plan.merge_unit_megatron_files("a")) == 6
+    assert plan.merged_builds(megatron=True) == ["a"] and plan.merged_builds(megatron=False) == ["b"]
