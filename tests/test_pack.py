@@ -200,3 +200,14 @@ def test_a_disk_full_at_the_final_flush_names_the_output_and_leaves_no_temporary
     assert (result.returncode, result.stderr) == (
         1, f"tokenmill: error: {out}: cannot write (File too large); nothing was written\n")
     assert list((tmp_path / "out").iterdir()) == []
+
+
+def test_pack_creates_its_outputs_folders_but_a_refused_run_leaves_none(tmp_path):
+    source = write_jsonl_bytes(tmp_path / "x.jsonl", [b'{"text": "a document"}'] * 3)
+    refused = run_tokenmill("pack", tmp_path / "missing.jsonl", "--tokenizer", GPT2, "--eod", GPT2_EOD,
+                            "-o", tmp_path / "new/x.pbin", check=False)
+    assert refused.returncode == 1 and not (tmp_path / "new").exists()
+    run_tokenmill("pack", source, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "new/a/x.pbin",
+                  "--megatron", tmp_path / "new/b/x")
+    assert sorted(path.name for path in (tmp_path / "new").rglob("*") if path.is_file()) == [
+        "x.bin", "x.idx", "x.pbin", "x.pbin.meta.json"]

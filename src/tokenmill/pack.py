@@ -1,4 +1,5 @@
-"""Tokenize JSONL into a ``.pbin``: parallel, ordered, streaming, proven, and never silently short.
+"""Tokenize JSONL (or Parquet) into a ``.pbin`` and, from the same tokens in the same pass, Megatron's
+``.bin/.idx`` and datatrove's ``.ds`` files: parallel, ordered, streaming, proven, and never silently short.
 
 Pipeline per input file:
 
@@ -452,11 +453,6 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
         if os.path.isdir(output):
             raise TokenmillError(f"{output}: is a directory; give a file path for the output")
     TextSelector(settings.text)  # fail on a bad pattern before starting workers
-    for output in outputs:
-        try:
-            Path(output).parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise TokenmillError(f"{output}: cannot create its folder ({exc.strerror})") from None
     identities = {}  # path → FileIdentity when first seen: checked again once all is packed
     for path in inputs:
         if not os.path.isfile(path):
@@ -473,6 +469,11 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
         raise TokenmillError("a byte range needs exactly one plain (uncompressed) JSONL input")
     if row_groups is not None and (len(inputs) != 1 or compressions[0] != "parquet"):
         raise TokenmillError("a row-group range needs exactly one Parquet input")
+    for output in outputs:  # once the arguments are found good: a refused run leaves no empty folder
+        try:
+            Path(output).parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise TokenmillError(f"{output}: cannot create its folder ({exc.strerror})") from None
     # Small inputs are tokenized in this process: starting workers would cost more than they save.
     input_bytes = (sum(os.path.getsize(path) * (1 if compression is None else _COMPRESSION_RATIO)
                        for path, compression in zip(inputs, compressions))
