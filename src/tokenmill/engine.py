@@ -1,6 +1,8 @@
 """The tokenizer engine: batches of texts in, one flat id array and per-text lengths out.
 
-* ``hf``: the ``tokenizers`` package itself (``encode_batch_fast``), ~1.2-2.5 MB/s per core.
+* ``hf``: the reference library itself: the ``tokenizers`` package (``encode_batch_fast``, ~1.2-2.5 MB/s
+  per core) for a ``tokenizer.json``, ``sentencepiece`` or ``tiktoken`` for Megatron's types of them
+  (:mod:`tokenmill.families`).
 * ``fastokens``: fastokens 0.3 (Apache-2.0, no dependencies), which reimplements the same
   ``tokenizer.json`` pipeline in Rust and returns flat ``uint32`` buffers: 62 MB/s per thread for
   GPT-2 and 161 MB/s for Tekken here (HF: 2.1 and 2.3), with ids equal to HF's on every one of the
@@ -33,7 +35,8 @@ import tokenizers
 from tokenizers import Tokenizer
 
 from tokenmill.errors import TokenmillError
-from tokenmill.tokenizer import TokenizerInfo, _first_line, _is_rust_panic
+from tokenmill.families import TokenizerSpec, load_family
+from tokenmill.tokenizer import TokenizerInfo, _first_line, _is_plain_file, _is_rust_panic, spec_of
 
 __all__ = ["ENGINES", "FAST_ENGINE_PAYS_BYTES", "choose_engine", "Encoder", "EncoderPickling", "FastEngineUnavailable",
            "preload_fast_engine", "fast_engine_loading", "encode_batch_hf", "split_flat"]
@@ -144,7 +147,8 @@ class Encoder:
             TokenmillError: the file no longer holds the bytes that ``info`` was loaded from.
         """
         if self._fast is None:
-            if self.info.sha256 not in _fast_loads and preload_fast_engine(self.info.path) != self.info.sha256:
+            if (self.info.sha256 not in _fast_loads
+                    and preload_fast_engine(self.info.spec or self.info.path) != self.info.sha256):
                 raise TokenmillError(f"{self.info.path}: changed since it was loaded "
                                      f"(sha256 {self.info.sha256[:16]}…); "
                                      f"load the tokenizer again")
@@ -172,6 +176,9 @@ class Encoder:
     def versions(self) -> dict[str, str]:
         """The package versions whose ids this engine produces (recorded in sidecars)."""
         versions = {"tokenizers": tokenizers.__version__}
+        reference = self.info.family.reference if self.info.family else None
+        if reference is not None:
+            versions[reference.library] = reference.version()
         if self.name == "fastokens":
             import importlib.metadata  # 25 ms of imports: only where a sidecar needs it
 
@@ -194,7 +201,7 @@ class Encoder:
                     raise
                 self.fall_back_to_hf(unavailable)
         if fast is None:
-            return encode_batch_hf(self.info.tokenizer, texts, add_special_tokens)
+            return self.info.encode_reference(texts, add_special_tokens)
         ids, offsets = fast.encode_batch_flat(texts, add_special_tokens=add_special_tokens,
                                               split_special_tokens=self.split_special_tokens)
         return np.frombuffer(ids, dtype="<u4"), np.diff(np.frombuffer(offsets, dtype="<u8")).astype(np.int64)
@@ -251,8 +258,11 @@ _fast_loads: dict[str, _FastLoad] = {}
 _latest_fast_load: dict[str, str] = {}
 
 
-def preload_fast_engine(path: str | os.PathLike) -> str | None:
-    """Start loading fastokens' tokenizer from ``path`` in the background, once per process and content.
+def preload_fast_engine(source: str | os.PathLike | TokenizerSpec) -> str | None:
+    """Start loading fastokens' tokenizer from ``source`` in the background, once per process and content.
+
+    ``source`` is a ``tokenizer.json`` or a Megatron tokenizer type, whose conversion
+    (:func:`tokenmill.families.load_family`, memoised) is what fastokens loads.
 
     Its load is the slowest step of a job's start (0.3 s for GPT-2, 1.1 s for Tekken), so callers
     start it before loading the HF tokenizer, hashing inputs and reading indices, which overlap it.
@@ -261,12 +271,21 @@ def preload_fast_engine(path: str | os.PathLike) -> str | None:
         The sha256 of the bytes being loaded, or None where the file cannot be read (left for
         :func:`load_tokenizer` to report).
     """
-    try:
-        with open(path, "rb") as handle:
-            content = handle.read()
-    except OSError:
-        return None
-    digest = hashlib.sha256(content).hexdigest()
+    spec = spec_of(source)
+    path = spec.path
+    if _is_plain_file(spec):
+        try:
+            with open(path, "rb") as handle:
+                content = handle.read()
+        except OSError:
+            return None
+        digest = hashlib.sha256(content).hexdigest()
+    else:
+        try:
+            family = load_family(spec)
+        except TokenmillError:  # left for load_tokenizer to report
+            return None
+        content, digest = family.hf_json.encode("utf-8"), family.sha256
     _latest_fast_load[str(path)] = digest
     if digest not in _fast_loads:
         _fast_loads[digest] = loader = _FastLoad(str(path), content)

@@ -67,6 +67,7 @@ from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import TextSelector
 from tokenmill.proof import (DEFAULT_CHECK_FRACTION, EngineMismatch, ProofSample, ProofSampler, ProofTally,
                              job_check_fraction)
+from tokenmill.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS, TokenizerSpec
 from tokenmill.tokenizer import TokenizerInfo, load_tokenizer
 
 __all__ = ["PackSettings", "pack", "BAD_LINE_POLICIES", "MISMATCH_POLICIES", "EngineMismatch"]
@@ -88,7 +89,7 @@ class PackSettings:
     """What to take from each line and how to tokenize it.
 
     Args:
-        tokenizer_path: a Hugging Face ``tokenizer.json``.
+        tokenizer_path: a Hugging Face ``tokenizer.json``, or the files of ``tokenizer_type``.
         text: jq pattern selecting the text; a plain ``.key`` is read with orjson directly.
         eod_token: end-of-document token string appended to every document; None appends nothing.
         add_special_tokens: let the tokenizer's post-processor add its BOS/EOS (HF default, as
@@ -107,6 +108,8 @@ class PackSettings:
             a worker's memory at ~125 × max_line_bytes.
         allow_duplicate_inputs: pack a file named twice among the inputs twice (recorded in the
             sidecar); by default that is an error, as it would count its documents twice.
+        tokenizer_type, tiktoken_pattern, tiktoken_num_special_tokens, vocab_size: a Megatron tokenizer
+            type and its options (see :class:`tokenmill.families.TokenizerSpec`).
     """
 
     # The defaults are the workflow config's (its schema), as the CLI's are.
@@ -122,6 +125,16 @@ class PackSettings:
     on_mismatch: str = field(default_factory=lambda: default("tokenizers.*.on_mismatch"))
     max_line_bytes: int = field(default_factory=lambda: default("datasets.*.max_line_bytes"))
     allow_duplicate_inputs: bool = field(default_factory=lambda: default("datasets.*.allow_duplicate_inputs"))
+    tokenizer_type: str = HF_TYPE
+    tiktoken_pattern: str = "v2"
+    tiktoken_num_special_tokens: int = TIKTOKEN_DEFAULT_SPECIALS
+    vocab_size: int | None = None
+
+    @property
+    def tokenizer_spec(self) -> TokenizerSpec:
+        """The tokenizer as :func:`tokenmill.tokenizer.load_tokenizer` takes it."""
+        return TokenizerSpec(str(self.tokenizer_path), self.tokenizer_type, self.tiktoken_pattern,
+                             self.tiktoken_num_special_tokens, self.vocab_size)
 
     def __post_init__(self):
         if self.on_bad_line not in BAD_LINE_POLICIES:
@@ -196,9 +209,9 @@ def _init_worker(settings: PackSettings, single_process: bool, tokenizer: Tokeni
     if settings.engine == "hf" and not single_process:
         _free_big_buffers_at_once()  # before the tokenizer's load, whose buffers are big too
     elif settings.engine != "hf":
-        preload_fast_engine(settings.tokenizer_path)
+        preload_fast_engine(settings.tokenizer_spec)
     try:
-        tokenizer = tokenizer or load_tokenizer(settings.tokenizer_path, settings.eod_token)
+        tokenizer = tokenizer or load_tokenizer(settings.tokenizer_spec, settings.eod_token)
     except TokenmillError as exc:
         # Raised here, a pool would restart the worker forever; the first task reports it instead.
         _worker_failure = exc
@@ -268,7 +281,7 @@ def _prepare_batch(task: tuple[str, int, np.ndarray, str, bytes | None]) -> _Pre
             if _worker.settings.on_bad_line == "error":  # the run stops here; nothing to tokenize
                 return batch
     if engine != "hf":
-        batch.proof = ProofSample.of(batch.texts, _worker.sampler, _worker.tokenizer.tokenizer,
+        batch.proof = ProofSample.of(batch.texts, _worker.sampler, _worker.tokenizer,
                                      _worker.settings.add_special_tokens)
     return batch
 
@@ -489,10 +502,10 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
         if workers > 1:  # one pool for the whole run, started first so that it warms up meanwhile
             pool = stack.enter_context(_WorkerPool(workers, settings))
         elif settings.engine != "hf":
-            preload_fast_engine(settings.tokenizer_path)
+            preload_fast_engine(settings.tokenizer_spec)
         elif input_bytes > _IN_PROCESS_BYTES:
             _free_big_buffers_at_once()  # before the tokenizer's load, whose buffers are big too
-        tokenizer = load_tokenizer(settings.tokenizer_path, settings.eod_token)
+        tokenizer = load_tokenizer(settings.tokenizer_spec, settings.eod_token)
         encoder = Encoder(tokenizer, asked, input_bytes=input_bytes, estimate=estimate)
         if encoder.name == "hf" and input_bytes > _IN_PROCESS_BYTES:
             _free_big_buffers_at_once()

@@ -67,11 +67,11 @@ from dataclasses import dataclass, fields
 from typing import NamedTuple
 
 import numpy as np
-from tokenizers import Tokenizer
 
 from tokenmill.config import default
-from tokenmill.engine import Encoder, encode_batch_hf, split_flat
+from tokenmill.engine import Encoder, split_flat
 from tokenmill.errors import TokenmillError
+from tokenmill.tokenizer import TokenizerInfo
 
 __all__ = ["DEFAULT_CHECK_FRACTION", "JOB_FLOOR_BYTES", "WHOLE_DOCUMENT_CHARACTERS", "EXCERPT_CHARACTERS",
            "LONG_WINDOW_CHARACTERS", "job_check_fraction", "EngineMismatch", "Excerpt", "ProofChoice", "ProofSampler",
@@ -379,12 +379,14 @@ class ProofSample:
     hf_characters: int
 
     @classmethod
-    def of(cls, texts: list[str], sampler: ProofSampler, hf: Tokenizer, add_special_tokens: bool) -> "ProofSample":
-        """The sampler's choice of ``texts``, encoded with ``hf``."""
+    def of(cls, texts: list[str], sampler: ProofSampler, info: TokenizerInfo,
+           add_special_tokens: bool) -> "ProofSample":
+        """The sampler's choice of ``texts``, encoded with the tokenizer's reference library (HF for a
+        ``tokenizer.json``, ``sentencepiece`` or ``tiktoken`` for Megatron's types of them)."""
         choice = sampler.choose(texts)
         documents = [texts[i] for i in choice.documents]
         excerpts = [texts[excerpt.text][excerpt.start:excerpt.end] for excerpt in choice.excerpts]
-        ids, lengths = encode_batch_hf(hf, documents + excerpts, add_special_tokens)  # one call for both
+        ids, lengths = info.encode_reference(documents + excerpts, add_special_tokens)  # one call for both
         split = int(lengths[:len(documents)].sum())
         reference = ids[:split], lengths[:len(documents)]
         excerpt_reference = (ids[split:], lengths[len(documents):]) if excerpts else None
@@ -437,7 +439,7 @@ def encode_proven(encoder: Encoder, texts: list[str], add_special_tokens: bool, 
     ids = [chunk.astype(np.int64) for chunk in split_flat(tokens, lengths)]
     if encoder.name == "hf":
         return ids, ProofTally()
-    proof = ProofSample.of(texts, sampler, encoder.info.tokenizer, add_special_tokens)
+    proof = ProofSample.of(texts, sampler, encoder.info, add_special_tokens)
     return ids, proof.check(encoder, tokens, lengths, locations, add_special_tokens)
 
 

@@ -14,8 +14,12 @@
 * ``fast_engine_refusal``: why fastokens is not proven for the file (read from it here, used by
   :func:`tokenmill.engine.choose_engine`), or None.
 
+A tokenizer is named by a path (a ``tokenizer.json``) or by a :class:`~tokenmill.families.TokenizerSpec`:
+one of Megatron's tokenizer types and its files, which :mod:`tokenmill.families` converts to a
+``tokenizer.json`` text and whose own library (``sentencepiece``, ``tiktoken``) becomes the reference.
+
 The engine that encodes with this tokenizer is :mod:`tokenmill.engine`; the proof that its fast
-engine gives Hugging Face's ids is :mod:`tokenmill.proof`.
+engine gives the reference's ids is :mod:`tokenmill.proof`.
 
 Cost: parsing the JSON file once (~0.1–1 s for 50k–130k vocabularies), twice with the fast engine.
 """
@@ -32,8 +36,13 @@ import orjson
 from tokenizers import Tokenizer
 
 from tokenmill.errors import TokenmillError
+from tokenmill.families import HF_TYPE, Family, TokenizerSpec, load_family
 
-__all__ = ["TokenizerInfo", "load_tokenizer", "token_width_for", "check_eod_in_file", "fast_engine_refusal"]
+__all__ = ["TokenizerInfo", "TYPE_EOD", "load_tokenizer", "token_width_for", "check_eod_in_file", "fast_engine_refusal",
+           "spec_of"]
+
+# ``eod_token`` that asks for the tokenizer type's own end-of-document token (Megatron's ``tokenizer.eod``).
+TYPE_EOD = "<the type's EOD>"
 
 
 def token_width_for(vocab_size: int) -> int:
@@ -65,6 +74,9 @@ class TokenizerInfo:
         pad_id: the id the file's (switched off) padding would have filled with, or None.
         fast_engine_refusal: why the fast engine is not proven for this file, or None
             (see :func:`fast_engine_refusal`).
+        spec: the tokenizer as named: its Megatron type and files.
+        family: the converted type (its ``tokenizer.json`` text and reference library), or None for a
+            ``tokenizer.json`` named by path, whose reference is Hugging Face's ``tokenizer`` itself.
     """
 
     tokenizer: Tokenizer
@@ -77,6 +89,23 @@ class TokenizerInfo:
     ignored_settings: dict
     pad_id: int | None
     fast_engine_refusal: str | None = None
+    spec: TokenizerSpec | None = None
+    family: Family | None = None
+
+    @property
+    def reference_library(self) -> str:
+        """The package whose ids are the truth for this tokenizer: ``tokenizers``, ``sentencepiece``, ``tiktoken``."""
+        reference = self.family.reference if self.family else None
+        return reference.library if reference else "tokenizers"
+
+    def encode_reference(self, texts: list[str], add_special_tokens: bool):
+        """``(ids, lengths)`` of ``texts`` by the reference library (what Megatron's tokenizer of this type gives)."""
+        reference = self.family.reference if self.family else None
+        if reference is None:
+            from tokenmill.engine import encode_batch_hf
+
+            return encode_batch_hf(self.tokenizer, texts, add_special_tokens)
+        return reference.encode_batch(texts)
 
     def added_tokens(self) -> list[str]:
         """The added-token strings (the proof checks excerpts around them)."""
@@ -84,29 +113,50 @@ class TokenizerInfo:
 
     def sidecar_entry(self) -> dict:
         """What a sidecar records of this tokenizer (everything a rebuild must reproduce)."""
-        return {"path": self.path, "sha256": self.sha256, "vocab_size": self.vocab_size,
-                "eod_token": self.eod_token, "eod_id": self.eod_id, "pad_id": self.pad_id,
-                "ignored_settings": self.ignored_settings}
+        entry = {"path": self.path, "sha256": self.sha256, "vocab_size": self.vocab_size,
+                 "eod_token": self.eod_token, "eod_id": self.eod_id, "pad_id": self.pad_id,
+                 "ignored_settings": self.ignored_settings}
+        if self.family is not None:  # a Megatron type: kept beside the path (a plain tokenizer.json records none)
+            entry.update(self.spec.options(), reference=self.reference_library)
+        return entry
 
 
-def load_tokenizer(path: str | os.PathLike, eod_token: str | None = None) -> TokenizerInfo:
-    """Load ``tokenizer.json`` and resolve the EOD token.
+def spec_of(source: str | os.PathLike | TokenizerSpec) -> TokenizerSpec:
+    """``source`` as a :class:`TokenizerSpec` (a path names a Hugging Face tokenizer)."""
+    return source if isinstance(source, TokenizerSpec) else TokenizerSpec(str(source))
+
+
+def _is_plain_file(spec: TokenizerSpec) -> bool:
+    """Whether ``spec`` is a ``tokenizer.json`` named by path, loaded as it always was (no conversion)."""
+    return spec.type == HF_TYPE and not os.path.isdir(spec.path)
+
+
+def load_tokenizer(source: str | os.PathLike | TokenizerSpec, eod_token: str | None = None) -> TokenizerInfo:
+    """Load a tokenizer and resolve the EOD token.
 
     Args:
-        path: a Hugging Face ``tokenizer.json``.
-        eod_token: the end-of-document token string (e.g. ``<|endoftext|>``); None for none.
+        source: a Hugging Face ``tokenizer.json``, or a Megatron tokenizer type and its files.
+        eod_token: the end-of-document token string (e.g. ``<|endoftext|>``); None for none;
+            :data:`TYPE_EOD` for the type's own (for a ``tokenizer.json`` without a folder: none).
 
     Truncation and padding stored in the file are switched off (see the module docstring).
 
     Raises:
         TokenmillError: the file is missing or not a tokenizer, or ``eod_token`` is not one token.
     """
-    if os.path.isdir(path):
-        raise TokenmillError(f"{path}: is a directory; give the tokenizer.json file in it")
-    if not os.path.isfile(path):
-        raise TokenmillError(f"{path}: tokenizer file not found")
-    with open(path, "rb") as handle:  # read once: hashed, parsed for the facts below, and loaded
-        content = handle.read()
+    spec = spec_of(source)
+    path, family = spec.path, None
+    if _is_plain_file(spec):
+        if not os.path.isfile(path):
+            raise TokenmillError(f"{path}: tokenizer file not found")
+        with open(path, "rb") as handle:  # read once: hashed, parsed for the facts below, and loaded
+            content = handle.read()
+        sha256 = hashlib.sha256(content).hexdigest()
+    else:
+        family = load_family(spec)
+        content, sha256 = family.hf_json.encode("utf-8"), family.sha256
+    if eod_token == TYPE_EOD:
+        eod_token = family.eod_token if family else None
     try:
         config = orjson.loads(content)
         # What is read from the parsed file is taken before loading, so that the parsed vocabulary
@@ -134,10 +184,13 @@ def load_tokenizer(path: str | os.PathLike, eod_token: str | None = None) -> Tok
         eod_id = tokenizer.token_to_id(eod_token)
         if eod_id is None:
             raise TokenmillError(f"{path}: EOD token {eod_token!r} is not a single token of this tokenizer")
-    return TokenizerInfo(tokenizer=tokenizer, path=str(path), sha256=hashlib.sha256(content).hexdigest(),
+    refusal = facts[1]
+    if family is not None and family.reference is not None and refusal:
+        refusal = None  # a conversion of ours: fastokens is proven on it per job against the type's own library
+    return TokenizerInfo(tokenizer=tokenizer, path=str(path), sha256=sha256,
                          vocab_size=vocab_size, token_width=token_width_for(vocab_size), eod_token=eod_token,
                          eod_id=eod_id, ignored_settings=ignored_settings, pad_id=_pad_id(ignored_settings),
-                         fast_engine_refusal=facts[1])
+                         fast_engine_refusal=refusal, spec=spec, family=family)
 
 
 def check_eod_in_file(path: str | os.PathLike, eod_token: str) -> None:
