@@ -32,17 +32,24 @@ def _pack(args: argparse.Namespace) -> None:
     from tokenmill.jsonl import parse_byte_range
     from tokenmill.pack import PackSettings, pack
     from tokenmill.parquet import parse_row_groups
+    from tokenmill.tokenizer import TYPE_EOD
 
     if args.index and len(args.index) != len(args.inputs):
         raise TokenmillError(f"--index was given {len(args.index)} times for {len(args.inputs)} inputs")
+    eod = args.eod
+    if eod is None and args.tokenizer_type is not None and not args.no_eod:
+        eod = TYPE_EOD  # a named type has Megatron's EOD, as its --append-eod appends
     # Refused rather than warned: a pack without EOD is rarely meant, and nothing downstream says so
-    if args.eod is None and not args.no_eod:
+    if eod is None and not args.no_eod:
         raise TokenmillError("pack needs --eod TOKEN (e.g. --eod '<|endoftext|>'), appended to every document as "
                              "Megatron's --append-eod and Modalities' eod_token do; --no-eod packs documents that "
                              "run together")
     if args.eod is not None and args.no_eod:
         raise TokenmillError("pack takes --eod TOKEN or --no-eod, not both")
-    settings = PackSettings(tokenizer_path=args.tokenizer, text=args.jq, eod_token=args.eod,
+    type_options = {} if args.tokenizer_type is None else dict(
+        tokenizer_type=args.tokenizer_type, tiktoken_pattern=args.tiktoken_pattern,
+        tiktoken_num_special_tokens=args.tiktoken_num_special_tokens, vocab_size=args.vocab_size)
+    settings = PackSettings(tokenizer_path=args.tokenizer, text=args.jq, eod_token=eod, **type_options,
                             add_special_tokens=not args.no_special_tokens, on_bad_line=args.on_bad_line,
                             workers=args.workers, batch_bytes=args.batch_bytes, engine=args.engine,
                             check_fraction=args.check_fraction, on_mismatch=args.on_mismatch,
@@ -281,6 +288,28 @@ def _add_index_options(parser: argparse.ArgumentParser) -> None:
                              "(Megatron-LM main, 2026-08); repeat it or give 0.19,main to name the caches for both")
 
 
+def _add_tokenizer_type_arguments(parser: argparse.ArgumentParser) -> None:
+    from tokenmill.families import TIKTOKEN_DEFAULT_SPECIALS, TYPES
+
+    parser.add_argument("--tokenizer-type", choices=TYPES, metavar="TYPE",
+                        help="a Megatron tokenizer type; --tokenizer then names its files (a SentencePiece .model, "
+                             "a tiktoken JSON, a GPT-2 vocab/merges folder, a WordPiece vocab.txt, a Hugging Face "
+                             "folder) and the EOD defaults to the type's: " + ", ".join(TYPES))
+    parser.add_argument("--tiktoken-pattern", choices=("v1", "v2"), default="v2",
+                        help="TikTokenizer's split pattern (default: %(default)s)")
+    parser.add_argument("--tiktoken-num-special-tokens", type=int, default=TIKTOKEN_DEFAULT_SPECIALS,
+                        help="TikTokenizer's special tokens before the ranks (default: %(default)s)")
+    parser.add_argument("--vocab-size", type=int, help="TikTokenizer's vocabulary size (default: 131072)")
+
+
+def _preprocess_data(args: argparse.Namespace) -> None:
+    from tokenmill.megatron_preprocess import preprocess_data
+
+    summary = preprocess_data(args.flags)
+    for key, prefix in summary.prefixes.items():
+        print(f"{prefix}.bin/.idx: {summary.documents} documents, {summary.tokens[key]} tokens", file=sys.stderr)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every verb."""
     parser = argparse.ArgumentParser(prog="tokenmill", description="Turn raw JSONL corpora into LLM training data.")
@@ -306,7 +335,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "tokens, in the same pass (the bytes of datatrove's DocumentTokenizer)")
     pack.add_argument("--datatrove-tokenizer-name", metavar="NAME",
                       help="the tokenizer field of NAME.ds.metadata (default: --tokenizer as given)")
-    pack.add_argument("--tokenizer", required=True, help="Hugging Face tokenizer.json")
+    pack.add_argument("--tokenizer", required=True,
+                      help="Hugging Face tokenizer.json, or the files of --tokenizer-type")
+    _add_tokenizer_type_arguments(pack)
     pack.add_argument("--index", action="append",
                       help="raw index of each input, in order (default: scan; ignored for compressed inputs)")
     pack.add_argument("--byte-range", metavar="START:END",
@@ -345,6 +376,12 @@ def build_parser() -> argparse.ArgumentParser:
     pack.add_argument("--allow-duplicate-inputs", action="store_true",
                       help="pack an input named twice twice (recorded in the sidecar); by default an error")
     pack.set_defaults(run=_pack)
+
+    preprocess = verbs.add_parser("preprocess-data", add_help=False, prefix_chars="\0",
+                                  help="Megatron's tools/preprocess_data.py: its flags, its .bin/.idx bytes, "
+                                       "every tokenizer type (--help lists the flags)")
+    preprocess.add_argument("flags", nargs=argparse.REMAINDER)
+    preprocess.set_defaults(run=_preprocess_data)
 
     merge = verbs.add_parser("merge", help="concatenate .pbin files, or Megatron datasets, in the order given")
     merge.add_argument("inputs", nargs="+", metavar="INPUT", help=".pbin files, or Megatron prefixes")

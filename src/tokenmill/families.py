@@ -89,6 +89,8 @@ class TokenizerSpec:
         tiktoken_pattern: TikTokenizer's split pattern, ``v1`` or ``v2``.
         tiktoken_num_special_tokens: TikTokenizer's number of specials before the ranks.
         vocab_size: TikTokenizer's vocabulary size (specials included); None for its default, 2**17.
+        merge_file: GPT2BPETokenizer's ``merges.txt`` where ``path`` is its ``vocab.json`` (a folder
+            ``path`` holds both).
     """
 
     path: str
@@ -96,9 +98,12 @@ class TokenizerSpec:
     tiktoken_pattern: str = "v2"
     tiktoken_num_special_tokens: int = TIKTOKEN_DEFAULT_SPECIALS
     vocab_size: int | None = None
+    merge_file: str | None = None
 
     def options(self) -> dict:
         """What a sidecar records beside the path (only what the type reads)."""
+        if self.type == "GPT2BPETokenizer" and self.merge_file is not None:
+            return {"type": self.type, "merge_file": self.merge_file}
         if self.type != "TikTokenizer":
             return {"type": self.type}
         return {"type": self.type, "tiktoken_pattern": self.tiktoken_pattern,
@@ -217,18 +222,6 @@ def _read(path: str, what: str) -> bytes:
         raise TokenmillError(f"{path}: {what} not found") from None
     except OSError as exc:
         raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
-
-
-def _folder_files(spec: TokenizerSpec, names: tuple[str, ...]) -> tuple[list[bytes], str]:
-    """The files ``names`` of the folder ``spec.path`` and the sha256 of their names and bytes."""
-    if not os.path.isdir(spec.path):
-        raise TokenmillError(f"{spec.path}: {spec.type} needs a folder holding {' and '.join(names)}")
-    contents = [_read(os.path.join(spec.path, name), name) for name in names]
-    digest = hashlib.sha256()
-    for name, content in zip(names, contents):
-        digest.update(f"{name}\0{len(content)}\0".encode())
-        digest.update(content)
-    return contents, digest.hexdigest()
 
 
 def _load_hf_folder(spec: TokenizerSpec) -> Family:
@@ -478,13 +471,21 @@ def _load_tiktoken(spec: TokenizerSpec) -> Family:
 def _load_gpt2_bpe(spec: TokenizerSpec) -> Family:
     from tokenizers.implementations import ByteLevelBPETokenizer
 
-    _, sha256 = _folder_files(spec, ("vocab.json", "merges.txt"))
+    if spec.merge_file is None:
+        vocab_file, merge_file = os.path.join(spec.path, "vocab.json"), os.path.join(spec.path, "merges.txt")
+    else:
+        vocab_file, merge_file = spec.path, spec.merge_file
+    digest = hashlib.sha256()
+    for name, path in (("vocab.json", vocab_file), ("merges.txt", merge_file)):
+        content = _read(path, f"GPT-2 {name}")
+        digest.update(f"{name}\0{len(content)}\0".encode())
+        digest.update(content)
     try:
-        tokenizer = ByteLevelBPETokenizer(os.path.join(spec.path, "vocab.json"), os.path.join(spec.path, "merges.txt"))
+        tokenizer = ByteLevelBPETokenizer(vocab_file, merge_file)
     except Exception as exc:  # tokenizers raises bare Exceptions on malformed files
         raise TokenmillError(f"{spec.path}: not GPT-2 BPE files ({str(exc).splitlines()[0]})") from None
     tokenizer.add_special_tokens(["<|endoftext|>"])
-    return Family(spec, tokenizer.to_str(), sha256, "<|endoftext|>")
+    return Family(spec, tokenizer.to_str(), digest.hexdigest(), "<|endoftext|>")
 
 
 def _load_wordpiece(spec: TokenizerSpec) -> Family:

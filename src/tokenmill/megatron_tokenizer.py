@@ -59,6 +59,7 @@ from dataclasses import dataclass
 from tokenmill.errors import TokenmillError
 
 __all__ = ["VERSIONS", "DEFAULT_VERSION", "SUPPORTED_TYPES", "JobTokenizer", "parse_versions", "split_flags",
+           "add_tokenizer_flags",
            "job_tokenizer_identifiers", "job_tokenizer", "null_tokenizer_flags"]
 
 VERSIONS = {"0.19": "megatron-core 0.19.2", "main": "Megatron-LM main (2026-08)"}
@@ -106,31 +107,36 @@ class _FlagParser(argparse.ArgumentParser):
 
 def _parser(version: str) -> _FlagParser:
     """Megatron's tokenizer argument group: the same names, types, defaults and nargs."""
-    parser = _FlagParser(prog="megatron", allow_abbrev=False, add_help=False)
-    parser.add_argument("--tokenizer-type")
-    parser.add_argument("--tokenizer-model")
-    parser.add_argument("--tokenizer-metadata")
-    parser.add_argument("--vocab-size", type=int)
-    parser.add_argument("--padded-vocab-size", type=int)
-    parser.add_argument("--no-pad-vocab-size", "--disable-pad-vocab-size", action="store_true")
-    parser.add_argument("--vocab-file")
-    parser.add_argument("--merge-file")
-    parser.add_argument("--vocab-extra-ids", type=int, default=0)
-    parser.add_argument("--tokenizer-special-tokens", nargs="+")
-    parser.add_argument("--tiktoken-pattern", choices=("v1", "v2"))
-    parser.add_argument("--tiktoken-num-special-tokens", type=int, default=1000)
-    parser.add_argument("--tokenizer-sentencepiece-legacy", action="store_true")
-    parser.add_argument("--no-tokenizer-sentencepiece-ignore-extra-whitespaces",
+    return add_tokenizer_flags(_FlagParser(prog="megatron", allow_abbrev=False, add_help=False), version)
+
+
+def add_tokenizer_flags(parser: argparse.ArgumentParser, version: str) -> argparse.ArgumentParser:
+    """Add the tokenizer argument group of Megatron ``version`` to ``parser`` (and return it)."""
+    group = parser.add_argument_group("tokenizer")
+    group.add_argument("--tokenizer-type")
+    group.add_argument("--tokenizer-model")
+    group.add_argument("--tokenizer-metadata")
+    group.add_argument("--vocab-size", type=int)
+    group.add_argument("--padded-vocab-size", type=int)
+    group.add_argument("--no-pad-vocab-size", "--disable-pad-vocab-size", action="store_true")
+    group.add_argument("--vocab-file")
+    group.add_argument("--merge-file")
+    group.add_argument("--vocab-extra-ids", type=int, default=0)
+    group.add_argument("--tokenizer-special-tokens", nargs="+")
+    group.add_argument("--tiktoken-pattern", choices=("v1", "v2"))
+    group.add_argument("--tiktoken-num-special-tokens", type=int, default=1000)
+    group.add_argument("--tokenizer-sentencepiece-legacy", action="store_true")
+    group.add_argument("--no-tokenizer-sentencepiece-ignore-extra-whitespaces",
                         "--disable-tokenizer-sentencepiece-ignore-extra-whitespaces", action="store_false",
                         dest="sentencepiece_ignore_extra_whitespaces")
-    parser.add_argument("--tokenizer-hf-no-use-fast", action="store_true")
-    parser.add_argument("--tokenizer-hf-no-include-special-tokens", action="store_true")
-    parser.add_argument("--trust-remote-code", action="store_true")
-    parser.add_argument("--null-tokenizer-eod-id", type=int)
-    parser.add_argument("--null-tokenizer-pad-id", type=int, default=-1)
-    parser.add_argument("--chat-template")
+    group.add_argument("--tokenizer-hf-no-use-fast", action="store_true")
+    group.add_argument("--tokenizer-hf-no-include-special-tokens", action="store_true")
+    group.add_argument("--trust-remote-code", action="store_true")
+    group.add_argument("--null-tokenizer-eod-id", type=int)
+    group.add_argument("--null-tokenizer-pad-id", type=int, default=-1)
+    group.add_argument("--chat-template")
     if version == "main":
-        parser.add_argument("--use-gigatoken", action="store_true")
+        group.add_argument("--use-gigatoken", action="store_true")
     return parser
 
 

@@ -253,6 +253,28 @@ class MMapIndexedDatasetBuilder(AtomicWriter):
         self._append_sequences(tokens, lengths)
         self._boundaries.append(self._num_sequences - len(lengths) + np.arange(1, len(lengths) + 1, dtype=np.int64))
 
+    def add_sequences(self, tokens: np.ndarray, sequence_lengths: np.ndarray,
+                      sequences_per_document: np.ndarray) -> None:
+        """Append documents of several sequences each (``preprocess_data.py``'s JSON lists): ``tokens``
+        back to back, ``sequence_lengths`` tokens per sequence, ``sequences_per_document`` sequences per
+        document (0 for an empty document, which Megatron keeps as one of no sequences).
+
+        Raises:
+            TokenmillError: a token does not fit the dtype.
+        """
+        tokens, sequence_lengths = np.asarray(tokens), np.asarray(sequence_lengths, dtype=np.int64)
+        first = self.num_documents
+        ends = np.cumsum(sequence_lengths)
+        document_of_sequence = np.repeat(np.arange(len(sequences_per_document)), sequences_per_document)
+
+        def describe(position: int) -> str:
+            return f"document {first + int(document_of_sequence[np.searchsorted(ends, position, side='right')])}"
+
+        _check_fits(tokens, self.dtype, describe)
+        before = self._num_sequences
+        self._append_sequences(tokens, sequence_lengths)
+        self._boundaries.append(before + np.cumsum(sequences_per_document, dtype=np.int64))
+
     def add_batch(self, tokens: np.ndarray, lengths: np.ndarray, eod_id: int | None = None,
                   doubled: np.ndarray | None = None) -> None:
         """Append a batch of ``.pbin`` documents (``tokens`` back to back, ``lengths`` each), with one more
