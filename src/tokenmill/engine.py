@@ -147,12 +147,12 @@ class Encoder:
             TokenmillError: the file no longer holds the bytes that ``info`` was loaded from.
         """
         if self._fast is None:
-            if (self.info.sha256 not in _fast_loads
-                    and preload_fast_engine(self.info.spec or self.info.path) != self.info.sha256):
+            if (self.info.engine_sha256 not in _fast_loads
+                    and preload_fast_engine(self.info.spec or self.info.path) != self.info.engine_sha256):
                 raise TokenmillError(f"{self.info.path}: changed since it was loaded "
                                      f"(sha256 {self.info.sha256[:16]}…); "
                                      f"load the tokenizer again")
-            loader = _fast_loads[self.info.sha256]
+            loader = _fast_loads[self.info.engine_sha256]
             loader.join()
             if loader.error is not None:  # fastokens raises plain exceptions on what it does not support
                 raise FastEngineUnavailable(self.info.path, _first_line(loader.error))
@@ -285,7 +285,7 @@ def preload_fast_engine(source: str | os.PathLike | TokenizerSpec) -> str | None
             family = load_family(spec)
         except TokenmillError:  # left for load_tokenizer to report
             return None
-        content, digest = family.hf_json.encode("utf-8"), family.sha256
+        content, digest = family.hf_json.encode("utf-8"), family.hf_json_sha256
     _latest_fast_load[str(path)] = digest
     if digest not in _fast_loads:
         _fast_loads[digest] = loader = _FastLoad(str(path), content)

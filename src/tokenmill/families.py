@@ -171,8 +171,6 @@ class Family:
         sha256: hex sha256 of the files read (several: of their names and bytes).
         eod_token: the type's end-of-document token as Megatron takes it, or None.
         reference: the library Megatron encodes with, or None where that is Hugging Face's (``hf_json``).
-        megatron_vocab_size: the ``vocab_size`` a Megatron job's tokenizer reports (it sizes Megatron's
-            token dtype), or None where it is the ``tokenizer.json``'s.
     """
 
     spec: TokenizerSpec
@@ -180,7 +178,12 @@ class Family:
     sha256: str
     eod_token: str | None
     reference: ReferenceEncoder | None = field(default=None, repr=False)
-    megatron_vocab_size: int | None = None
+
+    @functools.cached_property
+    def hf_json_sha256(self) -> str:
+        """sha256 of the converted text: what an engine loaded from it is known by (one file converted
+        with other options is another tokenizer)."""
+        return hashlib.sha256(self.hf_json.encode("utf-8")).hexdigest()
 
 
 # Conversions of single-file types by spec and the file's (inode, size, mtime): a job loads its tokenizer
@@ -463,7 +466,7 @@ def _load_tiktoken(spec: TokenizerSpec) -> Family:
     reference = _TiktokenReference(TIKTOKEN_PATTERNS[spec.tiktoken_pattern],
                                    {token: rank + specials_count for rank, token in enumerate(ranks)},
                                    {token: index for index, token in enumerate(specials)})
-    return Family(spec, orjson.dumps(config).decode("utf-8"), sha256, "</s>", reference, vocab_size)
+    return Family(spec, orjson.dumps(config).decode("utf-8"), sha256, "</s>", reference)
 
 
 # ---- GPT-2 BPE and WordPiece (Megatron wraps Hugging Face's own) ----------------------------------------------

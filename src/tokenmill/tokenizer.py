@@ -93,6 +93,11 @@ class TokenizerInfo:
     family: Family | None = None
 
     @property
+    def engine_sha256(self) -> str:
+        """sha256 of the ``tokenizer.json`` text the engines load (the converted one for a Megatron type)."""
+        return self.family.hf_json_sha256 if self.family else self.sha256
+
+    @property
     def reference_library(self) -> str:
         """The package whose ids are the truth for this tokenizer: ``tokenizers``, ``sentencepiece``, ``tiktoken``."""
         reference = self.family.reference if self.family else None
