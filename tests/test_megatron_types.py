@@ -298,3 +298,55 @@ def test_converted_types_equal_their_library_on_mixed_text(files):
         converted = [encoding.ids for encoding in info.tokenizer.encode_batch(texts, add_special_tokens=False)]
         assert np.concatenate([np.array(ids, np.int64) for ids in converted]).tolist() == reference_ids.tolist()
         assert [len(ids) for ids in converted] == reference_lengths.tolist()
+
+
+# ---- the same types in pack and in the workflow -------------------------------------------------------------------
+
+# Modalities 0.5.0's pack_encoded_data with PreTrainedSPTokenizer (tokenizer_model_file: the Mistral v1 .model),
+# eod_token </s>, jq .text, processing_batch_size 1000 (a throwaway venv with transformers 4.57.6): each document
+# is sp.encode(text) + [2], 2-byte tokens.
+MODALITIES_SP_SHA256 = {"mixed.jsonl": "b2d0a3b222ac88f4fe21de46c5faf9e392303deb703824f44a076d399eab99d1"}
+
+
+@pytest.mark.parametrize("engine", ["hf", "fastokens"])
+def test_pack_with_a_sentencepiece_model_writes_modalities_bytes(engine, tmp_path):
+    from tokenmill.pack import PackSettings, pack
+
+    out = tmp_path / "mixed.pbin"
+    pack([str(DATA / "mixed.jsonl")], str(out), PackSettings(str(MISTRAL_MODEL), tokenizer_type="Llama2Tokenizer",
+                                                    eod_token=TYPE_EOD, engine=engine))
+    assert _sha256(out) == MODALITIES_SP_SHA256["mixed.jsonl"]
+    tokenizer = json.loads(Path(f"{out}.meta.json").read_text())["tokenizer"]
+    assert (tokenizer["type"], tokenizer["reference"], tokenizer["eod_id"]) == ("Llama2Tokenizer", "sentencepiece", 2)
+
+
+@pytest.mark.slow
+def test_a_workflow_tokenizer_of_a_megatron_type_builds_what_preprocess_data_writes_and_names_caches_for_it(
+        workflow_dir):
+    """{type: Llama2Tokenizer, path: M.model}: the .bin/.idx are preprocess_data.py's with --append-eod, and the
+    caches are named for a job with --tokenizer-type Llama2Tokenizer --tokenizer-model M.model."""
+    import yaml
+    from conftest import run_snakemake
+
+    from tokenmill.megatron_tokenizer import job_tokenizer_identifiers
+
+    shutil.copy(MISTRAL_MODEL, workflow_dir / "data/tokenizers/mistral.model")
+    lines = (workflow_dir / "data/raw/demo.jsonl").read_bytes().splitlines(keepends=True)
+    (workflow_dir / "data/raw/demo.jsonl").write_bytes(b"".join(lines[:1200]))
+    config = {"tokenizers": {"mistral": {"type": "Llama2Tokenizer", "path": "data/tokenizers/mistral.model"}},
+              "datasets": {"demo": {"inputs": ["data/raw/demo.jsonl"], "tokenizer": "mistral"}},
+              "sampling": {"seq_lengths": [128], "seeds": [1], "num_samples": {"train": 100}}}
+    (workflow_dir / "config/config.yaml").write_text(yaml.safe_dump(config))
+    run_snakemake(workflow_dir)
+    preprocess_data(["--input", str(workflow_dir / "data/raw/demo.jsonl"), "--output-prefix",
+                     str(workflow_dir / "pp"), "--workers", "1", "--tokenizer-type", "Llama2Tokenizer",
+                     "--tokenizer-model", str(MISTRAL_MODEL), "--append-eod"])
+    for suffix in (".bin", ".idx"):
+        assert (workflow_dir / f"data/megatron/demo_text_document{suffix}").read_bytes() == \
+            (workflow_dir / f"pp_text_document{suffix}").read_bytes()
+    cache = workflow_dir / "data/cache/demo/seq128_seed1"
+    description = json.loads(next(cache.glob("*-GPTDataset-train-description.txt")).read_text())
+    assert description["tokenizer"] == job_tokenizer_identifiers(
+        "0.19", "--tokenizer-type Llama2Tokenizer --tokenizer-model data/tokenizers/mistral.model")
+    assert "--tokenizer-type Llama2Tokenizer\n--tokenizer-model data/tokenizers/mistral.model\n" in \
+        (cache / "megatron_args.txt").read_text()

@@ -100,6 +100,14 @@ class TokenizerSpec:
     vocab_size: int | None = None
     merge_file: str | None = None
 
+    @classmethod
+    def from_config(cls, tokenizer: dict) -> "TokenizerSpec":
+        """A config's ``tokenizers.<name>`` entry, or a sidecar's ``tokenizer`` (``type`` null or absent: a
+        Hugging Face ``tokenizer.json``)."""
+        return cls(tokenizer["path"], tokenizer.get("type") or HF_TYPE, tokenizer.get("tiktoken_pattern", "v2"),
+                   tokenizer.get("tiktoken_num_special_tokens", TIKTOKEN_DEFAULT_SPECIALS),
+                   tokenizer.get("vocab_size"), tokenizer.get("merge_file"))
+
     def options(self) -> dict:
         """What a sidecar records beside the path (only what the type reads)."""
         if self.type == "GPT2BPETokenizer" and self.merge_file is not None:

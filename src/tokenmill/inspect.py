@@ -96,9 +96,11 @@ def _decoder(meta: dict | None, tokenizer_path: str | None, pbin_path: Path | No
     if not os.path.exists(path):
         where = "as given" if tokenizer_path else resolved_against(meta, pbin_path)
         return None, f"tokenizer not found: {path}, {where}; pass --tokenizer tokenizer.json"
+    from tokenmill.families import TokenizerSpec
     from tokenmill.tokenizer import load_tokenizer
 
-    tokenizer = load_tokenizer(path).tokenizer
+    recorded = TokenizerSpec.from_config({**(meta or {}).get("tokenizer", {}), "path": path})
+    tokenizer = load_tokenizer(path if tokenizer_path else recorded).tokenizer
     return (lambda ids: tokenizer.decode([int(i) for i in ids], skip_special_tokens=False)), None
 
 

@@ -49,6 +49,8 @@ from tokenmill.jsonl import input_compression
 from tokenmill.parquet import row_group_units
 from tokenmill.sample_index import parse_split
 from tokenmill.text import TextSelector
+from tokenmill.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS
+from tokenmill.megatron_tokenizer import DEFAULT_VERSION, SUPPORTED_TYPES, job_tokenizer
 from tokenmill.tokenizer import check_eod_in_file
 
 __all__ = ["Plan", "InputFile", "Unit", "Build", "parse_size", "raw_index_path", "packed_path",
@@ -224,9 +226,32 @@ def _text_bytes(file: InputFile) -> int:
     return file.size * (4 if file.compression else 1)
 
 
+def job_flags_of(tokenizer: dict) -> list[str] | None:
+    """The tokenizer flags of a Megatron job with a config tokenizer's type and files, as the config
+    spells its path; None without a type, or for a type whose cache identifiers are not recorded (BERT).
+    TikTokenizer names its pattern (a job that leaves it out hashes other identifiers: say so in
+    ``megatron.args``), and its other options where they are not Megatron's defaults."""
+    kind, path = tokenizer["type"], tokenizer["path"]
+    if kind is None or kind not in SUPPORTED_TYPES:
+        return None
+    if kind == "GPT2BPETokenizer":
+        return ["--tokenizer-type", kind, "--vocab-file", os.path.join(path, "vocab.json"),
+                "--merge-file", os.path.join(path, "merges.txt")]
+    flags = ["--tokenizer-type", kind, "--tokenizer-model", path]
+    if kind == "TikTokenizer":
+        flags += ["--tiktoken-pattern", tokenizer["tiktoken_pattern"]]
+        if tokenizer["tiktoken_num_special_tokens"] != TIKTOKEN_DEFAULT_SPECIALS:
+            flags += ["--tiktoken-num-special-tokens", str(tokenizer["tiktoken_num_special_tokens"])]
+        flags += ["--vocab-size", str(tokenizer["vocab_size"])] if tokenizer["vocab_size"] else []
+    return flags
+
+
 def _identity(path: str, size: int | None = None, mtime_ns: int | None = None) -> str:
     """A file's size and modification time (stat'ed now unless given), as a params value; a missing
-    file says so (Snakemake then names it)."""
+    file says so (Snakemake then names it). A folder's (a tokenizer type's files): each file's."""
+    if size is None and os.path.isdir(path):
+        return "; ".join(_identity(os.path.join(path, name)) for name in sorted(os.listdir(path))
+                         if os.path.isfile(os.path.join(path, name))) or f"{path}: empty folder"
     if size is None:
         try:
             stat = os.stat(path)
@@ -272,14 +297,27 @@ class Plan:
             if re.fullmatch(r"(part|shard)[0-9]+", name):
                 raise TokenmillError(f"tokenizers.{name}: the name would read as a file part or shard in "
                                      f"output names; rename it")
-            if not os.path.exists(tokenizer["path"]):
-                raise TokenmillError(f"tokenizers.{name}.path: {tokenizer['path']}: no such file")
-            if tokenizer["eod"] is not None or os.path.isdir(tokenizer["path"]):
+            path = tokenizer["path"]
+            if not os.path.exists(path):
+                raise TokenmillError(f"tokenizers.{name}.path: {path}: no such file")
+            # The EOD is looked up where it costs a JSON parse: a tokenizer.json (a type's other files are
+            # converted by the job, which names a missing EOD)
+            tokenizer_json = os.path.join(path, "tokenizer.json") if tokenizer["type"] == HF_TYPE and \
+                os.path.isdir(path) else path
+            eod = tokenizer.get("eod")
+            if (tokenizer["type"] is None and (eod is not None or os.path.isdir(path))) or \
+                    (tokenizer["type"] == HF_TYPE and eod is not None):
                 try:
-                    check_eod_in_file(tokenizer["path"], tokenizer["eod"])
+                    check_eod_in_file(tokenizer_json, eod)
                 except TokenmillError as exc:
                     raise TokenmillError(f"tokenizers.{name}: {exc}") from None
-            self.tokenizer_identities[name] = _identity(tokenizer["path"])
+            if tokenizer["type"] is not None and job_flags_of(tokenizer) and tokenizer["megatron"].get("args"):
+                asked = job_tokenizer(DEFAULT_VERSION, tokenizer["megatron"]["args"]).flags
+                kind = asked[asked.index("--tokenizer-type") + 1] if "--tokenizer-type" in asked else None
+                if kind != tokenizer["type"]:
+                    raise TokenmillError(f"tokenizers.{name}.megatron.args: --tokenizer-type {kind} is not its type "
+                                         f"{tokenizer['type']}")
+            self.tokenizer_identities[name] = _identity(path)
 
     def tokenizer_names(self, dataset: str) -> list[str]:
         """The tokenizers a dataset is packed with (``tokenizer`` is one name or a list)."""
@@ -462,8 +500,15 @@ class Plan:
             options += ["--byte-range", unit.byte_range]
         if unit.row_groups is not None:
             options += ["--row-groups", unit.row_groups]
-        # eod: null packs without one, said explicitly: pack refuses to guess
-        options += ["--eod", tokenizer["eod"]] if tokenizer["eod"] is not None else ["--no-eod"]
+        if tokenizer["type"] is not None:
+            options += ["--tokenizer-type", tokenizer["type"]]
+            if tokenizer["type"] == "TikTokenizer":
+                options += ["--tiktoken-pattern", tokenizer["tiktoken_pattern"], "--tiktoken-num-special-tokens",
+                            str(tokenizer["tiktoken_num_special_tokens"])]
+                options += ["--vocab-size", str(tokenizer["vocab_size"])] if tokenizer["vocab_size"] else []
+        # eod: null packs without one, said explicitly: pack refuses to guess; left out with a type, the type's
+        if "eod" in tokenizer or tokenizer["type"] is None:
+            options += ["--eod", tokenizer["eod"]] if tokenizer.get("eod") is not None else ["--no-eod"]
         if not tokenizer["add_special_tokens"]:
             options.append("--no-special-tokens")
         if dataset["allow_duplicate_inputs"]:
@@ -619,8 +664,13 @@ class Plan:
         if tokenizer["megatron_identifiers"] is not None:  # the expert's override: hashed as given
             return options + ["--tokenizer-identifiers", json.dumps(tokenizer["megatron_identifiers"])]
         job = tokenizer["megatron"]  # the training job's flags and Megatron version(s): names it computes
-        options += (["--megatron-tokenizer-args", job["args"]] if job.get("args")
-                    else ["--vocab-size-from", f"{packed_path(build)}.meta.json"])
+        type_flags = job_flags_of(tokenizer)
+        if job.get("args"):
+            options += ["--megatron-tokenizer-args", job["args"]]
+        elif type_flags:
+            options += ["--megatron-tokenizer-args", shlex.join(type_flags)]
+        else:
+            options += ["--vocab-size-from", f"{packed_path(build)}.meta.json"]
         return options + ["--megatron-version", ",".join(job["version"])]
 
     def sample_index_options(self, build: str) -> list[str]:

@@ -60,6 +60,7 @@ from tokenmill.pbin import LAYOUT_050, PbinFile, PbinWriter, file_identity_probl
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import describe_json_error
 from tokenmill.proof import DEFAULT_CHECK_FRACTION, ProofSampler, ProofTally, encode_proven
+from tokenmill.families import TokenizerSpec
 from tokenmill.tokenizer import load_tokenizer
 
 if TYPE_CHECKING:
@@ -130,7 +131,7 @@ class InstructionDataset(EncoderPickling):
             one on which the fast engine disagrees with HF.
     """
 
-    def __init__(self, jsonl: str | os.PathLike, tokenizer: str | os.PathLike, jq_patterns: list[str],
+    def __init__(self, jsonl: str | os.PathLike, tokenizer: str | os.PathLike | TokenizerSpec, jq_patterns: list[str],
                  special_tokens: dict[str, str], index: str | os.PathLike | None = None,
                  speaker_template: str = "{speaker}: ", engine: str = "hf",
                  check_fraction: float = DEFAULT_CHECK_FRACTION):
@@ -397,7 +398,8 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
     sources, skipped, proof = [], {}, ProofTally()
     refuse_inputs_as_outputs([out_path, loss_mask_path(out_path), sidecar_path(out_path)],
                              [*entry["inputs"], tokenizer_config["path"]])
-    tokenizer = load_tokenizer(tokenizer_config["path"])
+    spec = TokenizerSpec.from_config(tokenizer_config)
+    tokenizer = load_tokenizer(spec)
     asked = engine or tokenizer_config.get("engine", default("tokenizers.*.engine"))
     check_fraction = tokenizer_config.get("check_fraction", default("tokenizers.*.check_fraction"))
     input_bytes = sum(os.path.getsize(path) for path in entry["inputs"] if os.path.isfile(path))
@@ -410,7 +412,7 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
         with PbinWriter(loss_mask_path(out_path), 1) as mask_out:
             collator = None
             for source in entry["inputs"]:
-                dataset = InstructionDataset(source, tokenizer_config["path"], [f".{field}" for field in messages],
+                dataset = InstructionDataset(source, spec, [f".{field}" for field in messages],
                                              entry["special_tokens"], engine=dataset_engine,
                                              check_fraction=check_fraction)
                 collator = collator or InstructionCollator(messages, entry.get("loss_masking_jq_patterns", []),

@@ -52,6 +52,8 @@ from tokenmill.sample_index import dataset_fingerprint, load_npy, read_fingerpri
 from tokenmill.text import TextSelector
 from tokenmill.identity import file_sha256
 from tokenmill.proof import ProofSampler, first_difference
+from tokenmill.engine import split_flat
+from tokenmill.families import TokenizerSpec
 from tokenmill.tokenizer import load_tokenizer
 
 __all__ = ["verify", "verify_against_tokenizer", "coverage_problems", "duplicate_caches"]
@@ -402,11 +404,11 @@ def verify_against_tokenizer(path: str | os.PathLike, fraction: float) -> tuple[
         raise TokenmillError(f"{path}: no pack sidecar (sources, tokenizer, text) to check it against")
     meta = resolve_sidecar_paths(meta, path)
     entry = meta["tokenizer"]
-    if not os.path.isfile(entry["path"]):
+    if not os.path.exists(entry["path"]):
         return [f"{path}: cannot check against the tokenizer: {entry['path']} not found "
                 f"({resolved_against(meta, path)})"], 0
     try:
-        tokenizer = load_tokenizer(entry["path"], entry.get("eod_token"))
+        tokenizer = load_tokenizer(TokenizerSpec.from_config(entry), entry.get("eod_token"))
     except TokenmillError as exc:
         return [f"{path}: cannot check against the tokenizer: {exc}"], 0
     if tokenizer.sha256 != entry.get("sha256"):
@@ -434,11 +436,11 @@ def verify_against_tokenizer(path: str | os.PathLike, fraction: float) -> tuple[
                 line_numbers.append(line_number)
         choice = sampler.choose(texts)
         chosen = sorted(set(choice.documents) | {excerpt.text for excerpt in choice.excerpts})  # re-encoded whole
-        references = tokenizer.tokenizer.encode_batch_fast([texts[i] for i in chosen],
-                                                           add_special_tokens=entry.get("add_special_tokens", True))
-        for i, reference in zip(chosen, references):
-            expected = np.array(reference.ids + ([tokenizer.eod_id] if tokenizer.eod_id is not None and
-                                                 reference.ids[-1:] != [tokenizer.eod_id] else []), np.int64)
+        references = split_flat(*tokenizer.encode_reference([texts[i] for i in chosen],
+                                                            entry.get("add_special_tokens", True)))
+        for i, reference in zip(chosen, (ids.tolist() for ids in references)):
+            expected = np.array(reference + ([tokenizer.eod_id] if tokenizer.eod_id is not None and
+                                             reference[-1:] != [tokenizer.eod_id] else []), np.int64)
             position = first_difference(pbin.document(document + i), expected)
             if position is not None:
                 return [f"{path}: document {document + i} ({source['path']}:{line_numbers[i]}) differs from what the "
