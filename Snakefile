@@ -25,6 +25,7 @@ include: "workflow/rules/sample_index.smk"
 include: "workflow/rules/verify.smk"
 include: "workflow/rules/sft.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/prune.smk"
 
 
 report: "workflow/report/workflow.rst"
@@ -33,6 +34,7 @@ report: "workflow/report/workflow.rst"
 # `all` only collects targets: on a cluster it runs on the submitting host, not through sbatch.
 localrules:
     all,
+    prune,
 
 
 # Everything the config asks for.
@@ -40,6 +42,7 @@ rule all:
     default_target: True
     input:
         all_targets(),
+        rules.prune.output.stamp,
     message:
         "every file of the config is built"
 

@@ -51,8 +51,8 @@ def test_a_big_plain_file_is_cut_in_byte_range_shards_that_tile_it(folder):
     assert plan.builds["a"].units == ("a.shard0", "a.shard1", "a.shard2")
     assert [plan.units[unit].byte_range for unit in plan.builds["a"].units] == ["0:100", "100:200", "200:"]
     assert plan.pack_options("a.shard1")[-4:] == ["--byte-range", "100:200", "--eod", "<|endoftext|>"]
-    assert plan.merge_units("a") == ["data/packed/a.shard0.pbin", "data/packed/a.shard1.pbin",
-                                     "data/packed/a.shard2.pbin"]
+    assert plan.merge_units("a") == ["data/parts/a.shard0.pbin", "data/parts/a.shard1.pbin",
+                                     "data/parts/a.shard2.pbin"]
 
 
 def test_several_files_are_parts_and_a_compressed_one_has_no_index_and_no_shards(folder):
@@ -244,8 +244,8 @@ def test_kept_parts_are_targets_so_a_deleted_one_is_rebuilt(folder, keep_parts):
     config = {"tokenizers": {"gpt2": {"path": "gpt2.json"}}, "keep_parts": keep_parts,
               "datasets": {"a": {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2", "shard_bytes": 100}}}
     targets = Plan(validate_config(config, "my.yaml")).all_targets()
-    parts = ["data/packed/a.shard1.pbin", "data/packed/a.shard1.pbin.meta.json",
-             "data/megatron/a.shard1_text_document.bin", "data/megatron/a.shard1_text_document.idx"]
+    parts = ["data/parts/a.shard1.pbin", "data/parts/a.shard1.pbin.meta.json",
+             "data/parts/a.shard1_text_document.bin", "data/parts/a.shard1_text_document.idx"]
     assert all((part in targets) == keep_parts for part in parts)
 
 
@@ -294,8 +294,8 @@ def test_a_merged_builds_commands_name_its_units_as_brace_ranges_in_order(folder
                    b={"inputs": ["raw/a.jsonl"], "shard_bytes": 100, "formats": ["pbin"],
                       "allow_duplicate_inputs": True})
     assert plan.merge_commands("a") == (
-        "tokenmill merge data/packed/a.shard{0..2}.pbin -o data/packed/a.pbin --force && "
-        "tokenmill merge data/megatron/a.shard{0..2}_text_document -o data/megatron/a_text_document --force")
-    assert plan.merge_commands("b") == "tokenmill merge data/packed/b.shard{0..2}.pbin -o data/packed/b.pbin --force"
+        "tokenmill merge data/parts/a.shard{0..2}.pbin -o data/packed/a.pbin --force && "
+        "tokenmill merge data/parts/a.shard{0..2}_text_document -o data/megatron/a_text_document --force")
+    assert plan.merge_commands("b") == "tokenmill merge data/parts/b.shard{0..2}.pbin -o data/packed/b.pbin --force"
     assert plan.merge_unit_megatron_files("b") == [] and len(plan.merge_unit_megatron_files("a")) == 6
     assert plan.merged_builds(megatron=True) == ["a"] and plan.merged_builds(megatron=False) == ["b"]

@@ -39,10 +39,10 @@ def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(
     # everything tokenized depends on the tokenizer, the raw index does not
     # (pack writes the .pbin and Megatron's .bin/.idx in one pass)
     assert planned_jobs(workflow_dir) == {"pack", "sample_index", "verify", "report_dataset", "sft", "verify_sft",
-                                          "all"}
+                                          "prune", "all"}
     os.utime(workflow_dir / "data/raw/demo.jsonl")
     assert planned_jobs(workflow_dir) == {"raw_index", "pack", "sample_index", "verify", "report_dataset", "sft",
-                                          "verify_sft", "all"}
+                                          "verify_sft", "prune", "all"}
     run_snakemake(workflow_dir)
     assert pbin.read_bytes() == first_build
     assert read_sidecar(workflow_dir / "data/sft/chat.pbin")["documents"] == 65
@@ -89,7 +89,7 @@ def test_multi_file_dataset_packs_small_files_in_one_job_or_each_file_and_merges
         config["datasets"]["sharded"]["group_bytes"] = group_bytes
         (workflow_dir / "config/config.yaml").write_text(yaml.safe_dump(config))
         run_snakemake(workflow_dir)
-        parts = sorted(path.name for path in (workflow_dir / "data/packed").glob("sharded.part*.pbin"))
+        parts = sorted(path.name for path in (workflow_dir / "data/parts").glob("sharded.part*.pbin"))
         indexes = sorted(path.name for path in (workflow_dir / "data/index").glob("sharded.part*.idx"))
         if group_bytes:
             assert parts == indexes == []  # one pack job, which scans its small files itself
@@ -147,7 +147,7 @@ def test_sampling_matrix_builds_one_cache_per_seed_and_length_and_a_new_seed_bui
     result = run_snakemake(workflow_dir, "-n")
     assert "-> data/cache/demo/seq64_seed3 (log:" in result.stdout  # the jobs' one-line messages
     assert "-> data/cache/demo/seq64_seed1 (log:" not in result.stdout
-    assert planned_jobs(workflow_dir) == {"sample_index", "verify", "report_dataset", "all"}
+    assert planned_jobs(workflow_dir) == {"sample_index", "verify", "report_dataset", "prune", "all"}
 
 
 def test_named_blend_builds_megatron_blend_caches(workflow_dir):

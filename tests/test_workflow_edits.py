@@ -55,9 +55,10 @@ def _build(folder: Path, config: dict, check: bool = True):
 
 
 def _outputs(folder: Path) -> dict[str, bytes]:
-    """Every file the workflow wrote under data/ (inputs left out), by path."""
+    """Every file the workflow wrote under data/ (inputs, and earlier plans' files moved to data/stale/, left
+    out), by path."""
     return {str(path.relative_to(folder)): path.read_bytes() for path in sorted((folder / "data").rglob("*"))
-            if path.is_file() and path.parts[len(folder.parts) + 1] not in ("raw", "tokenizers")}
+            if path.is_file() and path.parts[len(folder.parts) + 1] not in ("raw", "tokenizers", "stale")}
 
 
 def _assert_same_as_fresh(folder: Path, config: dict, scratch: Path) -> None:
@@ -65,10 +66,12 @@ def _assert_same_as_fresh(folder: Path, config: dict, scratch: Path) -> None:
     shutil.copytree(folder / "data/raw", fresh / "data/raw", dirs_exist_ok=True)
     _build(fresh, config)
     incremental, expected = _outputs(folder), _outputs(fresh)
-    # Files of an earlier layout that the config no longer names (data/index/a.idx once a has two
-    # files) may stay behind, unread; every file of the current plan must equal the fresh one.
+    # Every file of the current plan equals the fresh one, and nothing else is left where trainers look
+    # (data/index/a.idx once a has two files, old shards: moved to data/stale/).
     differing = sorted(path for path in expected if incremental.get(path) != expected[path])
     assert not differing, f"{len(differing)} files differ from a fresh build: {differing[:8]}"
+    left_over = sorted(set(incremental) - set(expected))
+    assert not left_over, f"{len(left_over)} files of an earlier plan left in the output folders: {left_over[:8]}"
 
 
 def _edit(config: dict, change) -> dict:

@@ -182,6 +182,20 @@ def _sft(args: argparse.Namespace) -> None:
           f"{meta['engine']['checked_messages']} messages checked against Hugging Face", file=sys.stderr)
 
 
+def _prune(args: argparse.Namespace) -> None:
+    import json
+
+    from tokenmill.plan import Plan
+    from tokenmill.prune import STALE_FOLDER, move_stale
+
+    moved = move_stale(Plan(json.loads(args.config_json)).all_targets())
+    print(f"moved {len(moved)} file(s) of an earlier plan to {STALE_FOLDER}/" if moved else
+          "no file of an earlier plan in the output folders", file=sys.stderr)
+    if args.stamp:
+        with open(args.stamp, "w", encoding="utf-8") as stamp:
+            stamp.writelines(f"{path}\n" for path in moved)
+
+
 def _report(args: argparse.Namespace) -> None:
     from tokenmill.report import blend_page, dataset_page
 
@@ -376,6 +390,11 @@ def build_parser() -> argparse.ArgumentParser:
     pack.add_argument("--allow-duplicate-inputs", action="store_true",
                       help="pack an input named twice twice (recorded in the sidecar); by default an error")
     pack.set_defaults(run=_pack)
+
+    prune = verbs.add_parser("prune", help="move the workflow's outputs that its plan no longer makes to data/stale/")
+    prune.add_argument("--config-json", required=True, help="the workflow's validated config, as JSON")
+    prune.add_argument("--stamp", help="write the paths moved this time here")
+    prune.set_defaults(run=_prune)
 
     preprocess = verbs.add_parser("preprocess-data", add_help=False, prefix_chars="\0",
                                   help="Megatron's tools/preprocess_data.py: its flags, its .bin/.idx bytes, "

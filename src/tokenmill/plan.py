@@ -47,6 +47,7 @@ from tokenmill.blend import check_weights
 from tokenmill.errors import TokenmillError
 from tokenmill.jsonl import input_compression
 from tokenmill.parquet import row_group_units
+from tokenmill.prune import OUTPUT_FOLDERS, STALE_FOLDER
 from tokenmill.sample_index import parse_split
 from tokenmill.text import TextSelector
 from tokenmill.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS
@@ -68,6 +69,21 @@ def raw_index_path(stem: str) -> str:
 def packed_path(build_or_unit: str) -> str:
     """The ``.pbin`` of a build or of one of its units (its sidecar is this path + ``.meta.json``)."""
     return f"data/packed/{build_or_unit}.pbin"
+
+
+# A merged build's units (its files' and shards' packs) live apart from the final files, so that
+# data/packed/ and data/megatron/ hold one file per build: a glob there never trains on a build twice.
+PARTS_FOLDER = "data/parts/"
+
+
+def part_pbin_path(unit: str) -> str:
+    """The ``.pbin`` of a unit of a merged build (its sidecar is this path + ``.meta.json``)."""
+    return f"{PARTS_FOLDER}{unit}.pbin"
+
+
+def part_megatron_prefix(unit: str) -> str:
+    """The Megatron prefix of a unit of a merged build."""
+    return f"{PARTS_FOLDER}{unit}_text_document"
 
 
 def megatron_prefix(build: str, folder: str = "data/megatron/") -> str:
@@ -288,6 +304,22 @@ class Plan:
         self._check_sampling()
         self.blends = {name: self._blend_builds(name) for name in config["blends"]}
         self._check_sft()
+        self._check_inputs_outside_outputs()
+
+    def _check_inputs_outside_outputs(self) -> None:
+        """Refuse an input or tokenizer that lies in a folder the workflow writes (or moves earlier plans'
+        outputs to): Snakemake would delete it before the job that writes there, or the prune move it."""
+        folders = [os.path.realpath(folder) for folder in (*OUTPUT_FOLDERS, STALE_FOLDER)]
+        named = [(f"datasets.{name}.inputs", file.path) for name, files in self.dataset_files.items() for file in files]
+        named += [(f"sft.{name}.inputs", path) for name, entry in self.config["sft"].items()
+                  for path in entry["inputs"]]
+        named += [(f"tokenizers.{name}.path", entry["path"]) for name, entry in self.config["tokenizers"].items()]
+        for key, path in named:
+            real = os.path.realpath(path)
+            for folder, shown in zip(folders, (*OUTPUT_FOLDERS, STALE_FOLDER)):
+                if os.path.commonpath([real, folder]) == folder:
+                    raise TokenmillError(f"{key}: {path} lies in {shown}/, where the workflow writes its outputs "
+                                         f"(it would be overwritten or moved); keep inputs elsewhere, e.g. data/raw/")
 
     # ---- datasets, files and units
 
@@ -522,9 +554,10 @@ class Plan:
         from its merged ``.pbin``.) The ``.ds.metadata`` names the tokenizer as the config spells it."""
         unit = self.unit(unit_name)
         build = self.builds[unit.build]
-        outputs = ["-o", packed_path(unit_name)]
+        merged = len(build.units) > 1
+        outputs = ["-o", part_pbin_path(unit_name) if merged else packed_path(unit_name)]
         if "megatron" in self.formats(build.name):
-            outputs += ["--megatron", megatron_prefix(unit_name)]
+            outputs += ["--megatron", part_megatron_prefix(unit_name) if merged else megatron_prefix(unit_name)]
         if "datatrove" in self.formats(build.name) and len(build.units) == 1:
             outputs += ["--datatrove", datatrove_name(build.name),
                         "--datatrove-tokenizer-name", self.unit_tokenizer_path(unit_name)]
@@ -554,22 +587,22 @@ class Plan:
 
     def merge_units(self, build: str) -> list[str]:
         """The unit ``.pbin`` files of a merged build, in input order."""
-        return [packed_path(unit) for unit in self.builds[build].units]
+        return [part_pbin_path(unit) for unit in self.builds[build].units]
 
     def merge_unit_megatron_files(self, build: str) -> list[str]:
         """The units' Megatron ``.bin`` and ``.idx`` a merged build merges (none without that format)."""
         if "megatron" not in self.formats(build):
             return []
-        return [f"{megatron_prefix(unit)}.{ext}" for unit in self.builds[build].units for ext in ("bin", "idx")]
+        return [f"{part_megatron_prefix(unit)}.{ext}" for unit in self.builds[build].units for ext in ("bin", "idx")]
 
     def merge_commands(self, build: str) -> str:
         """The shell commands merging a build's units, ``.pbin`` then Megatron's files (where it has
         that format), with the units as brace ranges (:func:`brace_ranges`)."""
         units = self.builds[build].units
-        commands = [f"tokenmill merge {brace_ranges(units, 'data/packed/', '.pbin')} "
+        commands = [f"tokenmill merge {brace_ranges(units, PARTS_FOLDER, '.pbin')} "
                     f"-o {shlex.quote(packed_path(build))} --force"]
         if "megatron" in self.formats(build):
-            commands.append(f"tokenmill merge {brace_ranges(units, 'data/megatron/', '_text_document')} "
+            commands.append(f"tokenmill merge {brace_ranges(units, PARTS_FOLDER, '_text_document')} "
                             f"-o {shlex.quote(megatron_prefix(build))} --force")
         return " && ".join(commands)
 
@@ -783,8 +816,8 @@ class Plan:
             if self.config["keep_parts"] and len(self.builds[build].units) > 1:  # kept, so rebuilt when deleted
                 megatron = "megatron" in self.formats(build)
                 targets += [path for unit in self.builds[build].units
-                            for path in (packed_path(unit), f"{packed_path(unit)}.meta.json",
-                                         *([f"{megatron_prefix(unit)}.bin", f"{megatron_prefix(unit)}.idx"]
+                            for path in (part_pbin_path(unit), f"{part_pbin_path(unit)}.meta.json",
+                                         *([f"{part_megatron_prefix(unit)}.bin", f"{part_megatron_prefix(unit)}.idx"]
                                            if megatron else []))]
         for blend in self.blends:
             name = blend_cache_name(blend)

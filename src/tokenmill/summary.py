@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from tokenmill.prune import MOVED_RECORD, STALE_FOLDER
 from tokenmill.plan import Plan, blend_cache_name, datatrove_name, megatron_prefix, packed_path
 
 __all__ = ["MAX_BUILDS_SHOWN", "summary_lines", "print_summary", "report_command"]
@@ -166,11 +167,30 @@ def summary_lines(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
     if unbuilt:
         lines.append(f"  not built yet: {', '.join(unbuilt[:5])}{', ...' if len(unbuilt) > 5 else ''} "
                      f"(snakemake without targets builds the whole config)")
+    lines += _stale_lines()
 
     lines.append("Next:")
     if shell_dir and os.path.isdir(shell_dir) and not os.path.samefile(shell_dir, workdir):
         lines.append(f"  cd {shlex.quote(workdir)}")
     return lines + _next_lines(plan, built[0] if built else None, report_command(configfiles, snakefile, workdir))
+
+
+def _stale_lines() -> list[str]:
+    """What the run's last job moved out of where trainers look (:mod:`tokenmill.prune`), and what
+    earlier plans' outputs take in ``data/stale/``."""
+    stamp = Path(STALE_FOLDER, "moved-last-run.txt")
+    moved = stamp.read_text(encoding="utf-8").splitlines() if stamp.is_file() else []
+    records = {stamp, Path(MOVED_RECORD)}
+    stale_bytes = sum(path.stat().st_size for path in Path(STALE_FOLDER).rglob("*")
+                      if path.is_file() and path not in records)
+    lines = []
+    if moved:
+        lines.append(f"  moved {len(moved)} output(s) of an earlier plan to {STALE_FOLDER}/, out of where trainers "
+                     f"look: {', '.join(moved[:3])}{', ...' if len(moved) > 3 else ''} ({MOVED_RECORD} lists all)")
+    if stale_bytes:
+        lines.append(f"  {STALE_FOLDER}/ holds {stale_bytes / 1e6:,.1f} MB of earlier plans' outputs "
+                     f"(rm -r {STALE_FOLDER} frees it)")
+    return lines
 
 
 def _next_lines(plan: Plan, build: str | None, report: str) -> list[str]:

@@ -2,6 +2,7 @@
 # What is built from what, where and with which options is tokenmill.plan (pure, unit-tested); this
 # file validates the config, builds the plan once, and adapts it to Snakemake's wildcards.
 
+import json
 import os
 import re
 import sys

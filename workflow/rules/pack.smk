@@ -71,13 +71,14 @@ use rule pack as pack_with_datatrove_without_megatron with:
         unit=SINGLE_UNIT[("datatrove",)],
 
 
-# The same job for the units of a merged build, whose files are temporary without keep_parts.
+# The same job for the units of a merged build, whose files live apart in data/parts/ (one file per
+# build where trainers look) and are temporary without keep_parts.
 use rule pack as pack_unit with:
     output:
-        pbin=part_file("data/packed/{unit}.pbin"),
-        meta=part_file("data/packed/{unit}.pbin.meta.json"),
-        bin=part_file("data/megatron/{unit}_text_document.bin"),
-        megatron_idx=part_file("data/megatron/{unit}_text_document.idx"),
+        pbin=part_file("data/parts/{unit}.pbin"),
+        meta=part_file("data/parts/{unit}.pbin.meta.json"),
+        bin=part_file("data/parts/{unit}_text_document.bin"),
+        megatron_idx=part_file("data/parts/{unit}_text_document.idx"),
     log:
         "logs/pack/{unit}.log",
     benchmark:
@@ -88,8 +89,8 @@ use rule pack as pack_unit with:
 
 use rule pack as pack_unit_without_megatron with:
     output:
-        pbin=part_file("data/packed/{unit}.pbin"),
-        meta=part_file("data/packed/{unit}.pbin.meta.json"),
+        pbin=part_file("data/parts/{unit}.pbin"),
+        meta=part_file("data/parts/{unit}.pbin.meta.json"),
     log:
         "logs/pack/{unit}.log",
     benchmark:

@@ -1,0 +1,26 @@
+# ---- The tree equals the plan: outputs of an earlier plan out of where trainers look ---------------
+
+
+# Runs once everything of the config is built (it needs every target), and again whenever the plan's
+# files change (its params and inputs): moves what the output folders hold beyond them to data/stale/.
+rule prune:
+    input:
+        all_targets(),
+    output:
+        stamp="data/stale/moved-last-run.txt",
+    log:
+        "logs/prune.log",
+    benchmark:
+        "benchmarks/prune.tsv"
+    conda:
+        "../envs/tokenmill.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
+    params:
+        config=json.dumps(config, sort_keys=True),
+    message:
+        "move files of an earlier plan to data/stale/ (log: {log})"
+    shell:
+        "tokenmill prune --config-json {params.config:q} --stamp {output.stamp:q} > {log:q} 2>&1"
