@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -151,13 +152,111 @@ def test_rows_are_numbered_through_the_whole_file_in_any_batch_and_range(tmp_pat
     assert show_document(tmp_path / "n.pbin", 20)[-1] == f"source: {parquet}, row 24"  # 3 null rows before it
 
 
-def test_a_missing_column_is_a_missing_key_in_every_row(tmp_path, demo):
-    parquet, jsonl = demo
-    with pytest.raises(TokenmillError, match=rf"^{parquet}: row 1: no key 'body' \(on_bad_line: error"):
-        packed([parquet], tmp_path / "x.pbin", text=".body")
-    meta = packed([parquet], tmp_path / "x.pbin", text=".body", on_bad_line="skip")
-    assert meta["documents"] == 0 and meta["skipped"] == {"no key 'body'": ROWS}
+def no_text_column(tmp_path) -> Path:
+    """A file whose text is in ``content``, not ``text``."""
+    return write_parquet(tmp_path / "x.parquet", [{"id": i, "content": f"row {i}", "meta": {"k": i, "lang": "en"}}
+                                                  for i in range(10)], row_group_size=4)
+
+
+@pytest.mark.parametrize("on_bad_line", ["error", "skip"])
+def test_a_missing_column_is_an_error_for_the_file_whatever_on_bad_line_says(tmp_path, on_bad_line):
+    parquet = no_text_column(tmp_path)
+    expected = (f"{parquet}: no column 'text' for the text pattern .text; its columns: id, content, meta; "
+                f"use text: .content (or --jq .content), or another of its string columns: .meta.lang")
+    with pytest.raises(TokenmillError) as stopped:
+        packed([parquet], tmp_path / "x.pbin", on_bad_line=on_bad_line)
+    assert str(stopped.value) == expected
+    with pytest.raises(TokenmillError) as stopped:
+        packed([parquet], tmp_path / "x.pbin", text=".meta.body", on_bad_line=on_bad_line)
+    assert str(stopped.value).startswith(f"{parquet}: column 'meta' has no field 'body' for the text pattern "
+                                         f".meta.body; its fields: k, lang; use text: .content")
+    assert not (tmp_path / "x.pbin").exists()
     assert columns_for(".body") == ["body"] and columns_for(".a | .b") is None
+
+
+def test_the_cli_stops_on_a_missing_column_in_one_line_with_no_skip_count(tmp_path):
+    parquet = no_text_column(tmp_path)
+    result = run_tokenmill("pack", parquet, "--on-bad-line", "skip", "--tokenizer", GPT2, "--no-eod",
+                           "-o", tmp_path / "x.pbin", check=False)
+    assert result.returncode == 1
+    line, = result.stderr.splitlines()
+    assert line.startswith(f"tokenmill: error: {parquet}: no column 'text' for the text pattern .text; "
+                           f"its columns: id, content, meta; use text: .content (or --jq .content)")
+    assert not (tmp_path / "x.pbin").exists()
+    run_tokenmill("pack", parquet, "--jq", ".content", "--tokenizer", GPT2, "--no-eod", "-o", tmp_path / "x.pbin")
+
+
+def invalid_utf8_file(tmp_path) -> tuple[Path, list[dict]]:
+    """10 rows in groups of 4 whose ``text`` of rows 3 and 8 is not UTF-8 (pyarrow writes the bytes
+    as they are), and the good rows."""
+    texts = [f"row {i} of the file".encode() for i in range(1, 11)]
+    texts[2], texts[7] = b"caf\xe9 latin-1", b"cut \xe2\x82"
+    strings = pa.array(texts, pa.binary()).view(pa.string())  # unchecked: the bytes stay as they are
+    table = pa.table({"text": strings, "id": list(range(1, 11))})
+    parquet = tmp_path / "utf8.parquet"
+    pq.write_table(table, parquet, row_group_size=4)
+    return parquet, [{"text": text.decode(), "id": i} for i, text in enumerate(texts, 1) if i not in (3, 8)]
+
+
+def test_invalid_utf8_in_a_string_column_is_a_bad_row_naming_the_column(tmp_path):
+    parquet, good = invalid_utf8_file(tmp_path)
+    reason = "column 'text': invalid UTF-8 in a string value"
+    meta = packed([parquet], tmp_path / "p.pbin", on_bad_line="skip")
+    assert meta["sources"][0]["skipped"] == {reason: {"count": 2, "first_lines": [3, 8]}}
+    assert meta["documents"] == 8
+    packed([write_jsonl(tmp_path / "good.jsonl", good)], tmp_path / "j.pbin")
+    assert (tmp_path / "p.pbin").read_bytes() == (tmp_path / "j.pbin").read_bytes()
+    assert show_document(tmp_path / "p.pbin", 6)[-1] == f"source: {parquet}, row 9"
+    with pytest.raises(TokenmillError) as stopped:
+        packed([parquet], tmp_path / "x.pbin")
+    assert str(stopped.value) == f"{parquet}: row 3: {reason} (on_bad_line: error; use skip to leave such lines out)"
+
+
+def test_the_cli_stops_on_invalid_utf8_in_one_line_naming_file_and_row(tmp_path):
+    parquet, _ = invalid_utf8_file(tmp_path)
+    result = run_tokenmill("pack", parquet, "--tokenizer", GPT2, "--no-eod", "-o", tmp_path / "x.pbin", check=False)
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [f"tokenmill: error: {parquet}: row 3: column 'text': invalid UTF-8 in a "
+                                          f"string value (on_bad_line: error; use skip to leave such lines out)"]
+
+
+YEAR_10000 = 253402300800  # 10000-01-01T00:00:00 in seconds since 1970
+
+
+@pytest.mark.parametrize("pattern", ['"\\(.ts) \\(.text)"', ".ts | tostring"])
+def test_a_timestamp_past_year_9999_is_a_bad_row_for_a_pattern_that_reads_it(tmp_path, pattern):
+    seconds = [1_700_000_000 + i * 3600 for i in range(10)]
+    seconds[4] = YEAR_10000  # row 5
+    rows = [{"text": f"row {i}", "ts": moment} for i, moment in enumerate(seconds, 1)]
+    parquet = write_parquet(tmp_path / "ts.parquet", rows, pa.schema([("text", pa.string()),
+                                                                      ("ts", pa.timestamp("s"))]), row_group_size=4)
+    reason = "column 'ts': a date or time outside the years 1 to 9999 that Python's datetime holds"
+    with pytest.raises(TokenmillError) as stopped:
+        packed([parquet], tmp_path / "x.pbin", text=pattern)
+    assert str(stopped.value) == f"{parquet}: row 5: {reason} (on_bad_line: error; use skip to leave such lines out)"
+    meta = packed([parquet], tmp_path / "p.pbin", text=pattern, on_bad_line="skip")
+    assert meta["sources"][0]["skipped"] == {reason: {"count": 1, "first_lines": [5]}}
+    good = [{"text": row["text"], "ts": datetime.fromtimestamp(row["ts"], timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")}
+            for row in rows if row["ts"] != YEAR_10000]
+    packed([write_jsonl(tmp_path / "good.jsonl", good)], tmp_path / "j.pbin", text=pattern)
+    assert (tmp_path / "p.pbin").read_bytes() == (tmp_path / "j.pbin").read_bytes()
+    assert [line for _, line in iter_lines(parquet, text=".text")][4] == b'{"text":"row 5"}'  # reads text alone
+
+
+def test_nanosecond_times_are_iso_text_whatever_is_installed(tmp_path):
+    nanoseconds = [1_700_000_000_000_000_000, 1_700_000_000_000_001_000, 1_700_000_000_000_000_007]
+    table = pa.table({"text": ["a", "b", "c"], "ts": pa.array(nanoseconds, pa.timestamp("ns", tz="UTC")),
+                      "meta": pa.array([{"at": n} for n in nanoseconds], pa.struct([("at", pa.timestamp("ns"))]))})
+    parquet = tmp_path / "ns.parquet"
+    pq.write_table(table, parquet)
+    assert [line for _, line in iter_lines(parquet, text=".")] == [
+        b'{"text":"a","ts":"2023-11-14T22:13:20+00:00","meta":{"at":"2023-11-14T22:13:20"}}',
+        b'{"text":"b","ts":"2023-11-14T22:13:20.000001+00:00","meta":{"at":"2023-11-14T22:13:20.000001"}}',
+        b"\x00tokenmill: bad row\x00column 'meta': a time with nanoseconds inside a struct or list, which "
+        b"tokenmill writes to the microsecond only"]
+    meta = packed([parquet], tmp_path / "p.pbin", text=".ts", on_bad_line="skip")
+    assert meta["skipped"] == {} and meta["documents"] == 3  # .ts reads column ts alone: nine digits for row 3
+    assert [line for _, line in iter_lines(parquet, text=".ts")][2] == b'{"ts":"2023-11-14T22:13:20.000000007+00:00"}'
 
 
 def test_a_row_over_max_line_bytes_is_a_bad_line(tmp_path):

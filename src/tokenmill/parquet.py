@@ -10,11 +10,21 @@ lines, EOD, the engine's proof), and the ``.pbin`` equals the one packed from th
 as JSONL. Rows are numbered from 1 through the whole file, as lines are, in errors, the sidecar's
 skipped ``first_lines`` and ``inspect --doc``.
 
-What the selection sees: a missing column is a missing key (``no key 'text'``), a null is JSON null,
-a number a number; so each is a bad line, under ``on_bad_line``, naming its row. A value JSON has no
-type for (binary, decimal) is seen as an object ``{"unrepresentable": "<Python type>"}``: never text.
-Timestamps and dates are ISO strings, as orjson writes them. A truncated or corrupt file (no footer,
-a page that does not decode, a row group shorter than its footer says) stops the job naming the file.
+What the selection sees: a null is JSON null, a number a number; so each is a bad line, under
+``on_bad_line``, naming its row. A value JSON has no type for (binary, decimal, duration) is seen as an
+object ``{"unrepresentable": "<Python type>"}``: never text. Timestamps, dates and times are ISO strings,
+as orjson writes them; nanosecond ones are read as microseconds where that loses nothing (pyarrow would
+give pandas' objects where pandas is installed, and datetimes or an error where not), else (a top-level
+column) as ISO strings with nine digits of fraction. A value Python cannot convert (invalid UTF-8 in a
+string column, a date outside the years 1 to 9999, nanoseconds inside a struct or list) makes its row a
+bad line whose reason names the column (:func:`tokenmill.text.bad_row_line`): the chunk of rows is
+converted whole, and only a chunk that fails is converted again row by row.
+
+File errors, whatever ``on_bad_line`` says (each stops the job in one line naming the file): a column
+(or struct field) that a path pattern such as ``.text`` or ``.meta.body`` needs and the file lacks, with
+the file's columns and a ``text:`` to use instead; a truncated or corrupt file (no footer, a page that
+does not decode, a row group shorter than its footer says). Any other jq pattern sees the file's rows
+as they are (a key it lacks is null, as jq has it on JSON).
 
 Shards: row groups are the unit of work for a big file, as byte ranges are for plain JSONL: ``pack
 --row-groups START:END`` packs row groups ``[START, END)``, its rows numbered as in the whole file,
@@ -34,21 +44,29 @@ input is read: ``pip install 'tokenmill[parquet]'``.
 
 from __future__ import annotations
 
+import decimal
+import json
 import os
 import re
+from datetime import datetime, timedelta
 from typing import Callable, Iterator
 
 import numpy as np
 import orjson
 
 from tokenmill.errors import TokenmillError
+from tokenmill.text import bad_row_line
 
-__all__ = ["PARQUET_MAGIC", "open_parquet", "parse_row_groups", "columns_for", "row_group_bytes",
-           "row_group_units", "parquet_source", "row_line_batches", "iter_rows"]
+__all__ = ["PARQUET_MAGIC", "open_parquet", "parse_row_groups", "columns_for", "refuse_missing_column",
+           "row_group_bytes", "row_group_units", "parquet_source", "row_line_batches", "iter_rows"]
 
 PARQUET_MAGIC = b"PAR1"
 _ROWS_PER_CHUNK = 1024  # rows turned into JSON at a time: small against a row group, large against a call
 _PATH_PATTERN = re.compile(r"^\.([A-Za-z_][A-Za-z0-9_]*)(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Names of the column that usually holds the text, best first: the one a missing column's error suggests.
+_TEXT_NAMES = ("text", "content", "body", "document", "raw_content", "contents", "markdown", "article", "code")
+_COLUMNS_LISTED = 40  # in a missing column's error
 
 
 def _parquet_module():
@@ -108,6 +126,77 @@ def columns_for(pattern: str) -> list[str] | None:
     ``["meta"]``; None (every column) for any other jq pattern."""
     match = _PATH_PATTERN.match(pattern)
     return [match.group(1)] if match else None
+
+
+def _jq_path(prefix: str, name: str) -> str:
+    """The jq path of field ``name`` under ``prefix``: ``.content``, ``.meta.body``, ``.["raw text"]``."""
+    return f"{prefix}.{name}" if _KEY.match(name) else f"{prefix or '.'}[{json.dumps(name)}]"
+
+
+def _string_paths(fields, prefix: str = "") -> list[str]:
+    """The jq paths of the string columns among ``fields``, and of string fields of struct columns."""
+    import pyarrow
+
+    types, paths = pyarrow.types, []
+    for field in fields:
+        path = _jq_path(prefix, field.name)
+        if types.is_string(field.type) or types.is_large_string(field.type) or \
+                getattr(types, "is_string_view", lambda _: False)(field.type):
+            paths.append(path)
+        elif types.is_struct(field.type):
+            paths += _string_paths([field.type.field(i) for i in range(field.type.num_fields)], path)
+    return paths
+
+
+def _text_advice(schema) -> str:
+    """``use text: .content (or --jq .content)``: the string column most likely to hold the text."""
+    paths = _string_paths(schema)
+    if not paths:
+        return "it has no string column to take the text from"
+
+    def rank(path: str) -> tuple[int, int]:
+        name = path.rsplit(".", 1)[-1].strip('[]"').lower()
+        return (_TEXT_NAMES.index(name) if name in _TEXT_NAMES else len(_TEXT_NAMES), path.count(".") > 1)
+
+    best, *others = sorted(paths, key=rank)
+    advice = f"use text: {best} (or --jq {best})"
+    return advice + (f", or another of its string columns: {', '.join(others[:5])}" if others else "")
+
+
+def _listed(names: list[str]) -> str:
+    shown = ", ".join(names[:_COLUMNS_LISTED])
+    return shown + (f", ... ({len(names)} in all)" if len(names) > _COLUMNS_LISTED else "")
+
+
+def refuse_missing_column(path: str | os.PathLike, pattern: str, schema) -> None:
+    """Stop on a column (or struct field) that a path pattern (``.text``, ``.meta.body``) needs and the
+    file lacks: every row would be a bad line, so ``on_bad_line: skip`` would drop the whole file.
+
+    Args:
+        path: the file, for the message.
+        pattern: the text pattern; only a path pattern is checked (any other jq pattern may do without a key).
+        schema: the file's Arrow schema.
+
+    Raises:
+        TokenmillError: naming the file, the missing column, the file's columns and a ``text:`` to use.
+    """
+    import pyarrow
+
+    if not _PATH_PATTERN.match(pattern):
+        return
+    column, *keys = pattern[1:].split(".")
+    if column not in schema.names:
+        raise TokenmillError(f"{path}: no column {column!r} for the text pattern {pattern}; its columns: "
+                             f"{_listed(schema.names)}; {_text_advice(schema)}")
+    arrow_type, held = schema.field(schema.names.index(column)).type, column
+    for key in keys:
+        if not pyarrow.types.is_struct(arrow_type):  # a map, a JSON string...: seen row by row
+            return
+        fields = [arrow_type.field(i).name for i in range(arrow_type.num_fields)]
+        if key not in fields:
+            raise TokenmillError(f"{path}: column {held!r} has no field {key!r} for the text pattern {pattern}; "
+                                 f"its fields: {_listed(fields)}; {_text_advice(schema)}")
+        arrow_type, held = arrow_type.field(fields.index(key)).type, f"{held}.{key}"
 
 
 def row_group_bytes(metadata) -> list[int]:
@@ -177,8 +266,126 @@ def parquet_source(path: str, size: int, row_groups: tuple[int, int | None] | No
 
 
 def _json_value(value) -> dict:
-    """What orjson cannot write (binary, decimal): an object, so that it is never taken for text."""
-    return {"unrepresentable": type(value).__name__}
+    """What orjson cannot write (binary, decimal, duration): an object, so that it is never taken for text."""
+    kind = next((base for base in (bytes, decimal.Decimal, timedelta) if isinstance(value, base)), type(value))
+    return {"unrepresentable": kind.__name__}
+
+
+class _Inexact(ValueError):
+    """Nanoseconds where :func:`_records` cannot write them (inside a struct or list)."""
+
+
+def _conversion_errors() -> tuple[type[Exception], ...]:
+    """What converting a value to Python and JSON raises on a value it cannot take (UnicodeDecodeError
+    and pyarrow's ArrowInvalid are ValueErrors, a date past 9999 an OverflowError, orjson's a TypeError)."""
+    import pyarrow
+
+    return pyarrow.ArrowException, ValueError, ArithmeticError, TypeError
+
+
+def _microsecond_type(arrow_type):
+    """``arrow_type`` with its nanosecond timestamps, durations and times in microseconds (inside
+    structs and lists too), or None where it has none."""
+    import pyarrow
+
+    types = pyarrow.types
+    if getattr(arrow_type, "unit", None) == "ns":
+        return (pyarrow.timestamp("us", arrow_type.tz) if types.is_timestamp(arrow_type) else
+                pyarrow.duration("us") if types.is_duration(arrow_type) else pyarrow.time64("us"))
+    if types.is_struct(arrow_type):
+        fields = [arrow_type.field(i) for i in range(arrow_type.num_fields)]
+        inner = [_microsecond_type(field.type) for field in fields]
+        if any(inner):
+            return pyarrow.struct([field.with_type(new or field.type) for field, new in zip(fields, inner)])
+    elif types.is_list(arrow_type) or types.is_large_list(arrow_type):
+        inner = _microsecond_type(arrow_type.value_type)
+        if inner is not None:
+            make = pyarrow.list_ if types.is_list(arrow_type) else pyarrow.large_list
+            return make(arrow_type.value_field.with_type(inner))
+    return None
+
+
+def _with_nanoseconds(moment: datetime, nanoseconds: int) -> str:
+    """``moment`` (to the microsecond) as orjson writes it, with nine digits of fraction."""
+    whole = orjson.dumps(moment.replace(microsecond=0)).decode()[1:-1]  # 2024-01-31T12:00:00[+00:00]
+    return f"{whole[:19]}.{moment.microsecond:06d}{nanoseconds:03d}{whole[19:]}"
+
+
+def _records(batch, casts: dict[int, object]) -> list[dict]:
+    """The rows of a record batch as Python dicts, the same whatever is installed beside pyarrow.
+
+    Args:
+        batch: the rows.
+        casts: column number → its type with nanoseconds as microseconds (:func:`_microsecond_type`).
+
+    Raises:
+        ValueError, OverflowError, TypeError, pyarrow.ArrowException: a value Python cannot convert
+            (see :func:`_conversion_errors`).
+    """
+    import pyarrow
+
+    if not casts:
+        return batch.to_pylist()
+    columns, exact = list(batch.columns), {}
+    for number, arrow_type in casts.items():
+        try:
+            columns[number] = columns[number].cast(arrow_type)  # safe: raises where nanoseconds would be lost
+        except pyarrow.ArrowInvalid:
+            if not pyarrow.types.is_timestamp(arrow_type):
+                raise _Inexact("a time with nanoseconds inside a struct or list, which tokenmill writes "
+                               "to the microsecond only") from None
+            exact[batch.schema.names[number]] = columns[number].cast(pyarrow.int64()).to_pylist()
+            columns[number] = columns[number].cast(arrow_type, safe=False)
+    records = pyarrow.RecordBatch.from_arrays(columns, names=batch.schema.names).to_pylist()
+    for name, values in exact.items():
+        for record, value in zip(records, values):
+            if value is not None and value % 1000:
+                record[name] = _with_nanoseconds(record[name], value % 1000)
+    return records
+
+
+def _problem(exc: Exception, arrow_type) -> str:
+    """Why a value of ``arrow_type`` could not be converted, in words (the same for every such value, so
+    that skipped rows are counted together)."""
+    message = str(exc).splitlines()[0] if str(exc) else ""
+    if isinstance(exc, UnicodeDecodeError):
+        return "invalid UTF-8 in a string value"
+    if isinstance(exc, _Inexact):
+        return message
+    if (isinstance(exc, OverflowError) and "date" in message) or re.match(r"year -?\d+ is out of range", message):
+        return "a date or time outside the years 1 to 9999 that Python's datetime holds"
+    return f"a {arrow_type} value that Python cannot convert ({type(exc).__name__}: {message})"
+
+
+def _json_lines(batch, casts: dict[int, object]) -> list[bytes]:
+    """A record batch's rows as JSON lines; a row with a value Python cannot convert as a
+    :func:`tokenmill.text.bad_row_line` naming the column. The batch is converted whole; only one
+    that fails is converted again row by row, and a failing row column by column."""
+    import pyarrow
+
+    errors = _conversion_errors()
+    try:
+        return [orjson.dumps(record, default=_json_value) for record in _records(batch, casts)]
+    except errors:
+        pass
+    lines = []
+    for number in range(batch.num_rows):
+        row = batch.slice(number, 1)
+        try:
+            lines.append(orjson.dumps(_records(row, casts)[0], default=_json_value))
+            continue
+        except errors:
+            pass
+        for column, field in enumerate(row.schema):
+            try:
+                orjson.dumps(_records(pyarrow.RecordBatch.from_arrays([row.column(column)], names=[field.name]),
+                                      {0: casts[column]} if column in casts else {}), default=_json_value)
+            except errors as exc:
+                lines.append(bad_row_line(f"column {field.name!r}: {_problem(exc, field.type)}"))
+                break
+        else:  # each column converts alone: never seen, but the row is still not dropped silently
+            lines.append(bad_row_line("a row that Python cannot convert"))
+    return lines
 
 
 def _row_chunks(path: str | os.PathLike, pattern: str, row_groups: tuple[int, int | None] | None,
@@ -186,15 +393,16 @@ def _row_chunks(path: str | os.PathLike, pattern: str, row_groups: tuple[int, in
     """``(1-based number of the first row, its rows as JSON lines)`` in chunks, row group by row group.
 
     Raises:
-        TokenmillError: no pyarrow, a truncated or corrupt file, a row group shorter than its footer says.
+        TokenmillError: no pyarrow, a column the pattern needs is missing, a truncated or corrupt file,
+            a row group shorter than its footer says.
     """
     import pyarrow
 
     handle = open_parquet(path)
     metadata = handle.metadata
     start, end = _resolved_range(path, metadata, row_groups)
-    wanted = columns_for(pattern)
-    columns = None if wanted is None else [name for name in wanted if name in handle.schema_arrow.names]
+    refuse_missing_column(path, pattern, handle.schema_arrow)
+    columns = columns_for(pattern)
     sizes = row_group_bytes(metadata)
     row = sum(metadata.row_group(group).num_rows for group in range(start)) + 1
     for group in range(start, end):
@@ -208,13 +416,14 @@ def _row_chunks(path: str | os.PathLike, pattern: str, row_groups: tuple[int, in
                                             f"{expected}"))
         if on_read is not None:
             on_read(sizes[group])
-        if not table.num_columns:  # none of the pattern's columns exists: every row is an empty object
+        if not table.num_columns:  # a file without columns: every row is an empty object
             for first in range(0, expected, _ROWS_PER_CHUNK):
                 yield row + first, [b"{}"] * min(_ROWS_PER_CHUNK, expected - first)
         else:
+            casts = {number: cast for number, cast in enumerate(map(_microsecond_type, table.schema.types)) if cast}
             first = row
             for batch in table.to_batches(max_chunksize=_ROWS_PER_CHUNK):
-                yield first, [orjson.dumps(record, default=_json_value) for record in batch.to_pylist()]
+                yield first, _json_lines(batch, casts)
                 first += batch.num_rows
         row += expected
 

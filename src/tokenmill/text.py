@@ -6,6 +6,9 @@ garbage, NaN or a lone surrogate is a bad line, whatever the pattern. A plain ``
 then answered from the parsed object; any other pattern is compiled once with the ``jq`` package
 and must give exactly one output (a second output would be dropped silently otherwise). Patterns
 are data: they are compiled by jq, never evaluated as Python.
+
+A Parquet row that cannot become JSON (a value Python cannot convert) travels as a line made by
+:func:`bad_row_line`, which is never JSON: its reason is the line's bad-line reason.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import orjson
 
 from tokenmill.errors import TokenmillError
 
-__all__ = ["TextSelector", "compression_of", "describe_json_error", "refuse_compressed"]
+__all__ = ["TextSelector", "bad_row_line", "compression_of", "describe_json_error", "refuse_compressed"]
 
 _NO_OUTPUT = object()
 _PLAIN_KEY = re.compile(r"^\.([A-Za-z_][A-Za-z0-9_]*)$")
@@ -26,6 +29,14 @@ _BOM = b"\xef\xbb\xbf"
 # of Parquet (Hugging Face datasets, FineWeb), which is read as a stream of rows, as they are.
 _COMPRESSION_MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"\xfd7zXZ\x00": "xz",
                       b"BZh": "bzip2", b"PK\x03\x04": "zip", b"PAR1": "parquet"}
+# Starts the line of a row that could not be made JSON: a NUL byte, which no JSON text starts with.
+_BAD_ROW = b"\x00tokenmill: bad row\x00"
+
+
+def bad_row_line(reason: str) -> bytes:
+    """The line standing for a row that has no JSON (a Parquet value Python cannot convert):
+    :meth:`TextSelector.select` gives ``reason`` for it, so it is a bad line like any other."""
+    return _BAD_ROW + reason.encode("utf-8")
 
 
 def compression_of(head: bytes) -> str | None:
@@ -107,6 +118,8 @@ class TextSelector:
         try:
             record = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
+            if line.startswith(_BAD_ROW):
+                return None, line[len(_BAD_ROW):].decode("utf-8", "replace")
             return None, describe_json_error(line, exc)
         if self.key is not None:
             if not isinstance(record, dict):
