@@ -139,3 +139,21 @@ def test_temporaries_of_dead_writers_are_cleared_and_live_ones_kept(tmp_path):
     assert temporary_name(final) == tmp_path / f".x.pbin.tmp{os.getpid()}"
     assert not dead.exists() and live.exists()
     zombie.wait()
+
+
+def test_a_source_outside_the_working_folder_is_found_after_the_folder_moves(tmp_path):
+    """An input spelled ../../c/edge.jsonl is recorded relative and absolute: once the work folder moves
+    to another depth, the relative spelling leads nowhere and verify and inspect use the absolute one."""
+    (tmp_path / "a/c").mkdir(parents=True)
+    (tmp_path / "a/c/edge.jsonl").write_bytes(MIXED_JSONL.read_bytes())
+    work = tmp_path / "a/b/work"
+    work.mkdir(parents=True)
+    run_tokenmill("pack", "../../c/edge.jsonl", "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", "data/x.pbin", cwd=work)
+    source = read_sidecar(work / "data/x.pbin")["sources"][0]
+    assert source["path"] == "../../../c/edge.jsonl"
+    assert source["absolute_path"] == str(tmp_path / "a/c/edge.jsonl")
+    moved = tmp_path / "work"
+    os.rename(work, moved)
+    run_tokenmill("verify", "data/x.pbin", "--against-tokenizer", "1", cwd=moved)
+    shown = run_tokenmill("inspect", "data/x.pbin", "--doc", "0", cwd=moved).stdout
+    assert f"source: {tmp_path / 'a/c/edge.jsonl'}, line 1" in shown

@@ -22,9 +22,12 @@ def temporary_name(final_path: Path) -> Path:
     """The hidden temporary name next to ``final_path`` that a writer fills before renaming.
 
     It holds the pid so that two processes writing the same target never share a file. Temporaries
-    of the same target left by writers that no longer run (killed ones) are removed first.
+    of the same target left by writers that no longer run (killed ones) are removed first. The
+    target's folder is created here, when a writer starts: every verb creates its output's folder,
+    and a run refused before writing leaves none.
     """
     final_path = Path(final_path)
+    final_path.parent.mkdir(parents=True, exist_ok=True)
     prefix = f".{final_path.name}.tmp"
     for stale in final_path.parent.glob(f"{glob.escape(prefix)}*"):
         pid = stale.name[len(prefix):]

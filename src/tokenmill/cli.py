@@ -15,6 +15,7 @@ import traceback
 
 from tokenmill import __version__
 from tokenmill.config import default
+from tokenmill.atomic import atomic_output
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import refuse_inputs_as_outputs
 from tokenmill.mmidx import prefix_of
@@ -148,8 +149,8 @@ def _verify(args: argparse.Namespace) -> None:
         raise TokenmillError(f"{len(problems)} problem(s) found in {len(args.paths)} file(s)")
     print(f"{len(args.paths)} file(s) verified, no problem found", file=sys.stderr)
     if args.stamp:
-        with open(args.stamp, "w") as handle:
-            handle.write("".join(f"ok {path}\n" for path in args.paths))
+        with atomic_output(args.stamp) as stamp:
+            stamp.write_text("".join(f"ok {path}\n" for path in args.paths))
 
 
 def _inspect(args: argparse.Namespace) -> None:
@@ -192,8 +193,8 @@ def _prune(args: argparse.Namespace) -> None:
     print(f"moved {len(moved)} file(s) of an earlier plan to {STALE_FOLDER}/" if moved else
           "no file of an earlier plan in the output folders", file=sys.stderr)
     if args.stamp:
-        with open(args.stamp, "w", encoding="utf-8") as stamp:
-            stamp.writelines(f"{path}\n" for path in moved)
+        with atomic_output(args.stamp) as stamp:
+            stamp.write_text("".join(f"{path}\n" for path in moved), encoding="utf-8")
 
 
 def _report(args: argparse.Namespace) -> None:

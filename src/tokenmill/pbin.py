@@ -156,14 +156,14 @@ def _paths_from_sidecar_folder(meta: dict) -> bool:
 
 
 def _map_sidecar_paths(meta: dict, change) -> dict:
-    """A copy of ``meta`` with ``change`` applied to every path it records (the rest shared)."""
+    """A copy of ``meta`` with ``change`` applied to every entry that records a path (the tokenizer,
+    sources, parts): ``change(entry)`` gives the new entry (the rest shared)."""
     meta = dict(meta)
     if isinstance(meta.get("tokenizer"), dict) and isinstance(meta["tokenizer"].get("path"), str):
-        meta["tokenizer"] = {**meta["tokenizer"], "path": change(meta["tokenizer"]["path"])}
+        meta["tokenizer"] = change(meta["tokenizer"])
     for key in ("sources", "parts"):
         if isinstance(meta.get(key), list):
-            meta[key] = [{**entry, "path": change(entry["path"])}
-                         if isinstance(entry, dict) and isinstance(entry.get("path"), str) else entry
+            meta[key] = [change(entry) if isinstance(entry, dict) and isinstance(entry.get("path"), str) else entry
                          for entry in meta[key]]
     return meta
 
@@ -177,11 +177,14 @@ def record_sidecar_paths(meta: dict, pbin_path: str | os.PathLike) -> dict:
     relative ones (relative to the working directory) made relative to the sidecar's folder.
 
     The relative path is textual (``os.path.relpath``); where a symlink on the way makes it name
-    another file, the absolute path is recorded instead. Cost: a ``stat`` or two per path.
+    another file, the absolute path is recorded instead. A relative path that leaves the working
+    directory (``../../c/edge.jsonl``) is recorded absolute as well (``absolute_path``), so that a
+    data folder moved without that file still finds it (:func:`resolve_sidecar_paths`); such a
+    sidecar then depends on where the file lies, as the file itself does. Cost: a ``stat`` or two per path.
     """
     folder = _sidecar_folder(pbin_path)
 
-    def record(path: str) -> str:
+    def record_path(path: str) -> str:
         if os.path.isabs(path):
             return path
         relative = os.path.relpath(path, folder or os.curdir)
@@ -192,6 +195,13 @@ def record_sidecar_paths(meta: dict, pbin_path: str | os.PathLike) -> dict:
             return os.path.abspath(path)
         return relative
 
+    def record(entry: dict) -> dict:
+        path = entry["path"]
+        recorded = {**entry, "path": record_path(path)}
+        if not os.path.isabs(recorded["path"]) and os.path.normpath(path).split(os.sep)[0] == os.pardir:
+            recorded["absolute_path"] = os.path.abspath(path)
+        return recorded
+
     return _map_sidecar_paths(meta, record)
 
 
@@ -200,9 +210,10 @@ def resolve_sidecar_paths(meta: dict, pbin_path: str | os.PathLike) -> dict:
 
     A relative path counts from the sidecar's folder; in a sidecar of an older format (which
     recorded paths relative to the folder pack ran in), from the sidecar's folder where that file
-    exists, else as recorded (from the working directory). A path that exists nowhere is resolved
-    against the sidecar's folder: :func:`resolved_against` says where that was, for the message.
-    Cost: a ``stat`` or two per path.
+    exists, else as recorded (from the working directory); where neither exists but the recorded
+    ``absolute_path`` does (a data folder moved away from an input outside it), from that. A path
+    that exists nowhere is resolved against the sidecar's folder: :func:`resolved_against` says
+    where that was, for the message. Cost: a ``stat`` or two per path.
     """
     folder = _sidecar_folder(pbin_path)
     old_format = not _paths_from_sidecar_folder(meta)
@@ -219,7 +230,14 @@ def resolve_sidecar_paths(meta: dict, pbin_path: str | os.PathLike) -> dict:
             return path
         return normal
 
-    return _map_sidecar_paths(meta, resolve)
+    def resolve_entry(entry: dict) -> dict:
+        path = resolve(entry["path"])
+        absolute = entry.get("absolute_path")
+        if not os.path.exists(path) and isinstance(absolute, str) and os.path.exists(absolute):
+            path = absolute
+        return {**entry, "path": path}
+
+    return _map_sidecar_paths(meta, resolve_entry)
 
 
 def resolved_against(meta: dict | None, pbin_path: str | os.PathLike) -> str:

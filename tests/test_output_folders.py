@@ -1,0 +1,32 @@
+"""Every verb creates its output's folder, as pack does (once its arguments are found good)."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import GPT2, GPT2_EOD, MIXED_JSONL, run_tokenmill
+
+
+@pytest.fixture(scope="module")
+def packed(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("packed")
+    run_tokenmill("pack", MIXED_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", folder / "p.pbin")
+    return folder / "p.pbin"
+
+
+@pytest.mark.parametrize(("verb", "output"), [
+    (lambda pbin, out: ["index", MIXED_JSONL, "-o", out], "new/a.idx"),
+    (lambda pbin, out: ["merge", pbin, pbin, "-o", out], "new/m.pbin"),
+    (lambda pbin, out: ["to-megatron", pbin, "-o", out], "new/deeper/a_text_document"),
+    (lambda pbin, out: ["verify", pbin, "--stamp", out], "new/ok"),
+    (lambda pbin, out: ["report", pbin, "-o", out], "new/r.html"),
+])
+def test_a_verb_writes_into_a_folder_that_does_not_exist_yet(packed, tmp_path, verb, output):
+    run_tokenmill(*verb(packed, tmp_path / output))
+    written = tmp_path / output
+    assert written.exists() or written.with_suffix(".bin").exists()
+
+
+def test_a_refused_run_leaves_no_folder(tmp_path):
+    result = run_tokenmill("to-megatron", tmp_path / "missing.pbin", "-o", tmp_path / "new/a", check=False)
+    assert result.returncode == 1 and not (tmp_path / "new").exists()
