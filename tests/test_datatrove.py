@@ -21,6 +21,32 @@ which the table below is the interesting part. The read-back values: ``Datatrove
 seq_len=512, token_size=2, return_positions=True)`` over a folder holding *tokenmill's* demo200 files
 (the same values as over datatrove's): its length, and for three items the sha256 of ``input_ids`` (int64),
 their first and last tokens, and where ``positions`` restart at 0.
+
+Every tokenizer (the last section): datatrove's rules for a post-processor and for the vocabulary size,
+recorded on three variants of GPT-2's tokenizer.json that :func:`gpt2_variant` below builds (the same
+function ran in the peer venv, writing ``NAME.tokenizer.json`` with ``json.dump(..., ensure_ascii=False)``):
+
+* ``bos``: Llama-3 style: an added special token ``<|begin_of_text|>`` (id 50257) and the post-processor
+  ``Sequence[ByteLevel, TemplateProcessing(single="<|begin_of_text|> $A")]``;
+* ``eos``: the post-processor ``TemplateProcessing(single="$A <|endoftext|>")``, an EOS after every text;
+* ``id70000``: an added special token ``<|extra|>`` declared at id 70000, which Hugging Face's tokenizers
+  numbers 50257 on load (``get_vocab_size()`` 50,258, so 2-byte tokens).
+
+Peer venv (datatrove is no dependency)::
+
+    python3.11 -m venv /tmp/peer-datatrove
+    /tmp/peer-datatrove/bin/pip install 'datatrove==0.10.1' tokenizers   # tokenizers 0.23.3, humanize 4.17.0;
+                                                                         # DocumentTokenizer needs no torch
+
+then, for NAME in bos, eos, id70000, with ``in/`` holding one input (tests/data/mixed.jsonl, then a file of
+the :data:`SPECIAL_TEXTS` lines, ``json.dumps({"text": text})`` each)::
+
+    LocalPipelineExecutor(pipeline=[JsonlReader("in"),
+        DocumentTokenizer("out", tokenizer_name_or_path="NAME.tokenizer.json", eos_token="<|endoftext|>",
+                          shuffle_documents=False, save_filename="NAME")], tasks=1).run()
+
+On mixed.jsonl the three write the same ``.ds`` and ``.ds.index`` as plain GPT-2 (2,513 tokens, 50
+documents: no BOS, one EOS each, uint16); only ``.ds.metadata`` names another tokenizer.
 """
 
 import hashlib
@@ -30,15 +56,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, TEKKEN, run_snakemake, run_tokenmill
-from tokenmill.datatrove import (DatatroveFile, DatatroveWriter, datatrove_paths, metadata_text, pbin_to_datatrove,
-                                 si_count, token_size_for)
+from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, MIXED_JSONL, TEKKEN, run_snakemake, run_tokenmill
+from tokenmill.datatrove import (DatatroveFile, DatatroveWriter, datatrove_documents, datatrove_paths, metadata_text,
+                                 packed_post_processor_ids, pbin_to_datatrove, si_count, token_size_for)
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
 from tokenmill.inspect import describe, show_document
-from tokenmill.mmidx import optimal_dtype
-from tokenmill.pbin import PbinFile, PbinWriter
-from tokenmill.verify import verify
+from tokenmill.mmidx import MMapIndexedDataset, MMapIndexedDatasetBuilder, optimal_dtype
+from tokenmill.pack import PackSettings
+from tokenmill.pack import pack as pack_files
+from tokenmill.pbin import PbinFile, PbinWriter, range_indices, read_sidecar
+from tokenmill.tokenizer import load_tokenizer
+from tokenmill.verify import verify, verify_made_from
 
 DATATROVE_DEMO200 = {  # out/demo200_00000_unshuffled.*
     ".ds": "814fc678b89b7324b6f37c511e92dd46c713f42d975bf9169c8cbd4f11748211",
@@ -377,3 +406,217 @@ def test_to_datatrove_names_the_tokenizer_as_pack_was_given_it_from_the_same_fol
     run_tokenmill("to-datatrove", "sub/eod.pbin", "-o", "out/eod", cwd=tmp_path)
     assert {suffix: sha256(path) for suffix, path in datatrove_paths(tmp_path / "out/eod").items()
             if path.exists()} == DATATROVE_EOD
+
+
+# ---- Every tokenizer: datatrove's post-processor rule and vocabulary size (recorded on GPT-2 variants)
+
+# datatrove 0.10.1 on tests/data/mixed.jsonl: the same .ds and .ds.index for bos, eos and id70000
+DATATROVE_MIXED = {".ds": "11f531ae3eb943f0e2389b123d64adadc38522dad97697ff3d9475cb5137f7bc",
+                   ".ds.index": "844d743b417e89767b369d294b6c3e319fe41ebd08138b6b50489e7e514a1b6e"}
+DATATROVE_MIXED_METADATA = {  # "NAME.tokenizer.json|2\n2513\n2.51 kT"
+    "bos": "677f4fe1734b8112d2e92a50e80bec7ad60b3929870dca70ea230ce2c39c5083",
+    "eos": "4439df45ea604b730c342999d61d172d0f591a593a07b1197be99fd67f7ebf8a",
+    "id70000": "ddca17b626aaea2ec75633b682e629a71a2784a2d77e9d759c2ceee19f717cb3",
+}
+SPECIAL_TEXTS = ["Hello world.", "<|begin_of_text|>Starts with the BOS string", "Ends with the marker<|endoftext|>",
+                 "<|endoftext|>", "An <|extra|> token", "Last one,\nwith a newline.\n"]
+DATATROVE_SPECIAL = {  # NAME: (.ds tokens, .ds.index, sha256 of .ds, .ds.index, .ds.metadata)
+    "bos": ([15496, 995, 13, 50256, 50257, 1273, 5889, 351, 262, 347, 2640, 4731, 50256, 12915, 82, 351, 262, 18364,
+             50256, 50256, 50256, 50256, 2025, 1279, 91, 26086, 91, 29, 11241, 50256, 5956, 530, 11, 198, 4480, 257,
+             649, 1370, 13, 198, 50256], [4, 13, 20, 22, 30, 41],
+            {".ds": "c5d45714edc260936da75d2a1143b4c6dcf845a99586d4b174be980add7dd6dd",
+             ".ds.index": "b8815f01c1c35f5b7a01a7d72d46e1604b84a3bb34460c21e9ab62fd9739cbcd",
+             ".ds.metadata": "f08d36504735d4c0b3e7b1fc1c5f6c0b87c1801e51fc82948eceb428dae695e6"}),
+    "eos": ([15496, 995, 13, 50256, 27, 91, 27471, 62, 1659, 62, 5239, 91, 29, 1273, 5889, 351, 262, 347, 2640, 4731,
+             50256, 12915, 82, 351, 262, 18364, 50256, 50256, 50256, 50256, 2025, 1279, 91, 26086, 91, 29, 11241, 50256,
+             5956, 530, 11, 198, 4480, 257, 649, 1370, 13, 198, 50256], [4, 21, 28, 30, 38, 49],
+            {".ds": "8bdf25b98d738b8eac1b14405a375b341666e54c2d4e7688600adcf71eddba36",
+             ".ds.index": "97cd8191228acf7ba346983d6f12503a9c62c8bae1f8665fefaed67d50ddf040",
+             ".ds.metadata": "5bb7faf8ff23e7b07388797a5c5347a2dc4f61507458d27e86d532d0099c75f1"}),
+    "id70000": ([15496, 995, 13, 50256, 27, 91, 27471, 62, 1659, 62, 5239, 91, 29, 1273, 5889, 351, 262, 347, 2640,
+                 4731, 50256, 12915, 82, 351, 262, 18364, 50256, 50256, 50256, 50256, 2025, 220, 50257, 11241, 50256,
+                 5956, 530, 11, 198, 4480, 257, 649, 1370, 13, 198, 50256], [4, 21, 28, 30, 35, 46],
+                {".ds": "9ba8d06623b0d068b85b1e2f1b7ce1524d2de1f40dbb6019801de406eada3850",
+                 ".ds.index": "9fd3354dc7098ea1aedf2c18672bee190448bbf194862277de43a21b6432c31a",
+                 ".ds.metadata": "5f173d10236ddaa68a7499bc00bc9dff78b67633e118858f10da41d6291accd8"}),
+}
+# what load_tokenizer derives: (vocab_size = len(tokenizer), .pbin token width, post-processor ids before/after)
+VARIANT_FACTS = {"bos": (50258, 2, ((50257,), ())), "eos": (50257, 2, ((), (50256,))), "id70000": (50258, 2, ((), ()))}
+
+
+def gpt2_variant(name: str) -> dict:
+    """GPT-2's tokenizer.json with a BOS template (``bos``), an EOS template (``eos``) or an added token
+    declared at id 70000 (``id70000``): the recipe the recorded peer bytes were made with."""
+    tokenizer = json.loads(GPT2.read_bytes())
+
+    def added(token_id: int, content: str) -> dict:
+        return {"id": token_id, "content": content, "single_word": False, "lstrip": False, "rstrip": False,
+                "normalized": False, "special": True}
+
+    def special(token: str, type_id: int = 0) -> dict:
+        return {"SpecialToken": {"id": token, "type_id": type_id}}
+
+    def text(sequence: str, type_id: int = 0) -> dict:
+        return {"Sequence": {"id": sequence, "type_id": type_id}}
+
+    if name == "bos":
+        bos = "<|begin_of_text|>"
+        tokenizer["added_tokens"].append(added(50257, bos))
+        tokenizer["post_processor"] = {"type": "Sequence", "processors": [
+            {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+            {"type": "TemplateProcessing", "single": [special(bos), text("A")],
+             "pair": [special(bos), text("A"), special(bos, 1), text("B", 1)],
+             "special_tokens": {bos: {"id": bos, "ids": [50257], "tokens": [bos]}}}]}
+    elif name == "eos":
+        eos = GPT2_EOD
+        tokenizer["post_processor"] = {
+            "type": "TemplateProcessing", "single": [text("A"), special(eos)],
+            "pair": [text("A"), special(eos), text("B", 1), special(eos, 1)],
+            "special_tokens": {eos: {"id": eos, "ids": [GPT2_EOD_ID], "tokens": [eos]}}}
+    else:
+        tokenizer["added_tokens"].append(added(70000, "<|extra|>"))
+    return tokenizer
+
+
+def write_variant(folder: Path, name: str) -> str:
+    """``folder/NAME.tokenizer.json``; returns its name relative to ``folder``, as datatrove was given it."""
+    with open(folder / f"{name}.tokenizer.json", "w", encoding="utf-8") as handle:
+        json.dump(gpt2_variant(name), handle, ensure_ascii=False)
+    return f"{name}.tokenizer.json"
+
+
+def pack_variant(folder: Path, name: str, texts: list[str] | None = None) -> Path:
+    """``pack`` in ``folder`` (the working directory) of mixed.jsonl, or of ``texts``, with tokenizer ``name``
+    and GPT-2's EOD into ``NAME.pbin``, ``NAME_text_document.bin/.idx`` and ``packed/NAME.ds`` in one pass."""
+    tokenizer = write_variant(folder, name)
+    source = folder / "input.jsonl"
+    source.write_bytes(MIXED_JSONL.read_bytes() if texts is None else
+                       b"".join(json.dumps({"text": text}).encode() + b"\n" for text in texts))
+    pack_files([str(source)], str(folder / f"{name}.pbin"), PackSettings(tokenizer, eod_token=GPT2_EOD),
+               log=lambda message: None, megatron_prefix=str(folder / f"{name}_text_document"),
+               datatrove_name=str(folder / "packed" / name), datatrove_tokenizer_name=tokenizer)
+    return folder / f"{name}.pbin"
+
+
+def digests(name: Path) -> dict:
+    return {suffix: sha256(path) for suffix, path in datatrove_paths(name).items() if path.exists()}
+
+
+@pytest.mark.parametrize("name", VARIANT_FACTS)
+def test_the_tokenizer_counts_its_tokens_as_loaded_and_tells_its_post_processor_s_ids(tmp_path, name):
+    vocab_size, width, added = VARIANT_FACTS[name]
+    info = load_tokenizer(tmp_path / write_variant(tmp_path, name), GPT2_EOD)
+    assert (info.vocab_size, info.token_width, info.post_processor_ids) == (vocab_size, width, added)
+    assert info.vocab_size == info.tokenizer.get_vocab_size() == info.id_limit  # datatrove's count; no gaps
+    entry = info.sidecar_entry()
+    assert entry["vocab_size"] == vocab_size and "id_limit" not in entry
+    assert entry["post_processor_ids"] == {"before": list(added[0]), "after": list(added[1])}
+
+
+@pytest.mark.parametrize("name", VARIANT_FACTS)
+def test_pack_and_to_datatrove_write_datatrove_s_bytes_for_every_tokenizer(tmp_path, monkeypatch, name):
+    """mixed.jsonl: one .ds whatever the post-processor or the declared ids, as datatrove writes it; the
+    .pbin and .bin keep their own peers' rules (the BOS kept; Megatron's second EOD), all 2-byte tokens."""
+    monkeypatch.chdir(tmp_path)
+    pbin = pack_variant(tmp_path, name)
+    pbin_to_datatrove(pbin, tmp_path / "converted" / name, tokenizer_name=f"{name}.tokenizer.json")
+    expected = {**DATATROVE_MIXED, ".ds.metadata": DATATROVE_MIXED_METADATA[name]}
+    assert digests(tmp_path / "packed" / name) == digests(tmp_path / "converted" / name) == expected
+    assert (tmp_path / "packed" / f"{name}.ds.metadata").read_text() == f"{name}.tokenizer.json|2\n2513\n2.51 kT"
+    megatron, packed = MMapIndexedDataset(tmp_path / f"{name}_text_document"), PbinFile(pbin)
+    assert megatron.dtype == np.uint16 and packed.token_width == 2  # Megatron: len(tokenizer) < 65,500
+    extra = {"bos": 50, "eos": 50, "id70000": 0}[name]  # a BOS each; a second EOD each (Megatron's --append-eod)
+    assert packed.num_tokens == 2513 + (extra if name == "bos" else 0)
+    assert (tmp_path / f"{name}_text_document.bin").stat().st_size == 2 * (2513 + extra)
+    assert verify_made_from(pbin, tmp_path / f"{name}_text_document", tmp_path / "packed" / name) == []
+    assert verify(tmp_path / "packed" / f"{name}.ds") == []  # its metadata's tokenizer is found from here
+
+
+@pytest.mark.parametrize("name", DATATROVE_SPECIAL)
+def test_special_strings_in_the_text_stay_where_datatrove_keeps_them(tmp_path, monkeypatch, name):
+    """A text starting with the BOS string keeps it (only the post-processor's BOS goes), one ending with
+    the EOS gets a second, the added token declared at 70000 is 50257 in a 2-byte .ds."""
+    monkeypatch.chdir(tmp_path)
+    tokens, ends, expected = DATATROVE_SPECIAL[name]
+    pbin = pack_variant(tmp_path, name, SPECIAL_TEXTS)
+    dataset = DatatroveFile(tmp_path / "packed" / name)
+    assert dataset.tokens.tolist() == tokens and dataset.ends.tolist() == ends
+    assert digests(tmp_path / "packed" / name) == expected
+    pbin_to_datatrove(pbin, tmp_path / "converted" / name, tokenizer_name=f"{name}.tokenizer.json")
+    assert digests(tmp_path / "converted" / name) == expected
+
+
+def test_datatrove_documents_leave_the_post_processor_s_ids_out_and_double_the_eod():
+    """EOD 9. A BOS template ``7 $A``: ``7 1 2 | 9`` (EOD appended), ``7 3 9`` (the text ended with it:
+    nothing appended). An EOS template ``7 $A 9``: every packed document ends with 9, none appended:
+    ``7 1 2 9``, ``7 3 9 9``, ``7 9`` (an empty text). datatrove: the text's ids, then 9."""
+    bos = datatrove_documents(np.array([7, 1, 2, 9, 7, 3, 9]), np.array([4, 3]), 9, np.array([1]), ((7,), ()))
+    assert [part.tolist() for part in bos[:2]] == [[1, 2, 9, 3, 9, 9], [3, 3]]
+    tokens, lengths = np.array([7, 1, 2, 9, 7, 3, 9, 9, 7, 9]), np.array([4, 4, 2])
+    out, out_lengths, out_loss = datatrove_documents(tokens, lengths, 9, np.array([0, 1, 2]), ((7,), (9,)),
+                                                     loss=np.arange(10) % 2)
+    assert out.tolist() == [1, 2, 9, 3, 9, 9, 9] and out_lengths.tolist() == [3, 3, 1]
+    assert out_loss.tolist() == [1, 0, 1, 1, 0, 1, 1]  # the kept tokens' flags; each added EOD trained
+    assert datatrove_documents(tokens, lengths, None, None, ((7,), (9,)))[0] is tokens  # no EOD: as packed
+    with pytest.raises(TokenmillError, match=r"document 12 does not hold the ids .* \(\[7\] before its own, \[\]"):
+        datatrove_documents(np.array([7, 1, 9, 6, 1, 9]), np.array([3, 3]), 9, None, ((7,), ()), first_document=11)
+
+
+def test_a_sidecar_from_before_the_record_asks_its_tokenizer_file(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    pbin = pack_variant(tmp_path, "bos", SPECIAL_TEXTS)
+    meta_path = Path(f"{pbin}.meta.json")
+    meta = json.loads(meta_path.read_text())
+    del meta["tokenizer"]["post_processor_ids"]
+    meta_path.write_text(json.dumps(meta))
+    assert packed_post_processor_ids(read_sidecar(pbin), pbin) == ((50257,), ())
+    pbin_to_datatrove(pbin, tmp_path / "converted" / "bos", tokenizer_name="bos.tokenizer.json")
+    assert digests(tmp_path / "converted" / "bos") == DATATROVE_SPECIAL["bos"][2]
+    Path("bos.tokenizer.json").write_text(Path("bos.tokenizer.json").read_text() + "\n")
+    with pytest.raises(TokenmillError, match="no longer the tokenizer .* was packed with .*repack it"):
+        packed_post_processor_ids(read_sidecar(pbin), pbin)
+
+
+def _old_datatrove(pbin: Path, name: Path, token_size: int) -> None:
+    """What tokenmill wrote before it followed datatrove's post-processor and vocabulary rules: the
+    .pbin's documents as they are, with a second EOD where their ids already ended with it."""
+    packed, meta = PbinFile(pbin), read_sidecar(pbin)
+    name.parent.mkdir(parents=True, exist_ok=True)
+    with DatatroveWriter(name, token_size, Path(pbin).stem + ".tokenizer.json") as writer:
+        writer.add_batch(np.asarray(packed.tokens), packed.doc_lengths, GPT2_EOD_ID,
+                         np.flatnonzero(range_indices(meta["eod_in_text"], packed.num_documents)))
+
+
+@pytest.mark.parametrize("name, kept", [("bos", r"\[50257\] before the text's, \[\] after"),
+                                        ("eos", r"\[\] before the text's, \[50256\] after")])
+def test_verify_finds_a_ds_that_keeps_the_post_processor_s_ids(tmp_path, monkeypatch, name, kept):
+    monkeypatch.chdir(tmp_path)
+    pbin = pack_variant(tmp_path, name)
+    _old_datatrove(pbin, tmp_path / "old" / name, 2)
+    problems = verify(tmp_path / "old" / f"{name}.ds")
+    assert len(problems) == 1 and __import__("re").search(
+        rf"all 50 documents keep the ids {name}.tokenizer.json's post-processor adds \({kept}\) before their EOS "
+        rf"50256; datatrove's DocumentTokenizer replaces the post-processor by '\$A <EOS>'", problems[0]), problems
+    assert verify_made_from(pbin, datatrove_name=tmp_path / "old" / name) == [
+        f"{tmp_path / 'old' / name}.ds: document 0 is not what datatrove writes for document 0 of {pbin} (the text's "
+        f"ids without its post-processor's {list(VARIANT_FACTS[name][2][0])} before and "
+        f"{list(VARIANT_FACTS[name][2][1])} after, then one EOS 50256)"]
+
+
+def test_verify_finds_dtypes_taken_from_the_declared_ids(tmp_path, monkeypatch):
+    """The 70000 that the file declares made a uint32 .ds and an int32 .bin; datatrove and Megatron count
+    the tokens as loaded (50,258) and write uint16."""
+    monkeypatch.chdir(tmp_path)
+    pbin = pack_variant(tmp_path, "id70000", SPECIAL_TEXTS)
+    _old_datatrove(pbin, tmp_path / "old" / "id70000", 4)
+    packed = PbinFile(pbin)
+    with MMapIndexedDatasetBuilder(tmp_path / "old_bin", np.int32) as builder:
+        builder.add_batch(np.asarray(packed.tokens), packed.doc_lengths)
+    assert verify(tmp_path / "old" / "id70000.ds") == [
+        f"{tmp_path / 'old' / 'id70000.ds'}: 4-byte tokens, but datatrove writes 2-byte tokens for "
+        f"id70000.tokenizer.json (50258 tokens; 4 bytes above 65,536)"]
+    assert verify_made_from(pbin, tmp_path / "old_bin", tmp_path / "old" / "id70000") == [
+        f"{tmp_path / 'old_bin'}.bin: int32 tokens, but Megatron's preprocess_data.py writes uint16 for the vocabulary "
+        f"of 50258 tokens of {pbin}'s sidecar (uint16 below 65,500)",
+        f"{tmp_path / 'old' / 'id70000.ds'}: 4-byte tokens, but datatrove writes 2-byte tokens for the vocabulary of "
+        f"50258 tokens of {pbin}'s sidecar (4 bytes above 65,536)"]

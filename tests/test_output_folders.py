@@ -30,3 +30,14 @@ def test_a_verb_writes_into_a_folder_that_does_not_exist_yet(packed, tmp_path, v
 def test_a_refused_run_leaves_no_folder(tmp_path):
     result = run_tokenmill("to-megatron", tmp_path / "missing.pbin", "-o", tmp_path / "new/a", check=False)
     assert result.returncode == 1 and not (tmp_path / "new").exists()
+
+
+def test_verify_made_from_checks_the_conversions_dtype_against_the_pbins_vocabulary(packed, tmp_path):
+    """The workflow's verify passes --made-from: a Megatron .bin of another dtype than Megatron's rule gives
+    for the .pbin's vocabulary is a problem in one line."""
+    run_tokenmill("to-megatron", packed, "-o", tmp_path / "right")
+    run_tokenmill("verify", "--made-from", packed, "--", packed, tmp_path / "right")
+    run_tokenmill("to-megatron", packed, "-o", tmp_path / "wide", "--vocab-size", "70000")
+    result = run_tokenmill("verify", "--made-from", packed, "--", packed, tmp_path / "wide", check=False)
+    assert result.returncode == 1
+    assert "int32 tokens, but Megatron's preprocess_data.py writes uint16" in result.stderr

@@ -160,7 +160,8 @@ def test_targets_hold_every_final_file_so_a_deleted_one_is_rebuilt(folder):
 
 def test_verify_checks_the_inputs_a_build_must_cover(folder):
     plan = plan_of(a={"inputs": ["raw/a.jsonl", "raw/b.jsonl"], "group_bytes": None})
-    assert plan.verify_options("a") == ["--inputs", "raw/a.jsonl", "raw/b.jsonl", "--", "data/packed/a.pbin",
+    assert plan.verify_options("a") == ["--made-from", "data/packed/a.pbin", "--inputs", "raw/a.jsonl", "raw/b.jsonl",
+                                        "--", "data/packed/a.pbin",
                                         "data/megatron/a_text_document", "data/cache/a/seq512_seed1",
                                         "data/cache/a/seq512_seed2"]
     assert {"raw/a.jsonl", "raw/b.jsonl", "data/index/a.part0.idx"} <= set(plan.verify_files("a"))

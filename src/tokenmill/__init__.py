@@ -13,15 +13,21 @@ FORMAT_VERSIONS = {
     # /2: sidecar records the file identity and ignored tokenizer settings; /3: eod_in_text,
     # allow_duplicate_inputs, and inputs hashed up to the size they had when packing began; /4: relative
     # paths in the sidecar count from its own folder, not from where pack ran
-    "pbin": "modalities-pbin-0.5.0/4",
-    "mmidx": "megatron-mmidx-v1/2",  # /2: a second EOD after documents whose text ends with one, as Megatron
+    # /5: the tokenizer's vocab_size as loaded (len(tokenizer)), its post-processor's ids and, with gaps, id_limit
+    "pbin": "modalities-pbin-0.5.0/5",
+    # /2: a second EOD after documents whose text ends with one, as Megatron; /3: dtype from len(tokenizer)
+    "mmidx": "megatron-mmidx-v1/3",
     # /2: a fingerprint of the .idx beside each split; /3: names a real job computes (pad_id, flags,
     # versions) and sequences_per_dataset.json
     "sample_index": "megatron-gpt-cache-0.19/3",
-    "verify": "checks/2",  # /2: two caches of one dataset and split in a cache folder are a problem
+    # /2: two caches of one dataset and split in a cache folder are a problem; /3: the .bin and .ds made from
+    # a .pbin follow Megatron's dtype and datatrove's document rules
+    "verify": "checks/3",
     "sft": "tokenmill-sft-pbin-pair/3",  # /3: relative paths in the sidecar count from its own folder
     # /2: the files of every format, with their sizes; /3: samples asked vs built in whole epochs, histogram
     # labels rotated, megatron_args.txt wrapped; /4: sidecar paths as reached from the working directory
     "report": "tokenmill-report/4",
-    "datatrove": "datatrove-ds-0.10.1/1",  # NAME.ds/.ds.index/.ds.metadata(/.ds.loss) as datatrove 0.10.1 writes them
+    # NAME.ds/.ds.index/.ds.metadata(/.ds.loss) as datatrove 0.10.1 writes them; /2: its post-processor rule
+    # (the text's ids and one EOS) and its token size from the vocabulary as loaded
+    "datatrove": "datatrove-ds-0.10.1/2",
 }

@@ -143,6 +143,13 @@ def _verify(args: argparse.Namespace) -> None:
     problems = [problem for path in args.paths
                 for problem in verify(path, jsonl=args.jsonl, against_tokenizer=args.against_tokenizer,
                                       inputs=args.inputs)]
+    if args.made_from and not problems:
+        from tokenmill.verify import verify_made_from
+
+        prefixes = [prefix_of(path) for path in args.paths if path.endswith((".bin", ".idx"))
+                    or os.path.isfile(f"{path}.idx")]
+        names = [path[:-len(".ds")] for path in args.paths if path.endswith(".ds")]
+        problems = verify_made_from(args.made_from, prefixes[0] if prefixes else None, names[0] if names else None)
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
@@ -453,6 +460,9 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--inputs", nargs="+", metavar="JSONL",
                         help="for a .pbin: the files it must be packed from, in order, each exactly once and whole "
                              "(end the list with -- when paths follow)")
+    verify.add_argument("--made-from", metavar="PBIN",
+                        help="the Megatron prefix and datatrove .ds among FILE were made from this .pbin: check that "
+                             "they follow Megatron's dtype rule and datatrove's document rule for its tokenizer")
     verify.add_argument("--stamp", help="write this file (listing what was verified) when nothing is wrong")
     verify.add_argument("--against-tokenizer", type=float, metavar="FRACTION",
                         help="for a .pbin, also re-encode its documents from their JSONL lines with the Hugging Face "

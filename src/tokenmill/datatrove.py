@@ -17,16 +17,20 @@ One dataset ``NAME`` is four files side by side, as datatrove 0.10.1's ``Documen
                       as it was given to datatrove (a hub name or a path), the count as
                       ``humanize.metric(T, "T")`` writes it: three significant digits (see :func:`si_count`)
 
-Token size: 2 bytes unless the vocabulary has more than 65,536 ids (datatrove:
+Token size: 2 bytes unless the vocabulary has more than 65,536 tokens (datatrove:
 ``4 if tokenizer.get_vocab_size() > 65536``), then 4. Megatron's ``.bin`` switches to int32 already
-from 65,500 ids (:func:`tokenmill.mmidx.optimal_dtype`), so vocabularies of 65,500 to 65,536 ids are
-uint16 here and int32 there. The vocabulary here is the ``.pbin`` sidecar's (highest id + 1, added
-tokens included), the same number wherever the ids have no gaps.
+from 65,500 (:func:`tokenmill.mmidx.optimal_dtype`), so vocabularies of 65,500 to 65,536 tokens are
+uint16 here and int32 there. The vocabulary is the ``.pbin`` sidecar's ``tokenizer.vocab_size``:
+the loaded tokenizer's token count, added tokens included, numbered as Hugging Face numbers them on
+load (:mod:`tokenmill.tokenizer`), which is the number datatrove's ``get_vocab_size()`` gives.
 
-The EOS: datatrove replaces the tokenizer's post-processor by ``$A <EOS>``, so every document ends
-with an EOS it appended, also when its text already ended with one (as Megatron's ``--append-eod``).
-A ``.pbin`` (Modalities' rule) holds one EOD there; its sidecar's ``eod_in_text`` lists those
-documents and the conversion appends the second, so the ``.ds`` equals datatrove's bytes.
+The documents (docs/formats.md §10): given an ``eos_token``, datatrove replaces the tokenizer's
+post-processor by ``$A <EOS>``, so a document is the text's own ids and one EOS it appended: no BOS
+or EOS of the tokenizer's own template, and an EOS also when the text already ended with one (as
+Megatron's ``--append-eod``). A ``.pbin`` (Modalities' rule) holds the tokenizer's ids with its
+post-processor's (the sidecar's ``tokenizer.post_processor_ids``), then the EOD unless they already
+ended with it (the sidecar's ``eod_in_text``); :func:`datatrove_documents` turns those into
+datatrove's documents, for the conversion and for ``pack --datatrove`` alike.
 
 Reading: ``DatatroveFolderDataset(folder, seq_len, token_size=2)`` walks the folder's ``.ds`` files
 (recursively, sorted) and serves windows of ``seq_len + 1`` tokens that do not overlap, looping past
@@ -34,12 +38,15 @@ the end; it reads ``.ds.index`` only for position ids. nanotron's ``Nanoset`` ta
 per dataset, with a weight each; it never reads ``.ds.metadata``.
 
 Cost: the conversion copies the token section in 16M-token blocks (a plain copy when the widths
-agree, a vectorised cast otherwise, one vectorised insert per block with second EODs) and writes 8
-bytes of index per document; reading maps the files and checks the index once (O(documents)).
+agree, a vectorised cast otherwise; one vectorised mask per block where the post-processor added ids,
+one vectorised insert per block with second EODs) and writes 8 bytes of index per document; reading
+maps the files and checks the index once (O(documents)).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import mmap
 import os
@@ -54,9 +61,10 @@ from tokenmill.pbin import PbinFile, range_indices, read_sidecar, resolve_sideca
 from tokenmill.progress import Progress
 
 __all__ = ["DatatroveWriter", "DatatroveFile", "pbin_to_datatrove", "token_size_for", "si_count",
-           "metadata_text", "datatrove_paths", "is_datatrove", "UINT16_VOCAB_LIMIT"]
+           "metadata_text", "datatrove_paths", "is_datatrove", "UINT16_VOCAB_LIMIT", "datatrove_documents",
+           "packed_post_processor_ids"]
 
-#: The largest vocabulary datatrove stores as uint16 (ids 0..65535); one id more and it takes uint32.
+#: The largest vocabulary datatrove stores as uint16 (ids 0..65535); one token more and it takes uint32.
 UINT16_VOCAB_LIMIT = 65536
 _TOKEN_DTYPES = {2: np.dtype("<u2"), 4: np.dtype("<u4")}
 _INDEX_DTYPE = np.dtype("<u8")
@@ -65,8 +73,113 @@ _SUFFIXES = (".ds", ".ds.index", ".ds.loss", ".ds.metadata")
 
 
 def token_size_for(vocab_size: int) -> int:
-    """Bytes per token datatrove uses for a vocabulary of ``vocab_size`` ids: 2, or 4 above 65,536."""
+    """Bytes per token datatrove uses for a vocabulary of ``vocab_size`` tokens (``get_vocab_size()``,
+    added tokens included): 2, or 4 above 65,536."""
     return 4 if vocab_size > UINT16_VOCAB_LIMIT else 2
+
+
+PostProcessorIds = tuple[tuple[int, ...], tuple[int, ...]]  # (before, after) a text's own ids
+
+
+def datatrove_documents(tokens: np.ndarray, lengths: np.ndarray, eod_id: int | None,
+                        doubled: np.ndarray | None = None, added: PostProcessorIds = ((), ()),
+                        loss: np.ndarray | None = None,
+                        first_document: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """Documents packed by Modalities' rule → the documents datatrove's ``DocumentTokenizer`` writes.
+
+    A packed document is ``before + own + after`` (the tokenizer's ids with its post-processor's
+    ``added`` around the text's own), then the EOD, except the documents ``doubled`` (0-based in the
+    batch), whose ids already ended with it. datatrove, given the EOD as ``eos_token``, writes
+    ``own + [EOD]``. So ``before`` and ``after`` are dropped (one vectorised mask) and the documents
+    ``doubled`` get their EOD (one vectorised insert); a batch without either is returned as it is.
+    Without an EOD (``eod_id`` None) datatrove keeps the tokenizer's post-processor: nothing changes.
+
+    Args:
+        tokens, lengths: the packed documents back to back, ``lengths`` tokens each.
+        loss: one flag per token, kept for the kept tokens (an added EOD is trained).
+        first_document: the number of the batch's first document, for messages.
+
+    Returns:
+        ``(tokens, lengths, loss)`` of datatrove's documents.
+
+    Raises:
+        TokenmillError: a document that does not hold ``before`` and ``after`` where the rule puts
+            them (packed with other special-token settings than the sidecar says?).
+    """
+    if eod_id is None:
+        return tokens, lengths, loss
+    before, after = (np.asarray(ids, dtype=np.int64) for ids in added)
+    doubled = np.empty(0, np.int64) if doubled is None else np.asarray(doubled, dtype=np.int64)
+    if len(before) or len(after):
+        ends = np.cumsum(lengths)
+        appended = np.ones(len(lengths), bool)
+        appended[doubled] = False
+        own_end = ends - appended  # where the tokenizer's ids end: before an appended EOD
+        short = np.flatnonzero(own_end - (ends - lengths) < len(before) + len(after))
+        if len(short):
+            raise TokenmillError(f"document {first_document + int(short[0])} is shorter than the ids its tokenizer's "
+                                 f"post-processor adds ({before.tolist()} before, {after.tolist()} after)")
+        drop = np.concatenate([((ends - lengths)[:, None] + np.arange(len(before))).ravel(),
+                               (own_end[:, None] - len(after) + np.arange(len(after))).ravel()])
+        expected = np.concatenate([np.tile(before, len(lengths)), np.tile(after, len(lengths))])
+        wrong = np.flatnonzero(tokens[drop] != expected)
+        if len(wrong):
+            document = int(np.searchsorted(ends, drop[wrong[0]], side="right"))
+            raise TokenmillError(f"document {first_document + document} does not hold the ids its tokenizer's "
+                                 f"post-processor adds ({before.tolist()} before its own, {after.tolist()} after) "
+                                 f"where they belong: packed with other special-token settings?")
+        keep = np.ones(len(tokens), bool)
+        keep[drop] = False
+        tokens, lengths = tokens[keep], lengths - (len(before) + len(after))
+        loss = None if loss is None else loss[keep]
+    if len(doubled):
+        positions = np.cumsum(lengths)[doubled]
+        tokens = np.insert(tokens, positions, eod_id)
+        if loss is not None:
+            loss = np.insert(loss, positions, 1)
+        lengths = lengths.copy()
+        lengths[doubled] += 1
+    return tokens, lengths, loss
+
+
+def packed_post_processor_ids(meta: dict, pbin_path: str | os.PathLike) -> PostProcessorIds:
+    """The ids of a ``.pbin``'s tokenizer's post-processor that its documents hold, which datatrove's
+    documents leave out: the sidecar's ``tokenizer.post_processor_ids`` where it packed with special
+    tokens on and an EOD (none for an SFT ``.pbin``, whose conversations stay as they are).
+
+    A sidecar written before tokenmill recorded them: the tokenizer file it names tells them, where
+    its post-processor adds ids at all (a ``post_processor`` other than none or ``ByteLevel``); a
+    file that is gone, or another type's, is taken to add none. Cost: nothing, or for such an old
+    sidecar one JSON parse of the tokenizer file (~0.1 s for GPT-2) and, with a template, a load.
+
+    Raises:
+        TokenmillError: an old sidecar whose tokenizer file adds ids but is no longer the file packed with.
+    """
+    tokenizer = meta.get("tokenizer") or {}
+    if "loss_mask" in meta or tokenizer.get("eod_id") is None or tokenizer.get("add_special_tokens") is False:
+        return (), ()
+    recorded = tokenizer.get("post_processor_ids")
+    if isinstance(recorded, dict):
+        return tuple(recorded.get("before", ())), tuple(recorded.get("after", ()))
+    path = resolve_sidecar_paths(meta, pbin_path)["tokenizer"].get("path")
+    if tokenizer.get("type") is not None or not isinstance(path, str) or not os.path.isfile(path):
+        return (), ()
+    with open(path, "rb") as handle:
+        content = handle.read()
+    try:
+        processor = json.loads(content).get("post_processor")
+    except (ValueError, AttributeError):
+        return (), ()
+    if not isinstance(processor, dict) or processor.get("type") == "ByteLevel":
+        return (), ()
+    if hashlib.sha256(content).hexdigest() != tokenizer.get("sha256"):
+        raise TokenmillError(f"{path}: no longer the tokenizer {pbin_path} was packed with (sha256 differs), and its "
+                             f"sidecar predates the record of the ids its post-processor adds; repack it")
+    from tokenizers import Tokenizer
+
+    from tokenmill.tokenizer import post_processor_ids
+
+    return post_processor_ids(Tokenizer.from_str(content.decode("utf-8")), path)
 
 
 def si_count(count: int) -> str:
@@ -155,16 +268,20 @@ class DatatroveWriter(AtomicWriter):
         return sum(len(ends) for ends in self._ends)
 
     def add_batch(self, tokens: np.ndarray, lengths: np.ndarray, eod_id: int | None = None,
-                  doubled: np.ndarray | None = None, loss: np.ndarray | None = None) -> None:
-        """Append documents lying back to back in ``tokens``, ``lengths`` tokens each, with one more
-        ``eod_id`` after the documents at the batch positions ``doubled`` (those whose own ids already
-        ended with it: datatrove appends its EOS all the same).
+                  doubled: np.ndarray | None = None, loss: np.ndarray | None = None,
+                  added: PostProcessorIds = ((), ())) -> None:
+        """Append documents packed by Modalities' rule, lying back to back in ``tokens``, ``lengths``
+        tokens each, as datatrove writes them (:func:`datatrove_documents`): without the ids ``added``
+        by the tokenizer's post-processor, and with one more ``eod_id`` after the documents at the
+        batch positions ``doubled`` (those whose own ids already ended with it: datatrove appends its
+        EOS all the same).
 
         Args:
             loss: with ``with_loss``, one 0/1 flag per token of ``tokens``; an added EOD is trained.
 
         Raises:
-            TokenmillError: a token id that does not fit the token size (naming the document).
+            TokenmillError: a token id that does not fit the token size, or a document without the
+                post-processor's ids (naming the document).
             ValueError: lengths that do not add up to the tokens, or loss flags missing or not wanted.
         """
         tokens, lengths = np.asarray(tokens), np.asarray(lengths, dtype=np.int64)
@@ -172,13 +289,11 @@ class DatatroveWriter(AtomicWriter):
             raise ValueError("document lengths do not add up to the tokens")
         if (loss is None) != (self._loss is None) or (loss is not None and len(loss) != len(tokens)):
             raise ValueError("loss flags must come with every batch, one per token, exactly when the writer has them")
-        if doubled is not None and len(doubled):
-            positions = np.cumsum(lengths)[doubled]
-            tokens = np.insert(tokens, positions, eod_id)
-            if loss is not None:
-                loss = np.insert(loss, positions, 1)
-            lengths = lengths.copy()
-            lengths[doubled] += 1
+        try:
+            tokens, lengths, loss = datatrove_documents(tokens, lengths, eod_id, doubled, added, loss,
+                                                        first_document=self.num_documents)
+        except TokenmillError as exc:
+            raise TokenmillError(f"{self.output_name}: {exc}") from None
         limit = np.iinfo(self.dtype).max
         if len(tokens) and (int(tokens.min()) < 0 or int(tokens.max()) > limit):
             position = int(np.argmax((tokens < 0) | (tokens > limit)))
@@ -372,9 +487,10 @@ def pbin_to_datatrove(pbin_path: str | os.PathLike, name: str | os.PathLike, tok
     """Convert a ``.pbin`` into datatrove's ``NAME.ds`` files: the bytes datatrove's ``DocumentTokenizer``
     (``shuffle_documents=False``) writes for the same documents and tokenizer.
 
-    Documents whose own ids already ended with the EOD (the sidecar's ``eod_in_text``) get a second
-    one. An SFT ``.pbin`` (its sidecar names a ``loss_mask``) keeps its conversations as they are and
-    gets ``NAME.ds.loss`` from its ``.loss_mask.pbin``.
+    Documents lose the ids the tokenizer's post-processor added (:func:`packed_post_processor_ids`), and
+    those whose own ids already ended with the EOD (the sidecar's ``eod_in_text``) get a second one
+    (:func:`datatrove_documents`). An SFT ``.pbin`` (its sidecar names a ``loss_mask``) keeps its
+    conversations as they are and gets ``NAME.ds.loss`` from its ``.loss_mask.pbin``.
 
     Args:
         pbin_path: the packed file.
@@ -388,8 +504,8 @@ def pbin_to_datatrove(pbin_path: str | os.PathLike, name: str | os.PathLike, tok
 
     Raises:
         TokenmillError: no vocabulary size or tokenizer name known, documents that do not tile the
-            data, a token id that does not fit, a loss mask that does not match, or an output that is
-            an input.
+            data, a token id that does not fit, a document without its post-processor's ids, a loss
+            mask that does not match, or an output that is an input.
     """
     paths = datatrove_paths(name)
     meta = read_sidecar(pbin_path) or {}
@@ -413,6 +529,7 @@ def pbin_to_datatrove(pbin_path: str | os.PathLike, name: str | os.PathLike, tok
         doubled = range_indices(meta.get("eod_in_text", []), len(lengths))
     except TokenmillError as exc:
         raise TokenmillError(f"{sidecar_path(pbin_path)}: eod_in_text: {exc}") from None
+    added = packed_post_processor_ids(meta, pbin_path)
     token_size = token_size_for(int(vocab_size))
     paths[".ds"].parent.mkdir(parents=True, exist_ok=True)
     ends = np.cumsum(lengths)
@@ -425,7 +542,7 @@ def pbin_to_datatrove(pbin_path: str | os.PathLike, name: str | os.PathLike, tok
             end = int(ends[stop - 1])
             writer.add_batch(np.asarray(pbin.tokens[start:end]), lengths[first:stop], tokenizer.get("eod_id"),
                              np.flatnonzero(doubled[first:stop]),
-                             None if mask is None else np.asarray(mask.tokens[start:end]))
+                             None if mask is None else np.asarray(mask.tokens[start:end]), added)
             progress.update((end - start) * pbin.token_width, stop - first)
             first = stop
     return {"documents": len(lengths), "tokens": writer.num_tokens, "token_size": token_size,

@@ -524,7 +524,8 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
                    else {"path": str(path), "compression": compression}
                    for number, (path, compression) in enumerate(zip(inputs, compressions))]
         writer = _Outputs(stack, out_path, megatron_prefix, tokenizer,
-                          datatrove_name, datatrove_tokenizer_name or str(settings.tokenizer_path))
+                          datatrove_name, datatrove_tokenizer_name or str(settings.tokenizer_path),
+                          settings.add_special_tokens)
         for source in sources:
             start = writer.mark()
             try:
@@ -650,15 +651,25 @@ def _source_bytes(source: dict) -> int:
 
 class _Outputs:
     """The files one pack writes from the same batches, in one pass: a ``.pbin`` (Modalities' bytes),
-    Megatron's ``.bin/.idx`` and datatrove's ``.ds`` files (these two with one more EOD after each
-    document whose own ids already ended with it, as ``--append-eod`` and datatrove write them), any
-    of them. Counts are of the ``.pbin``'s documents and tokens; the documents that kept their own
-    EOD are the sidecar's ``eod_in_text``. Cost: one write per batch and format (plus, for Megatron
-    and datatrove, one vectorised insert where a batch has such documents).
+    Megatron's ``.bin/.idx`` and datatrove's ``.ds`` files, any of them, each by its peer's rule
+    (docs/formats.md §10):
+
+    * ``.pbin``: the tokenizer's ids (its post-processor's BOS/EOS kept), then the EOD unless they
+      already end with it; ``token_width`` bytes per token (every id fits).
+    * ``.bin``: the same, with one more EOD after each document whose ids already ended with it (as
+      ``--append-eod``); uint16 or int32 by Megatron's rule on ``vocab_size`` (``len(tokenizer)``).
+    * ``.ds``: the text's own ids without the post-processor's, then one EOD (datatrove replaces
+      the post-processor by ``$A <EOS>``); 2 or 4 bytes by datatrove's rule on ``vocab_size``.
+
+    Counts are of the ``.pbin``'s documents and tokens; the documents that kept their own EOD are the
+    sidecar's ``eod_in_text``. Cost: one write per batch and format (plus, for Megatron and datatrove,
+    one vectorised insert where a batch has such documents, and for datatrove one vectorised mask
+    where the post-processor adds ids): the tokens are derived per batch, never encoded again.
     """
 
     def __init__(self, stack: contextlib.ExitStack, pbin_path: str | None, megatron_prefix: str | None,
-                 tokenizer: TokenizerInfo, datatrove_name: str | None = None, tokenizer_name: str = ""):
+                 tokenizer: TokenizerInfo, datatrove_name: str | None = None, tokenizer_name: str = "",
+                 add_special_tokens: bool = True):
         self.pbin = stack.enter_context(PbinWriter(pbin_path, tokenizer.token_width)) if pbin_path else None
         self.megatron = (stack.enter_context(MMapIndexedDatasetBuilder(megatron_prefix,
                                                                        optimal_dtype(tokenizer.vocab_size)))
@@ -667,6 +678,8 @@ class _Outputs:
         if datatrove_name:
             self.datatrove = stack.enter_context(DatatroveWriter(datatrove_name, token_size_for(tokenizer.vocab_size),
                                                                  tokenizer_name))
+        # the ids each packed document holds from the post-processor, which datatrove's leave out
+        self._added = tokenizer.post_processor_ids if add_special_tokens else ((), ())
         self.eod_id = tokenizer.eod_id
         self.num_documents = self.num_tokens = 0
         self._eod_in_text: list[np.ndarray] = []  # per batch: documents (0-based, global) that kept their EOD
@@ -683,7 +696,7 @@ class _Outputs:
         if self.megatron is not None:
             self.megatron.add_batch(tokens, lengths, self.eod_id, eod_in_text)
         if self.datatrove is not None:
-            self.datatrove.add_batch(tokens, lengths, self.eod_id, eod_in_text)
+            self.datatrove.add_batch(tokens, lengths, self.eod_id, eod_in_text, added=self._added)
         self._eod_in_text.append(self.num_documents + eod_in_text)
         self.num_documents += len(lengths)
         self.num_tokens += len(tokens)

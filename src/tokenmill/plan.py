@@ -768,7 +768,7 @@ class Plan:
         formats = self.formats(build)
         checked = [packed_path(build), *([megatron_prefix(build)] if "megatron" in formats else []),
                    *([f"{datatrove_name(build)}.ds"] if "datatrove" in formats else []), *self.cache_dirs(build)]
-        arguments = []
+        arguments = ["--made-from", packed_path(build)] if {"megatron", "datatrove"} & set(formats) else []
         indexed = self.indexed_input(build)
         if indexed is not None:
             arguments += ["--jsonl", indexed.path]

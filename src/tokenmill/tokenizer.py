@@ -1,10 +1,17 @@
 """Load a Hugging Face ``tokenizer.json`` and derive what the packed formats need from it.
 
-* ``vocab_size``: the full id range, ``max id + 1`` over the base vocabulary *and* added tokens.
-  (Modalities sizes tokens from HF ``vocab_size``, which leaves added tokens out, so an EOD added
-  above the base vocabulary overflows its token width; docs/formats.md §2. We do not copy that.)
-* ``token_width``: bytes per token in a ``.pbin``: 1 if every id < 2**8, 2 if < 2**16, else 4.
-  For every tokenizer whose ids fit Modalities' rule this is the width Modalities picks.
+* ``vocab_size``: ``len(tokenizer)`` as Megatron and datatrove count it: the tokens of the loaded
+  tokenizer, base vocabulary *and* added tokens (``Tokenizer.get_vocab_size()``). Hugging Face numbers
+  an added token that is not in the base vocabulary on load, after the highest id it has, whatever
+  id the file declares (GPT-2 with an added token declared at 70,000 has it at 50,257: 50,258 ids).
+  Megatron's ``.bin`` dtype and datatrove's token size follow from this number (docs/formats.md §5, §9).
+* ``id_limit``: the highest id + 1 of the loaded tokenizer; ``vocab_size`` unless its ids have gaps.
+* ``token_width``: bytes per token in a ``.pbin``: 1 if every id < 2**8, 2 if < 2**16, else 4 (from
+  ``id_limit``, so every id fits). Modalities sizes tokens from HF ``vocab_size``, which leaves added
+  tokens out, so an EOD added above the base vocabulary overflows its token width (docs/formats.md
+  §2); we do not copy that. For every tokenizer whose ids fit Modalities' rule this is its width.
+* ``post_processor_ids``: the ids the tokenizer's post-processor puts before and after a text's own
+  ids (a BOS, an EOS), which datatrove's ``.ds`` leaves out (docs/formats.md §10).
 * ``eod_id``: the id of the end-of-document token string, which must be a single token.
 * truncation and padding stored in the file are switched off: Megatron and Modalities never cut or
   pad a document, and a ``tokenizer.json`` exported for a classifier (``truncation: 128``,
@@ -39,7 +46,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.families import HF_TYPE, Family, TokenizerSpec, load_family
 
 __all__ = ["TokenizerInfo", "TYPE_EOD", "load_tokenizer", "token_width_for", "check_eod_in_file", "fast_engine_refusal",
-           "spec_of"]
+           "spec_of", "post_processor_ids"]
 
 # ``eod_token`` that asks for the tokenizer type's own end-of-document token (Megatron's ``tokenizer.eod``).
 TYPE_EOD = "<the type's EOD>"
@@ -65,8 +72,8 @@ class TokenizerInfo:
         tokenizer: the ``tokenizers.Tokenizer``.
         path: the file it was loaded from, as given.
         sha256: hex sha256 of that file.
-        vocab_size: highest id + 1, added tokens included.
-        token_width: bytes per token (1, 2 or 4).
+        vocab_size: the loaded tokenizer's number of tokens, added tokens included (``len(tokenizer)``).
+        token_width: bytes per token (1, 2 or 4), enough for ``id_limit``.
         eod_token: the end-of-document token string, or None.
         eod_id: its id, or None.
         ignored_settings: the file's ``truncation`` / ``padding`` settings that loading switched
@@ -77,6 +84,9 @@ class TokenizerInfo:
         spec: the tokenizer as named: its Megatron type and files.
         family: the converted type (its ``tokenizer.json`` text and reference library), or None for a
             ``tokenizer.json`` named by path, whose reference is Hugging Face's ``tokenizer`` itself.
+        id_limit: the highest id + 1 (``vocab_size`` unless the ids have gaps; None: not known).
+        post_processor_ids: ``(before, after)``: the ids the post-processor adds around a single text's
+            own ids when special tokens are on (``((), ())`` for none; see :func:`post_processor_ids`).
     """
 
     tokenizer: Tokenizer
@@ -91,6 +101,8 @@ class TokenizerInfo:
     fast_engine_refusal: str | None = None
     spec: TokenizerSpec | None = None
     family: Family | None = None
+    id_limit: int | None = None
+    post_processor_ids: tuple[tuple[int, ...], tuple[int, ...]] = ((), ())
 
     @property
     def engine_sha256(self) -> str:
@@ -118,9 +130,13 @@ class TokenizerInfo:
 
     def sidecar_entry(self) -> dict:
         """What a sidecar records of this tokenizer (everything a rebuild must reproduce)."""
+        before, after = self.post_processor_ids
         entry = {"path": self.path, "sha256": self.sha256, "vocab_size": self.vocab_size,
                  "eod_token": self.eod_token, "eod_id": self.eod_id, "pad_id": self.pad_id,
-                 "ignored_settings": self.ignored_settings}
+                 "ignored_settings": self.ignored_settings,
+                 "post_processor_ids": {"before": list(before), "after": list(after)}}
+        if self.id_limit not in (None, self.vocab_size):  # ids with gaps: what a reader checks ids against
+            entry["id_limit"] = self.id_limit
         if self.family is not None:  # a Megatron type: kept beside the path (a plain tokenizer.json records none)
             entry.update(self.spec.options(), reference=self.reference_library)
         return entry
@@ -166,7 +182,7 @@ def load_tokenizer(source: str | os.PathLike | TokenizerSpec, eod_token: str | N
         config = orjson.loads(content)
         # What is read from the parsed file is taken before loading, so that the parsed vocabulary
         # (~50 MB of Python objects for 131k tokens) is freed before the tokenizer's own copy exists.
-        facts = _vocab_size_in(config), fast_engine_refusal(config)
+        facts = _model_id_limit(config), fast_engine_refusal(config)
         del config
         tokenizer = _hf_from_str(content.decode("utf-8"))
     except Exception as exc:  # tokenizers raises a bare Exception on a malformed file
@@ -180,10 +196,12 @@ def load_tokenizer(source: str | os.PathLike | TokenizerSpec, eod_token: str | N
                                                             ("padding", tokenizer.padding)) if setting}
     tokenizer.no_truncation()
     tokenizer.no_padding()
-    vocab_size = facts[0]
-    if vocab_size is None:  # a model without a vocabulary in the file: ask the tokenizer
-        ids = tokenizer.get_vocab(with_added_tokens=True).values()
-        vocab_size = max(ids) + 1 if ids else 0
+    vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)  # len(tokenizer): ids as numbered on load
+    model_ids = facts[0]
+    if model_ids is None:  # a model without a vocabulary in the file: ask the tokenizer
+        ids = tokenizer.get_vocab(with_added_tokens=False).values()
+        model_ids = max(ids) + 1 if ids else 0
+    id_limit = max([model_ids, *(token_id + 1 for token_id in tokenizer.get_added_tokens_decoder())])
     eod_id = None
     if eod_token is not None:
         eod_id = tokenizer.token_to_id(eod_token)
@@ -193,9 +211,11 @@ def load_tokenizer(source: str | os.PathLike | TokenizerSpec, eod_token: str | N
     if family is not None and family.reference is not None and refusal:
         refusal = None  # a conversion of ours: fastokens is proven on it per job against the type's own library
     return TokenizerInfo(tokenizer=tokenizer, path=str(path), sha256=sha256,
-                         vocab_size=vocab_size, token_width=token_width_for(vocab_size), eod_token=eod_token,
-                         eod_id=eod_id, ignored_settings=ignored_settings, pad_id=_pad_id(ignored_settings),
-                         fast_engine_refusal=refusal, spec=spec, family=family)
+                         vocab_size=vocab_size, token_width=token_width_for(id_limit),
+                         eod_token=eod_token, eod_id=eod_id, ignored_settings=ignored_settings,
+                         pad_id=_pad_id(ignored_settings), fast_engine_refusal=refusal, spec=spec, family=family,
+                         id_limit=id_limit,
+                         post_processor_ids=post_processor_ids(tokenizer, path))
 
 
 def check_eod_in_file(path: str | os.PathLike, eod_token: str) -> None:
@@ -276,19 +296,51 @@ def _hf_from_str(text: str) -> Tokenizer:
                     stderr.write(held.read())
 
 
-def _vocab_size_in(config: dict) -> int | None:
-    """Highest id + 1 over the model's vocabulary and the added tokens, read from the parsed file
-    (``tokenizer.get_vocab`` builds a dict of every token: 0.06–0.24 s), or None if the file holds
-    no vocabulary."""
+def _model_id_limit(config: dict) -> int | None:
+    """Highest id + 1 of the model's own vocabulary, read from the parsed file (``tokenizer.get_vocab``
+    builds a dict of every token: 0.06–0.24 s), or None if the file holds no vocabulary.
+
+    Not the added tokens' ids the file declares: Hugging Face keeps those only where they are free
+    and in order, and numbers the others itself on load (the loaded tokenizer tells them)."""
     vocab = (config.get("model") or {}).get("vocab")
     if isinstance(vocab, dict) and all(isinstance(token_id, int) for token_id in vocab.values()):
-        model_ids = max(vocab.values(), default=-1) + 1
-    elif isinstance(vocab, list):  # Unigram: [piece, score] pairs, ids are positions
-        model_ids = len(vocab)
-    else:
-        return None
-    added_ids = [token["id"] for token in config.get("added_tokens") or [] if isinstance(token.get("id"), int)]
-    return max([model_ids, *(token_id + 1 for token_id in added_ids)])
+        return max(vocab.values(), default=-1) + 1
+    if isinstance(vocab, list):  # Unigram: [piece, score] pairs, ids are positions
+        return len(vocab)
+    return None
+
+
+_PROBES = ("a", "Hello world")  # texts with ids of their own in any vocabulary, none of them special
+
+
+def post_processor_ids(tokenizer: Tokenizer, name: str = "tokenizer") -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """``(before, after)``: the ids ``tokenizer``'s post-processor puts around a single text's own ids
+    when special tokens are on: a Llama-3 template ``<|begin_of_text|> $A`` gives ``((128000,), ())``,
+    Roberta's ``((0,), (2,))``, GPT-2's ByteLevel ``((), ())``. A template adds the same ids to every
+    text, so two probe texts tell them: the encoding's special-tokens mask marks the ids the
+    post-processor added (not special tokens written in the text), and what lies between must be
+    the text's ids without special tokens. Cost: four encodes of a few characters.
+
+    Raises:
+        TokenmillError: a post-processor that adds other ids to different texts, or ids inside them.
+    """
+    if tokenizer.post_processor is None:
+        return (), ()
+    found = set()
+    for text in _PROBES:
+        encoding, own = tokenizer.encode(text), tokenizer.encode(text, add_special_tokens=False).ids
+        ids, mask = encoding.ids, encoding.special_tokens_mask
+        if not own:
+            continue
+        before = next((i for i, flag in enumerate(mask) if not flag), len(mask))
+        after = next((i for i, flag in enumerate(reversed(mask)) if not flag), 0)
+        if ids[before:len(ids) - after] != own:
+            raise TokenmillError(f"{name}: its post-processor turns the ids {own} of {text!r} into {ids}: not only "
+                                 f"ids before and after them; cannot tell a text's own ids")
+        found.add((tuple(ids[:before]), tuple(ids[len(ids) - after:])))
+    if len(found) > 1:
+        raise TokenmillError(f"{name}: its post-processor adds other ids to other texts ({sorted(found)})")
+    return found.pop() if found else ((), ())
 
 
 def _pad_id(ignored_settings: dict) -> int | None:

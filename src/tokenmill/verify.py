@@ -17,7 +17,14 @@ What is checked, by kind (told apart by extension, magic bytes and folder):
 * Megatron ``<prefix>.bin/.idx`` (``MMIDIDX`` magic): header, sizes, pointers, boundaries, ``.bin`` size.
 * datatrove ``NAME.ds`` (or any of its files): ``.ds.index`` strictly increasing, its last entry the
   token count, which is the ``.ds`` size over the token size; ``.ds.metadata`` with that token size,
-  count and datatrove's SI spelling of it; ``.ds.loss`` one 0/1 byte per token.
+  count and datatrove's SI spelling of it; ``.ds.loss`` one 0/1 byte per token. Where the metadata
+  names a tokenizer file found from the working directory (as datatrove was given it), datatrove's
+  rules re-derived from it: the token size from its vocabulary (4 bytes above 65,536 tokens), and
+  documents that do not all keep the ids its post-processor adds (a BOS, an EOS before the EOS that
+  datatrove appends), which datatrove's ``$A <EOS>`` leaves out (docs/formats.md §9-§10).
+* Megatron files or a ``.ds`` against the ``.pbin`` they were made from (:func:`verify_made_from`):
+  the dtype and token size its sidecar's vocabulary gives by each peer's rule, and the ``.ds``
+  documents datatrove's rule gives from the ``.pbin``'s.
 * a cache folder: each ``*-description.txt`` hashes to its file name; GPTDataset arrays have
   Megatron's dtypes and shapes, rows that stay inside the document index and the sequences, and a
   shuffle index that is a permutation, and (where tokenmill built it) the fingerprint of the dataset
@@ -27,7 +34,8 @@ What is checked, by kind (told apart by extension, magic bytes and folder):
   a job reads only one of them and nothing says which (:func:`duplicate_caches`).
 
 Cost: a few passes over the tokens of a ``.pbin`` (in 16M-token blocks, one of them sha256) and
-one over each source for its hash; the rest is O(index size).
+one over each source for its hash; for a ``.ds`` whose tokenizer is found, its load (0.2-1.5 s) and
+a vectorised look at each document's ends; the rest is O(index size).
 """
 
 from __future__ import annotations
@@ -41,10 +49,11 @@ from typing import Callable
 
 import numpy as np
 
-from tokenmill.datatrove import DatatroveFile, is_datatrove
+from tokenmill.datatrove import (DatatroveFile, datatrove_documents, datatrove_paths, is_datatrove,
+                                 packed_post_processor_ids, token_size_for)
 from tokenmill.errors import TokenmillError
 from tokenmill.jsonl import iter_lines, source_sha256
-from tokenmill.mmidx import MMapIndexedDataset, is_megatron_index, prefix_of
+from tokenmill.mmidx import MMapIndexedDataset, is_megatron_index, optimal_dtype, prefix_of
 from tokenmill.pbin import (PbinFile, file_identity_problem, range_indices, read_sidecar, resolve_sidecar_paths,
                             resolved_against, sidecar_path)
 from tokenmill.raw_index import read_index
@@ -56,7 +65,7 @@ from tokenmill.engine import split_flat
 from tokenmill.families import TokenizerSpec
 from tokenmill.tokenizer import load_tokenizer
 
-__all__ = ["verify", "verify_against_tokenizer", "coverage_problems", "duplicate_caches"]
+__all__ = ["verify", "verify_against_tokenizer", "coverage_problems", "duplicate_caches", "verify_made_from"]
 
 _BLOCK_TOKENS = 16 << 20
 
@@ -88,7 +97,7 @@ def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
     if path.is_dir():
         return _verify_cache(path)
     if is_datatrove(path):
-        return _checked(lambda: DatatroveFile(path))
+        return _verify_datatrove(path)
     if path.suffix == ".pbin":
         problems = _verify_pbin(path, inputs, warn)
         if against_tokenizer is not None and not problems:
@@ -108,6 +117,137 @@ def _checked(action) -> list[str]:
         action()
     except TokenmillError as exc:
         return [str(exc)]
+    return []
+
+
+def _verify_datatrove(path: Path) -> list[str]:
+    """A datatrove dataset's structure, then datatrove's rules re-derived from the tokenizer its
+    ``.ds.metadata`` names, where that is a Hugging Face ``tokenizer.json`` found from here, as datatrove
+    would load it (a hub name, a moved file, or the model file of a Megatron tokenizer type: not checked)."""
+    try:
+        dataset = DatatroveFile(path)
+    except TokenmillError as exc:
+        return [str(exc)]
+    name = (dataset.metadata or {}).get("tokenizer")
+    if not name or not os.path.isfile(name):
+        return []
+    try:
+        tokenizer = load_tokenizer(name)
+    except TokenmillError:  # not a file datatrove could load either
+        return []
+    problems = []
+    expected = token_size_for(tokenizer.vocab_size)
+    if dataset.token_size != expected:
+        problems.append(f"{dataset.paths['.ds']}: {dataset.token_size}-byte tokens, but datatrove writes "
+                        f"{expected}-byte tokens for {name} ({tokenizer.vocab_size} tokens; 4 bytes above 65,536)")
+    if dataset.loss is None:  # an SFT dataset keeps its conversations as they are
+        problems += _kept_post_processor_ids(dataset, name, tokenizer.post_processor_ids,
+                                             set(tokenizer.tokenizer.get_added_tokens_decoder()))
+    return problems
+
+
+def _kept_post_processor_ids(dataset: DatatroveFile, name: str, added: tuple, added_tokens: set[int]) -> list[str]:
+    """The mark of documents packed with the tokenizer's post-processor on and an EOS appended after it:
+    every document starts with its ``before`` ids and ends with its ``after`` ids, then one added token
+    (the EOS), the same for all. datatrove's documents (``$A <EOS>``) hold neither; without an
+    ``eos_token`` datatrove keeps the post-processor but appends nothing, so no such EOS follows."""
+    before, after = (np.asarray(ids, dtype=np.int64) for ids in added)
+    ends = dataset.ends.astype(np.int64)
+    if not len(ends) or not (len(before) or len(after)):
+        return []
+    lengths = np.diff(ends, prepend=0)
+    if lengths.min() < len(before) + len(after) + 1:
+        return []
+    tokens, last = dataset.tokens, dataset.tokens[ends - 1]
+    if len(np.unique(last)) != 1 or int(last[0]) not in added_tokens:
+        return []
+    heads = tokens[(ends - lengths)[:, None] + np.arange(len(before))]
+    tails = tokens[(ends - 1 - len(after))[:, None] + np.arange(len(after))]
+    if not (np.all(heads == before) and np.all(tails == after)):
+        return []
+    return [f"{dataset.paths['.ds']}: all {len(ends)} documents keep the ids {name}'s post-processor adds "
+            f"({before.tolist()} before the text's, {after.tolist()} after) before their EOS {int(last[0])}; "
+            f"datatrove's DocumentTokenizer replaces the post-processor by '$A <EOS>' and writes the text's ids "
+            f"and one EOS"]
+
+
+def verify_made_from(pbin_path: str | os.PathLike, megatron_prefix: str | os.PathLike | None = None,
+                     datatrove_name: str | os.PathLike | None = None) -> list[str]:
+    """Whether Megatron's ``.bin`` and datatrove's ``.ds`` made from a ``.pbin`` (by ``pack`` in its one
+    pass, or ``to-megatron`` / ``to-datatrove``) follow their peers' rules, re-derived from the
+    ``.pbin`` and its sidecar: the ``.bin`` dtype Megatron's ``preprocess_data.py`` picks for the
+    sidecar's ``tokenizer.vocab_size`` (uint16 below 65,500 tokens, else int32); the ``.ds`` token
+    size datatrove picks (4 bytes above 65,536) and its documents as datatrove writes them from the
+    ``.pbin``'s (:func:`tokenmill.datatrove.datatrove_documents`: the post-processor's ids left out,
+    one EOS). One line per problem. Cost: one pass over both files' tokens in 16M-token blocks.
+
+    Raises:
+        TokenmillError: an unreadable ``.pbin`` or sidecar.
+    """
+    pbin_path = Path(pbin_path)
+    pbin, meta = PbinFile(pbin_path), read_sidecar(pbin_path) or {}
+    tokenizer = meta.get("tokenizer") or {}
+    vocab_size = tokenizer.get("vocab_size")
+    if vocab_size is None:
+        return [f"{pbin_path}: no sidecar with the tokenizer's vocabulary size to check its conversions against"]
+    problems = []
+    if megatron_prefix is not None:
+        try:
+            dtype, expected = MMapIndexedDataset(megatron_prefix).dtype, optimal_dtype(vocab_size)
+        except TokenmillError as exc:
+            return [str(exc)]
+        if dtype != expected:
+            problems.append(f"{megatron_prefix}.bin: {dtype.name} tokens, but Megatron's preprocess_data.py writes "
+                            f"{expected.name} for the vocabulary of {vocab_size} tokens of {pbin_path}'s sidecar "
+                            f"(uint16 below 65,500)")
+    if datatrove_name is not None:
+        problems += _datatrove_made_from(pbin_path, pbin, meta, datatrove_name)
+    return problems
+
+
+def _datatrove_made_from(pbin_path: Path, pbin: PbinFile, meta: dict, name: str | os.PathLike) -> list[str]:
+    """A ``.ds`` against datatrove's rules applied to the ``.pbin`` it was made from (see :func:`verify_made_from`)."""
+    ds = datatrove_paths(name)[".ds"]
+    try:
+        dataset = DatatroveFile(name)
+        added = packed_post_processor_ids(meta, pbin_path)
+        doubled = range_indices(meta.get("eod_in_text", []), pbin.num_documents)
+    except TokenmillError as exc:
+        return [str(exc)]
+    tokenizer = meta["tokenizer"]
+    expected = token_size_for(tokenizer["vocab_size"])
+    if dataset.token_size != expected:
+        return [f"{ds}: {dataset.token_size}-byte tokens, but datatrove writes {expected}-byte tokens for the "
+                f"vocabulary of {tokenizer['vocab_size']} tokens of {pbin_path}'s sidecar (4 bytes above 65,536)"]
+    if dataset.num_documents != pbin.num_documents:
+        return [f"{ds}: {dataset.num_documents} documents, {pbin_path} has {pbin.num_documents}"]
+    if "loss_mask" in meta:
+        added = ((), ())
+    lengths, ends = pbin.doc_lengths, np.cumsum(pbin.doc_lengths)
+    first = 0
+    while first < len(lengths):  # whole documents, about _BLOCK_TOKENS tokens at a time
+        start = int(ends[first - 1]) if first else 0
+        stop = max(first + 1, int(np.searchsorted(ends, start + _BLOCK_TOKENS, side="right")))
+        try:
+            tokens, block_lengths, _ = datatrove_documents(
+                np.asarray(pbin.tokens[start:int(ends[stop - 1])], dtype=np.int64), lengths[first:stop],
+                tokenizer.get("eod_id"), np.flatnonzero(doubled[first:stop]), added, first_document=first)
+        except TokenmillError as exc:
+            return [f"{pbin_path}: {exc}"]
+        ds_start = int(dataset.ends[first - 1]) if first else 0
+        expected_ends = ds_start + np.cumsum(block_lengths)
+        written = dataset.tokens[ds_start:ds_start + len(tokens)]
+        differs = np.flatnonzero(dataset.ends[first:stop] != expected_ends)
+        if len(written) == len(tokens):
+            differs = np.union1d(differs, np.searchsorted(expected_ends, np.flatnonzero(written != tokens),
+                                                          side="right"))
+        if len(differs) or len(written) != len(tokens):
+            document = first + int(differs[0]) if len(differs) else first
+            before, after = added
+            return [f"{ds}: document {document} is not what datatrove writes for document {document} of {pbin_path} "
+                    f"(the text's ids without its post-processor's {list(before)} before and {list(after)} after, "
+                    f"then one EOS {tokenizer.get('eod_id')})"]
+        first = stop
     return []
 
 
@@ -152,7 +292,8 @@ def _verify_pbin(path: Path, inputs: list[str] | None = None,
         if key in meta and meta[key] != actual:
             problems.append(f"{path}: the sidecar says {key} = {meta[key]}, the file has {actual}")
     tokenizer = meta.get("tokenizer", {})
-    vocab_size, eod_id = tokenizer.get("vocab_size"), tokenizer.get("eod_id")
+    # ids stay below the vocabulary's size, or its highest id + 1 where its ids have gaps (id_limit)
+    vocab_size, eod_id = tokenizer.get("id_limit", tokenizer.get("vocab_size")), tokenizer.get("eod_id")
     if vocab_size is not None:
         for start in range(0, pbin.num_tokens, _BLOCK_TOKENS):
             block = pbin.tokens[start:start + _BLOCK_TOKENS]
