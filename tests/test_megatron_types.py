@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tokenmill.engine import FastEngineUnavailable
 from tokenmill.errors import TokenmillError
 from tokenmill.families import TokenizerSpec, load_family
 from tokenmill.megatron_preprocess import preprocess_data
@@ -53,6 +54,11 @@ CASES = {
     "hf_gpt2": "--tokenizer-type HuggingFaceTokenizer --tokenizer-model {gpt2_hf} --append-eod --json-keys text title",
     "hf_tekken": "--tokenizer-type HuggingFaceTokenizer --tokenizer-model {tekken_hf} --append-eod "
                  "--json-keys text title",
+    # Megatron builds these two with AutoTokenizer("gpt2") / ("bert-large-uncased") whatever the files say:
+    # recorded with HF_HOME holding a hub cache of the same GPT-2 and MiniLM tokenizer.json.
+    "gpt2_bpe": "--tokenizer-type GPT2BPETokenizer --vocab-file {gpt2_vocab} --merge-file {gpt2_merges} --append-eod "
+                "--json-keys text title",
+    "bert_lower": "--tokenizer-type BertWordPieceLowerCase --vocab-file {bert_vocab} --append-eod --json-keys text",
 }
 
 # sha256 of megatron-core 0.19.2's outputs, <prefix>_<file>.
@@ -99,6 +105,14 @@ MEGATRON_SHA256 = {
         "title_document.bin": "af877ff0402a54fe63200585110a977c8d57f8439b650f977f4259f245d0c828",
         "title_document.idx": "d54212051dcff9371c01a0952311514bb468fe1aa4bb1e9a0a17e8db5564e2e0",
     },
+    "gpt2_bpe": {
+        "text_document.bin": "f9d745bc449eacb6765d7dc233d10fbca0b207c203dea5d014f5c360aafcb3d8",
+        "text_document.idx": "a25aafa2bd0437e4e2c112c43d85097593ea482c4bba1c13a284879ca5660646",
+    },
+    "bert_lower": {
+        "text_document.bin": "6b700a161427f78fdda3d9d2a6ce7f02df6e04eff6742490a8485076196f5a31",
+        "text_document.idx": "5eef13a27c612d772d33b1d360e131f02dbb335228e01fdb3e1b2c8f59c27576",
+    },
     "hf_tekken": {
         "text_document.bin": "7f6db63f8b9792fe6f81f46a08d2afcbcac69ba814474c4c72c7394377a8dc07",
         "text_document.idx": "93953b2113512cf3d8ee17b0115bbafde4e5ba0ef0bd28f27b67341209328a8b",
@@ -141,7 +155,16 @@ def files(tmp_path_factory) -> dict[str, str]:
         shutil.copy(source, folder / "tokenizer.json")
         (folder / "tokenizer_config.json").write_text(json.dumps({"eos_token": eos}))
         folders[name] = str(folder)
-    return {"model": str(MISTRAL_MODEL), "tiktoken": str(tiktoken_list), **folders}
+    gpt2 = json.loads((Path(__file__).parents[1] / "data/tokenizers/gpt2.tokenizer.json").read_text(encoding="utf-8"))
+    (root / "vocab.json").write_text(json.dumps(gpt2["model"]["vocab"], ensure_ascii=False), encoding="utf-8")
+    merges = [" ".join(merge) if isinstance(merge, list) else merge for merge in gpt2["model"]["merges"]]
+    (root / "merges.txt").write_text("#version: 0.2\n" + "\n".join(merges) + "\n", encoding="utf-8")
+    bert = json.loads((DATA / "minilm-bert.tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+    by_id = sorted(bert.items(), key=lambda item: item[1])
+    (root / "vocab.txt").write_text("".join(f"{token}\n" for token, _ in by_id), encoding="utf-8")
+    return {"model": str(MISTRAL_MODEL), "tiktoken": str(tiktoken_list), **folders,
+            "gpt2_vocab": str(root / "vocab.json"), "gpt2_merges": str(root / "merges.txt"),
+            "bert_vocab": str(root / "vocab.txt")}
 
 
 def _sha256(path: Path) -> str:
@@ -187,8 +210,12 @@ def test_tiktoken_specials_in_text_are_the_specials(files):
 def test_preprocess_data_writes_megatrons_bytes(case, engine, files, tmp_path):
     prefix = tmp_path / "out"
     flags = CASES[case].format(**files).split()
-    summary = preprocess_data(["--input", str(CORPUS), "--output-prefix", str(prefix), "--workers", "1",
-                               "--engine", engine, *flags])
+    arguments = ["--input", str(CORPUS), "--output-prefix", str(prefix), "--workers", "1", "--engine", engine, *flags]
+    if case == "bert_lower" and engine == "fastokens":  # BERT's normalizer: fastokens refuses, auto takes the library
+        with pytest.raises(FastEngineUnavailable, match=r"BertNormalizer\); use engine hf"):
+            preprocess_data(arguments)
+        return
+    summary = preprocess_data(arguments)
     assert summary.engine == engine
     for name, sha256 in MEGATRON_SHA256[case].items():
         assert _sha256(tmp_path / f"out_{name}") == sha256, name

@@ -18,7 +18,7 @@ from tokenmill.config import default
 from tokenmill.atomic import atomic_output
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import refuse_inputs_as_outputs
-from tokenmill.mmidx import prefix_of
+from tokenmill.mmidx import is_megatron_index, prefix_of
 
 
 def _index(args: argparse.Namespace) -> None:
@@ -146,8 +146,7 @@ def _verify(args: argparse.Namespace) -> None:
     if args.made_from and not problems:
         from tokenmill.verify import verify_made_from
 
-        prefixes = [prefix_of(path) for path in args.paths if path.endswith((".bin", ".idx"))
-                    or os.path.isfile(f"{path}.idx")]
+        prefixes = [prefix_of(path) for path in args.paths if is_megatron_index(f"{prefix_of(path)}.idx")]
         names = [path[:-len(".ds")] for path in args.paths if path.endswith(".ds")]
         problems = verify_made_from(args.made_from, prefixes[0] if prefixes else None, names[0] if names else None)
     for problem in problems:

@@ -500,6 +500,8 @@ def _load_gpt2_bpe(spec: TokenizerSpec) -> Family:
 
 
 def _load_wordpiece(spec: TokenizerSpec) -> Family:
+    """BERT's WordPiece from its ``vocab.txt``: its post-processor adds ``[CLS]``/``[SEP]`` to every text,
+    as Megatron's BERT types do (each JSON list element included), and ``[SEP]`` is their EOD."""
     from tokenizers.implementations import BertWordPieceTokenizer
 
     content = _read(spec.path, "WordPiece vocab.txt")
@@ -507,5 +509,4 @@ def _load_wordpiece(spec: TokenizerSpec) -> Family:
         tokenizer = BertWordPieceTokenizer(spec.path, lowercase=spec.type == "BertWordPieceLowerCase")
     except Exception as exc:
         raise TokenmillError(f"{spec.path}: not a WordPiece vocab.txt ({str(exc).splitlines()[0]})") from None
-    tokenizer.post_processor = None  # Megatron's tokenize() adds no [CLS]/[SEP]
     return Family(spec, tokenizer.to_str(), hashlib.sha256(content).hexdigest(), "[SEP]")

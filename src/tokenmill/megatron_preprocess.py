@@ -86,7 +86,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 
 def tokenizer_spec_of(flags: argparse.Namespace) -> tuple[TokenizerSpec, bool]:
     """The tokenizer that Megatron builds from ``flags``, and whether its special tokens are added
-    (HuggingFaceTokenizer's post-processor, as ``tokenizer(text)`` adds them).
+    (the post-processor of HuggingFaceTokenizer and of the BERT types, as ``tokenizer(text)`` adds them).
 
     Raises:
         TokenmillError: a type or flag tokenmill does not reproduce, naming it.
@@ -107,7 +107,7 @@ def tokenizer_spec_of(flags: argparse.Namespace) -> tuple[TokenizerSpec, bool]:
     if kind.startswith("BertWordPiece"):
         if flags.vocab_file is None:
             raise TokenmillError(f"{kind} needs --vocab-file")
-        return TokenizerSpec(flags.vocab_file, kind), False
+        return TokenizerSpec(flags.vocab_file, kind), not flags.tokenizer_hf_no_include_special_tokens
     if flags.tokenizer_model is None:
         raise TokenmillError(f"{kind} needs --tokenizer-model")
     if kind == "TikTokenizer":
