@@ -2,6 +2,7 @@
 
     python bench/preprocess_data_bench.py /tmp/corpus/real-30MB.jsonl \
         --megatron-python /tmp/peer-mc019/bin/python --megatron-tools /tmp/peer-mc019/src \
+        --megatron-pythonpath /tmp/peer-mc019/shim:/tmp/peer-mc019/src \
         --tokenizer-type Llama2Tokenizer --tokenizer-model tests/data/mistral-v1.tokenizer.model --workers 2
 
 Per round (interleaved, ``--rounds`` of them), on the same file and flags (``--append-eod``):
@@ -37,6 +38,7 @@ def main() -> None:
     parser.add_argument("corpus")
     parser.add_argument("--megatron-python", required=True)
     parser.add_argument("--megatron-tools", required=True, help="a folder holding megatron/ and tools/ (core_v0.19.0)")
+    parser.add_argument("--megatron-pythonpath", help="PYTHONPATH of Megatron's tool (default: --megatron-tools)")
     parser.add_argument("--tokenizer-type", default="Llama2Tokenizer")
     parser.add_argument("--tokenizer-model", required=True)
     parser.add_argument("--workers", type=int, default=2)
@@ -45,7 +47,7 @@ def main() -> None:
     size = os.path.getsize(args.corpus)
     flags = ["--input", args.corpus, "--tokenizer-type", args.tokenizer_type, "--tokenizer-model",
              os.path.abspath(args.tokenizer_model), "--append-eod", "--workers", str(args.workers)]
-    megatron_env = {**os.environ, "PYTHONPATH": args.megatron_tools, "HF_HUB_OFFLINE": "1"}
+    megatron_env = {**os.environ, "PYTHONPATH": args.megatron_pythonpath or args.megatron_tools, "HF_HUB_OFFLINE": "1"}
     scratch = Path(tempfile.mkdtemp(prefix="preprocess-bench-"))
     texts = None
     if args.tokenizer_type in ("Llama2Tokenizer", "SentencePieceTokenizer", "GPTSentencePieceTokenizer"):
