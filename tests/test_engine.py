@@ -18,7 +18,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.pbin import PbinFile, PbinWriter, read_sidecar
 from tokenmill.engine import Encoder, FastEngineUnavailable
 from tokenmill.proof import (DEFAULT_CHECK_FRACTION, EXCERPT_CHARACTERS, LONG_WINDOW_CHARACTERS, ProofSampler,
-                            detection_statement)
+                             detection_statement, input_key, ordinal_draws)
 from tokenmill.tokenizer import fast_engine_refusal, load_tokenizer
 
 MINILM = DATA / "minilm-bert.tokenizer.json"
@@ -291,6 +291,31 @@ def test_a_difference_in_more_documents_than_the_sidecar_states_is_caught(tmp_pa
     plant_mismatch(monkeypatch, "ж")
     with pytest.raises(EngineMismatch, match=rf"{source}:\d+: fast encoder disagrees with the tokenizer at token 2 "):
         pack([str(source)], str(tmp_path / "x.pbin"), settings, log=lambda message: None)
+
+
+def test_a_family_of_identical_documents_is_drawn_independently_in_pack(tmp_path, monkeypatch):
+    """One document repeated as 20 % of a job (every fifth line the same text, the rest distinct): drawn by
+    content, the family was checked all together or not at all (1.5 % of trials caught it); drawn by
+    line under the input's key, each copy is drawn on its own, so the sample holds ~0.2 % of them and a
+    difference in the family is caught, as the sidecar's statement says."""
+    lines = [json.dumps({"text": "the same templated document ж" if i % 5 == 0 else f"distinct document {i}"},
+                        ensure_ascii=False).encode() for i in range(20_000)]
+    source = write_jsonl_bytes(tmp_path / "x.jsonl", lines)
+    settings = PackSettings(str(GPT2), eod_token=GPT2_EOD, engine="fastokens")
+    family = np.arange(0, 20_000, 5) + 1  # their line numbers
+    chosen = ProofSampler([], settings.check_fraction).choose(["the same templated document ж"] * len(family),
+                                                               family, input_key(str(source)))
+    assert 0 < len(chosen.documents) < len(family) / 50
+    plant_mismatch(monkeypatch, "ж")
+    with pytest.raises(EngineMismatch, match=rf"{source}:\d+: fast encoder disagrees"):
+        pack([str(source)], str(tmp_path / "x.pbin"), settings, log=lambda message: None)
+
+
+def test_ordinal_draws_are_uniform_and_depend_on_the_key():
+    draws = ordinal_draws(np.arange(1, 200_001), key=12345)
+    assert abs(float((draws < 2**32 * 0.002).mean()) - 0.002) < 0.0005
+    assert not np.array_equal(draws, ordinal_draws(np.arange(1, 200_001), key=54321))
+    assert np.array_equal(draws[:10], ordinal_draws(np.arange(1, 11), key=12345))
 
 
 def test_the_detection_statement_is_the_probability_of_missing_every_differing_document():

@@ -271,6 +271,7 @@ def preprocess_data(argv: list[str], log=sys.stderr) -> PreprocessSummary:
     sampler = ProofSampler(info.added_tokens(), DEFAULT_CHECK_FRACTION)
     dtype = optimal_dtype(info.vocab_size)
     documents, tokens, started, read = 0, dict.fromkeys(keys, 0), time.monotonic(), 0
+    sequences = dict.fromkeys(keys, 0)  # texts encoded so far per key: each text's ordinal for the proof
     for prefix in prefixes.values():
         if os.path.dirname(prefix):
             os.makedirs(os.path.dirname(prefix), exist_ok=True)
@@ -281,7 +282,8 @@ def preprocess_data(argv: list[str], log=sys.stderr) -> PreprocessSummary:
             texts, counts = _texts_of(batch, keys)
             for key in keys:
                 ids, lengths = _encode_proven(encoder, info, sampler, texts[key], add_special_tokens,
-                                              _Locations(batch, counts[key]))
+                                              _Locations(batch, counts[key]), sequences[key])
+                sequences[key] += len(texts[key])
                 ids, sequence_lengths, per_document = _documents(ids, lengths, counts[key],
                                                                  info.eod_id if flags.append_eod else None)
                 builders[key].add_sequences(ids, sequence_lengths, per_document)
@@ -296,11 +298,13 @@ def preprocess_data(argv: list[str], log=sys.stderr) -> PreprocessSummary:
 
 
 def _encode_proven(encoder: Encoder, info: TokenizerInfo, sampler: ProofSampler, texts: list[str],
-                   add_special_tokens: bool, locations: _Locations) -> tuple[np.ndarray, np.ndarray]:
-    """``(ids, lengths)`` of ``texts`` (int64), a fast engine's proven on a sample against the reference."""
+                   add_special_tokens: bool, locations: _Locations, first: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, lengths)`` of ``texts`` (int64), a fast engine's proven on a sample against the reference;
+    the sample is drawn by each text's ordinal in the run, from ``first``."""
     ids, lengths = encoder.encode_batch(texts, add_special_tokens)
     if encoder.name != "hf":
-        ProofSample.of(texts, sampler, info, add_special_tokens).check(encoder, ids, lengths, locations,
-                                                                       add_special_tokens)
+        ordinals = np.arange(first, first + len(texts), dtype=np.int64)
+        ProofSample.of(texts, sampler, info, add_special_tokens, ordinals).check(encoder, ids, lengths, locations,
+                                                                                 add_special_tokens)
     return np.asarray(ids, dtype=np.int64), lengths
 

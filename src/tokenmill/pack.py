@@ -65,7 +65,7 @@ from tokenmill.pbin import LAYOUT_050, TOKEN_DTYPES, PbinWriter, index_ranges, s
 from tokenmill.progress import Progress
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import TextSelector
-from tokenmill.proof import (DEFAULT_CHECK_FRACTION, EngineMismatch, ProofSample, ProofSampler, ProofTally,
+from tokenmill.proof import (DEFAULT_CHECK_FRACTION, EngineMismatch, ProofSample, ProofSampler, ProofTally, input_key,
                              job_check_fraction)
 from tokenmill.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS, TokenizerSpec
 from tokenmill.tokenizer import TokenizerInfo, load_tokenizer
@@ -282,7 +282,8 @@ def _prepare_batch(task: tuple[str, int, np.ndarray, str, bytes | None]) -> _Pre
                 return batch
     if engine != "hf":
         batch.proof = ProofSample.of(batch.texts, _worker.sampler, _worker.tokenizer,
-                                     _worker.settings.add_special_tokens)
+                                     _worker.settings.add_special_tokens, np.array(batch.text_lines, np.int64),
+                                     input_key(path))
     return batch
 
 

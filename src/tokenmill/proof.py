@@ -16,8 +16,12 @@ job), the choice below taking the other ~5 %. Hence, per batch of texts:
   = 64 KiB of its input, :func:`job_check_fraction`): each document of at most
   :data:`WHOLE_DOCUMENT_CHARACTERS` (64 Ki) characters whose draw, a hash of its own content (its
   length and first 128 characters), falls under ``fraction``; never a function of its
-  batch or of the worker count. The ids the fast engine wrote for them are compared with HF's as
-  they are, so the flat batch and its lengths are proven too. Longer documents are checked
+  batch or of the worker count. Where the caller knows each document's ordinal (pack and
+  ``preprocess-data``: its line in its input, under a key per input), the draw is a hash of that
+  instead (:func:`ordinal_draws`), so that duplicate or templated documents are drawn independently:
+  by content, a family of identical documents would be checked all together or not at all. The
+  ids the fast engine wrote for them are compared with HF's as they are, so the flat batch and its
+  lengths are proven too. Longer documents are checked
   through windows instead, so that no document costs more than 64 Ki characters of HF.
 * **Excerpts** of the other documents, where engines are likeliest to differ: around an
   added-token string (special tokens in text), around a code point outside the BMP or a combining
@@ -39,7 +43,9 @@ So HF re-encodes ``fraction`` of the text plus at most ``max(fraction / 4, 0.05 
 the default, on any text (0.19 % of the 100 MB benchmark corpus, 0.28 % of emoji-dense text).
 
 **What it detects.** Each document of at most 64 Ki characters is checked whole with probability
-``p = fraction``, independently of the others (the hash of its content decides). A difference that
+``p = fraction``, independently of the others (the hash of its ordinal under the input's key
+decides: duplicates too; where no ordinal is known, the hash of its content, which draws equal
+documents together). A difference that
 shows in d such documents is missed with probability ``(1 - p)^d``; it is caught with probability
 >= 99.9 % once d >= ln(1000) / -ln(1 - p) (3,451 at p = 0.2 %). In a job of N documents of which
 a share e is short enough, a difference in a share X >= (1 - e) + 3,451 / N of its documents is
@@ -60,6 +66,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import os
 import re
 import sys
 import zlib
@@ -74,8 +81,8 @@ from tokenmill.errors import TokenmillError
 from tokenmill.tokenizer import TokenizerInfo
 
 __all__ = ["DEFAULT_CHECK_FRACTION", "JOB_FLOOR_BYTES", "WHOLE_DOCUMENT_CHARACTERS", "EXCERPT_CHARACTERS",
-           "LONG_WINDOW_CHARACTERS", "job_check_fraction", "EngineMismatch", "Excerpt", "ProofChoice", "ProofSampler",
-           "ProofSample", "ProofTally", "encode_proven",
+           "LONG_WINDOW_CHARACTERS", "input_key", "ordinal_draws", "job_check_fraction", "EngineMismatch", "Excerpt",
+           "ProofChoice", "ProofSampler", "ProofSample", "ProofTally", "encode_proven",
            "detection_statement", "compare_ids", "first_difference"]
 
 DEFAULT_CHECK_FRACTION: float = default("tokenizers.*.check_fraction")  # 0.002, the config's default
@@ -232,19 +239,20 @@ class ProofSampler:
         self._separator = next(character for character in "\x00\x01\x02\x03\ufffe\uffff"
                                if not any(character in token for token in added_tokens))
 
-    def choose(self, texts: list[str]) -> ProofChoice:
+    def choose(self, texts: list[str], ordinals: np.ndarray | None = None, key: int = 0) -> ProofChoice:
         """The documents and excerpts of ``texts`` to check.
 
-        Each document is checked whole with probability ``fraction``, decided by a hash of its own
-        content, whatever its batch; the excerpts share the batch's budget (batches are cut by
-        size, never by worker count, so they do not depend on the number of workers).
+        Each document is checked whole with probability ``fraction``, decided by a hash of its
+        ordinal under ``key`` (:func:`ordinal_draws`), or without ordinals of its own content,
+        whatever its batch; the excerpts share the batch's budget (batches are cut by size, never by
+        worker count, so they do not depend on the number of workers).
         """
         count = len(texts)
         lengths = np.fromiter(map(len, texts), np.int64, count)
         characters = int(lengths.sum())
         if self.fraction >= 1:
             return ProofChoice(list(range(count)), [], count, characters)
-        draws = _content_hashes(texts)
+        draws = _content_hashes(texts) if ordinals is None else ordinal_draws(ordinals, key)
         short = lengths <= WHOLE_DOCUMENT_CHARACTERS
         whole = short & (draws < self._limit)
         budget = max(self.excerpt_share * characters, _EXCERPT_FLOOR_CHARACTERS)
@@ -318,6 +326,31 @@ class ProofSampler:
             position = int(starts[number + 1])  # the next text: one spot of a kind per text
 
 
+def _mix(values: np.ndarray) -> np.ndarray:
+    """SplitMix64's finaliser on uint64 values, in place: every bit of the result depends on every bit
+    of the value; the top 32 bits are the draw."""
+    values *= np.uint64(0x9E3779B97F4A7C15)
+    values ^= values >> np.uint64(30)
+    values *= np.uint64(0xBF58476D1CE4E5B9)
+    values ^= values >> np.uint64(27)
+    values *= np.uint64(0x94D049BB133111EB)
+    values ^= values >> np.uint64(31)
+    return (values >> np.uint64(32)).astype(np.uint32)
+
+
+def input_key(path: str) -> int:
+    """The key of one input's draws: the CRC-32 of its file name (not its folder, so that a job gives
+    the same choice, and the same sidecar, whichever way its path is spelled)."""
+    return zlib.crc32(os.path.basename(path).encode("utf-8", "surrogateescape"))
+
+
+def ordinal_draws(ordinals: np.ndarray, key: int) -> np.ndarray:
+    """A uniform 32-bit draw per document from its ordinal (its line in its input) under ``key``
+    (:func:`input_key`): ``key * 2**32 + ordinal``, mixed. Documents are drawn independently of their
+    content. Cost: a few numpy passes over the ordinals."""
+    return _mix((np.uint64(key) << np.uint64(32)) + np.asarray(ordinals, dtype=np.uint64))
+
+
 def _content_hashes(texts: list[str]) -> np.ndarray:
     """A uniform 32-bit draw per text from a hash of its content: CRC-32 of its length and its first
     128 characters (O(1) per text, ~1 µs; a CRC of all of it costs ~0.1 s per 100 MB, adding the
@@ -325,15 +358,8 @@ def _content_hashes(texts: list[str]) -> np.ndarray:
     on every bit of the CRC. Texts equal in length and start get the same draw, which costs little
     randomness."""
     crc32 = zlib.crc32
-    crcs = np.fromiter((crc32(text[:128].encode("utf-8", "surrogatepass"), len(text) & 0xFFFFFFFF) for text in texts),
-                       np.uint64, len(texts))
-    crcs *= np.uint64(0x9E3779B97F4A7C15)
-    crcs ^= crcs >> np.uint64(30)
-    crcs *= np.uint64(0xBF58476D1CE4E5B9)
-    crcs ^= crcs >> np.uint64(27)
-    crcs *= np.uint64(0x94D049BB133111EB)
-    crcs ^= crcs >> np.uint64(31)
-    return (crcs >> np.uint64(32)).astype(np.uint32)
+    return _mix(np.fromiter((crc32(text[:128].encode("utf-8", "surrogatepass"), len(text) & 0xFFFFFFFF)
+                             for text in texts), np.uint64, len(texts)))
 
 
 def _excerpt(text: str, start: int, end: int, characters: int, why: str) -> tuple[int, int, str]:
@@ -379,11 +405,12 @@ class ProofSample:
     hf_characters: int
 
     @classmethod
-    def of(cls, texts: list[str], sampler: ProofSampler, info: TokenizerInfo,
-           add_special_tokens: bool) -> "ProofSample":
-        """The sampler's choice of ``texts``, encoded with the tokenizer's reference library (HF for a
+    def of(cls, texts: list[str], sampler: ProofSampler, info: TokenizerInfo, add_special_tokens: bool,
+           ordinals: np.ndarray | None = None, key: int = 0) -> "ProofSample":
+        """The sampler's choice of ``texts`` (by their ``ordinals`` under ``key``, see
+        :meth:`ProofSampler.choose`), encoded with the tokenizer's reference library (HF for a
         ``tokenizer.json``, ``sentencepiece`` or ``tiktoken`` for Megatron's types of them)."""
-        choice = sampler.choose(texts)
+        choice = sampler.choose(texts, ordinals, key)
         documents = [texts[i] for i in choice.documents]
         excerpts = [texts[excerpt.text][excerpt.start:excerpt.end] for excerpt in choice.excerpts]
         ids, lengths = info.encode_reference(documents + excerpts, add_special_tokens)  # one call for both

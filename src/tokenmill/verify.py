@@ -60,7 +60,7 @@ from tokenmill.raw_index import read_index
 from tokenmill.sample_index import dataset_fingerprint, load_npy, read_fingerprint
 from tokenmill.text import TextSelector
 from tokenmill.identity import file_sha256
-from tokenmill.proof import ProofSampler, first_difference
+from tokenmill.proof import ProofSampler, first_difference, input_key
 from tokenmill.engine import split_flat
 from tokenmill.families import TokenizerSpec
 from tokenmill.tokenizer import load_tokenizer
@@ -575,7 +575,7 @@ def verify_against_tokenizer(path: str | os.PathLike, fraction: float) -> tuple[
             if reason is None and line_number not in no_tokens["first_lines"]:
                 texts.append(text)
                 line_numbers.append(line_number)
-        choice = sampler.choose(texts)
+        choice = sampler.choose(texts, np.array(line_numbers, np.int64), input_key(source["path"]))
         chosen = sorted(set(choice.documents) | {excerpt.text for excerpt in choice.excerpts})  # re-encoded whole
         references = split_flat(*tokenizer.encode_reference([texts[i] for i in chosen],
                                                             entry.get("add_special_tokens", True)))
