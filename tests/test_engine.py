@@ -176,7 +176,7 @@ def test_auto_falls_back_to_hugging_face_in_worker_processes_and_in_process_enco
     sparse = sparse_gpt2(tmp_path)
     # a small input in worker processes: no 8 MB file to tokenize, the same code path
     monkeypatch.setattr(tokenmill.engine, "FAST_ENGINE_PAYS_BYTES", 0)
-    monkeypatch.setattr(tokenmill.pack, "_IN_PROCESS_BYTES", 0)
+    monkeypatch.setattr(tokenmill.pack, "IN_PROCESS_BYTES", 0)
     settings = dict(eod_token=GPT2_EOD, workers=2, batch_bytes=4096)
     said = []
     meta = pack([str(MIXED_JSONL)] * 2, str(tmp_path / "auto.pbin"),

@@ -6,7 +6,9 @@ Pipeline per input file:
 1. The raw index (given, or scanned now) cuts the file into batches of whole lines, about
    ``batch_bytes`` each.
 2. Workers (one pool of ``workers`` processes for the whole run, or the calling process when
-   ``workers == 1`` or the inputs are under 8 MB) take one batch each: read its byte range in one
+   ``workers == 1`` or the inputs are under :data:`IN_PROCESS_BYTES`, 600 MiB, with fastokens, whose
+   threads then use every core, or :data:`HF_IN_PROCESS_BYTES`, 8 MiB, with Hugging Face's encoder)
+   take one batch each: read its byte range in one
    ``pread``, parse each line (exactly one JSON value; orjson, then the ``jq`` package for a pattern
    other than a plain ``.key``), tokenize the batch with the engine (fastokens or Hugging Face, see
    :class:`tokenmill.engine.Encoder`), re-encode the batch's proof sample with Hugging Face and
@@ -74,7 +76,14 @@ __all__ = ["PackSettings", "pack", "BAD_LINE_POLICIES", "MISMATCH_POLICIES", "En
 
 BAD_LINE_POLICIES = ("error", "skip")
 MISMATCH_POLICIES = ("error", "hf")
-_IN_PROCESS_BYTES = 8 << 20  # below this much input, worker processes cost more than they save
+# Below this much input, worker processes cost more than they save: each imports and loads the tokenizers
+# again (~0.85 s of CPU), and one process's fastokens already encodes on every core. Measured on 2 cores,
+# GPT-2, .pbin + .bin/.idx (bench/RESULTS.md, issue 29): --workers 2 against 1 took 2.8 against 2.0-2.3 s
+# at 100 MB, 6.4 against 5.5 s at 300 MB, 10.8 against 10.3 s at 500 MB, 13.4 against 15.1 s at 1 GB.
+IN_PROCESS_BYTES = 600 << 20
+# The same with Hugging Face's own encoder, ~30x slower per byte and on one core per process: workers pay
+# from a few MB.
+HF_IN_PROCESS_BYTES = 8 << 20
 _COMPRESSION_RATIO = 4  # about what gzip/zstd give on web text: the decompressed size, for the choice above
 _SKIPPED_LINES_KEPT = 20  # line numbers listed per reason in the sidecar
 # Batches parsed ahead of the encoder in a single process while fastokens loads: 32 MB of JSONL is
@@ -492,10 +501,11 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
     input_bytes = (sum(os.path.getsize(path) * (1 if compression is None else _COMPRESSION_RATIO)
                        for path, compression in zip(inputs, compressions))
                    if byte_range is None else max(min(byte_range[1], os.path.getsize(inputs[0])) - byte_range[0], 0))
-    workers = settings.workers if input_bytes > _IN_PROCESS_BYTES else 1
     asked, estimate = settings.engine, ", compressed input counted 4x" if any(compressions) else ""
     if choose_engine(asked, input_bytes=input_bytes)[0] == "hf":  # hf, or auto on a small input (same ids)
         settings = dataclasses.replace(settings, engine="hf")
+    in_process_bytes = HF_IN_PROCESS_BYTES if settings.engine == "hf" else IN_PROCESS_BYTES
+    workers = settings.workers if input_bytes > in_process_bytes else 1
     check_fraction = settings.check_fraction  # as asked, for the sidecar; a small job checks more documents
     settings = dataclasses.replace(settings, check_fraction=job_check_fraction(check_fraction, input_bytes))
     with contextlib.ExitStack() as stack:
@@ -504,12 +514,14 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
             pool = stack.enter_context(_WorkerPool(workers, settings))
         elif settings.engine != "hf":
             preload_fast_engine(settings.tokenizer_spec)
-        elif input_bytes > _IN_PROCESS_BYTES:
+        elif input_bytes > HF_IN_PROCESS_BYTES:
             _free_big_buffers_at_once()  # before the tokenizer's load, whose buffers are big too
         tokenizer = load_tokenizer(settings.tokenizer_spec, settings.eod_token)
         encoder = Encoder(tokenizer, asked, input_bytes=input_bytes, estimate=estimate)
-        if encoder.name == "hf" and input_bytes > _IN_PROCESS_BYTES:
+        if encoder.name == "hf" and input_bytes > HF_IN_PROCESS_BYTES:
             _free_big_buffers_at_once()
+        if pool is None and encoder.name == "hf" and settings.workers > 1 and input_bytes > HF_IN_PROCESS_BYTES:
+            pool = stack.enter_context(_WorkerPool(settings.workers, settings))  # auto took HF: unproven tokenizer
         if pool is None:
             _init_worker(settings, single_process=True, tokenizer=tokenizer, encoder=encoder)
         # Inputs are hashed for the sidecar in a thread (hashlib releases the GIL), beside tokenizing.

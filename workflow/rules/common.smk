@@ -11,6 +11,7 @@ from shlex import join as shell_join
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.config import validate_config
 from tokenmill.errors import TokenmillError
+from tokenmill.pack import HF_IN_PROCESS_BYTES, IN_PROCESS_BYTES
 from tokenmill.plan import Plan, blend_cache_name, megatron_prefix
 
 # A config error is one line naming the file and the key (no schema dump, no traceback frames).
@@ -136,9 +137,12 @@ def _job_text_mb(wildcards):
 
 
 def pack_threads(wildcards):
-    """Eight workers, or one for a unit under 8 MB of text, which pack tokenizes in-process anyway:
-    on many small files, jobs then run side by side instead of holding idle cores."""
-    return 1 if _job_text_mb(wildcards) < 8 else 8
+    """Eight workers, or one for a unit that pack tokenizes in one process anyway (under
+    tokenmill.pack.IN_PROCESS_BYTES of text, HF_IN_PROCESS_BYTES with the hf engine): jobs then run side
+    by side instead of holding idle cores."""
+    engine = PLAN.config["tokenizers"][PLAN.builds[PLAN.unit(wildcards.unit).build].tokenizer]["engine"]
+    in_process_bytes = HF_IN_PROCESS_BYTES if engine == "hf" else IN_PROCESS_BYTES
+    return 1 if _job_text_mb(wildcards) * 1e6 < in_process_bytes else 8
 
 
 def pack_mem_mb(wildcards, threads):
