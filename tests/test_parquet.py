@@ -114,28 +114,34 @@ def test_the_cli_packs_row_groups_and_refuses_them_for_jsonl(tmp_path, demo):
 
 
 @pytest.mark.parametrize("value, reason", [(None, "text is not a string (a NoneType)"),
-                                           (7, "text is not a string (a int)"),
-                                           (b"bytes", "text is not a string (a dict)"),
                                            ("", "empty text")])
 def test_a_bad_value_is_a_bad_line_named_by_its_row(tmp_path, value, reason):
     rows = [{"text": f"row {i}", "other": i} for i in range(10)]
     rows[6]["text"] = value  # row 7
-    schema = pa.schema([("text", pa.binary() if isinstance(value, bytes) else
-                         pa.int64() if isinstance(value, int) else pa.string()), ("other", pa.int64())])
-    if isinstance(value, (int, bytes)):  # the column is of that type: every row is such a value
-        rows = [{**row, "text": value} for row in rows]
+    schema = pa.schema([("text", pa.string()), ("other", pa.int64())])
     parquet = write_parquet(tmp_path / "bad.parquet", rows, schema, row_group_size=4)
-    first_bad = 1 if isinstance(value, (int, bytes)) else 7
     with pytest.raises(TokenmillError) as stopped:
         packed([parquet], tmp_path / "x.pbin")
-    assert str(stopped.value) == \
-        f"{parquet}: row {first_bad}: {reason} (on_bad_line: error; use skip to leave such lines out)"
+    assert str(stopped.value) == f"{parquet}: row 7: {reason} (on_bad_line: error; use skip to leave such lines out)"
     assert not (tmp_path / "x.pbin").exists()
-    if first_bad == 7:
-        meta = packed([parquet], tmp_path / "x.pbin", on_bad_line="skip")
-        assert meta["sources"][0]["skipped"] == {reason: {"count": 1, "first_lines": [7]}}
-        assert meta["documents"] == 9
-        assert show_document(tmp_path / "x.pbin", 6)[-1] == f"source: {parquet}, row 8"
+    meta = packed([parquet], tmp_path / "x.pbin", on_bad_line="skip")
+    assert meta["sources"][0]["skipped"] == {reason: {"count": 1, "first_lines": [7]}}
+    assert meta["documents"] == 9
+    assert show_document(tmp_path / "x.pbin", 6)[-1] == f"source: {parquet}, row 8"
+
+
+@pytest.mark.parametrize(("arrow_type", "value"), [(pa.int64(), 7), (pa.binary(), b"bytes"), (pa.null(), None)])
+@pytest.mark.parametrize("on_bad_line", ["error", "skip"])
+def test_a_text_column_that_holds_no_text_is_an_error_for_the_file(tmp_path, arrow_type, value, on_bad_line):
+    """Every row of it would be a bad line, so skip would drop the whole file and exit 0."""
+    schema = pa.schema([("text", arrow_type), ("content", pa.string())])
+    parquet = write_parquet(tmp_path / "typed.parquet", [{"text": value, "content": f"row {i}"} for i in range(10)],
+                            schema)
+    with pytest.raises(TokenmillError) as stopped:
+        packed([parquet], tmp_path / "x.pbin", on_bad_line=on_bad_line)
+    assert str(stopped.value) == (f"{parquet}: column 'text' holds {arrow_type}, not text, for the text pattern .text; "
+                                  f"use text: .content (or --jq .content)")
+    assert not (tmp_path / "x.pbin").exists()
 
 
 def test_rows_are_numbered_through_the_whole_file_in_any_batch_and_range(tmp_path):

@@ -170,7 +170,8 @@ def _listed(names: list[str]) -> str:
 
 def refuse_missing_column(path: str | os.PathLike, pattern: str, schema) -> None:
     """Stop on a column (or struct field) that a path pattern (``.text``, ``.meta.body``) needs and the
-    file lacks: every row would be a bad line, so ``on_bad_line: skip`` would drop the whole file.
+    file lacks, or holds no text (an integer, binary or all-null column): every row would be a bad line,
+    so ``on_bad_line: skip`` would drop the whole file.
 
     Args:
         path: the file, for the message.
@@ -197,6 +198,15 @@ def refuse_missing_column(path: str | os.PathLike, pattern: str, schema) -> None
             raise TokenmillError(f"{path}: column {held!r} has no field {key!r} for the text pattern {pattern}; "
                                  f"its fields: {_listed(fields)}; {_text_advice(schema)}")
         arrow_type, held = arrow_type.field(fields.index(key)).type, f"{held}.{key}"
+    if pyarrow.types.is_dictionary(arrow_type):
+        arrow_type = arrow_type.value_type
+    types = pyarrow.types
+    if not (types.is_string(arrow_type) or types.is_large_string(arrow_type)
+            or getattr(types, "is_string_view", lambda _: False)(arrow_type)
+            or (types.is_temporal(arrow_type) and not types.is_duration(arrow_type))):  # read as ISO strings
+        # every row's text would be a bad line: refused for the file, like a missing column
+        raise TokenmillError(f"{path}: column {held!r} holds {arrow_type}, not text, for the text pattern {pattern}; "
+                             f"{_text_advice(schema)}")
 
 
 def row_group_bytes(metadata) -> list[int]:
