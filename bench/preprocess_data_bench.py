@@ -78,7 +78,8 @@ def main() -> None:
         print(f"  {label:50s} {best:7.2f} s  {size / best / 1e6:6.1f} MB/s  {megatron / best:5.2f}x Megatron  "
               f"(all: {', '.join(f'{value:.2f}' for value in seconds)})")
     identical = all(filecmp.cmp(scratch / f"megatron_text_document{suffix}",
-                                scratch / f"tokenmill_text_document{suffix}", shallow=False) for suffix in (".bin", ".idx"))
+                                scratch / f"tokenmill_text_document{suffix}", shallow=False)
+                    for suffix in (".bin", ".idx"))
     print(f"  .bin/.idx byte-identical: {identical}")
 
 
