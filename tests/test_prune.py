@@ -27,7 +27,7 @@ def test_stale_paths_are_what_the_output_folders_hold_beyond_the_plan(tmp_path):
     _touch(tmp_path, *planned[:3], "data/cache/b/seq128_seed1/x-description.txt", "data/parts/b.shard0.pbin",
            "data/packed/b.shard3.pbin", "data/megatron/b.shard3_text_document.bin",
            "data/cache/b/seq2048_seed1/megatron_args.txt", "data/datatrove/b/b.ds", "data/raw/mine.jsonl",
-           "logs/pack/b.log")
+           "logs/pack/b.log", "data/megatron/notes.md")  # the last: not named as an output, the user's
     assert stale_paths(planned, tmp_path) == ["data/packed/b.shard3.pbin", "data/megatron/b.shard3_text_document.bin",
                                               "data/datatrove/b", "data/cache/b/seq2048_seed1"]
 
@@ -41,8 +41,12 @@ def test_move_stale_moves_them_under_data_stale_and_records_them(tmp_path):
     assert (tmp_path / "data/packed/b.pbin").is_file() and not (tmp_path / "data/packed/old.pbin").exists()
     assert (tmp_path / MOVED_RECORD).read_text().splitlines() == [
         "data/packed/old.pbin -> data/stale/packed/old.pbin", "data/cache/old -> data/stale/cache/old"]
-    _touch(tmp_path, "data/packed/old.pbin")  # moved again later: replaces the earlier copy
-    assert move_stale(planned, tmp_path) == ["data/packed/old.pbin"]
+    _touch(tmp_path, "data/packed/old.pbin", "data/cache/old/seq2_seed1/a.npy")  # made and left again later
+    assert move_stale(planned, tmp_path) == ["data/packed/old.pbin", "data/cache/old"]
+    assert (tmp_path / "data/stale/packed/old.pbin.1").is_file()  # beside the first, which is kept
+    assert (tmp_path / "data/stale/cache/old/seq1_seed1/a.npy").is_file()
+    assert (tmp_path / "data/stale/cache/old.1/seq2_seed1/a.npy").is_file()
+    assert not (tmp_path / "data/cache").exists()  # emptied by the move
     assert move_stale(planned, tmp_path) == []
 
 

@@ -203,10 +203,20 @@ def _texts_of(batch: list[tuple[str, int, bytes]],
             elif isinstance(value, list) and all(isinstance(element, str) for element in value):
                 texts[key].extend(value)
                 counts[key][position] = len(value)
+            elif isinstance(value, list):
+                element = next(element for element in value if not isinstance(element, str))
+                raise TokenmillError(f"{path}:{number}: {key!r} is a list holding a {type(element).__name__} "
+                                     f"({json_text(element)}), not only strings")
             else:
                 raise TokenmillError(f"{path}:{number}: {key!r} is {type(value).__name__}, not a string or a list "
                                      f"of strings")
     return texts, counts
+
+
+def json_text(value: object) -> str:
+    """A JSON value as a short text for a message."""
+    text = orjson.dumps(value).decode("utf-8")
+    return text if len(text) <= 40 else f"{text[:37]}..."
 
 
 class _Locations:

@@ -180,6 +180,10 @@ def _stale_lines() -> list[str]:
     earlier plans' outputs take in ``data/stale/``."""
     stamp = Path(STALE_FOLDER, "moved-last-run.txt")
     moved = stamp.read_text(encoding="utf-8").splitlines() if stamp.is_file() else []
+    # what a trainer reads first: Megatron's files and caches, then the other formats, parts and stamps
+    shown_first = ("data/megatron/", "data/cache/", "data/packed/", "data/datatrove/", "data/sft/")
+    moved.sort(key=lambda path: next((rank for rank, folder in enumerate(shown_first) if path.startswith(folder)),
+                                     len(shown_first)))
     records = {stamp, Path(MOVED_RECORD)}
     stale_bytes = sum(path.stat().st_size for path in Path(STALE_FOLDER).rglob("*")
                       if path.is_file() and path not in records)
