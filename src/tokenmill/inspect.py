@@ -143,8 +143,9 @@ def describe(path: str | os.PathLike) -> list[str]:
             def found(file: str) -> str:
                 return file if os.path.exists(file) else f"{file} (not found, {resolved_against(meta, path)})"
 
+            kind = f", {tokenizer['type']} (as {tokenizer.get('reference')} encodes)" if tokenizer.get("type") else ""
             lines += [f"tokenizer: {found(str(tokenizer.get('path')))} "
-                      f"(sha256 {str(tokenizer.get('sha256'))[:16]}...), vocab {tokenizer.get('vocab_size')}",
+                      f"(sha256 {str(tokenizer.get('sha256'))[:16]}...), vocab {tokenizer.get('vocab_size')}{kind}",
                       _eod_line(meta), f"skipped lines: {meta.get('skipped', {}) or 'none'}"]
             lines += [f"source: {found(s['path'])} ({s['bytes']} bytes, {s['documents']} documents)"
                       for s in meta.get("sources", [])]
