@@ -51,6 +51,7 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+import itertools
 import os
 from dataclasses import dataclass, field
 
@@ -104,9 +105,11 @@ class TokenizerSpec:
     def from_config(cls, tokenizer: dict) -> "TokenizerSpec":
         """A config's ``tokenizers.<name>`` entry, or a sidecar's ``tokenizer`` (``type`` null or absent: a
         Hugging Face ``tokenizer.json``)."""
-        return cls(tokenizer["path"], tokenizer.get("type") or HF_TYPE, tokenizer.get("tiktoken_pattern", "v2"),
+        kind = tokenizer.get("type") or HF_TYPE
+        # a sidecar's vocab_size is the tokenizer's: an option only of TikTokenizer, which reads it
+        return cls(tokenizer["path"], kind, tokenizer.get("tiktoken_pattern", "v2"),
                    tokenizer.get("tiktoken_num_special_tokens", TIKTOKEN_DEFAULT_SPECIALS),
-                   tokenizer.get("vocab_size"), tokenizer.get("merge_file"))
+                   tokenizer.get("vocab_size") if kind == "TikTokenizer" else None, tokenizer.get("merge_file"))
 
     def options(self) -> dict:
         """What a sidecar records beside the path (only what the type reads)."""
@@ -132,7 +135,7 @@ class ReferenceEncoder:
         """``(ids, lengths)``: every text's ids back to back (int64) and ids per text."""
         ids_per_text = self.encode_lists(texts)
         lengths = np.fromiter(map(len, ids_per_text), dtype=np.int64, count=len(ids_per_text))
-        ids = np.fromiter((token for ids in ids_per_text for token in ids), dtype=np.int64, count=int(lengths.sum()))
+        ids = np.fromiter(itertools.chain.from_iterable(ids_per_text), dtype=np.int64, count=int(lengths.sum()))
         return ids, lengths
 
     def encode_lists(self, texts: list[str]) -> list[list[int]]:
@@ -294,15 +297,15 @@ def _protobuf_fields(data: bytes):
         yield number, wire, value
 
 
-_PIECE_NORMAL, _PIECE_UNKNOWN, _PIECE_CONTROL, _PIECE_USER_DEFINED, _PIECE_UNUSED, _PIECE_BYTE = 1, 2, 3, 4, 5, 6
+# SentencePiece.Type values read here (UNUSED = 5 and BYTE = 6 are kept as pieces, never merged)
+_PIECE_NORMAL, _PIECE_UNKNOWN, _PIECE_CONTROL, _PIECE_USER_DEFINED = 1, 2, 3, 4
 _MODEL_BPE = 2
 
 
 def _sentencepiece_facts(content: bytes) -> tuple[list[tuple[str, float, int]], dict]:
     """The pieces ``(piece, score, type)`` and the trainer and normalizer settings of a ``ModelProto``."""
     pieces, settings = [], {"model_type": 1, "byte_fallback": False, "normalizer": "nmt_nfkc",
-                            "precompiled_charsmap": b"", "add_dummy_prefix": True,
-                            "remove_extra_whitespaces": True, "escape_whitespaces": True}
+                            "add_dummy_prefix": True, "remove_extra_whitespaces": True, "escape_whitespaces": True}
     for number, _, value in _protobuf_fields(content):
         if number == 1:  # SentencePiece: 1 piece, 2 score (float32), 3 type (default NORMAL)
             piece, score, kind = "", 0.0, _PIECE_NORMAL
@@ -320,13 +323,11 @@ def _sentencepiece_facts(content: bytes) -> tuple[list[tuple[str, float, int]], 
                     settings["model_type"] = sub_value
                 elif sub == 35:
                     settings["byte_fallback"] = bool(sub_value)
-        elif number == 3:  # NormalizerSpec: 1 name, 2 precompiled_charsmap, 3-5 the whitespace switches
-            names = {1: "normalizer", 2: "precompiled_charsmap", 3: "add_dummy_prefix",
-                     4: "remove_extra_whitespaces", 5: "escape_whitespaces"}
+        elif number == 3:  # NormalizerSpec: 1 name (2, its precompiled charsmap, goes with it), 3-5 the switches
+            names = {1: "normalizer", 3: "add_dummy_prefix", 4: "remove_extra_whitespaces", 5: "escape_whitespaces"}
             for sub, _, sub_value in _protobuf_fields(value):
                 if sub in names:
-                    settings[names[sub]] = sub_value.decode("utf-8") if sub == 1 else (
-                        sub_value if sub == 2 else bool(sub_value))
+                    settings[names[sub]] = sub_value.decode("utf-8") if sub == 1 else bool(sub_value)
     return pieces, settings
 
 
