@@ -38,7 +38,7 @@ from tokenmill import engine as engine_module, identity, pack as pack_module, pr
 from tokenmill.pbin import PbinWriter  # noqa: E402
 from tokenmill.raw_index import scan_lines  # noqa: E402
 from tokenmill.text import TextSelector  # noqa: E402
-from tokenmill.tokenizer import load_tokenizer  # noqa: E402
+from tokenmill.tokenizer import TokenizerInfo, load_tokenizer  # noqa: E402
 
 spent: dict[str, float] = defaultdict(float)
 _running: list[list[float]] = []  # per timed call in progress: the time its timed callees took
@@ -92,7 +92,7 @@ def main() -> None:
 
     timed(TextSelector, "select", "JSON parse (orjson)")
     timed(proof_module.ProofSampler, "choose", "proof: choice of the sample")
-    timed(proof_module, "encode_batch_hf", "proof: Hugging Face encode")
+    timed(TokenizerInfo, "encode_reference", "proof: Hugging Face encode")
     timed(proof_module.ProofSample, "of", "proof: excerpts' strings and sizes")
     timed(proof_module.ProofSample, "check", "proof: comparison")
     checking = proof_module.ProofSample.check.stack
@@ -108,11 +108,11 @@ def main() -> None:
           lambda stack: "proof: fastokens encode of the excerpts" if checking else "fastokens encode")
     timed(PbinWriter, "write", "writes and their sha256")
     timed(identity, "file_sha256", "sha256 of the input")
-    timed(pack_module, "_prepare_batch", "reads, the loop over lines")
-    timed(pack_module, "_finish_batch", "EOD insertion, dtype")
+    timed(pack_module._BatchTokenizer, "prepare", "reads, the loop over lines")
+    timed(pack_module._BatchTokenizer, "finish", "EOD insertion, dtype")
 
     settings = pack_module.PackSettings(str(args.tokenizer), eod_token=args.eod, check_fraction=args.check_fraction)
-    pack_module._init_worker(settings, single_process=True, tokenizer=info)
+    job = pack_module._BatchTokenizer(info, engine_module.Encoder(info, "fastokens"), settings)
     start = time.process_time()
     lines = scan_lines(str(args.corpus))
     spent["line scan"] = time.process_time() - start
@@ -121,7 +121,7 @@ def main() -> None:
     documents, tally = 0, proof_module.ProofTally()
     with PbinWriter(str(out), info.token_width) as writer:
         for task in pack_module._batches(str(args.corpus), lines, 1, settings.batch_bytes, "fastokens", []):
-            tokens, lengths, _, checked, _ = pack_module._finish_batch(pack_module._prepare_batch(task))
+            tokens, lengths, _, checked, _ = job.finish(job.prepare(task))
             writer.write(tokens, lengths)
             documents += len(lengths)
             tally += checked

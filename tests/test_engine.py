@@ -6,6 +6,7 @@ choice and the in-job proof promise, on an adversarial file.
 """
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -169,14 +170,12 @@ def test_auto_takes_hugging_face_where_fastokens_cannot_load_the_tokenizer_and_s
 
 
 @pytest.mark.slow
-def test_auto_falls_back_to_hugging_face_in_worker_processes_and_in_process_encoders(tmp_path, monkeypatch):
+def test_auto_falls_back_to_hugging_face_in_pack_threads_and_in_process_encoders(tmp_path, monkeypatch):
     import tokenmill.engine
-    import tokenmill.pack
 
     sparse = sparse_gpt2(tmp_path)
-    # a small input in worker processes: no 8 MB file to tokenize, the same code path
+    # a small input with two threads: no 1 MB file to tokenize, the same code path
     monkeypatch.setattr(tokenmill.engine, "FAST_ENGINE_PAYS_BYTES", 0)
-    monkeypatch.setattr(tokenmill.pack, "IN_PROCESS_BYTES", 0)
     settings = dict(eod_token=GPT2_EOD, workers=2, batch_bytes=4096)
     said = []
     meta = pack([str(MIXED_JSONL)] * 2, str(tmp_path / "auto.pbin"),
@@ -219,6 +218,31 @@ def test_the_proof_sample_is_deterministic_and_checks_every_risky_spot_that_fits
         assert excerpt.end - excerpt.start <= (LONG_WINDOW_CHARACTERS if i == 401 else EXCERPT_CHARACTERS + 5)
     assert sampler.choose(texts[:400]).excerpts == []  # nothing risky, nothing excerpted
     assert ProofSampler([], 1.0).choose(texts).documents == list(range(404))
+
+
+def test_the_first_risky_code_point_of_each_text_is_found_by_one_c_pass():
+    from tokenmill._kernels import first_risky_code_points
+
+    texts = ["plain ascii", "café, naïve: Latin-1 only", "cafe\u0301", "Ωμέγα then e\u20d7", "🙂 first",
+             "Ω then 🙂", "\U0001F642", "", "ё\ufe20"]
+    positions, widths = np.empty(len(texts), np.int64), np.empty(len(texts), np.uint8)
+    first_risky_code_points(texts, positions, widths)
+    assert positions.tolist() == [-1, -1, 4, 12, 0, 7, 0, -1, 1]
+    assert widths.tolist() == [1, 1, 2, 2, 4, 4, 4, 1, 2]
+
+    # the same as the regex it replaced, on random text mixing every range and its neighbours
+    risky = re.compile("[\U00010000-\U0010FFFF\u0300-\u036F\u1AB0-\u1AFF\u1DC0-\u1DFF\u20D0-\u20FF\uFE20-\uFE2F]")
+    edges = [0x2FF, 0x300, 0x36F, 0x370, 0x1AAF, 0x1AB0, 0x1AFF, 0x1B00, 0x1DBF, 0x1DC0, 0x1DFF, 0x1E00, 0x20CF,
+             0x20D0, 0x20FF, 0x2100, 0xFE1F, 0xFE20, 0xFE2F, 0xFE30, 0xFFFF, 0x10000, 0x10FFFF, 0x41, 0xE9]
+    generator = np.random.default_rng(7)
+    texts = ["".join(map(chr, generator.choice(edges, generator.integers(0, 12)))) for _ in range(3000)]
+    positions, widths = np.empty(len(texts), np.int64), np.empty(len(texts), np.uint8)
+    first_risky_code_points(texts, positions, widths)
+    assert positions.tolist() == [match.start() if (match := risky.search(text)) else -1 for text in texts]
+    with pytest.raises(TypeError, match=r"texts\[1\] is not a str"):
+        first_risky_code_points(["a", b"b"], positions, widths)
+    with pytest.raises(ValueError, match="one item per text"):
+        first_risky_code_points(texts, positions[:2], widths)
 
 
 def test_an_excerpt_is_cut_at_a_line_break_or_a_space_around_its_spot():

@@ -1,6 +1,7 @@
 /*
- * tokenmill._kernels: the two sequential loops of index building that numpy cannot vectorise
- * exactly, in plain C over buffers (numpy arrays passed through the buffer protocol).
+ * tokenmill._kernels: the sequential loops of index building that numpy cannot vectorise exactly, and
+ * the proof's scan of every text, in plain C over buffers (numpy arrays passed through the buffer
+ * protocol) and CPython's own str storage.
  *
  * sample_index(sizes:int32[], document_index:int32[], seq_length, num_samples, extra,
  *              out:int32[] or int64[] of (num_samples + 1) * 2)
@@ -17,6 +18,13 @@
  *
  * Arithmetic follows Megatron's helpers.cpp step for step (doubles, the same comparisons), so the
  * outputs are identical, not merely equivalent.
+ *
+ * first_risky_code_points(texts:list[str], positions:int64[len(texts)], widths:uint8[len(texts)])
+ *     The proof's search for where engines are likeliest to differ (tokenmill.proof): positions[i] = the
+ *     index of the first code point of texts[i] outside the BMP or in a combining-mark block, else -1;
+ *     widths[i] = the bytes per code point CPython stores texts[i] in (1, 2 or 4). A text of 1 byte each
+ *     holds neither kind and is not read; the others are read once, up to their first such code point,
+ *     with the GIL released. O(characters of the texts of 2 or 4 bytes each).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -224,10 +232,90 @@ static PyObject *exhaustive_blending_index(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* Combining-mark blocks: Combining Diacritical Marks, their Extended and Supplement blocks, for Symbols,
+ * and Combining Half Marks (as tokenmill.proof's _COMBINING_MARKS). */
+static inline int is_combining_mark(uint32_t c) {
+    return (c >= 0x0300 && c <= 0x036F) || (c >= 0x1AB0 && c <= 0x1AFF) || (c >= 0x1DC0 && c <= 0x1DFF) ||
+           (c >= 0x20D0 && c <= 0x20FF) || (c >= 0xFE20 && c <= 0xFE2F);
+}
+
+static PyObject *first_risky_code_points(PyObject *self, PyObject *args) {
+    PyObject *texts, *positions_obj, *widths_obj;
+    Py_buffer positions_view, widths_view;
+    if (!PyArg_ParseTuple(args, "O!OO", &PyList_Type, &texts, &positions_obj, &widths_obj)) return NULL;
+    Py_ssize_t count = PyList_GET_SIZE(texts);
+    if (get_buffer(positions_obj, &positions_view, 8, 1, "positions") < 0) return NULL;
+    if (get_buffer(widths_obj, &widths_view, 1, 1, "widths") < 0) {
+        PyBuffer_Release(&positions_view);
+        return NULL;
+    }
+    int bad = 0;
+    const void **data = NULL;
+    Py_ssize_t *lengths = NULL;
+    if (positions_view.len / 8 < count || widths_view.len < count) {
+        PyErr_SetString(PyExc_ValueError, "positions and widths need one item per text");
+        bad = 1;
+    } else {
+        data = malloc(sizeof(*data) * (count ? count : 1));
+        lengths = malloc(sizeof(*lengths) * (count ? count : 1));
+        if (data == NULL || lengths == NULL) {
+            PyErr_NoMemory();
+            bad = 1;
+        }
+    }
+    int64_t *positions = positions_view.buf;
+    uint8_t *widths = widths_view.buf;
+    /* With the GIL: each text's storage. The list holds the texts, which are immutable, for the scan. */
+    for (Py_ssize_t i = 0; !bad && i < count; i++) {
+        PyObject *text = PyList_GET_ITEM(texts, i);
+        if (!PyUnicode_Check(text)) {
+            PyErr_Format(PyExc_TypeError, "texts[%zd] is not a str", i);
+            bad = 1;
+            break;
+        }
+        widths[i] = (uint8_t)PyUnicode_KIND(text);
+        data[i] = PyUnicode_DATA(text);
+        lengths[i] = PyUnicode_GET_LENGTH(text);
+    }
+    if (!bad) {
+        Py_BEGIN_ALLOW_THREADS
+        for (Py_ssize_t i = 0; i < count; i++) {
+            int64_t found = -1;
+            if (widths[i] == PyUnicode_2BYTE_KIND) {  /* no code point outside the BMP: marks only */
+                const Py_UCS2 *units = data[i];
+                for (Py_ssize_t j = 0; j < lengths[i]; j++) {
+                    if (units[j] >= 0x0300 && is_combining_mark(units[j])) {
+                        found = j;
+                        break;
+                    }
+                }
+            } else if (widths[i] == PyUnicode_4BYTE_KIND) {
+                const Py_UCS4 *units = data[i];
+                for (Py_ssize_t j = 0; j < lengths[i]; j++) {
+                    if (units[j] >= 0x0300 && (units[j] > 0xFFFF || is_combining_mark(units[j]))) {
+                        found = j;
+                        break;
+                    }
+                }
+            }
+            positions[i] = found;
+        }
+        Py_END_ALLOW_THREADS
+    }
+    free(data);
+    free(lengths);
+    PyBuffer_Release(&positions_view);
+    PyBuffer_Release(&widths_view);
+    if (bad) return NULL;
+    Py_RETURN_NONE;
+}
+
 static PyMethodDef methods[] = {
     {"sample_index", sample_index, METH_VARARGS, "Megatron's sample index walk into an int64 (n+1, 2) buffer."},
     {"blending_index", blending_index, METH_VARARGS, "Greedy blending of weighted datasets."},
     {"exhaustive_blending_index", exhaustive_blending_index, METH_VARARGS, "Blending until every dataset is spent."},
+    {"first_risky_code_points", first_risky_code_points, METH_VARARGS,
+     "Each text's first code point outside the BMP or in a combining-mark block, and its width."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -379,7 +379,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help="do not let the tokenizer add its own BOS/EOS (added by default, as HF does)")
     pack.add_argument("--on-bad-line", choices=("error", "skip"), default=default("datasets.*.on_bad_line"),
                       help="stop at a bad line (default) or skip it and count it in the sidecar")
-    pack.add_argument("--workers", type=int, default=1, help="tokenizer processes (default: 1)")
+    pack.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)),
+                      help="tokenizer threads: at most this many cores (default: every core this process may use)")
     pack.add_argument("--batch-bytes", type=int, default=4 << 20, help=argparse.SUPPRESS)
     pack.add_argument("--engine", choices=("auto", "hf", "fastokens"), default=default("tokenizers.*.engine"),
                       help="tokenizer engine: fastokens where proven for the tokenizer, else Hugging Face "

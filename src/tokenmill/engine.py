@@ -60,7 +60,7 @@ def choose_engine(asked: str, info: TokenizerInfo | None = None, input_bytes: fl
         asked: ``auto``, ``hf`` or ``fastokens``.
         info: the loaded tokenizer; None before it is loaded, where ``fastokens`` then means
             "fastokens unless the tokenizer file is refused" (pack decides this early whether to
-            preload fastokens and start worker processes with it).
+            preload fastokens).
         input_bytes: the job's input size; None where unknown (the datasets), which never takes
             HF for size.
         estimate: how the size was guessed, for the reason (compressed inputs).
@@ -111,8 +111,8 @@ class Encoder:
             ``info.tokenizer``, which HF then applies everywhere.
         fall_back: under ``auto``, when fastokens cannot load the tokenizer, take HF in place, on
             the batch that found it out (for callers that encode in this process). Without it,
-            :class:`FastEngineUnavailable` is raised for the caller to fall back (pack, whose
-            worker processes each hold an encoder, re-encodes the input with HF).
+            :class:`FastEngineUnavailable` is raised for the caller to fall back (pack re-encodes
+            the input with HF).
         input_bytes, estimate: the job's input size and how it was guessed, for ``auto``'s choice
             (see :func:`choose_engine`); None where the encoder serves an unknown amount of text.
 

@@ -5,21 +5,18 @@ Pipeline per input file:
 
 1. The raw index (given, or scanned now) cuts the file into batches of whole lines, about
    ``batch_bytes`` each.
-2. Workers (one pool of ``workers`` processes for the whole run, or the calling process when
-   ``workers == 1`` or the inputs are under :data:`IN_PROCESS_BYTES`, 600 MiB, with fastokens, whose
-   threads then use every core, or :data:`HF_IN_PROCESS_BYTES`, 8 MiB, with Hugging Face's encoder)
-   take one batch each: read its byte range in one
-   ``pread``, parse each line (exactly one JSON value; orjson, then the ``jq`` package for a pattern
-   other than a plain ``.key``), tokenize the batch with the engine (fastokens or Hugging Face, see
-   :class:`tokenmill.engine.Encoder`), re-encode the batch's proof sample with Hugging Face and
-   compare (fast engine only), append the EOD id to every document that does not already end with
-   it, and return the ids as one numpy array of the output dtype plus per-document lengths. In
-   the calling process this is two stages: a thread reads, parses, samples and HF-encodes the
-   proof ahead (32 MB ahead while fastokens loads), the caller encodes and compares; a second
-   thread hashes the inputs for the sidecar.
-3. The parent keeps at most ``2 × workers`` batches in flight and writes results strictly in
-   batch order with one ``write`` each, so the bytes are the same for any worker count and memory
-   stays at a few batches (plus 8 bytes per document for the index).
+2. One process loads each tokenizer once (:func:`_start_engine`; fastokens in the background) and
+   runs two stages per batch in ``workers`` threads each (:func:`_ordered_results`). *Prepare*: read
+   the batch's byte range in one ``pread``, parse each line (exactly one JSON value; orjson, then the
+   ``jq`` package for a pattern other than a plain ``.key``), choose its proof sample and encode that
+   with Hugging Face. *Finish*: tokenize the batch with the engine (fastokens or Hugging Face, see
+   :class:`tokenmill.engine.Encoder`), compare the proof sample (fast engine only), append the EOD id
+   to every document that does not already end with it, and cast the ids to the output dtype. The
+   engines release the GIL while they encode, so the threads share the cores; a thread hashes the
+   inputs for the sidecar.
+3. The calling thread keeps a few batches per thread in flight (more while fastokens loads) and
+   writes results strictly in batch order with one ``write`` each, so the bytes are the same for any
+   worker count and memory stays at a few batches (plus 8 bytes per document for the index).
 
 A bad line (blank, invalid UTF-8 or JSON, not an object, text missing, not a string, empty, or no
 tokens) stops the run with ``file:line: reason`` under ``on_bad_line="error"``; under ``"skip"``
@@ -41,9 +38,8 @@ import contextlib
 import ctypes
 import dataclasses
 import functools
-import multiprocessing
+import math
 import os
-import signal
 import sys
 import threading
 from collections import deque
@@ -72,25 +68,27 @@ from tokenmill.proof import (DEFAULT_CHECK_FRACTION, EngineMismatch, ProofSample
 from tokenmill.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS, TokenizerSpec
 from tokenmill.tokenizer import TokenizerInfo, load_tokenizer
 
-__all__ = ["PackSettings", "pack", "BAD_LINE_POLICIES", "MISMATCH_POLICIES", "EngineMismatch"]
+__all__ = ["PackSettings", "pack", "useful_workers", "BATCH_BYTES", "BAD_LINE_POLICIES", "MISMATCH_POLICIES",
+           "EngineMismatch"]
 
+# JSONL bytes per batch: big enough that the proof's HF calls use both threads (1.1x over 1 MiB).
+BATCH_BYTES = 4 << 20
 BAD_LINE_POLICIES = ("error", "skip")
 MISMATCH_POLICIES = ("error", "hf")
-# Below this much input, worker processes cost more than they save: each imports and loads the tokenizers
-# again (~0.85 s of CPU), and one process's fastokens already encodes on every core. Measured on 2 cores,
-# GPT-2, .pbin + .bin/.idx (bench/RESULTS.md, issue 29): --workers 2 against 1 took 2.8 against 2.0-2.3 s
-# at 100 MB, 6.4 against 5.5 s at 300 MB, 10.8 against 10.3 s at 500 MB, 13.4 against 15.1 s at 1 GB.
-IN_PROCESS_BYTES = 600 << 20
-# The same with Hugging Face's own encoder, ~30x slower per byte and on one core per process: workers pay
-# from a few MB.
-HF_IN_PROCESS_BYTES = 8 << 20
+# Hugging Face's encoder on more than this much text: its big buffers are returned at once
+# (:func:`_free_big_buffers_at_once`).
+_HF_BIG_BUFFERS_BYTES = 8 << 20
 _COMPRESSION_RATIO = 4  # about what gzip/zstd give on web text: the decompressed size, for the choice above
 _SKIPPED_LINES_KEPT = 20  # line numbers listed per reason in the sidecar
-# Batches parsed ahead of the encoder in a single process while fastokens loads: 32 MB of JSONL is
+# Batches parsed ahead of the encoders while fastokens loads: 32 MB of JSONL is
 # about what parsing and proving get through during its longest load (Tekken, 1.1-2.2 s).
 _READ_AHEAD_BYTES = 32 << 20
-_WORKER_CHECK_SECONDS = 0.5  # how often a wait for a worker's result checks that the workers live
-_POOL_STOP_SECONDS = 2  # the longest wait for the pool's threads once its workers are stopped
+
+
+def useful_workers(text_bytes: float, workers: int, batch_bytes: int = BATCH_BYTES) -> int:
+    """The threads a job of ``text_bytes`` keeps busy, at most ``workers``: one per batch (a scheduler then
+    runs small jobs side by side instead of holding idle cores)."""
+    return max(1, min(workers, math.ceil(text_bytes / batch_bytes)))
 
 
 @dataclass(frozen=True)
@@ -104,8 +102,7 @@ class PackSettings:
         add_special_tokens: let the tokenizer's post-processor add its BOS/EOS (HF default, as
             Modalities does).
         on_bad_line: ``"error"`` stops at the first bad line, ``"skip"`` counts and leaves it out.
-        workers: tokenizer processes; 1 tokenizes in the calling process with the tokenizer's own
-            threads.
+        workers: tokenizer threads of this process, at most this many cores (see :func:`_ordered_results`).
         batch_bytes: approximate JSONL bytes per batch.
         engine: ``auto``, ``hf`` or ``fastokens`` (see :class:`tokenmill.engine.Encoder`).
         check_fraction: with a fast engine, the share of documents re-encoded whole with HF, besides
@@ -128,7 +125,7 @@ class PackSettings:
     add_special_tokens: bool = field(default_factory=lambda: default("tokenizers.*.add_special_tokens"))
     on_bad_line: str = field(default_factory=lambda: default("datasets.*.on_bad_line"))
     workers: int = 1
-    batch_bytes: int = 4 << 20  # 4 MiB: big enough that the proof's HF calls use both threads (1.1x over 1 MiB)
+    batch_bytes: int = BATCH_BYTES
     engine: str = field(default_factory=lambda: default("tokenizers.*.engine"))
     check_fraction: float = DEFAULT_CHECK_FRACTION
     on_mismatch: str = field(default_factory=lambda: default("tokenizers.*.on_mismatch"))
@@ -161,22 +158,7 @@ class PackSettings:
 
 
 # ---------------------------------------------------------------------------------------------
-# Worker side: one batch of lines → token ids. State lives in module globals set once per process.
-
-@dataclass
-class _Worker:
-    tokenizer: TokenizerInfo
-    settings: PackSettings
-    selector: TextSelector
-    sampler: ProofSampler
-    encoders: dict = field(default_factory=dict)
-    files: dict = field(default_factory=dict)
-
-    def encoder(self, engine: str) -> Encoder:
-        if engine not in self.encoders:
-            self.encoders[engine] = Encoder(self.tokenizer, engine)
-        return self.encoders[engine]
-
+# One batch of lines → token ids, in two stages that threads of this one process run side by side.
 
 # glibc's mallopt parameter for the size above which a buffer gets its own mapping.
 _M_MMAP_THRESHOLD = -3
@@ -190,54 +172,25 @@ def _free_big_buffers_at_once() -> None:
     glibc raises its threshold after the first such buffer is freed and then serves them from the
     heap, which fragments: Tekken with ``engine hf`` crept from 0.34 to 0.54 GiB over 100 MB; with the
     threshold fixed before the tokenizer's load it peaks at 0.46 GiB, in the same time. Not done for
-    fastokens, where it cost 10 % in page faults for no need, nor for inputs packed in-process
-    (under 8 MB), where the mappings cost more than the heap's creep (0.2 s of a 1 MB job with
-    Tekken). A no-op without glibc.
+    fastokens, where it cost 10 % in page faults for no need, nor for inputs under
+    :data:`_HF_BIG_BUFFERS_BYTES`, where the mappings cost more than the heap's creep (0.2 s of a 1 MB
+    job with Tekken). A no-op without glibc.
     """
     mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
     if mallopt is not None:
         mallopt(_M_MMAP_THRESHOLD, _BIG_BUFFER_BYTES)
 
 
-_worker: _Worker | None = None
-_worker_failure: TokenmillError | None = None
+def _limit_engine_threads(workers: int) -> None:
+    """Hold the engines' own thread pools to ``workers`` cores, set before they start (once per process).
 
-
-def _init_worker(settings: PackSettings, single_process: bool, tokenizer: TokenizerInfo | None = None,
-                 encoder: Encoder | None = None) -> None:
-    global _worker, _worker_failure
-    if not single_process:
-        # Ctrl-C reaches the whole process group: the parent reports it once and stops the pool.
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        # One tokenizer thread per worker process: the processes already use every core. (Rayon with
-        # one thread measured 1.4x faster than TOKENIZERS_PARALLELISM=false, which takes a slower path.)
-        os.environ["RAYON_NUM_THREADS"] = "1"
-        # fastokens' own BPE threads likewise; each thread's heap also kept growing with the text seen
-        # (a worker crept from 210 to 470 MB over 500 MB of text), one thread's does not (bench/RESULTS.md).
-        os.environ["FASTOKENS_BPE_THREADS"] = "1"
-    if settings.engine == "hf" and not single_process:
-        _free_big_buffers_at_once()  # before the tokenizer's load, whose buffers are big too
-    elif settings.engine != "hf":
-        preload_fast_engine(settings.tokenizer_spec)
-    try:
-        tokenizer = tokenizer or load_tokenizer(settings.tokenizer_spec, settings.eod_token)
-    except TokenmillError as exc:
-        # Raised here, a pool would restart the worker forever; the first task reports it instead.
-        _worker_failure = exc
-        return
-    if not single_process and choose_engine(settings.engine, tokenizer)[0] == "hf":  # auto, for an unproven tokenizer
-        _free_big_buffers_at_once()
-    _worker = _Worker(tokenizer, settings, TextSelector(settings.text),
-                      ProofSampler(tokenizer.added_tokens(), settings.check_fraction))
-    if encoder is not None:
-        _worker.encoders[encoder.name] = encoder
-
-
-def _read_range(path: str, offset: int, length: int) -> bytes:
-    handle = _worker.files.get(path)
-    if handle is None:
-        handle = _worker.files[path] = open(path, "rb")
-    return os.pread(handle.fileno(), length, offset)
+    Each of the ``workers`` encode threads runs fastokens on one thread of its own: on 2 cores its BPE
+    threads scale 1.2-1.4x, two callers on one thread each a little more, and each BPE thread's heap
+    grows with the text it has seen (bench/RESULTS.md). Hugging Face's encoder and proof share one rayon
+    pool of ``workers`` threads. A value the user set is kept.
+    """
+    os.environ.setdefault("FASTOKENS_BPE_THREADS", "1")
+    os.environ.setdefault("RAYON_NUM_THREADS", str(workers))
 
 
 @dataclass
@@ -252,88 +205,115 @@ class _Prepared:
     proof: ProofSample | None = None  # with a fast engine
 
 
-def _prepare_batch(task: tuple[str, int, np.ndarray, str, bytes | None]) -> _Prepared:
-    """Stage 1 of a batch: read and parse its lines, choose its proof sample and encode that with HF.
+class _BatchTokenizer:
+    """What every batch of a job needs (the tokenizer, its encoders, the text selector, the proof's sampler,
+    the open inputs), shared by the threads that run :meth:`prepare` and :meth:`finish`.
 
-    Nothing here needs the fast engine, so in a single process this runs ahead, in a thread, while
-    fastokens is still loading and while it encodes earlier batches.
-
-    Args:
-        task: (path, 1-based number of the first line, ``(n, 2)`` offsets/lengths of the lines, engine,
-            and the lines' bytes when the parent read them (a compressed input; offsets are then
-            relative to them) or None to read them from ``path``).
+    Both stages are safe to run in several threads at once: the engines release the GIL while they
+    encode and share no per-call state, inputs are read with ``pread``.
     """
-    if _worker_failure is not None:
-        raise _worker_failure
-    path, first_line, lines, engine, block = task
-    batch = _Prepared(path, engine)
-    max_bytes = _worker.settings.max_line_bytes
-    base = 0
-    if block is None and lines[:, 1].max() <= max_bytes:  # else (rare) read the lines one by one
-        base = int(lines[0, 0])
-        block = _read_range(path, base, int(lines[-1, 0] + lines[-1, 1]) - base)
-        if len(block) < int(lines[-1, 0] + lines[-1, 1]) - base:
-            batch.bad = [(first_line, "file is shorter than its index says (stale index?)")]
-            return batch
-    for line_number, (offset, length) in enumerate(lines.tolist(), start=first_line):
-        if length > max_bytes:
-            text, reason = None, (f"line of {length} bytes, over max_line_bytes ({max_bytes}): tokenizing it "
-                                  f"would take ~125 bytes of memory per byte")
-        else:
-            line = _read_range(path, offset, length) if block is None else block[offset - base:offset - base + length]
-            text, reason = _worker.selector.select(line)
-        if reason is None:
-            batch.texts.append(text)
-            batch.text_lines.append(line_number)
-        else:
-            batch.bad.append((line_number, reason))
-            if _worker.settings.on_bad_line == "error":  # the run stops here; nothing to tokenize
+
+    def __init__(self, tokenizer: TokenizerInfo, encoder: Encoder, settings: PackSettings):
+        self.tokenizer, self.settings = tokenizer, settings
+        self.selector = TextSelector(settings.text)
+        self.sampler = ProofSampler(tokenizer.added_tokens(), settings.check_fraction)
+        self.chosen = encoder  # the job's engine (HF re-encodes an input after a mismatch)
+        self._encoders = {encoder.name: encoder}
+        self._files: dict[str, object] = {}
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        for handle in self._files.values():
+            handle.close()
+
+    def encoder(self, engine: str) -> Encoder:
+        with self._lock:
+            if engine not in self._encoders:
+                self._encoders[engine] = Encoder(self.tokenizer, engine)
+            return self._encoders[engine]
+
+    def _read_range(self, path: str, offset: int, length: int) -> bytes:
+        with self._lock:
+            handle = self._files.get(path)
+            if handle is None:
+                handle = self._files[path] = open(path, "rb")
+        return os.pread(handle.fileno(), length, offset)
+
+    def prepare(self, task: tuple[str, int, np.ndarray, str, bytes | None]) -> _Prepared:
+        """Stage 1 of a batch: read and parse its lines, choose its proof sample and encode that with HF.
+
+        Nothing here needs the fast engine, so this runs ahead while fastokens is still loading and
+        while it encodes earlier batches.
+
+        Args:
+            task: (path, 1-based number of the first line, ``(n, 2)`` offsets/lengths of the lines, engine,
+                and the lines' bytes when the parent read them (a compressed input; offsets are then
+                relative to them) or None to read them from ``path``).
+        """
+        path, first_line, lines, engine, block = task  # see _batches, _compressed_tasks
+        batch = _Prepared(path, engine)
+        max_bytes = self.settings.max_line_bytes
+        base = 0
+        if block is None and lines[:, 1].max() <= max_bytes:  # else (rare) read the lines one by one
+            base = int(lines[0, 0])
+            block = self._read_range(path, base, int(lines[-1, 0] + lines[-1, 1]) - base)
+            if len(block) < int(lines[-1, 0] + lines[-1, 1]) - base:
+                batch.bad = [(first_line, "file is shorter than its index says (stale index?)")]
                 return batch
-    if engine != "hf":
-        batch.proof = ProofSample.of(batch.texts, _worker.sampler, _worker.tokenizer,
-                                     _worker.settings.add_special_tokens, np.array(batch.text_lines, np.int64),
-                                     input_key(path))
-    return batch
+        for line_number, (offset, length) in enumerate(lines.tolist(), start=first_line):
+            if length > max_bytes:
+                text, reason = None, (f"line of {length} bytes, over max_line_bytes ({max_bytes}): tokenizing it "
+                                      f"would take ~125 bytes of memory per byte")
+            else:
+                line = (self._read_range(path, offset, length) if block is None
+                        else block[offset - base:offset - base + length])
+                text, reason = self.selector.select(line)
+            if reason is None:
+                batch.texts.append(text)
+                batch.text_lines.append(line_number)
+            else:
+                batch.bad.append((line_number, reason))
+                if self.settings.on_bad_line == "error":  # the run stops here; nothing to tokenize
+                    return batch
+        if engine != "hf":
+            batch.proof = ProofSample.of(batch.texts, self.sampler, self.tokenizer,
+                                         self.settings.add_special_tokens, np.array(batch.text_lines, np.int64),
+                                         input_key(path))
+        return batch
 
+    def finish(self, batch: _Prepared) -> tuple[np.ndarray, np.ndarray, list, ProofTally, np.ndarray]:
+        """Stage 2 of a batch: tokenize it with its engine, prove the fast engine's sample, add EODs.
 
-def _finish_batch(batch: _Prepared) -> tuple[np.ndarray, np.ndarray, list, ProofTally, np.ndarray]:
-    """Stage 2 of a batch: tokenize it with its engine, prove the fast engine's sample, add EODs.
+        Returns:
+            (tokens in the output dtype, tokens per kept document, [(line number, reason)] of bad lines,
+            what the proof checked with HF, the kept documents (0-based in the batch) whose own
+            ids already ended with the EOD id, so that none was appended).
 
-    Returns:
-        (tokens in the output dtype, tokens per kept document, [(line number, reason)] of bad lines,
-        what the proof checked with HF, the kept documents (0-based in the batch) whose own
-        ids already ended with the EOD id, so that none was appended).
-
-    Raises:
-        EngineMismatch: a proof document differs.
-    """
-    bad = batch.bad
-    if bad and _worker.settings.on_bad_line == "error":
-        return np.empty(0), np.empty(0, np.int64), bad, ProofTally(), np.empty(0, np.int64)
-    info, encoder = _worker.tokenizer, _worker.encoder(batch.engine)
-    tokens, lengths = encoder.encode_batch(batch.texts, _worker.settings.add_special_tokens)
-    checked = ProofTally()
-    if encoder.name != "hf":
-        checked = batch.proof.check(encoder, tokens, lengths, [f"{batch.path}:{line}" for line in batch.text_lines],
-                                    _worker.settings.add_special_tokens)
-    if (lengths == 0).any():  # e.g. only whitespace for a tokenizer that drops it
-        bad = sorted(bad + [(batch.text_lines[i], "text gives no tokens") for i in np.flatnonzero(lengths == 0)])
-        lengths = lengths[lengths > 0]  # they hold no tokens, so `tokens` stays as it is
-    eod_in_text = np.empty(0, np.int64)
-    if info.eod_id is not None and len(lengths):
-        doc_ends = np.cumsum(lengths)
-        # Modalities' rule: not doubled when a text already ends with it (Megatron's .bin doubles it:
-        # the sidecar lists these documents, see tokenmill.pbin.EOD_IN_TEXT).
-        needs_eod = tokens[doc_ends - 1] != info.eod_id
-        eod_in_text = np.flatnonzero(~needs_eod)
-        tokens = np.insert(tokens, doc_ends[needs_eod], info.eod_id)
-        lengths = lengths + needs_eod
-    return tokens.astype(TOKEN_DTYPES[info.token_width]), lengths, bad, checked, eod_in_text
-
-
-def _tokenize_batch(task: tuple[str, int, np.ndarray, str, bytes | None]) -> tuple:
-    """Both stages of a batch (in a worker process). See :func:`_prepare_batch`, :func:`_finish_batch`."""
-    return _finish_batch(_prepare_batch(task))
+        Raises:
+            EngineMismatch: a proof document differs.
+        """
+        bad = batch.bad
+        if bad and self.settings.on_bad_line == "error":
+            return np.empty(0), np.empty(0, np.int64), bad, ProofTally(), np.empty(0, np.int64)
+        info, encoder = self.tokenizer, self.encoder(batch.engine)
+        tokens, lengths = encoder.encode_batch(batch.texts, self.settings.add_special_tokens)
+        checked = ProofTally()
+        if encoder.name != "hf":
+            checked = batch.proof.check(encoder, tokens, lengths, [f"{batch.path}:{line}" for line in batch.text_lines],
+                                        self.settings.add_special_tokens)
+        if (lengths == 0).any():  # e.g. only whitespace for a tokenizer that drops it
+            bad = sorted(bad + [(batch.text_lines[i], "text gives no tokens") for i in np.flatnonzero(lengths == 0)])
+            lengths = lengths[lengths > 0]  # they hold no tokens, so `tokens` stays as it is
+        eod_in_text = np.empty(0, np.int64)
+        if info.eod_id is not None and len(lengths):
+            doc_ends = np.cumsum(lengths)
+            # Modalities' rule: not doubled when a text already ends with it (Megatron's .bin doubles it:
+            # the sidecar lists these documents, see tokenmill.pbin.EOD_IN_TEXT).
+            needs_eod = tokens[doc_ends - 1] != info.eod_id
+            eod_in_text = np.flatnonzero(~needs_eod)
+            tokens = np.insert(tokens, doc_ends[needs_eod], info.eod_id)
+            lengths = lengths + needs_eod
+        return tokens.astype(TOKEN_DTYPES[info.token_width]), lengths, bad, checked, eod_in_text
 
 
 # ---------------------------------------------------------------------------------------------
@@ -354,77 +334,54 @@ def _batches(path: str, lines: np.ndarray, first_line: int, batch_bytes: int, en
         yield path, first_line + int(start), lines[start:stop], engine, None
 
 
-def _ordered_results(tasks, pool, workers: int, read_ahead: Callable[[], int]):
-    """Yield each task's result in task order, with at most ``2 × workers`` batches in flight.
+def _ordered_results(tasks, job: _BatchTokenizer, workers: int, read_ahead: Callable[[], int]):
+    """Yield each task's result in task order: ``workers`` threads prepare batches (:meth:`~_BatchTokenizer.prepare`:
+    parsing, sampling, HF's proof ids) and ``workers`` threads encode them (:meth:`~_BatchTokenizer.finish`),
+    with ``read_ahead()`` batches beyond those in flight, far while fastokens loads (0.3-2.2 s).
 
-    Without a pool, a thread prepares up to ``read_ahead()`` batches ahead (:func:`_prepare_batch`:
-    parsing, sampling, HF's proof ids) while this thread encodes (:func:`_finish_batch`): it fills
-    the wait for fastokens' load (0.7–2.2 s) and the single-threaded stretches between encodes.
+    One process, one load of each tokenizer: the engines release the GIL while they encode, so their
+    threads share the cores with the parsing, where worker processes each paid the imports and both
+    loads again (~0.85 s of CPU each; 56 % of a 100 MB job's CPU with two workers).
     """
-    if pool is None:
-        with ThreadPoolExecutor(1, thread_name_prefix="tokenmill-prepare") as preparer:
-            prepared: deque = deque()
-            try:
-                for task in tasks:
-                    prepared.append(preparer.submit(_prepare_batch, task))
-                    if len(prepared) > read_ahead():
-                        yield _finish_batch(prepared.popleft().result())
-                while prepared:
-                    yield _finish_batch(prepared.popleft().result())
-            finally:  # stopped early (an error, Ctrl-C): drop what was not started, wait for the rest
-                for future in prepared:
+    with ThreadPoolExecutor(workers, thread_name_prefix="tokenmill-prepare") as preparers, \
+            ThreadPoolExecutor(workers, thread_name_prefix="tokenmill-encode") as encoders:
+        in_flight: deque = deque()  # (prepared, finished) futures per batch, in task order
+        try:
+            for task in tasks:
+                prepared = preparers.submit(job.prepare, task)
+                in_flight.append((prepared, encoders.submit(_finish_when_prepared, job, prepared)))
+                if len(in_flight) > read_ahead() + workers - 1:
+                    yield in_flight.popleft()[1].result()
+            while in_flight:
+                yield in_flight.popleft()[1].result()
+        finally:  # stopped early (an error, Ctrl-C): drop what was not started, wait for the rest
+            for futures in in_flight:
+                for future in futures:
                     future.cancel()
-        return
-    in_flight: deque = deque()
-    for task in tasks:
-        in_flight.append(pool.submit(task))
-        if len(in_flight) >= 2 * workers:
-            yield pool.result(in_flight.popleft())
-    while in_flight:
-        yield pool.result(in_flight.popleft())
 
 
-class _WorkerPool:
-    """``workers`` spawned processes running :func:`_tokenize_batch`, for the whole run.
+def _finish_when_prepared(job: _BatchTokenizer, prepared: Future) -> tuple:
+    return job.finish(prepared.result())
 
-    ``multiprocessing.Pool`` replaces a worker that dies (killed, out of memory) but never its task,
-    whose result it then waits for forever; this pool checks its processes while it waits and stops
-    the run instead.
+
+def _start_engine(settings: PackSettings, asked: str, input_bytes: float, estimate: str) -> _BatchTokenizer:
+    """Load the job's tokenizer once, fastokens in the background (the first batch waits for it), and
+    choose its engine (see :func:`tokenmill.engine.choose_engine`).
+
+    Raises:
+        TokenmillError: an unreadable tokenizer, or one whose EOD is not a single token.
     """
-
-    def __init__(self, workers: int, settings: PackSettings):
-        others = {process.pid for process in multiprocessing.active_children()}
-        self._pool = multiprocessing.get_context("spawn").Pool(workers, initializer=_init_worker,
-                                                               initargs=(settings, False))
-        self._pids = {process.pid for process in multiprocessing.active_children()} - others
-
-    def __enter__(self) -> "_WorkerPool":
-        return self
-
-    def __exit__(self, *exc_info) -> None:
-        # Pool.terminate stops the workers, then waits for its result reader, which waits forever
-        # where a worker was killed halfway through sending a result (it waits for the rest of the
-        # message). So it runs in a thread given a few seconds: the workers are gone by then, and the
-        # reader, a daemon thread, ends with the process.
-        stopper = threading.Thread(target=self._pool.terminate, name="tokenmill-pool-stop", daemon=True)
-        stopper.start()
-        stopper.join(_POOL_STOP_SECONDS)
-
-    def submit(self, task: tuple):
-        return self._pool.apply_async(_tokenize_batch, (task,))
-
-    def result(self, pending):
-        """``pending``'s result, once ready.
-
-        Raises:
-            TokenmillError: a worker process ended meanwhile.
-        """
-        while not pending.ready():
-            pending.wait(_WORKER_CHECK_SECONDS)
-            if not self._pids <= {process.pid for process in multiprocessing.active_children()}:
-                raise TokenmillError("a worker process died (killed by a signal, or out of memory?); "
-                                     "nothing was written")
-        return pending.get()
+    _limit_engine_threads(settings.workers)
+    if settings.engine != "hf":
+        preload_fast_engine(settings.tokenizer_spec)
+    big_hf_job = input_bytes > _HF_BIG_BUFFERS_BYTES
+    if settings.engine == "hf" and big_hf_job:
+        _free_big_buffers_at_once()  # before the tokenizer's load, whose buffers are big too
+    tokenizer = load_tokenizer(settings.tokenizer_spec, settings.eod_token)
+    encoder = Encoder(tokenizer, asked, input_bytes=input_bytes, estimate=estimate)
+    if encoder.name == "hf" and settings.engine != "hf" and big_hf_job:  # auto took HF: an unproven tokenizer
+        _free_big_buffers_at_once()
+    return _BatchTokenizer(tokenizer, encoder, settings)
 
 
 def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexes: list[str] | None = None,
@@ -504,26 +461,12 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
     asked, estimate = settings.engine, ", compressed input counted 4x" if any(compressions) else ""
     if choose_engine(asked, input_bytes=input_bytes)[0] == "hf":  # hf, or auto on a small input (same ids)
         settings = dataclasses.replace(settings, engine="hf")
-    in_process_bytes = HF_IN_PROCESS_BYTES if settings.engine == "hf" else IN_PROCESS_BYTES
-    workers = settings.workers if input_bytes > in_process_bytes else 1
     check_fraction = settings.check_fraction  # as asked, for the sidecar; a small job checks more documents
     settings = dataclasses.replace(settings, check_fraction=job_check_fraction(check_fraction, input_bytes))
     with contextlib.ExitStack() as stack:
-        pool = None
-        if workers > 1:  # one pool for the whole run, started first so that it warms up meanwhile
-            pool = stack.enter_context(_WorkerPool(workers, settings))
-        elif settings.engine != "hf":
-            preload_fast_engine(settings.tokenizer_spec)
-        elif input_bytes > HF_IN_PROCESS_BYTES:
-            _free_big_buffers_at_once()  # before the tokenizer's load, whose buffers are big too
-        tokenizer = load_tokenizer(settings.tokenizer_spec, settings.eod_token)
-        encoder = Encoder(tokenizer, asked, input_bytes=input_bytes, estimate=estimate)
-        if encoder.name == "hf" and input_bytes > HF_IN_PROCESS_BYTES:
-            _free_big_buffers_at_once()
-        if pool is None and encoder.name == "hf" and settings.workers > 1 and input_bytes > HF_IN_PROCESS_BYTES:
-            pool = stack.enter_context(_WorkerPool(settings.workers, settings))  # auto took HF: unproven tokenizer
-        if pool is None:
-            _init_worker(settings, single_process=True, tokenizer=tokenizer, encoder=encoder)
+        job = _start_engine(settings, asked, input_bytes, estimate)
+        stack.callback(job.close)
+        tokenizer, encoder = job.tokenizer, job.chosen
         # Inputs are hashed for the sidecar in a thread (hashlib releases the GIL), beside tokenizing.
         hasher = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="tokenmill-sha256"))
         hashing_stop = threading.Event()
@@ -542,18 +485,18 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
         for source in sources:
             start = writer.mark()
             try:
-                _pack_source(source, encoder.name, settings, pool, writer)
+                _pack_source(source, encoder.name, job, writer)
             except EngineMismatch as mismatch:
                 if settings.on_mismatch == "error":
                     raise
                 log(f"{mismatch}; re-encoding {source['path']} with Hugging Face (on_mismatch: hf)")
                 writer.rewind(start)
-                _pack_source(source, "hf", settings, pool, writer)
+                _pack_source(source, "hf", job, writer)
                 source["mismatch"] = str(mismatch)
             except FastEngineUnavailable as unavailable:  # auto takes HF, saying why; engine fastokens stops
                 encoder.fall_back_to_hf(unavailable)
                 writer.rewind(start)
-                _pack_source(source, "hf", settings, pool, writer)
+                _pack_source(source, "hf", job, writer)
             for reason, entry in source["skipped"].items():
                 log(f"{source['path']}: skipped {entry['count']} lines: {reason} "
                     f"(first at {_place(source, entry['first_lines'][0])})")
@@ -731,7 +674,7 @@ class _Outputs:
         return index_ranges(np.concatenate([np.empty(0, np.int64), *self._eod_in_text]))
 
 
-def _pack_source(source: dict, engine: str, settings: PackSettings, pool, writer: _Outputs) -> None:
+def _pack_source(source: dict, engine: str, job: _BatchTokenizer, writer: _Outputs) -> None:
     """Tokenize one input into ``writer``, filling its sidecar entry (documents, skipped, checked),
     and report progress (see :mod:`tokenmill.progress`) as batches are written.
 
@@ -741,6 +684,7 @@ def _pack_source(source: dict, engine: str, settings: PackSettings, pool, writer
     """
     skipped_lines: dict[str, list[int]] = {}
     source.update(engine=engine, documents=0, checked_documents=0, _proof=ProofTally())
+    settings = job.settings
     sizes: deque = deque()  # input bytes of each batch handed out, in order
     tasks = _source_tasks(source, engine, settings, sizes)
     with Progress(f"pack {source['path']}", _source_bytes(source)) as progress:
@@ -749,7 +693,7 @@ def _pack_source(source: dict, engine: str, settings: PackSettings, pool, writer
                 return max(2, _READ_AHEAD_BYTES // settings.batch_bytes)
             return 2
 
-        for tokens, lengths, bad, checked, eod_in_text in _ordered_results(tasks, pool, settings.workers, read_ahead):
+        for tokens, lengths, bad, checked, eod_in_text in _ordered_results(tasks, job, settings.workers, read_ahead):
             if bad and settings.on_bad_line == "error":
                 line_number, reason = bad[0]
                 where = (f"{source['path']}: row {line_number}" if source.get("format") == "parquet"

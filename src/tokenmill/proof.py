@@ -68,7 +68,6 @@ import math
 import operator
 import os
 import re
-import sys
 import zlib
 from dataclasses import dataclass, fields
 from typing import NamedTuple
@@ -76,6 +75,7 @@ from typing import NamedTuple
 import numpy as np
 
 from tokenmill.config import default
+from tokenmill._kernels import first_risky_code_points
 from tokenmill.engine import Encoder, split_flat
 from tokenmill.errors import TokenmillError
 from tokenmill.tokenizer import TokenizerInfo
@@ -96,19 +96,12 @@ _EXCERPT_FLOOR_CHARACTERS = 1024
 JOB_FLOOR_BYTES = 64 << 10
 _CONFIDENCE = 0.999
 
-# Code points where encoders most often disagree: outside the BMP (emoji, rare CJK: UTF-16
-# surrogates in some implementations) and combining marks (Unicode table versions differ).
-_COMBINING_MARKS = "\u0300-\u036F\u1AB0-\u1AFF\u1DC0-\u1DFF\u20D0-\u20FF\uFE20-\uFE2F"
-_RISKY_CODE_POINTS = re.compile(f"[\U00010000-\U0010FFFF{_COMBINING_MARKS}]")
-_COMBINING_MARKS = re.compile(f"[{_COMBINING_MARKS}]")
-# CPython stores a str in 1, 2 or 4 bytes per code point, the fewest its largest code point allows,
-# and sys.getsizeof tells which in O(1): a text of 1 byte each (French, German, ...) cannot hold a
-# risky code point and is not scanned; one of 2 bytes each holds none outside the BMP, so only
-# combining marks are searched (30 % faster; this scan is the choice's largest part). Where the size
-# means neither (another Python), the text is scanned for all.
-_ASCII_OVERHEAD = sys.getsizeof("a") - 1
-_LATIN1_OVERHEAD = sys.getsizeof("\u00e9") - 1
-_UCS2_OVERHEAD = sys.getsizeof("\u0100") - 2
+# Code points where encoders most often disagree: outside the BMP (emoji, rare CJK: UTF-16 surrogates in
+# some implementations) and combining marks, U+0300-036F, 1AB0-1AFF, 1DC0-1DFF, 20D0-20FF and FE20-FE2F
+# (Unicode table versions differ). tokenmill._kernels.first_risky_code_points finds each text's first in
+# one C pass: CPython stores a str in 1, 2 or 4 bytes per code point, the fewest its largest code point
+# allows, so a text of 1 byte each (French, German, ...) holds none and is not read, and one of 2 bytes
+# each holds no code point outside the BMP.
 
 
 class EngineMismatch(TokenmillError):
@@ -285,15 +278,16 @@ class ProofSampler:
             if len(within):
                 self._scan(texts, within, start_at % len(within), pattern, "an added-token string", budget, spots)
                 holding.update(within.tolist())
-        sizes = np.fromiter(map(sys.getsizeof, texts), np.int64, len(texts))[others]
-        narrow = (sizes == _ASCII_OVERHEAD + lengths[others]) | (sizes == _LATIN1_OVERHEAD + lengths[others])
-        two_bytes = sizes == _UCS2_OVERHEAD + 2 * lengths[others]
-        # Texts of two bytes per code point can only hold combining marks, which a narrower class finds
-        # 30 % faster; they are joined apart from the rest, whose join would take four bytes each.
-        for chosen, pattern in ((two_bytes, _COMBINING_MARKS), (~narrow & ~two_bytes, _RISKY_CODE_POINTS)):
-            if chosen.any():
-                self._scan(texts, others[chosen], int(np.argmin(draws[others[chosen]])), pattern, "a rare code point",
-                           budget, spots)
+        # Rare code points: each text's first, found by one C pass over the texts not stored one byte per
+        # code point (those hold none). Texts of two bytes each (only combining marks) are taken apart from
+        # those of four, each group from its own drawn start, as the budget is spent in each.
+        first_spots = np.empty(len(texts), np.int64)
+        widths = np.empty(len(texts), np.uint8)
+        first_risky_code_points(texts, first_spots, widths)
+        for width in (2, 4):
+            chosen = others[widths[others] == width]
+            if len(chosen):
+                self._take_first_spots(texts, chosen, int(np.argmin(draws[chosen])), first_spots, budget, spots)
         candidates = [(rank, int(draws[i]), i, start, end, why)
                       for i, found in spots.items() for rank, (start, end, why) in enumerate(found)]
         # A long document's window samples ordinary text: after every text's risky spots (rank 2).
@@ -324,6 +318,23 @@ class ProofSampler:
             spots.setdefault(int(order[number]), []).append(excerpt)
             collected += excerpt[1] - excerpt[0]
             position = int(starts[number + 1])  # the next text: one spot of a kind per text
+
+
+    @staticmethod
+    def _take_first_spots(texts: list[str], chosen: np.ndarray, start_at: int, first_spots: np.ndarray,
+                          budget: float, spots: dict) -> None:
+        """Add to ``spots`` an excerpt around the rare code point at ``first_spots[i]`` of each of texts
+        ``chosen`` that holds one (from number ``start_at`` on, then from the first), until ``budget``
+        characters of excerpts: one per text, found by ``first_risky_code_points``."""
+        order = np.concatenate([chosen[start_at:], chosen[:start_at]])
+        collected = 0.0
+        for i in order[first_spots[order] >= 0].tolist():
+            if collected >= budget:
+                break
+            spot = int(first_spots[i])
+            excerpt = _excerpt(texts[i], spot, spot + 1, EXCERPT_CHARACTERS, "a rare code point")
+            spots.setdefault(i, []).append(excerpt)
+            collected += excerpt[1] - excerpt[0]
 
 
 def _mix(values: np.ndarray) -> np.ndarray:

@@ -11,7 +11,7 @@ from shlex import join as shell_join
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.config import validate_config
 from tokenmill.errors import TokenmillError
-from tokenmill.pack import HF_IN_PROCESS_BYTES, IN_PROCESS_BYTES
+from tokenmill.pack import useful_workers
 from tokenmill.plan import Plan, blend_cache_name, megatron_prefix
 
 # A config error is one line naming the file and the key (no schema dump, no traceback frames).
@@ -137,17 +137,14 @@ def _job_text_mb(wildcards):
 
 
 def pack_threads(wildcards):
-    """Eight workers, or one for a unit that pack tokenizes in one process anyway (under
-    tokenmill.pack.IN_PROCESS_BYTES of text, HF_IN_PROCESS_BYTES with the hf engine): jobs then run side
-    by side instead of holding idle cores."""
-    engine = PLAN.config["tokenizers"][PLAN.builds[PLAN.unit(wildcards.unit).build].tokenizer]["engine"]
-    in_process_bytes = HF_IN_PROCESS_BYTES if engine == "hf" else IN_PROCESS_BYTES
-    return 1 if _job_text_mb(wildcards) * 1e6 < in_process_bytes else 8
+    """Up to eight tokenizer threads, one per batch of the unit's text (tokenmill.pack.useful_workers)."""
+    return useful_workers(_job_text_mb(wildcards) * 1e6, 8)
 
 
 def pack_mem_mb(wildcards, threads):
-    """A worker holds a tokenizer and a few 4 MiB batches (~0.4 GB); the parent 16 bytes per line."""
-    return 1000 + 500 * threads + int(_job_text_mb(wildcards) / 10)
+    """One process holds both tokenizers (~0.4 GB), each thread a few 4 MiB batches and the engine's
+    heap (~0.1 GB), the writers 16 bytes per line."""
+    return 1000 + 200 * threads + int(_job_text_mb(wildcards) / 10)
 
 
 def tokenize_runtime(wildcards):
