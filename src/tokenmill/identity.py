@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from tokenmill.errors import TokenmillError
+from tokenmill.objects import is_url, open_object, pinned_identity
 
 __all__ = ["FileIdentity", "refuse_inputs_as_outputs", "file_sha256"]
 
@@ -101,15 +102,20 @@ def refuse_inputs_as_outputs(outputs: Iterable[str | os.PathLike], inputs: Itera
 
 def file_sha256(path: str | os.PathLike, start: int = 0, end: int | None = None,
                 stop: threading.Event | None = None) -> str | None:
-    """Hex sha256 of a file (or of its bytes ``[start, end)``), read in 8 MiB blocks; None if
+    """Hex sha256 of a file or object (or of its bytes ``[start, end)``), read in 8 MiB blocks; None if
     ``stop`` was set before the end (a job stopping does not wait for a 10 GB hash).
 
     Raises:
         OSError: the file cannot be read.
+        TokenmillError: the object cannot be read, or changed (:mod:`tokenmill.objects`).
     """
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    if is_url(path):
+        handle = open_object(pinned_identity(path), start, end)
+    else:
+        handle = open(path, "rb")
         handle.seek(start)
+    with handle:
         remaining = (1 << 62) if end is None else end - start
         while remaining > 0 and (block := handle.read(min(8 << 20, remaining))):
             if stop is not None and stop.is_set():

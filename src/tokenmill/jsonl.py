@@ -36,7 +36,8 @@ import numpy as np
 
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import file_sha256
-from tokenmill.text import compression_of
+from tokenmill.objects import is_url, open_object, pinned_identity
+from tokenmill.text import compression_of, head_bytes
 
 __all__ = ["READABLE_COMPRESSIONS", "input_compression", "lines_in_range", "parse_byte_range",
            "stream_line_batches", "iter_lines", "source_sha256"]
@@ -53,11 +54,7 @@ def input_compression(path: str | os.PathLike) -> str | None:
     Raises:
         TokenmillError: unreadable, or a compression format that cannot be streamed (zip).
     """
-    try:
-        with open(path, "rb") as handle:
-            compression = compression_of(handle.read(8))
-    except OSError as exc:
-        raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
+    compression = compression_of(head_bytes(path))
     if compression is not None and compression not in (*READABLE_COMPRESSIONS, "parquet"):
         raise TokenmillError(f"{path}: a {compression} archive; tokenmill reads plain JSONL or a "
                              f"{'/'.join(READABLE_COMPRESSIONS)}-compressed stream of it, or Parquet")
@@ -89,8 +86,8 @@ def lines_in_range(lines: np.ndarray, start: int, end: int) -> tuple[int, np.nda
 class _HashingReader:
     """A raw file whose bytes feed a sha256 as the decompressor reads them."""
 
-    def __init__(self, handle: BinaryIO, on_read: Callable[[int], None] | None = None):
-        self.handle, self.digest, self.bytes_read, self.on_read = handle, hashlib.sha256(), 0, on_read
+    def __init__(self, handle: BinaryIO, size: int, on_read: Callable[[int], None] | None = None):
+        self.handle, self.size, self.digest, self.bytes_read, self.on_read = handle, size, hashlib.sha256(), 0, on_read
 
     def read(self, size: int = -1) -> bytes:
         data = self.handle.read(size)
@@ -109,6 +106,12 @@ class _HashingReader:
         return True
 
     def close(self) -> None:
+        pass
+
+    def __enter__(self) -> _HashingReader:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
         pass
 
 
@@ -208,7 +211,7 @@ class _ConcatenatedStreams:
             self._input, self._done = rest, not rest
             self._decompressor = self._new()
             return
-        trailing = os.fstat(self._raw.handle.fileno()).st_size - end
+        trailing = self._raw.size - end
         raise _NotAStream(f"{self._compression} data ends at byte {end}, followed by {trailing} bytes that are not "
                           f"{self._a_stream}")
 
@@ -248,37 +251,47 @@ def _decompressor(compression: str, raw: _HashingReader) -> tuple[BinaryIO, tupl
     return streams, streams.errors  # type: ignore[return-value]
 
 
-def stream_line_batches(path: str | os.PathLike, compression: str, batch_bytes: int, max_line_bytes: int,
-                        digest_out: dict | None = None, on_read: Callable[[int], None] | None = None
+def stream_line_batches(path: str | os.PathLike, compression: str | None, batch_bytes: int, max_line_bytes: int,
+                        digest_out: dict | None = None, on_read: Callable[[int], None] | None = None,
+                        byte_span: tuple[int, int] | None = None, first_line: int = 1
                         ) -> Iterator[tuple[int, np.ndarray, bytes]]:
-    """Decompress ``path`` and yield its lines in batches of whole lines.
+    """Read ``path`` as a stream, decompressing it, and yield its lines in batches of whole lines.
 
     Args:
-        path: a compressed JSONL file.
-        compression: its format (:func:`input_compression`).
+        path: a compressed JSONL file, or an object URL (:mod:`tokenmill.objects`) of JSONL, compressed
+            or not, read with one streamed ``GET``.
+        compression: its format (:func:`input_compression`); None for plain JSONL.
         batch_bytes: about this many decompressed bytes per batch.
         max_line_bytes: a longer line is yielded with its true length but none of its bytes (offset
             -1), so that the worker reports it as a bad line without it ever being held.
-        digest_out: filled at the end with ``sha256`` and ``bytes`` of the compressed file.
-        on_read: called with the number of compressed bytes of every read (for progress).
+        digest_out: filled at the end with ``sha256`` and ``bytes`` of what was read (as stored).
+        on_read: called with the number of stored bytes of every read (for progress).
+        byte_span: ``(start, end)``: read only these bytes of a plain object (a shard's lines, found
+            by its raw index), with one ranged ``GET``.
+        first_line: the number of the span's first line.
 
     Yields:
         ``(1-based number of the first line, (n, 2) offsets/lengths relative to the block, block)``.
 
     Raises:
-        TokenmillError: a truncated or corrupt archive, or an unreadable file (naming it).
+        TokenmillError: a truncated or corrupt archive, or an unreadable file or object (naming it).
     """
     decompressed = 0
-    try:
-        handle = open(path, "rb")
-    except OSError as exc:
-        raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
-    raw = _HashingReader(handle, on_read)
-    stream, damaged = _decompressor(compression, raw)
+    if is_url(path):
+        identity = pinned_identity(path)
+        handle, size = open_object(identity, *(byte_span or (0, None))), identity.size
+    else:
+        try:
+            handle = open(path, "rb")
+        except OSError as exc:
+            raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
+        size = os.fstat(handle.fileno()).st_size
+    raw = _HashingReader(handle, size, on_read)
+    stream, damaged = _decompressor(compression, raw) if compression else (raw, ())
     try:
         with handle, stream:
-            yield from _line_batches(stream, batch_bytes, max_line_bytes)
-            decompressed = stream.tell()
+            yield from _line_batches(stream, batch_bytes, max_line_bytes, first_line)
+            decompressed = stream.tell() if compression else raw.bytes_read
             raw.read()  # anything after the end-of-stream marker still counts in the hash
     except _NotAStream as exc:
         raise TokenmillError(f"{path}: {exc}; no output was written") from None
@@ -290,11 +303,11 @@ def stream_line_batches(path: str | os.PathLike, compression: str, batch_bytes: 
         digest_out.update(sha256=raw.digest.hexdigest(), bytes=raw.bytes_read, decompressed_bytes=decompressed)
 
 
-def _line_batches(stream: BinaryIO, batch_bytes: int, max_line_bytes: int):
+def _line_batches(stream: BinaryIO, batch_bytes: int, max_line_bytes: int, first_line: int = 1):
     """Cut a byte stream into batches of whole lines (see :func:`stream_line_batches`)."""
     pending = b""  # bytes of the current, unfinished line(s)
     oversized = -1  # > -1: bytes seen of a line over max_line_bytes that is being skipped
-    next_line = 1
+    next_line = first_line
     at_end = False
     while not at_end:
         chunk = stream.read(batch_bytes)
@@ -351,7 +364,10 @@ def iter_lines(path: str | os.PathLike, byte_range: tuple[int, int] | None = Non
 
         yield from iter_rows(path, text or ".", row_groups, max_line_bytes)
         return
-    if compression is not None:
+    if is_url(path) and byte_range is not None:
+        raise TokenmillError(f"{path}: a byte range of an object is read through its raw index (tokenmill pack "
+                             f"--index)")
+    if compression is not None or is_url(path):
         if byte_range is not None:
             raise TokenmillError(f"{path}: a byte range needs a plain JSONL file, not {compression} data")
         for first_line, lines, block in stream_line_batches(path, compression, 4 << 20, max_line_bytes):

@@ -58,6 +58,7 @@ from tokenmill.engine import (ENGINES, Encoder, FastEngineUnavailable, choose_en
 from tokenmill.identity import FileIdentity, file_sha256, refuse_inputs_as_outputs
 from tokenmill.jsonl import input_compression, lines_in_range, stream_line_batches
 from tokenmill.mmidx import MMapIndexedDatasetBuilder, optimal_dtype
+from tokenmill.objects import ObjectIdentity, expand_url, is_url, pin, pinned_identity
 from tokenmill.parquet import parquet_source, row_line_batches
 from tokenmill.pbin import LAYOUT_050, TOKEN_DTYPES, PbinWriter, index_ranges, sidecar_path
 from tokenmill.progress import Progress
@@ -394,7 +395,8 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
 
     Args:
         inputs: JSONL files, plain or compressed (gzip, zstd, xz, bzip2; see :mod:`tokenmill.jsonl`), or
-            Parquet files (:mod:`tokenmill.parquet`).
+            Parquet files (:mod:`tokenmill.parquet`); local, or objects by URL (``s3://bucket/key``, globs
+            in the key; :mod:`tokenmill.objects`), streamed.
         out_path: the ``.pbin`` to write (atomically; its sidecar is renamed into place just before
             it), or None for none.
         settings: see :class:`PackSettings`.
@@ -420,6 +422,7 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
             unreadable input, index or tokenizer, a truncated or corrupt archive, a byte range of
             several or compressed inputs, no output asked for, or an output that is one of the inputs.
     """
+    inputs = [url for path in inputs for url in (expand_url(path) if is_url(path) else [path])]  # globs of objects
     if indexes is not None and len(indexes) != len(inputs):
         raise TokenmillError(f"got {len(indexes)} index files for {len(inputs)} inputs")
     if out_path is None and megatron_prefix is None and datatrove_name is None:
@@ -428,25 +431,24 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
     outputs = ([out_path, sidecar_path(out_path)] if out_path else []) + \
         ([f"{megatron_prefix}.bin", f"{megatron_prefix}.idx"] if megatron_prefix else []) + \
         ([str(path) for path in datatrove_paths(datatrove_name).values()] if datatrove_name else [])
-    refuse_inputs_as_outputs(outputs, [*inputs, *(indexes or []), settings.tokenizer_path])
+    refuse_inputs_as_outputs(outputs, [path for path in [*inputs, *(indexes or []), settings.tokenizer_path]
+                                       if not is_url(path)])
     for output in outputs:  # found now, not at the last rename, after the other outputs were put in place
         if os.path.isdir(output):
             raise TokenmillError(f"{output}: is a directory; give a file path for the output")
     TextSelector(settings.text)  # fail on a bad pattern before starting workers
-    identities = {}  # path → FileIdentity when first seen: checked again once all is packed
-    for path in inputs:
-        if not os.path.isfile(path):
-            raise TokenmillError(f"{path}: input file not found")
-        identity = FileIdentity.of(path)
-        twin = next((other for other, seen in identities.items()
-                     if (seen.device, seen.inode) == (identity.device, identity.inode)), None)
+    identities = {path: _input_identity(path) for path in dict.fromkeys(inputs)}  # checked again once packed
+    for number, path in enumerate(inputs):
+        twin = next((other for other in inputs[:number] if _same_input(identities[other], identities[path])), None)
         if twin is not None and not settings.allow_duplicate_inputs:
             raise TokenmillError(f"{path}: is the input {twin} again and would be packed twice "
                                  f"(pass --allow-duplicate-inputs to pack it once per mention)")
-        identities.setdefault(path, identity)
     compressions = [input_compression(path) for path in inputs]
     if byte_range is not None and (len(inputs) != 1 or compressions[0]):
         raise TokenmillError("a byte range needs exactly one plain (uncompressed) JSONL input")
+    if byte_range is not None and is_url(inputs[0]) and not indexes:
+        raise TokenmillError(f"{inputs[0]}: a byte range of an object needs its raw index (--index; tokenmill index "
+                             f"URL -o FILE.idx writes it)")
     if row_groups is not None and (len(inputs) != 1 or compressions[0] != "parquet"):
         raise TokenmillError("a row-group range needs exactly one Parquet input")
     for output in outputs:  # once the arguments are found good: a refused run leaves no empty folder
@@ -455,9 +457,9 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
         except OSError as exc:
             raise TokenmillError(f"{output}: cannot create its folder ({exc.strerror})") from None
     # Small inputs are tokenized in this process: starting workers would cost more than they save.
-    input_bytes = (sum(os.path.getsize(path) * (1 if compression is None else _COMPRESSION_RATIO)
+    input_bytes = (sum(identities[path].size * (1 if compression is None else _COMPRESSION_RATIO)
                        for path, compression in zip(inputs, compressions))
-                   if byte_range is None else max(min(byte_range[1], os.path.getsize(inputs[0])) - byte_range[0], 0))
+                   if byte_range is None else max(min(byte_range[1], identities[inputs[0]].size) - byte_range[0], 0))
     asked, estimate = settings.engine, ", compressed input counted 4x" if any(compressions) else ""
     if choose_engine(asked, input_bytes=input_bytes)[0] == "hf":  # hf, or auto on a small input (same ids)
         settings = dataclasses.replace(settings, engine="hf")
@@ -471,14 +473,17 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
         hasher = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="tokenmill-sha256"))
         hashing_stop = threading.Event()
         stack.callback(hashing_stop.set)  # on the way out (an error, a signal), before waiting for the thread
-        sources = [_plain_source(path, identities[path].size, indexes[number] if indexes else None, byte_range,
-                                 functools.partial(hasher.submit, file_sha256, stop=hashing_stop))
-                   if compression is None
-                   else parquet_source(path, identities[path].size, row_groups,
-                                       functools.partial(hasher.submit, file_sha256, stop=hashing_stop))
-                   if compression == "parquet"
+        hash_input = functools.partial(hasher.submit, file_sha256, stop=hashing_stop)
+        sources = [parquet_source(path, identities[path].size, row_groups, hash_input) if compression == "parquet"
+                   else _object_source(path, identities[path], compression, indexes[number] if indexes else None,
+                                       byte_range) if is_url(path)
+                   else _plain_source(path, identities[path].size, indexes[number] if indexes else None, byte_range,
+                                      hash_input) if compression is None
                    else {"path": str(path), "compression": compression}
                    for number, (path, compression) in enumerate(zip(inputs, compressions))]
+        for path, source in zip(inputs, sources):
+            if is_url(path):
+                source["object"] = identities[path].sidecar_entry()
         writer = _Outputs(stack, out_path, megatron_prefix, tokenizer,
                           datatrove_name, datatrove_tokenizer_name or str(settings.tokenizer_path),
                           settings.add_special_tokens)
@@ -506,6 +511,8 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
             if isinstance(source["sha256"], Future):
                 source["sha256"] = source["sha256"].result()
         for path, identity in identities.items():  # the bytes hashed and packed are the bytes recorded
+            if isinstance(identity, ObjectIdentity):  # every read was pinned to this version (IfMatch)
+                continue
             now = FileIdentity.of(path)
             if now != identity:
                 raise TokenmillError(f"{path}: modified while it was being packed ({identity.size} → {now.size} "
@@ -541,6 +548,44 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
         + (f"; {meta['engine']['mismatches']} of {len(sources)} inputs re-encoded with Hugging Face after a mismatch"
            if meta['engine']['mismatches'] else ""))
     return meta
+
+
+def _input_identity(path: str) -> FileIdentity | ObjectIdentity:
+    """An input's identity as the job starts: a local file's, or an object's, whose version every read
+    of the job is then pinned to (:func:`tokenmill.objects.pin`).
+
+    Raises:
+        TokenmillError: no such file or object, or (objects) no permission or no answer.
+    """
+    if is_url(path):
+        return pin(path)
+    if not os.path.isfile(path):
+        raise TokenmillError(f"{path}: input file not found")
+    return FileIdentity.of(path)
+
+
+def _same_input(one: FileIdentity | ObjectIdentity, other: FileIdentity | ObjectIdentity) -> bool:
+    if isinstance(one, ObjectIdentity) or isinstance(other, ObjectIdentity):
+        return one == other
+    return (one.device, one.inode) == (other.device, other.inode)
+
+
+def _object_source(url: str, identity: ObjectIdentity, compression: str | None, index: str | None,
+                   byte_range: tuple[int, int] | None) -> dict:
+    """The sidecar entry of a JSONL object, read as one stream (:func:`tokenmill.jsonl.stream_line_batches`),
+    or of its byte range, whose lines its raw ``index`` locates (one ranged ``GET`` of their span); the
+    sha256 and line count come as it is read."""
+    source = {"path": url, "compression": compression, "object": identity.sidecar_entry()}
+    if byte_range is not None:
+        lines = read_index(index)
+        if len(lines) and int(lines[-1, 0] + lines[-1, 1]) > identity.size:
+            raise TokenmillError(f"{index}: indexes {int(lines[-1, 0] + lines[-1, 1])} bytes, but {url} holds "
+                                 f"{identity.size} (the index of another object?)")
+        first, lines = lines_in_range(lines, *byte_range)
+        span_start = int(lines[0, 0]) if len(lines) else min(byte_range[0], identity.size)
+        span_end = min(int(lines[-1, 0] + lines[-1, 1]) + 1, identity.size) if len(lines) else span_start
+        source.update(byte_range=[span_start, span_end], first_line=first + 1)
+    return source
 
 
 def _plain_source(path: str, size: int, index: str | None, byte_range: tuple[int, int] | None,
@@ -587,13 +632,18 @@ def _compressed_tasks(source: dict, engine: str, settings: PackSettings, sizes: 
         batches = row_line_batches(source, settings.text, settings.batch_bytes, settings.max_line_bytes, count)
     else:
         batches = stream_line_batches(source["path"], source["compression"], settings.batch_bytes,
-                                      settings.max_line_bytes, archive, on_read=count)
+                                      settings.max_line_bytes, archive, on_read=count,
+                                      byte_span=source.get("byte_range"), first_line=source.get("first_line", 1))
     for first_line, batch_lines, block in batches:
         lines += len(batch_lines)
         sizes.append(compressed_bytes_read[0] - reported)
         reported = compressed_bytes_read[0]
         yield source["path"], first_line, batch_lines, engine, block
-    if archive:
+    if archive and "object" in source:  # a whole object or a span of it, as stored
+        source.update(bytes=source["object"]["size"], sha256=archive["sha256"], lines=lines)
+        if source["compression"]:
+            source["decompressed_bytes"] = archive["decompressed_bytes"]
+    elif archive:
         source.update(bytes=archive["bytes"], sha256=archive["sha256"],
                       decompressed_bytes=archive["decompressed_bytes"], lines=lines)
 
@@ -602,6 +652,8 @@ def _source_bytes(source: dict) -> int:
     """The bytes a source's progress counts: its byte range, or its file (compressed, as stored)."""
     if "byte_range" in source:
         return source["byte_range"][1] - source["byte_range"][0]
+    if is_url(source["path"]):
+        return pinned_identity(source["path"]).size
     return os.path.getsize(source["path"])
 
 

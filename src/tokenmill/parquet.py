@@ -55,6 +55,7 @@ import numpy as np
 import orjson
 
 from tokenmill.errors import TokenmillError
+from tokenmill.objects import ObjectFile, is_url, pinned_identity
 from tokenmill.text import bad_row_line
 
 __all__ = ["PARQUET_MAGIC", "open_parquet", "parse_row_groups", "columns_for", "refuse_missing_column",
@@ -98,7 +99,7 @@ def open_parquet(path: str | os.PathLike):
     import pyarrow
 
     try:
-        return parquet.ParquetFile(path)
+        return parquet.ParquetFile(ObjectFile(pinned_identity(path)) if is_url(path) else path)
     except FileNotFoundError:
         raise TokenmillError(f"{path}: input file not found") from None
     except (pyarrow.ArrowException, OSError) as exc:

@@ -61,6 +61,7 @@ from tokenmill import FORMAT_VERSIONS, safe_pickle
 from tokenmill.atomic import AtomicWriter, atomic_output, discard, temporary_name
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import FileIdentity, refuse_inputs_as_outputs
+from tokenmill.objects import is_url
 from tokenmill.progress import Progress
 
 __all__ = ["PbinWriter", "PbinFile", "detect_layout", "merge_pbin", "sidecar_path", "read_sidecar",
@@ -185,7 +186,7 @@ def record_sidecar_paths(meta: dict, pbin_path: str | os.PathLike) -> dict:
     folder = _sidecar_folder(pbin_path)
 
     def record_path(path: str) -> str:
-        if os.path.isabs(path):
+        if os.path.isabs(path) or is_url(path):
             return path
         relative = os.path.relpath(path, folder or os.curdir)
         try:
@@ -219,7 +220,7 @@ def resolve_sidecar_paths(meta: dict, pbin_path: str | os.PathLike) -> dict:
     old_format = not _paths_from_sidecar_folder(meta)
 
     def resolve(path: str) -> str:
-        if os.path.isabs(path):
+        if os.path.isabs(path) or is_url(path):
             return path
         joined = os.path.join(folder, path)
         normal = os.path.normpath(joined)

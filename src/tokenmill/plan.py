@@ -46,6 +46,7 @@ from tokenmill import FORMAT_VERSIONS
 from tokenmill.blend import check_weights
 from tokenmill.errors import TokenmillError
 from tokenmill.jsonl import input_compression
+from tokenmill.objects import expand_url, is_url, pinned_identity
 from tokenmill.parquet import row_group_units
 from tokenmill.prune import OUTPUT_FOLDERS, STALE_FOLDER
 from tokenmill.sample_index import parse_split
@@ -181,6 +182,7 @@ class InputFile:
     compression: str | None  # None: plain JSONL, read through its raw index; "parquet": a Parquet file
     size: int
     mtime_ns: int
+    etag: str | None = None  # an object's (an s3:// input): its version, where a file has its mtime
 
 
 @dataclass(frozen=True)
@@ -230,7 +232,9 @@ def parse_size(key: str, value: int | str | None) -> int | None:
 
 def _expand(pattern: str) -> list[str]:
     """An ``inputs`` entry's files: the file itself when it exists (a name may hold ``[``, ``*`` or
-    ``?``), else the glob's matches, sorted."""
+    ``?``), else the glob's matches, sorted; for an object URL, the bucket's matching keys."""
+    if is_url(pattern):
+        return expand_url(pattern)
     if os.path.exists(pattern) or not glob.has_magic(pattern):
         return [pattern]
     return sorted(glob.glob(pattern))
@@ -362,19 +366,26 @@ class Plan:
         dataset = self.config["datasets"][name]
         paths, seen = [], {}  # (device, inode) → the first path naming that file (links included)
         for pattern in dataset["inputs"]:
-            matches = _expand(pattern)
+            try:
+                matches = _expand(pattern)
+            except TokenmillError as exc:
+                raise TokenmillError(f"datasets.{name}.inputs: {exc}") from None
             if not matches:
                 raise TokenmillError(f"datasets.{name}.inputs: {pattern!r} matches no file")
             for path in matches:
-                if not os.path.isfile(path):
+                if is_url(path):
+                    key = (path,)
+                elif not os.path.isfile(path):
                     raise TokenmillError(f"datasets.{name}.inputs: {path}: no such file")
-                stat = os.stat(path)
-                first = seen.get((stat.st_dev, stat.st_ino))
+                else:
+                    stat = os.stat(path)
+                    key = (stat.st_dev, stat.st_ino)
+                first = seen.get(key)
                 if first is not None and not dataset["allow_duplicate_inputs"]:
                     raise TokenmillError(
                         f"datasets.{name}.inputs: {path} is the file {first} again and would be packed twice; "
                         f"remove one, or set datasets.{name}.allow_duplicate_inputs: true")
-                seen.setdefault((stat.st_dev, stat.st_ino), path)
+                seen.setdefault(key, path)
                 paths.append(path)
         return paths
 
@@ -396,6 +407,10 @@ class Plan:
             stem = name if len(paths) == 1 else f"{name}.part{k}"
             try:
                 compression = input_compression(path)
+                if is_url(path):  # streamed whole by its pack job (a byte range would need a raw index first)
+                    identity = pinned_identity(path)
+                    files.append(InputFile(stem, path, compression, identity.size, 0, identity.etag))
+                    continue
             except TokenmillError as exc:
                 raise TokenmillError(f"datasets.{name}.inputs: {exc}") from None
             stat = os.stat(path)
@@ -416,7 +431,7 @@ class Plan:
                 unit = build if len(files) == 1 else f"{build}.part{k}"
                 text_bytes = _text_bytes(file)
                 sharded = shard_bytes and file.size > shard_bytes and (
-                    file.compression is None
+                    file.compression is None and file.etag is None
                     or file.compression == "parquet" and len(self._row_group_units(name, file, shard_bytes)) > 1)
                 joins = text_bytes < group_bytes and not sharded
                 chars = len(file.path) + 3  # its path, quoted, in pack's command (grouped files have no index)
@@ -445,7 +460,8 @@ class Plan:
                 units = [Unit(build, build, units[0].stems)]  # the whole dataset in one job: packed as the build
             self.units.update((unit.name, unit) for unit in units)
             self.indexed.update(unit.stems[0] for unit in units
-                                if len(unit.stems) == 1 and self.files[unit.stems[0]].compression is None)
+                                if len(unit.stems) == 1 and self.files[unit.stems[0]].compression is None
+                                and self.files[unit.stems[0]].etag is None)
             self.builds[build] = Build(build, name, tokenizer, tuple(unit.name for unit in units))
 
     def _group_unit(self, build: str, stems: list[str], dataset_files: int) -> Unit:
@@ -509,8 +525,13 @@ class Plan:
         return [raw_index_path(stem) for stem in self.unit(unit).stems if stem in self.indexed]
 
     def unit_inputs(self, unit: str) -> list[str]:
-        """The input files a unit packs, in order."""
+        """The input files and objects a unit packs, in order."""
         return [self.files[stem].path for stem in self.unit(unit).stems]
+
+    def unit_local_inputs(self, unit: str) -> list[str]:
+        """The input files a unit packs that Snakemake sees: its objects are read by URL, and their ETags
+        (:meth:`unit_identity`) rerun it when one is replaced."""
+        return [path for path in self.unit_inputs(unit) if not is_url(path)]
 
     def build_inputs(self, build: str) -> list[InputFile]:
         """The input files of a build, in order."""
@@ -572,6 +593,8 @@ class Plan:
     def file_identity(self, stem: str) -> str:
         """Size and modification time of an input file (what its raw index reads)."""
         file = self.file(stem)
+        if file.etag is not None:
+            return f"{file.path}: {file.size} bytes, ETag {file.etag}"
         return _identity(file.path, file.size, file.mtime_ns)
 
     def unit_identity(self, unit_name: str) -> str:

@@ -27,6 +27,7 @@ from tokenmill import safe_pickle
 from tokenmill.atomic import atomic_output
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import refuse_inputs_as_outputs
+from tokenmill.objects import is_url, open_object, pinned_identity
 from tokenmill.progress import Progress
 from tokenmill.text import describe_json_error, refuse_compressed
 
@@ -50,6 +51,8 @@ def scan_lines(path: str | os.PathLike, start: int = 0, end: int | None = None) 
     Raises:
         TokenmillError: the file cannot be read.
     """
+    if is_url(path):
+        return _scan_object_lines(path, start, end)
     try:
         with open(path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
@@ -68,11 +71,31 @@ def scan_lines(path: str | os.PathLike, start: int = 0, end: int | None = None) 
                     progress.update(len(block), len(newlines[-1]))
     except OSError as exc:
         raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
-    line_ends = np.concatenate(newlines).astype(np.int64)
+    return _lines_from_newlines(newlines, start, end)
+
+
+def _lines_from_newlines(newlines: list[np.ndarray], start: int, end: int) -> np.ndarray:
+    line_ends = np.concatenate([np.empty(0, np.int64), *newlines]).astype(np.int64)
     if line_ends.size == 0 or line_ends[-1] != end - 1:
         line_ends = np.append(line_ends, end)  # a last line without its newline
     line_starts = np.concatenate([[start], line_ends[:-1] + 1])
     return np.stack([line_starts, line_ends - line_starts], axis=1)
+
+
+def _scan_object_lines(url: str, start: int, end: int | None) -> np.ndarray:
+    """:func:`scan_lines` of an object, streamed with one ranged ``GET`` (:mod:`tokenmill.objects`)."""
+    identity = pinned_identity(url)
+    end = identity.size if end is None else min(end, identity.size)
+    if end <= start:
+        return np.empty((0, 2), dtype=np.int64)
+    newlines, position = [], start
+    with open_object(identity, start, end) as stream, \
+            Progress(f"index {url}", end - start, item_name="lines") as progress:
+        while block := stream.read(_BLOCK_BYTES):
+            newlines.append(position + np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10))
+            position += len(block)
+            progress.update(len(block), len(newlines[-1]))
+    return _lines_from_newlines(newlines, start, end)
 
 
 def validate_json_lines(path: str | os.PathLike, lines: np.ndarray) -> None:
@@ -98,6 +121,8 @@ def build_index(path: str | os.PathLike, validate: bool = False) -> np.ndarray:
         TokenmillError: unreadable or compressed file, or (with ``validate``) a line that is not JSON.
     """
     refuse_compressed(path)
+    if validate and is_url(path):
+        raise TokenmillError(f"{path}: --validate maps a local file; an object's lines are parsed as pack reads them")
     lines = scan_lines(path)
     if validate:
         validate_json_lines(path, lines)
@@ -111,7 +136,7 @@ def index_file(path: str | os.PathLike, out_path: str | os.PathLike, validate: b
         TokenmillError: ``out_path`` is ``path`` itself, an unreadable file, or (with ``validate``)
             a line that is not JSON.
     """
-    refuse_inputs_as_outputs([out_path], [path])
+    refuse_inputs_as_outputs([out_path], [] if is_url(path) else [path])
     lines = build_index(path, validate=validate)
     write_index(lines, out_path)
     return lines

@@ -19,6 +19,7 @@ import re
 import orjson
 
 from tokenmill.errors import TokenmillError
+from tokenmill.objects import is_url, pinned_identity, read_object_range
 
 __all__ = ["TextSelector", "bad_row_line", "compression_of", "describe_json_error", "refuse_compressed"]
 
@@ -49,17 +50,28 @@ def _described(compression: str) -> str:
     return "a Parquet file" if compression == "parquet" else f"{compression}-compressed data"
 
 
+def head_bytes(path: str | os.PathLike, count: int = 8) -> bytes:
+    """The first ``count`` bytes of a file, or of an object (``s3://``, :mod:`tokenmill.objects`).
+
+    Raises:
+        TokenmillError: unreadable (naming it).
+    """
+    if is_url(path):
+        return read_object_range(pinned_identity(path), 0, count)
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(count)
+    except OSError as exc:
+        raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
+
+
 def refuse_compressed(path: str | os.PathLike) -> None:
     """Stop at once on a compressed file given where plain JSONL is needed.
 
     Raises:
         TokenmillError: the file starts with the magic bytes of a compression format.
     """
-    try:
-        with open(path, "rb") as handle:
-            compression = compression_of(handle.read(8))
-    except OSError as exc:
-        raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
+    compression = compression_of(head_bytes(path))
     if compression:
         raise TokenmillError(f"{path}: {_described(compression)}: a raw index (byte offsets, as Modalities' "
                              f"MemMapDataset reads them) exists only for plain JSONL; `tokenmill pack` reads "

@@ -53,6 +53,7 @@ from tokenmill.datatrove import (DatatroveFile, datatrove_documents, datatrove_p
                                  packed_post_processor_ids, token_size_for)
 from tokenmill.errors import TokenmillError
 from tokenmill.jsonl import iter_lines, source_sha256
+from tokenmill.objects import is_url, object_identity
 from tokenmill.mmidx import MMapIndexedDataset, is_megatron_index, optimal_dtype, prefix_of
 from tokenmill.pbin import (PbinFile, file_identity_problem, range_indices, read_sidecar, resolve_sidecar_paths,
                             resolved_against, sidecar_path)
@@ -319,10 +320,27 @@ def _verify_pbin(path: Path, inputs: list[str] | None = None,
              f"unless that is meant")
     sources = meta.get("sources", []) if _malformed_sources(meta.get("sources", []), meta) is None else []
     for source in sources:
-        if "sha256" in source and os.path.isfile(source["path"]) and source_sha256(source) != source["sha256"]:
+        if isinstance(source.get("object"), dict) and is_url(source["path"]):
+            problems += _object_problems(path, source)
+        elif "sha256" in source and os.path.isfile(source["path"]) and source_sha256(source) != source["sha256"]:
             problems.append(f"{path}: source {source['path']} has changed since it was packed (sha256 differs)")
     return (problems + _suspicious_tokenizer(path, tokenizer, pbin, offsets, lengths)
             + _suspicious_lengths(path, lengths))
+
+
+def _object_problems(path: Path, source: dict) -> list[str]:
+    """A source read from object storage against the object under its URL now (one ``HEAD``): replaced
+    (another ETag or version, or size) is a stale input, like a local file whose sha256 differs."""
+    recorded = source["object"]
+    try:
+        now = object_identity(source["path"])
+    except TokenmillError as exc:
+        return [f"{path}: source {exc}"]
+    if (now.etag, now.size) != (recorded.get("etag"), recorded.get("size")) or \
+            (recorded.get("version_id") and now.version_id != recorded["version_id"]):
+        return [f"{path}: source {source['path']} has changed since it was packed (ETag {recorded.get('etag')} → "
+                f"{now.etag}, {recorded.get('size')} → {now.size} bytes)"]
+    return []
 
 
 def _eod_in_text_problems(path: Path, ranges: list, pbin: PbinFile, eod_id: int) -> list[str]:
@@ -383,6 +401,8 @@ def coverage_problems(path: str | os.PathLike, meta: dict, inputs: list[str] | N
             covered = end
         if covered != total:
             problems.append(f"{path}: {unit} {covered}-{total} of {file_path} are not packed (of {total})")
+        if is_url(file_path):  # its identity is checked by _object_problems
+            continue
         if not os.path.isfile(file_path):
             problems.append(f"{path}: source {file_path} not found ({resolved_against(recorded, path)}); its bytes "
                             f"cannot be checked")
@@ -558,7 +578,7 @@ def verify_against_tokenizer(path: str | os.PathLike, fraction: float) -> tuple[
     sampler, selector = ProofSampler(added, fraction), TextSelector(meta["text"])
     pbin, document, checked = PbinFile(path), 0, 0
     for source in meta["sources"]:
-        if not os.path.isfile(source["path"]):
+        if not is_url(source["path"]) and not os.path.isfile(source["path"]):
             where = resolved_against(meta, path)
             return [f"{path}: source {source['path']} not found ({where}); cannot check"], checked
         if source_sha256(source) != source.get("sha256"):

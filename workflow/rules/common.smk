@@ -74,7 +74,7 @@ def _shell(method, wildcard):
 # ---- Input functions
 
 file_jsonl = _plan(lambda stem: PLAN.file(stem).path, "stem")
-unit_jsonl = _plan(PLAN.unit_inputs, "unit")
+unit_jsonl = _plan(PLAN.unit_local_inputs, "unit")
 unit_index = _plan(PLAN.unit_index, "unit")
 unit_tokenizer_path = _plan(PLAN.unit_tokenizer_path, "unit")
 merge_units = _plan(PLAN.merge_units, "build")
@@ -93,6 +93,7 @@ sft_inputs = _plan(PLAN.sft_inputs, "name")
 pack_options = _shell(PLAN.pack_options, "unit")
 pack_outputs = _shell(PLAN.pack_outputs, "unit")
 pack_format = _plan(PLAN.pack_format, "unit")
+pack_inputs = _shell(PLAN.unit_inputs, "unit")  # files and s3:// objects (these no input of Snakemake's)
 build_megatron_prefix = _plan(megatron_prefix, "build")
 datatrove_options = _shell(PLAN.datatrove_options, "build")
 unit_identity = _plan(PLAN.unit_identity, "unit")

@@ -31,11 +31,12 @@ rule pack:
         format=pack_format,
         options=pack_options,
         inputs=unit_identity,
+        jsonl=pack_inputs,
         outputs=pack_outputs,
     message:
         "pack {wildcards.unit} -> {output.pbin} and its build's other formats (log: {log})"
     shell:
-        "tokenmill pack {input.jsonl:q} --tokenizer {input.tokenizer:q}"
+        "tokenmill pack {params.jsonl} --tokenizer {input.tokenizer:q}"
         " {params.options} --workers {threads} {params.outputs} > {log:q} 2>&1"
 
 
