@@ -155,6 +155,22 @@ def test_token_width_counts_added_tokens(tmp_path, extra_vocab, width):
     assert PbinFile(tmp_path / "x.pbin").document(0).tolist() == [1, 2, 3, eod_id]
 
 
+def test_an_eod_text_that_is_one_token_but_not_its_vocabulary_string_is_refused_naming_that_string(tmp_path):
+    from tokenmill.tokenizer import check_eod_in_file
+
+    # GPT-2 is byte-level: the text "\n\n" is the one token 628, whose vocabulary string is "ĊĊ"
+    advice = re.escape("EOD token '\\n\\n' is not a single token of this tokenizer; the text encodes to the one id "
+                       "628, whose vocabulary string is 'ĊĊ': give that") + "$"
+    with pytest.raises(TokenmillError, match=advice):
+        quiet_pack([MIXED_JSONL], tmp_path / "x.pbin", eod_token="\n\n")
+    with pytest.raises(TokenmillError, match=advice):  # the workflow's check while planning says the same
+        check_eod_in_file(GPT2, "\n\n")
+    with pytest.raises(TokenmillError, match=r"EOD token 'two words' is not a single token of this tokenizer "
+                                             r"\(the text encodes to 2 ids\)$"):
+        check_eod_in_file(GPT2, "two words")
+    assert quiet_pack([MIXED_JSONL], tmp_path / "x.pbin", eod_token="ĊĊ")["tokenizer"]["eod_id"] == 628
+
+
 def test_unknown_eod_token_and_non_tokenizer_file_are_clear_errors(tmp_path):
     with pytest.raises(TokenmillError, match="EOD token '<eos>' is not a single token"):
         quiet_pack([MIXED_JSONL], tmp_path / "x.pbin", eod_token="<eos>")

@@ -24,12 +24,12 @@ it is left out and counted by reason in the sidecar and the log. Nothing is ever
 A proof document on which the engines differ stops the run (``on_mismatch="error"``) or has its
 whole input re-encoded with Hugging Face (``"hf"``): no differing id is ever written.
 
-Cost (2 cores, bench/RESULTS.md): 83 MB/s on 1 GB with GPT-2 (66 with Tekken) in 0.3-0.45 GiB,
-1.3x Megatron-LM main's gigatoken path and 0.4x gigatoken's reader alone; on 100 MB 3.5x that path
-and ~17x Megatron's ``preprocess_data.py``. Of the CPU (``bench/pack_cost.py``), the proof
-(:mod:`tokenmill.proof`: Hugging Face on ~0.25 % of the text, and the choice of it) ~10 % (GPT-2) to
-~7 % (Tekken), on emoji-heavy text too, and the two tokenizers' loads a quarter (GPT-2) to a third
-(Tekken). With ``--engine hf``: the speed of HF alone.
+Cost (2 cores, GPT-2; bench/RESULTS.md, "One process, tokenizers loaded once"): 79 MB/s on 1 GB in
+0.6 GiB, 2.0x Megatron-LM main's gigatoken path and 0.56x gigatoken's reader alone; on 100 MB 6.3x and
+0.69x. Of the CPU (``bench/pack_cost.py``), fastokens' encode ~45 %, the proof (:mod:`tokenmill.proof`:
+Hugging Face on ~0.25 % of the text, and the choice of it) ~8 % on prose and ~4 % on emoji-dense text,
+the two tokenizers' loads and the imports ~25 % of a 100 MB job. With ``--engine hf``: the speed of HF
+alone.
 """
 
 from __future__ import annotations

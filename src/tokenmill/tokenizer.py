@@ -206,7 +206,8 @@ def load_tokenizer(source: str | os.PathLike | TokenizerSpec, eod_token: str | N
     if eod_token is not None:
         eod_id = tokenizer.token_to_id(eod_token)
         if eod_id is None:
-            raise TokenmillError(f"{path}: EOD token {eod_token!r} is not a single token of this tokenizer")
+            raise TokenmillError(f"{path}: EOD token {eod_token!r} is not a single token of this tokenizer"
+                                 f"{_eod_advice(tokenizer, eod_token)}")
     refusal = facts[1]
     if family is not None and family.reference is not None and refusal:
         refusal = None  # a conversion of ours: fastokens is proven on it per job against the type's own library
@@ -241,7 +242,21 @@ def check_eod_in_file(path: str | os.PathLike, eod_token: str) -> None:
     if isinstance(vocab, list):  # Unigram: [[piece, score], ...]
         vocab = {entry[0] for entry in vocab if isinstance(entry, list) and entry}
     if isinstance(vocab, (dict, set)) and eod_token not in added and eod_token not in vocab:
-        raise TokenmillError(f"{path}: EOD token {eod_token!r} is not a single token of this tokenizer")
+        try:  # only on the way to an error: the advice needs the tokenizer itself
+            advice = _eod_advice(Tokenizer.from_file(str(path)), eod_token)
+        except Exception:  # a file HF cannot load: load_tokenizer says why, in the job
+            advice = ""
+        raise TokenmillError(f"{path}: EOD token {eod_token!r} is not a single token of this tokenizer{advice}")
+
+
+def _eod_advice(tokenizer: Tokenizer, eod_token: str) -> str:
+    """Which string to give for an EOD text that is not a vocabulary string: the key names a token as the
+    vocabulary spells it (GPT-2's byte-level "\\n\\n" is 'ĊĊ'), so that Modalities and Megatron find it too."""
+    ids = tokenizer.encode(eod_token, add_special_tokens=False).ids
+    if len(ids) == 1:
+        return (f"; the text encodes to the one id {ids[0]}, whose vocabulary string is "
+                f"{tokenizer.id_to_token(ids[0])!r}: give that")
+    return f" (the text encodes to {len(ids)} ids)"
 
 
 def _is_rust_panic(exc: BaseException) -> bool:
