@@ -33,7 +33,22 @@ def temporary_name(final_path: Path) -> Path:
         pid = stale.name[len(prefix):]
         if pid.isdigit() and not _running(int(pid)):
             stale.unlink(missing_ok=True)
-    return final_path.with_name(f"{prefix}{os.getpid()}")
+    temporary = final_path.with_name(f"{prefix}{os.getpid()}")
+    _TEMPORARIES.add(temporary)
+    return temporary
+
+
+# Every temporary this process named: a signal that lands between a writer's creating its file and the
+# `with` that would remove it (a few statements, but a loaded machine can pause a process right there)
+# must not leave it behind; the CLI removes what is left of them when it is interrupted.
+_TEMPORARIES: set[Path] = set()
+
+
+def remove_temporaries() -> None:
+    """Delete every temporary of this process that still exists (after an interruption: none is
+    being renamed into place any more), never raising."""
+    discard(None, *_TEMPORARIES)
+    _TEMPORARIES.clear()
 
 
 def _running(pid: int) -> bool:

@@ -15,7 +15,7 @@ import traceback
 
 from tokenmill import __version__
 from tokenmill.config import default
-from tokenmill.atomic import atomic_output
+from tokenmill.atomic import atomic_output, remove_temporaries
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import refuse_inputs_as_outputs
 from tokenmill.mmidx import is_megatron_index, prefix_of
@@ -511,6 +511,7 @@ def main(argv: list[str] | None = None) -> int:
         args.run(args)
         sys.stdout.flush()  # here, so that a reader gone away is seen below, not at the interpreter's exit
     except KeyboardInterrupt as interruption:  # writers have removed their temporaries on the way out
+        remove_temporaries()  # and these are the ones a signal caught before their writer's `with` began
         if args.debug:
             traceback.print_exc()
         terminated = isinstance(interruption, _Terminated)
