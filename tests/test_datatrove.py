@@ -245,7 +245,7 @@ def test_an_sft_pbin_gives_its_loss_mask_as_ds_loss(tmp_path):
 
 def test_writer_renames_into_place_only_when_finished_and_removes_a_stale_loss_file(tmp_path):
     (tmp_path / "x.ds.loss").write_bytes(b"\x01" * 3)  # an earlier build's flags
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match="^stopped$"):
         with DatatroveWriter(tmp_path / "x", 2, "t") as writer:
             writer.add_batch(np.array([1, 2, 3]), np.array([3]))
             raise RuntimeError("stopped")

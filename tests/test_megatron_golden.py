@@ -590,5 +590,5 @@ def test_where_megatron_refuses_a_negative_offset_tokenmill_refuses_too():
     split (valid, with ``drop_last_partial_validation_sequence=False``, whose shuffled document index
     ends on a zero-length sequence of the ``.idx``), so tokenmill must not write one either.
     """
-    with pytest.raises(TokenmillError):
+    with pytest.raises(TokenmillError, match=r"^sample index row 3 would have offset -1 "):
         build_sample_index(np.array([10, 0], np.int32), np.array([0, 1], np.int32), 4, 1, 10, False, 1)

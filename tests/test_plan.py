@@ -270,7 +270,7 @@ def test_the_cli_and_the_library_take_their_defaults_from_the_config_schema():
     sample_index = build_parser().parse_args(["sample-index", "p", "-o", "c", "--seq-length", "8", "--seed", "1",
                                               "--epochs", "1", "--vocab-size", "8"])
     assert sample_index.split == schema()["properties"]["sampling"]["properties"]["split"]["default"]
-    with pytest.raises(KeyError):
+    with pytest.raises(KeyError, match="no_such_key"):
         default("datasets.*.no_such_key")
 
 
