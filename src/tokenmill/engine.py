@@ -4,9 +4,8 @@
   per core) for a ``tokenizer.json``, ``sentencepiece`` or ``tiktoken`` for Megatron's types of them
   (:mod:`tokenmill.families`).
 * ``fastokens``: fastokens 0.3 (Apache-2.0, no dependencies), which reimplements the same
-  ``tokenizer.json`` pipeline in Rust and returns flat ``uint32`` buffers: 62 MB/s per thread for
-  GPT-2 and 161 MB/s for Tekken here (HF: 2.1 and 2.3), with ids equal to HF's on every one of the
-  21,639 documents of the 100 MB benchmark corpus (``bench/encoder_compare.py``).
+  ``tokenizer.json`` pipeline in Rust and returns flat ``uint32`` buffers, with ids equal to HF's on
+  every one of the 21,639 documents of the 100 MB benchmark corpus (``bench/encoder_compare.py``).
 * ``auto`` (the default): :func:`choose_engine`, the one choice that ``pack``, ``sft`` and the
   datasets make: HF for an input under :data:`FAST_ENGINE_PAYS_BYTES` (it finishes before fastokens
   would have loaded), HF where :func:`tokenmill.tokenizer.fast_engine_refusal` finds something in
@@ -19,8 +18,9 @@ fastokens loads in a background thread (:func:`preload_fast_engine`: 0.3-0.7 s f
 for Tekken), which callers start before their other start-up work. The fast engine is never
 trusted blindly: :mod:`tokenmill.proof` re-encodes a sample of every batch with HF.
 
-Cost: HF ~1.2-2.5 MB/s per core; fastokens 30-160 MB/s per thread (the per-byte ratio, 16x on
-emoji-dense text to 82x on GPT-2 prose, sizes the proof's budget).
+Cost (bench/RESULTS.md, "Choosing the fast encoder"): per thread, HF 2.1 MB/s (GPT-2) and 2.3 (Tekken),
+fastokens 61.9 and 161.2: 29x and 70x. (The proof's budget is sized by the same ratio per byte as a
+pack measures it, 20 on emoji-dense text to 55 on GPT-2 prose: :mod:`tokenmill.proof`.)
 """
 
 from __future__ import annotations

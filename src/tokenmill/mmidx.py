@@ -18,7 +18,7 @@ A "document" is a run of sequences; tokenmill writes one sequence per document, 
 fewer than 65,500 ids, else int32 (``DType.optimal_dtype``), so the files equal Megatron's bytes.
 
 Costs: reading maps both files (O(1)) and checks the index arrays once (vectorised, O(S));
-conversion from ``.pbin`` and merging copy token bytes in 64 MiB blocks — a plain block copy when
+conversion from ``.pbin`` and merging copy tokens in blocks of 16 Mi (32-64 MiB) — a plain block copy when
 the widths agree, one vectorised cast per block otherwise.
 """
 

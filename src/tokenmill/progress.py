@@ -25,7 +25,7 @@ import sys
 import threading
 import time
 from datetime import timedelta
-from typing import Callable, TextIO
+from typing import TextIO
 
 __all__ = ["Progress"]
 
@@ -135,8 +135,3 @@ class Progress:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
-
-    @staticmethod
-    def callback(progress: "Progress | None") -> Callable[[int], None]:
-        """``progress.update`` for byte counts, or a no-op without a progress."""
-        return progress.update if progress is not None else (lambda done_bytes: None)
