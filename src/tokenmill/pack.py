@@ -422,21 +422,81 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
             unreadable input, index or tokenizer, a truncated or corrupt archive, a byte range of
             several or compressed inputs, no output asked for, or an output that is one of the inputs.
     """
-    inputs = [url for path in inputs for url in (expand_url(path) if is_url(path) else [path])]  # globs of objects
-    if indexes is not None and len(indexes) != len(inputs):
-        raise TokenmillError(f"got {len(indexes)} index files for {len(inputs)} inputs")
+    outputs = _output_paths(out_path, megatron_prefix, datatrove_name)
+    inputs, identities, compressions = _check_arguments(inputs, outputs, settings, indexes, byte_range, row_groups)
+    input_bytes = (sum(identities[path].size * (1 if compression is None else _COMPRESSION_RATIO)
+                       for path, compression in zip(inputs, compressions))
+                   if byte_range is None else max(min(byte_range[1], identities[inputs[0]].size) - byte_range[0], 0))
+    asked, estimate = settings.engine, ", compressed input counted 4x" if any(compressions) else ""
+    if choose_engine(asked, input_bytes=input_bytes)[0] == "hf":  # hf, or auto on a small input (same ids)
+        settings = dataclasses.replace(settings, engine="hf")
+    check_fraction = settings.check_fraction  # as asked, for the sidecar; a small job checks more documents
+    settings = dataclasses.replace(settings, check_fraction=job_check_fraction(check_fraction, input_bytes))
+    with contextlib.ExitStack() as stack:
+        job = _start_engine(settings, asked, input_bytes, estimate)
+        stack.callback(job.close)
+        # Inputs are hashed for the sidecar in a thread (hashlib releases the GIL), beside tokenizing.
+        hasher = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="tokenmill-sha256"))
+        hashing_stop = threading.Event()
+        stack.callback(hashing_stop.set)  # on the way out (an error, a signal), before waiting for the thread
+        hash_input = functools.partial(hasher.submit, file_sha256, stop=hashing_stop)
+        read = [_plan_input(path, identities[path], compression, indexes[number] if indexes else None, byte_range,
+                            row_groups, hash_input)
+                for number, (path, compression) in enumerate(zip(inputs, compressions))]
+        writer = _Outputs(stack, out_path, megatron_prefix, job.tokenizer,
+                          datatrove_name, datatrove_tokenizer_name or str(settings.tokenizer_path),
+                          settings.add_special_tokens)
+        for item in read:
+            _pack_input(item, job, writer, log)
+        for path, identity in identities.items():  # the bytes hashed and packed are the bytes recorded
+            if isinstance(identity, FileIdentity) and FileIdentity.of(path) != identity:
+                raise TokenmillError(f"{path}: modified while it was being packed ({identity.size} → "
+                                     f"{FileIdentity.of(path).size} bytes); nothing was written")
+        meta = _sidecar(job, read, writer, check_fraction)
+        if writer.pbin is not None:
+            writer.pbin.sidecar = meta
+    if writer.pbin is not None:  # as written: its paths relative to the sidecar's folder
+        meta = {**writer.pbin.sidecar, "file": writer.pbin.identity}
+    log(f"{' and '.join(filter(None, (out_path, megatron_prefix, datatrove_name)))}: {meta['documents']} documents, "
+        f"{meta['tokens']} tokens, {sum(meta['skipped'].values())} lines skipped; {job.chosen.reason}, "
+        f"{meta['engine']['checked_documents']} documents checked against Hugging Face"
+        + (f"; {meta['engine']['mismatches']} of {len(read)} inputs re-encoded with Hugging Face after a mismatch"
+           if meta['engine']['mismatches'] else ""))
+    return meta
+
+
+def _output_paths(out_path: str | None, megatron_prefix: str | None, datatrove_name: str | None) -> list[str]:
+    """Every file a pack writes.
+
+    Raises:
+        TokenmillError: none asked for.
+    """
     if out_path is None and megatron_prefix is None and datatrove_name is None:
         raise TokenmillError("pack needs an output: a .pbin (-o), a Megatron prefix (--megatron), "
                              "a datatrove name (--datatrove), or several")
-    outputs = ([out_path, sidecar_path(out_path)] if out_path else []) + \
-        ([f"{megatron_prefix}.bin", f"{megatron_prefix}.idx"] if megatron_prefix else []) + \
-        ([str(path) for path in datatrove_paths(datatrove_name).values()] if datatrove_name else [])
+    return (([out_path, sidecar_path(out_path)] if out_path else [])
+            + ([f"{megatron_prefix}.bin", f"{megatron_prefix}.idx"] if megatron_prefix else [])
+            + ([str(path) for path in datatrove_paths(datatrove_name).values()] if datatrove_name else []))
+
+
+def _check_arguments(inputs: list[str], outputs: list[str], settings: PackSettings, indexes: list[str] | None,
+                     byte_range: tuple[int, int] | None, row_groups: tuple[int, int | None] | None
+                     ) -> tuple[list[str], dict, list[str | None]]:
+    """The inputs (object globs expanded), each one's identity, and each one's compression, once the
+    arguments are found good; then the outputs' folders are created (a refused run leaves none).
+
+    Raises:
+        TokenmillError: see :func:`pack`.
+    """
+    inputs = [url for path in inputs for url in (expand_url(path) if is_url(path) else [path])]
+    if indexes is not None and len(indexes) != len(inputs):
+        raise TokenmillError(f"got {len(indexes)} index files for {len(inputs)} inputs")
     refuse_inputs_as_outputs(outputs, [path for path in [*inputs, *(indexes or []), settings.tokenizer_path]
                                        if not is_url(path)])
     for output in outputs:  # found now, not at the last rename, after the other outputs were put in place
         if os.path.isdir(output):
             raise TokenmillError(f"{output}: is a directory; give a file path for the output")
-    TextSelector(settings.text)  # fail on a bad pattern before starting workers
+    TextSelector(settings.text)  # a bad pattern fails before any tokenizer loads
     identities = {path: _input_identity(path) for path in dict.fromkeys(inputs)}  # checked again once packed
     for number, path in enumerate(inputs):
         twin = next((other for other in inputs[:number] if _same_input(identities[other], identities[path])), None)
@@ -451,103 +511,96 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
                              f"URL -o FILE.idx writes it)")
     if row_groups is not None and (len(inputs) != 1 or compressions[0] != "parquet"):
         raise TokenmillError("a row-group range needs exactly one Parquet input")
-    for output in outputs:  # once the arguments are found good: a refused run leaves no empty folder
+    for output in outputs:
         try:
             Path(output).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise TokenmillError(f"{output}: cannot create its folder ({exc.strerror})") from None
-    # Small inputs are tokenized in this process: starting workers would cost more than they save.
-    input_bytes = (sum(identities[path].size * (1 if compression is None else _COMPRESSION_RATIO)
-                       for path, compression in zip(inputs, compressions))
-                   if byte_range is None else max(min(byte_range[1], identities[inputs[0]].size) - byte_range[0], 0))
-    asked, estimate = settings.engine, ", compressed input counted 4x" if any(compressions) else ""
-    if choose_engine(asked, input_bytes=input_bytes)[0] == "hf":  # hf, or auto on a small input (same ids)
-        settings = dataclasses.replace(settings, engine="hf")
-    check_fraction = settings.check_fraction  # as asked, for the sidecar; a small job checks more documents
-    settings = dataclasses.replace(settings, check_fraction=job_check_fraction(check_fraction, input_bytes))
-    with contextlib.ExitStack() as stack:
-        job = _start_engine(settings, asked, input_bytes, estimate)
-        stack.callback(job.close)
-        tokenizer, encoder = job.tokenizer, job.chosen
-        # Inputs are hashed for the sidecar in a thread (hashlib releases the GIL), beside tokenizing.
-        hasher = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="tokenmill-sha256"))
-        hashing_stop = threading.Event()
-        stack.callback(hashing_stop.set)  # on the way out (an error, a signal), before waiting for the thread
-        hash_input = functools.partial(hasher.submit, file_sha256, stop=hashing_stop)
-        sources = [parquet_source(path, identities[path].size, row_groups, hash_input) if compression == "parquet"
-                   else _object_source(path, identities[path], compression, indexes[number] if indexes else None,
-                                       byte_range) if is_url(path)
-                   else _plain_source(path, identities[path].size, indexes[number] if indexes else None, byte_range,
-                                      hash_input) if compression is None
-                   else {"path": str(path), "compression": compression}
-                   for number, (path, compression) in enumerate(zip(inputs, compressions))]
-        for path, source in zip(inputs, sources):
-            if is_url(path):
-                source["object"] = identities[path].sidecar_entry()
-        writer = _Outputs(stack, out_path, megatron_prefix, tokenizer,
-                          datatrove_name, datatrove_tokenizer_name or str(settings.tokenizer_path),
-                          settings.add_special_tokens)
-        for source in sources:
-            start = writer.mark()
-            try:
-                _pack_source(source, encoder.name, job, writer)
-            except EngineMismatch as mismatch:
-                if settings.on_mismatch == "error":
-                    raise
-                log(f"{mismatch}; re-encoding {source['path']} with Hugging Face (on_mismatch: hf)")
-                writer.rewind(start)
-                _pack_source(source, "hf", job, writer)
-                source["mismatch"] = str(mismatch)
-            except FastEngineUnavailable as unavailable:  # auto takes HF, saying why; engine fastokens stops
-                encoder.fall_back_to_hf(unavailable)
-                writer.rewind(start)
-                _pack_source(source, "hf", job, writer)
-            for reason, entry in source["skipped"].items():
-                log(f"{source['path']}: skipped {entry['count']} lines: {reason} "
-                    f"(first at {_place(source, entry['first_lines'][0])})")
-        proof = sum((source.pop("_proof") for source in sources), ProofTally())
-        for source in sources:
-            source.pop("_lines", None)
-            if isinstance(source["sha256"], Future):
-                source["sha256"] = source["sha256"].result()
-        for path, identity in identities.items():  # the bytes hashed and packed are the bytes recorded
-            if isinstance(identity, ObjectIdentity):  # every read was pinned to this version (IfMatch)
-                continue
-            now = FileIdentity.of(path)
-            if now != identity:
-                raise TokenmillError(f"{path}: modified while it was being packed ({identity.size} → {now.size} "
-                                     f"bytes); nothing was written")
-        meta = {
-            "format": FORMAT_VERSIONS["pbin"],
-            "layout": LAYOUT_050,
-            "tokenizer": {**tokenizer.sidecar_entry(), "add_special_tokens": settings.add_special_tokens},
-            "engine": {"name": encoder.name, "reason": encoder.reason, "versions": encoder.versions(),
-                       "check_fraction": check_fraction, "on_mismatch": settings.on_mismatch,
-                       "checked_documents": sum(source["checked_documents"] for source in sources),
-                       "proof": proof.sidecar_entry(settings.check_fraction),
-                       "mismatches": sum("mismatch" in source for source in sources)},
-            "token_width": tokenizer.token_width,
-            "text": settings.text,
-            "on_bad_line": settings.on_bad_line,
-            "max_line_bytes": settings.max_line_bytes,
-            "documents": writer.num_documents,
-            "tokens": writer.num_tokens,
-            "sources": sources,
-            "allow_duplicate_inputs": settings.allow_duplicate_inputs,
-            "skipped": _total_skipped(sources),
-            "eod_in_text": writer.eod_in_text(),
-        }
-        if writer.pbin is not None:
-            writer.pbin.sidecar = meta
-    if writer.pbin is not None:  # as written: its paths relative to the sidecar's folder
-        meta = {**writer.pbin.sidecar, "file": writer.pbin.identity}
-    log(f"{' and '.join(filter(None, (out_path, megatron_prefix, datatrove_name)))}: {meta['documents']} documents, "
-        f"{meta['tokens']} tokens, "
-        f"{sum(meta['skipped'].values())} lines skipped; {encoder.reason}, "
-        f"{meta['engine']['checked_documents']} documents checked against Hugging Face"
-        + (f"; {meta['engine']['mismatches']} of {len(sources)} inputs re-encoded with Hugging Face after a mismatch"
-           if meta['engine']['mismatches'] else ""))
-    return meta
+    return inputs, identities, compressions
+
+
+@dataclass
+class _Input:
+    """One input as a pack reads it: its sidecar entry, completed as it is packed, and what the sidecar
+    does not keep."""
+
+    entry: dict
+    lines: np.ndarray | None = None  # a plain file's indexed lines (of its byte range); else read as a stream
+    proof: ProofTally = field(default_factory=ProofTally)
+
+
+def _plan_input(path: str, identity: FileIdentity | ObjectIdentity, compression: str | None, index: str | None,
+                byte_range: tuple[int, int] | None, row_groups: tuple[int, int | None] | None,
+                hash_input: Callable[..., Future]) -> _Input:
+    """How one input is read (see :func:`_source_tasks`), with its sidecar entry so far."""
+    if compression == "parquet":
+        item = _Input(parquet_source(path, identity.size, row_groups, hash_input))
+    elif is_url(path):
+        item = _Input(_object_source(path, identity, compression, index, byte_range))
+    elif compression is None:
+        item = _plain_source(path, identity.size, index, byte_range, hash_input)
+    else:
+        item = _Input({"path": str(path), "compression": compression})
+    if is_url(path):
+        item.entry["object"] = identity.sidecar_entry()
+    return item
+
+
+def _pack_input(item: _Input, job: _BatchTokenizer, writer: _Outputs, log: Callable[[str], None]) -> None:
+    """Pack one input with the job's engine; on a proof mismatch under ``on_mismatch: hf``, or where
+    fastokens cannot load the tokenizer under ``auto``, again from its start with Hugging Face.
+
+    Raises:
+        EngineMismatch: a mismatch under ``on_mismatch: error``.
+        TokenmillError: see :func:`_pack_source`.
+    """
+    start, source = writer.mark(), item.entry
+    try:
+        _pack_source(item, job.chosen.name, job, writer)
+    except EngineMismatch as mismatch:
+        if job.settings.on_mismatch == "error":
+            raise
+        log(f"{mismatch}; re-encoding {source['path']} with Hugging Face (on_mismatch: hf)")
+        writer.rewind(start)
+        _pack_source(item, "hf", job, writer)
+        source["mismatch"] = str(mismatch)
+    except FastEngineUnavailable as unavailable:  # auto takes HF, saying why; engine fastokens stops
+        job.chosen.fall_back_to_hf(unavailable)
+        writer.rewind(start)
+        _pack_source(item, "hf", job, writer)
+    for reason, entry in source["skipped"].items():
+        log(f"{source['path']}: skipped {entry['count']} lines: {reason} "
+            f"(first at {_place(source, entry['first_lines'][0])})")
+
+
+def _sidecar(job: _BatchTokenizer, read: list[_Input], writer: _Outputs, check_fraction: float) -> dict:
+    """The ``.pbin`` sidecar of a finished pack (``check_fraction`` as asked; the job's may be raised)."""
+    sources = [item.entry for item in read]
+    for source in sources:
+        if isinstance(source["sha256"], Future):
+            source["sha256"] = source["sha256"].result()
+    settings, tokenizer, encoder = job.settings, job.tokenizer, job.chosen
+    proof = sum((item.proof for item in read), ProofTally())
+    return {
+        "format": FORMAT_VERSIONS["pbin"],
+        "layout": LAYOUT_050,
+        "tokenizer": {**tokenizer.sidecar_entry(), "add_special_tokens": settings.add_special_tokens},
+        "engine": {"name": encoder.name, "reason": encoder.reason, "versions": encoder.versions(),
+                   "check_fraction": check_fraction, "on_mismatch": settings.on_mismatch,
+                   "checked_documents": sum(source["checked_documents"] for source in sources),
+                   "proof": proof.sidecar_entry(settings.check_fraction),
+                   "mismatches": sum("mismatch" in source for source in sources)},
+        "token_width": tokenizer.token_width,
+        "text": settings.text,
+        "on_bad_line": settings.on_bad_line,
+        "max_line_bytes": settings.max_line_bytes,
+        "documents": writer.num_documents,
+        "tokens": writer.num_tokens,
+        "sources": sources,
+        "allow_duplicate_inputs": settings.allow_duplicate_inputs,
+        "skipped": _total_skipped(sources),
+        "eod_in_text": writer.eod_in_text(),
+    }
 
 
 def _input_identity(path: str) -> FileIdentity | ObjectIdentity:
@@ -575,7 +628,7 @@ def _object_source(url: str, identity: ObjectIdentity, compression: str | None, 
     """The sidecar entry of a JSONL object, read as one stream (:func:`tokenmill.jsonl.stream_line_batches`),
     or of its byte range, whose lines its raw ``index`` locates (one ranged ``GET`` of their span); the
     sha256 and line count come as it is read."""
-    source = {"path": url, "compression": compression, "object": identity.sidecar_entry()}
+    source = {"path": url, "compression": compression}
     if byte_range is not None:
         lines = read_index(index)
         if len(lines) and int(lines[-1, 0] + lines[-1, 1]) > identity.size:
@@ -589,9 +642,9 @@ def _object_source(url: str, identity: ObjectIdentity, compression: str | None, 
 
 
 def _plain_source(path: str, size: int, index: str | None, byte_range: tuple[int, int] | None,
-                  hash_file: Callable[..., Future]) -> dict:
-    """The sidecar entry of a plain input of ``size`` bytes (or of its byte range), with its lines
-    under ``_lines`` and its ``sha256`` a future of ``hash_file(path, start, end)``.
+                  hash_file: Callable[..., Future]) -> _Input:
+    """A plain input of ``size`` bytes (or its byte range): its lines, and its sidecar entry with its
+    ``sha256`` a future of ``hash_file(path, start, end)``.
 
     A byte range is recorded as the span of the lines it selects, and ``sha256`` hashes that span:
     a shard job reads and hashes only its own bytes. The hash stops at ``size``, the size the file had
@@ -608,16 +661,16 @@ def _plain_source(path: str, size: int, index: str | None, byte_range: tuple[int
         span_end = min(int(lines[-1, 0] + lines[-1, 1]) + 1, source["bytes"]) if len(lines) else span_start
         source.update(byte_range=[span_start, span_end], first_line=first + 1,
                       sha256=hash_file(path, span_start, span_end))
-    return {**source, "lines": len(lines), "_lines": lines}
+    return _Input({**source, "lines": len(lines)}, lines)
 
 
-def _source_tasks(source: dict, engine: str, settings: PackSettings, sizes: deque):
-    """The batches of one input, with the input bytes behind each appended to ``sizes``; a
-    compressed input is decompressed here, and its entry completed at its end."""
-    if "compression" not in source and "format" not in source:
-        return _batches(source["path"], source["_lines"], source.get("first_line", 1), settings.batch_bytes, engine,
+def _source_tasks(item: _Input, engine: str, settings: PackSettings, sizes: deque):
+    """The batches of one input, with the input bytes behind each appended to ``sizes``: a plain file's
+    by its lines; another's as a stream decompressed here, its entry completed at its end."""
+    if item.lines is not None:
+        return _batches(item.entry["path"], item.lines, item.entry.get("first_line", 1), settings.batch_bytes, engine,
                         sizes)
-    return _compressed_tasks(source, engine, settings, sizes)
+    return _compressed_tasks(item.entry, engine, settings, sizes)
 
 
 def _compressed_tasks(source: dict, engine: str, settings: PackSettings, sizes: deque):
@@ -639,8 +692,8 @@ def _compressed_tasks(source: dict, engine: str, settings: PackSettings, sizes: 
         sizes.append(compressed_bytes_read[0] - reported)
         reported = compressed_bytes_read[0]
         yield source["path"], first_line, batch_lines, engine, block
-    if archive and "object" in source:  # a whole object or a span of it, as stored
-        source.update(bytes=source["object"]["size"], sha256=archive["sha256"], lines=lines)
+    if archive and is_url(source["path"]):  # a whole object or a span of it, as stored
+        source.update(bytes=pinned_identity(source["path"]).size, sha256=archive["sha256"], lines=lines)
         if source["compression"]:
             source["decompressed_bytes"] = archive["decompressed_bytes"]
     elif archive:
@@ -726,7 +779,7 @@ class _Outputs:
         return index_ranges(np.concatenate([np.empty(0, np.int64), *self._eod_in_text]))
 
 
-def _pack_source(source: dict, engine: str, job: _BatchTokenizer, writer: _Outputs) -> None:
+def _pack_source(item: _Input, engine: str, job: _BatchTokenizer, writer: _Outputs) -> None:
     """Tokenize one input into ``writer``, filling its sidecar entry (documents, skipped, checked),
     and report progress (see :mod:`tokenmill.progress`) as batches are written.
 
@@ -735,10 +788,11 @@ def _pack_source(source: dict, engine: str, job: _BatchTokenizer, writer: _Outpu
         EngineMismatch: a proof document differs.
     """
     skipped_lines: dict[str, list[int]] = {}
-    source.update(engine=engine, documents=0, checked_documents=0, _proof=ProofTally())
+    source, item.proof = item.entry, ProofTally()
+    source.update(engine=engine, documents=0, checked_documents=0)
     settings = job.settings
     sizes: deque = deque()  # input bytes of each batch handed out, in order
-    tasks = _source_tasks(source, engine, settings, sizes)
+    tasks = _source_tasks(item, engine, settings, sizes)
     with Progress(f"pack {source['path']}", _source_bytes(source)) as progress:
         def read_ahead() -> int:  # far while fastokens loads, then just enough to keep the encoder fed
             if fast_engine_loading(settings.tokenizer_path):
@@ -757,7 +811,7 @@ def _pack_source(source: dict, engine: str, job: _BatchTokenizer, writer: _Outpu
             writer.write(tokens, lengths, eod_in_text)
             source["documents"] += len(lengths)
             source["checked_documents"] += checked.checked
-            source["_proof"] += checked
+            item.proof += checked
             progress.update(sizes.popleft(), len(lengths))
     source["skipped"] = {reason: {"count": len(numbers), "first_lines": numbers[:_SKIPPED_LINES_KEPT]}
                          for reason, numbers in sorted(skipped_lines.items())}
