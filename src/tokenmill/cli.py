@@ -337,16 +337,37 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"tokenmill {__version__}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks for errors")
     verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+    _add_index_verb(verbs)
+    _add_pack_verb(verbs)
+    _add_prune_verb(verbs)
+    _add_preprocess_data_verb(verbs)
+    _add_merge_verb(verbs)
+    _add_to_megatron_verb(verbs)
+    _add_to_datatrove_verb(verbs)
+    _add_sample_index_verb(verbs)
+    _add_blend_verb(verbs)
+    _add_verify_verb(verbs)
+    _add_sft_verb(verbs)
+    _add_inspect_verb(verbs)
+    _add_report_verb(verbs)
+    return parser
 
+
+def _add_index_verb(verbs) -> None:
+    """The ``index`` verb's arguments."""
     index = verbs.add_parser("index", help="write the raw line index (.idx) of a JSONL file")
-    index.add_argument("input", help="JSONL file")
+    index.add_argument("input", help="JSONL file, or object as s3://BUCKET/KEY")
     index.add_argument("-o", "--output", help="index path (default: INPUT with .idx)")
     index.add_argument("--validate", action="store_true", help="also parse every line as JSON")
     index.set_defaults(run=_index)
 
+
+def _add_pack_verb(verbs) -> None:
+    """The ``pack`` verb's arguments."""
     pack = verbs.add_parser("pack", help="tokenize JSONL into a packed .pbin (+ .pbin.meta.json)")
     pack.add_argument("inputs", nargs="+", metavar="INPUT",
-                      help="JSONL files (plain or gzip/zstd/xz/bzip2) or Parquet files, packed in this order")
+                      help="JSONL files (plain or gzip/zstd/xz/bzip2) or Parquet files, packed in this order; or "
+                           "objects as s3://BUCKET/KEY (globs in the KEY), streamed")
     pack.add_argument("-o", "--output", help="output .pbin (optional with --megatron or --datatrove)")
     pack.add_argument("--megatron", metavar="PREFIX",
                       help="also write Megatron's PREFIX.bin/.idx from the same tokens, in the same pass (the bytes "
@@ -399,29 +420,45 @@ def build_parser() -> argparse.ArgumentParser:
                       help="pack an input named twice twice (recorded in the sidecar); by default an error")
     pack.set_defaults(run=_pack)
 
+
+def _add_prune_verb(verbs) -> None:
+    """The ``prune`` verb's arguments."""
     prune = verbs.add_parser("prune", help="move the workflow's outputs that its plan no longer makes to data/stale/")
     prune.add_argument("--config-json", required=True, help="the workflow's validated config, as JSON")
     prune.add_argument("--stamp", help="write the paths moved this time here")
     prune.set_defaults(run=_prune)
 
+
+def _add_preprocess_data_verb(verbs) -> None:
+    """The ``preprocess-data`` verb's arguments."""
     preprocess = verbs.add_parser("preprocess-data", add_help=False, prefix_chars="\0",
                                   help="Megatron's tools/preprocess_data.py: its flags, its .bin/.idx bytes, "
                                        "every tokenizer type (--help lists the flags)")
     preprocess.add_argument("flags", nargs=argparse.REMAINDER)
     preprocess.set_defaults(run=_preprocess_data)
 
+
+def _add_merge_verb(verbs) -> None:
+    """The ``merge`` verb's arguments."""
     merge = verbs.add_parser("merge", help="concatenate .pbin files, or Megatron datasets, in the order given")
     merge.add_argument("inputs", nargs="+", metavar="INPUT", help=".pbin files, or Megatron prefixes")
     merge.add_argument("-o", "--output", required=True, help="output .pbin, or output Megatron prefix")
     merge.add_argument("--force", action="store_true", help="replace the output if it exists")
     merge.set_defaults(run=_merge)
 
+
+def _add_to_megatron_verb(verbs) -> None:
+    """The ``to-megatron`` verb's arguments."""
     to_megatron = verbs.add_parser("to-megatron", help="convert a .pbin into Megatron MMIDIDX .bin/.idx")
     to_megatron.add_argument("input", help=".pbin file")
     to_megatron.add_argument("-o", "--output", required=True, help="output prefix (PREFIX.bin, PREFIX.idx)")
     to_megatron.add_argument("--vocab-size", type=int,
                              help="vocabulary size that picks uint16 (< 65500) or int32 (default: from the sidecar)")
     to_megatron.set_defaults(run=_to_megatron)
+
+
+def _add_to_datatrove_verb(verbs) -> None:
+    """The ``to-datatrove`` verb's arguments."""
     to_datatrove = verbs.add_parser("to-datatrove", help="convert a .pbin into datatrove/nanotron NAME.ds files")
     to_datatrove.add_argument("input", help=".pbin file (an SFT .pbin also gives NAME.ds.loss from its loss mask)")
     to_datatrove.add_argument("-o", "--output", required=True,
@@ -433,6 +470,10 @@ def build_parser() -> argparse.ArgumentParser:
     to_datatrove.add_argument("--vocab-size", type=int,
                               help="vocabulary size that picks uint16 (<= 65536) or uint32 (default: from the sidecar)")
     to_datatrove.set_defaults(run=_to_datatrove)
+
+
+def _add_sample_index_verb(verbs) -> None:
+    """The ``sample-index`` verb's arguments."""
     sample_index = verbs.add_parser(
         "sample-index", help="build Megatron GPTDataset index caches (document/sample/shuffle .npy) for every split")
     sample_index.add_argument("prefix", help="Megatron dataset prefix (PREFIX.bin, PREFIX.idx)")
@@ -443,6 +484,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "sampling.megatron_path_prefix is the folder part of it")
     sample_index.set_defaults(run=_sample_index)
 
+
+def _add_blend_verb(verbs) -> None:
+    """The ``blend`` verb's arguments."""
     blend = verbs.add_parser("blend", help="build Megatron BlendedDataset caches (and every part's GPT caches)")
     blend.add_argument("blend", nargs="+", metavar="[WEIGHT] PREFIX",
                        help="as Megatron's --data-path: 'w1 P1 w2 P2 ...' or 'P1 P2 ...' (weights = lengths)")
@@ -452,6 +496,9 @@ def build_parser() -> argparse.ArgumentParser:
                             "order; Megatron hashes them (default: as given)")
     blend.set_defaults(run=_blend)
 
+
+def _add_verify_verb(verbs) -> None:
+    """The ``verify`` verb's arguments."""
     verify = verbs.add_parser("verify", help="check files against their own structure and sidecars")
     verify.add_argument("paths", nargs="+", metavar="FILE",
                         help="raw .idx, .pbin, Megatron prefix (or its .bin/.idx), datatrove NAME.ds, or index cache "
@@ -469,6 +516,9 @@ def build_parser() -> argparse.ArgumentParser:
                              "tokenizer: the ones a pack job always checks plus this share of the rest (1.0: all)")
     verify.set_defaults(run=_verify)
 
+
+def _add_sft_verb(verbs) -> None:
+    """The ``sft`` verb's arguments."""
     sft = verbs.add_parser("sft", help="pre-tokenize conversations into a .pbin + .loss_mask.pbin pair")
     sft.add_argument("config", help="YAML with `tokenizers:` and `sft:` sections (the workflow config), or - for stdin")
     sft.add_argument("name", help="the entry of `sft:` to build")
@@ -478,6 +528,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "engine is proven on the config's check_fraction of the messages")
     sft.set_defaults(run=_sft)
 
+
+def _add_inspect_verb(verbs) -> None:
+    """The ``inspect`` verb's arguments."""
     inspect = verbs.add_parser("inspect", help="show a file's header and counts, a document, or a training sample")
     inspect.add_argument("path", help=".pbin, raw .idx, Megatron prefix, datatrove NAME.ds, or (with --sample) an "
                                       "index cache folder")
@@ -490,6 +543,9 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("--tokenizer", help="tokenizer.json for decoding (default: from the .pbin sidecar)")
     inspect.set_defaults(run=_inspect)
 
+
+def _add_report_verb(verbs) -> None:
+    """The ``report`` verb's arguments."""
     report = verbs.add_parser("report", help="an HTML page on a build or a blend, for snakemake --report")
     report.add_argument("path", help=".pbin (a build), or with --blend a blend cache folder")
     report.add_argument("-o", "--output", required=True, help="the HTML page to write")
@@ -499,7 +555,6 @@ def build_parser() -> argparse.ArgumentParser:
                         help="a file of the build in another format (.bin, .idx, .ds...), listed with its size")
     report.add_argument("--blend", action="store_true", help="PATH is a blend cache folder")
     report.set_defaults(run=_report)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
