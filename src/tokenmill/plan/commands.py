@@ -1,0 +1,259 @@
+"""Each job's command: the ``tokenmill`` arguments, inputs and identities of every rule, from the planned
+units (:class:`tokenmill.plan.units.Units`) and the layout (:mod:`tokenmill.plan.layout`). Every option that
+changes an output is a plain string here, so the workflow records it as a Snakemake param and reruns exactly
+the jobs an edit affects.
+
+Cost: O(units) string building.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+from tokenmill import FORMAT_VERSIONS
+from tokenmill.plan.layout import (PARTS_FOLDER, blend_cache_name, brace_ranges, cache_dir, datatrove_name,
+                                   megatron_prefix, packed_path, part_megatron_prefix, part_pbin_path, raw_index_path,
+                                   report_page, sft_files, verified_blend_stamp, verified_sft_stamp, verified_stamp)
+from tokenmill.plan.units import _MAX_LISTED_INPUT_CHARS, Units, _identity, job_flags_of
+
+__all__ = ["Plan"]
+
+
+class Plan(Units):
+    """Everything the workflow builds for a validated config (defaults filled in): the units
+    (:class:`Units`), and each job's command-line arguments, inputs, identities and sizes, as plain
+    strings that Snakemake records as params.
+
+    Args:
+        config: the workflow config after schema validation.
+
+    Raises:
+        TokenmillError: a config that cannot be built, naming the key (an input matching no file,
+            an input listed twice, an unknown tokenizer, clashing output names, bad blend weights...).
+    """
+
+    def pack_options(self, unit_name: str) -> list[str]:
+        """The ``tokenmill pack`` arguments of a unit that come from the config: everything besides
+        the input, the tokenizer path, the worker count and the output, which change no byte."""
+        unit = self.unit(unit_name)
+        build = self.builds[unit.build]
+        dataset = self.config["datasets"][build.dataset]
+        tokenizer = self.config["tokenizers"][build.tokenizer]
+        options = ["--jq", dataset["text"], "--on-bad-line", dataset["on_bad_line"],
+                   "--max-line-bytes", str(dataset["max_line_bytes"]), "--engine", tokenizer["engine"],
+                   "--check-fraction", str(tokenizer["check_fraction"]), "--on-mismatch", tokenizer["on_mismatch"]]
+        for index in self.unit_index(unit_name):
+            options += ["--index", index]
+        if unit.byte_range is not None:
+            options += ["--byte-range", unit.byte_range]
+        if unit.row_groups is not None:
+            options += ["--row-groups", unit.row_groups]
+        if tokenizer["type"] is not None:
+            options += ["--tokenizer-type", tokenizer["type"]]
+            if tokenizer["type"] == "TikTokenizer":
+                options += ["--tiktoken-pattern", tokenizer["tiktoken_pattern"], "--tiktoken-num-special-tokens",
+                            str(tokenizer["tiktoken_num_special_tokens"])]
+                options += ["--vocab-size", str(tokenizer["vocab_size"])] if tokenizer["vocab_size"] else []
+        # eod: null packs without one, said explicitly: pack refuses to guess; left out with a type, the type's
+        if "eod" in tokenizer or tokenizer["type"] is None:
+            options += ["--eod", tokenizer["eod"]] if tokenizer.get("eod") is not None else ["--no-eod"]
+        if not tokenizer["add_special_tokens"]:
+            options.append("--no-special-tokens")
+        if dataset["allow_duplicate_inputs"]:
+            options.append("--allow-duplicate-inputs")
+        return options
+
+    def pack_outputs(self, unit_name: str) -> list[str]:
+        """The ``tokenmill pack`` output arguments of a unit: its ``.pbin``, Megatron's files where its
+        build has the ``megatron`` format and, for a build of one unit, datatrove's files where it has
+        ``datatrove``: every format in pack's one pass. (A merged build's ``.ds`` files are converted
+        from its merged ``.pbin``.) The ``.ds.metadata`` names the tokenizer as the config spells it."""
+        unit = self.unit(unit_name)
+        build = self.builds[unit.build]
+        merged = len(build.units) > 1
+        outputs = ["-o", part_pbin_path(unit_name) if merged else packed_path(unit_name)]
+        if "megatron" in self.formats(build.name):
+            outputs += ["--megatron", part_megatron_prefix(unit_name) if merged else megatron_prefix(unit_name)]
+        if "datatrove" in self.formats(build.name) and len(build.units) == 1:
+            outputs += ["--datatrove", datatrove_name(build.name),
+                        "--datatrove-tokenizer-name", self.unit_tokenizer_path(unit_name)]
+        return outputs
+
+    def pack_format(self, unit_name: str) -> str:
+        """The format versions of the files a unit's pack writes (see :meth:`pack_outputs`)."""
+        outputs = self.pack_outputs(unit_name)
+        return " ".join(FORMAT_VERSIONS[name] for name, flag in (("pbin", "-o"), ("mmidx", "--megatron"),
+                                                                 ("datatrove", "--datatrove")) if flag in outputs)
+
+    def file_identity(self, stem: str) -> str:
+        """Size and modification time of an input file (what its raw index reads)."""
+        file = self.file(stem)
+        if file.etag is not None:
+            return f"{file.path}: {file.size} bytes, ETag {file.etag}"
+        return _identity(file.path, file.size, file.mtime_ns)
+
+    def unit_identity(self, unit_name: str) -> str:
+        """Size and modification time of the files a pack unit reads: its inputs and its tokenizer.
+        (A unit is often named like its file stem: the two are never looked up by one name.)"""
+        unit = self.unit(unit_name)
+        tokenizer = self.tokenizer_identities[self.builds[unit.build].tokenizer]
+        return "; ".join([*map(self.file_identity, unit.stems), tokenizer])
+
+    def unit_tokenizer_path(self, unit: str) -> str:
+        """The tokenizer.json a unit is packed with."""
+        return self.config["tokenizers"][self.builds[self.unit(unit).build].tokenizer]["path"]
+
+    def merge_units(self, build: str) -> list[str]:
+        """The unit ``.pbin`` files of a merged build, in input order."""
+        return [part_pbin_path(unit) for unit in self.builds[build].units]
+
+    def merge_unit_megatron_files(self, build: str) -> list[str]:
+        """The units' Megatron ``.bin`` and ``.idx`` a merged build merges (none without that format)."""
+        if "megatron" not in self.formats(build):
+            return []
+        return [f"{part_megatron_prefix(unit)}.{ext}" for unit in self.builds[build].units for ext in ("bin", "idx")]
+
+    def merge_commands(self, build: str) -> str:
+        """The shell commands merging a build's units, ``.pbin`` then Megatron's files (where it has
+        that format), with the units as brace ranges (:func:`brace_ranges`)."""
+        units = self.builds[build].units
+        commands = [f"tokenmill merge {brace_ranges(units, PARTS_FOLDER, '.pbin')} "
+                    f"-o {shlex.quote(packed_path(build))} --force"]
+        if "megatron" in self.formats(build):
+            commands.append(f"tokenmill merge {brace_ranges(units, PARTS_FOLDER, '_text_document')} "
+                            f"-o {shlex.quote(megatron_prefix(build))} --force")
+        return " && ".join(commands)
+
+    def datatrove_options(self, build: str) -> list[str]:
+        """``tokenmill to-datatrove`` arguments: the tokenizer named as the config spells it."""
+        return ["--tokenizer-name", self.config["tokenizers"][self.builds[build].tokenizer]["path"]]
+
+    def report_options(self, build: str) -> list[str]:
+        """``tokenmill report`` arguments: the build's files in other formats and its cache folders."""
+        return [*(part for cache in self.cache_dirs(build) for part in ("--cache", cache)),
+                *(part for path in self.built_files(build)[2:] for part in ("--file", path))]
+
+    def blend_inputs(self, blend: str) -> list[str]:
+        """The Megatron ``.bin/.idx`` and the sidecar of every dataset of a blend."""
+        return [path for build in self.blends[blend]
+                for path in (f"{megatron_prefix(build)}.bin", f"{megatron_prefix(build)}.idx",
+                             f"{packed_path(build)}.meta.json")]
+
+    def built_files(self, build: str) -> list[str]:
+        """A build's files in its formats: the ``.pbin`` and sidecar (the others are made from its tokens),
+        Megatron's ``.bin/.idx``, datatrove's ``.ds``, ``.ds.index`` and ``.ds.metadata``."""
+        files = [packed_path(build), f"{packed_path(build)}.meta.json"]
+        if "megatron" in self.formats(build):
+            files += [f"{megatron_prefix(build)}.bin", f"{megatron_prefix(build)}.idx"]
+        if "datatrove" in self.formats(build):
+            files += [f"{datatrove_name(build)}{suffix}" for suffix in (".ds", ".ds.index", ".ds.metadata")]
+        return files
+
+    def cache_dirs(self, name: str) -> list[str]:
+        """The cache folders of a build (or of :func:`blend_cache_name`), one per sequence length and seed;
+        none for a build without the ``megatron`` format."""
+        if name in self.builds and "megatron" not in self.formats(name):
+            return []
+        return [cache_dir(name, seq_length, seed)
+                for seq_length in self.sampling["seq_lengths"] for seed in self.sampling["seeds"]]
+
+    def hashed_prefix(self, build: str) -> str:
+        """A build's Megatron prefix as the training job spells it (hashed into the cache names)."""
+        return megatron_prefix(build, self.sampling["megatron_path_prefix"])
+
+    def sampling_options(self, build: str) -> list[str]:
+        """Split, sample counts, extra token and tokenizer identity for a build's caches."""
+        sampling = self.sampling
+        options = ["--split", sampling["split"]]
+        if sampling["epochs"] is not None or not sampling.get("num_samples"):
+            options += ["--epochs", str(sampling["epochs"] or 1)]
+        else:
+            counts = sampling["num_samples"]
+            options += ["--num-samples", str(counts.get("train", 0))]
+            options += [f"--{split}-samples={counts[split]}" for split in ("valid", "test") if split in counts]
+        if not sampling["add_extra_token"]:
+            options.append("--no-extra-token")
+        tokenizer = self.config["tokenizers"][self.builds[build].tokenizer]
+        if tokenizer["megatron_identifiers"] is not None:  # the expert's override: hashed as given
+            return options + ["--tokenizer-identifiers", json.dumps(tokenizer["megatron_identifiers"])]
+        job = tokenizer["megatron"]  # the training job's flags and Megatron version(s): names it computes
+        type_flags = job_flags_of(tokenizer)
+        if job.get("args"):
+            options += ["--megatron-tokenizer-args", job["args"]]
+        elif type_flags:
+            options += ["--megatron-tokenizer-args", shlex.join(type_flags)]
+        else:
+            options += ["--vocab-size-from", f"{packed_path(build)}.meta.json"]
+        return options + ["--megatron-version", ",".join(job["version"])]
+
+    def sample_index_options(self, build: str) -> list[str]:
+        return ["--job-data-path", self.hashed_prefix(build), *self.sampling_options(build)]
+
+    def blend_options(self, blend: str) -> list[str]:
+        """``tokenmill blend`` arguments: weighted prefixes, hashed paths, sampling and tokenizer options."""
+        weights = self.blends[blend]
+        arguments = [part for build, weight in weights.items() for part in (str(weight), megatron_prefix(build))]
+        first = next(iter(weights))
+        return arguments + self.sampling_options(first) + [
+            "--job-data-paths", *(self.hashed_prefix(build) for build in weights)]
+
+    def verify_files(self, build: str) -> list[str]:
+        """Every file ``rule verify`` checks for a build: built files and the inputs they come from."""
+        inputs = self.build_inputs(build)
+        return [*self.built_files(build), *(file.path for file in inputs),
+                *(raw_index_path(file.stem) for file in inputs if file.stem in self.indexed),
+                *self.cache_dirs(build)]
+
+    def verify_options(self, build: str) -> list[str]:
+        """``tokenmill verify`` arguments: the raw index with its JSONL, the ``.pbin`` with the inputs it
+        must cover, the Megatron prefix, the datatrove ``.ds`` and the caches, as the build's formats have them."""
+        formats = self.formats(build)
+        checked = [packed_path(build), *([megatron_prefix(build)] if "megatron" in formats else []),
+                   *([f"{datatrove_name(build)}.ds"] if "datatrove" in formats else []), *self.cache_dirs(build)]
+        arguments = ["--made-from", packed_path(build)] if {"megatron", "datatrove"} & set(formats) else []
+        indexed = self.indexed_input(build)
+        if indexed is not None:
+            arguments += ["--jsonl", indexed.path]
+            checked.insert(0, raw_index_path(indexed.stem))
+        paths = [file.path for file in self.build_inputs(build)]
+        # One shell command holds at most 128 KiB: past that verify checks the sidecar's sources among
+        # themselves only (each file covered once, whole), not against the config's list.
+        if sum(len(path) + 3 for path in paths) < _MAX_LISTED_INPUT_CHARS:
+            arguments += ["--inputs", *paths]
+        return arguments + ["--", *checked]
+
+    def sft_identity(self, name: str) -> str:
+        """Size and modification time of an SFT dataset's inputs and tokenizer (see :meth:`unit_identity`)."""
+        return "; ".join(_identity(path) for path in self.sft_inputs(name))
+
+    def sft_config(self, name: str) -> str:
+        """The resolved config that ``tokenmill sft -`` reads: this entry and its tokenizer (as JSON)."""
+        entry = self.config["sft"][name]
+        tokenizer = entry["tokenizer"]
+        return json.dumps({"sft": {name: entry}, "tokenizers": {tokenizer: self.config["tokenizers"][tokenizer]}},
+                          sort_keys=True)
+
+    def all_targets(self) -> list[str]:
+        """Every final file of the configured matrix: raw indexes, packed files and their sidecars,
+        Megatron and datatrove files (as each dataset's ``formats`` ask), caches, blends, SFT pairs,
+        verify stamps and report pages. Snakemake checks for a missing output only among the files a
+        target asks for (a deleted sidecar beside an intact ``.pbin`` would otherwise stay deleted), so
+        each is named here."""
+        targets = [raw_index_path(stem) for stem in self.files if stem in self.indexed]
+        for build in self.builds:
+            targets += [*self.built_files(build), *self.cache_dirs(build), verified_stamp(build), report_page(build)]
+            if self.config["keep_parts"] and len(self.builds[build].units) > 1:  # kept, so rebuilt when deleted
+                megatron = "megatron" in self.formats(build)
+                targets += [path for unit in self.builds[build].units
+                            for path in (part_pbin_path(unit), f"{part_pbin_path(unit)}.meta.json",
+                                         *([f"{part_megatron_prefix(unit)}.bin", f"{part_megatron_prefix(unit)}.idx"]
+                                           if megatron else []))]
+        for blend in self.blends:
+            name = blend_cache_name(blend)
+            targets += self.cache_dirs(name) + [verified_blend_stamp(blend)]
+            targets += [report_page(name, seq_length, seed)
+                        for seq_length in self.sampling["seq_lengths"] for seed in self.sampling["seeds"]]
+        for name in self.config["sft"]:
+            targets += [*sft_files(name), verified_sft_stamp(name)]
+        return targets

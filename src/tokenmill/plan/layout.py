@@ -1,0 +1,140 @@
+"""The layout of the workflow's tree: every output's path, relative to the working directory, and the
+way back from a path to its build (:func:`build_of`). The rules and the plan spell no path of their own.
+
+Cost: string formatting; :func:`build_of` a few ``stat`` calls.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+__all__ = ["raw_index_path", "packed_path", "PARTS_FOLDER", "part_pbin_path", "part_megatron_prefix",
+           "megatron_prefix", "datatrove_name", "blend_cache_name", "cache_dir", "brace_ranges", "build_of",
+           "verified_stamp", "verified_blend_stamp", "verified_sft_stamp", "sft_files", "report_page"]
+
+# ---- The layout: where each output lives (relative to the workflow's working directory) ----------
+
+
+def raw_index_path(stem: str) -> str:
+    """The raw line index of an input file."""
+    return f"data/index/{stem}.idx"
+
+
+def packed_path(build_or_unit: str) -> str:
+    """The ``.pbin`` of a build or of one of its units (its sidecar is this path + ``.meta.json``)."""
+    return f"data/packed/{build_or_unit}.pbin"
+
+
+# A merged build's units (its files' and shards' packs) live apart from the final files, so that
+# data/packed/ and data/megatron/ hold one file per build: a glob there never trains on a build twice.
+PARTS_FOLDER = "data/parts/"
+
+
+def part_pbin_path(unit: str) -> str:
+    """The ``.pbin`` of a unit of a merged build (its sidecar is this path + ``.meta.json``)."""
+    return f"{PARTS_FOLDER}{unit}.pbin"
+
+
+def part_megatron_prefix(unit: str) -> str:
+    """The Megatron prefix of a unit of a merged build."""
+    return f"{PARTS_FOLDER}{unit}_text_document"
+
+
+def megatron_prefix(build: str, folder: str = "data/megatron/") -> str:
+    """The Megatron prefix (``--data-path`` value) of a build, as ``preprocess_data.py`` names it;
+    ``folder`` is how the training job spells the folder (``sampling.megatron_path_prefix``)."""
+    return f"{folder}{build}_text_document"
+
+
+def datatrove_name(build: str) -> str:
+    """A build's datatrove ``NAME`` (``NAME.ds``, ``.ds.index``, ``.ds.metadata``), in a folder of its
+    own: ``DatatroveFolderDataset`` and nanotron's Nanoset read every ``.ds`` below a folder."""
+    return f"data/datatrove/{build}/{build}"
+
+
+def blend_cache_name(blend: str) -> str:
+    """The name under ``data/cache/`` and ``data/report/`` of a blend's caches."""
+    return f"blend_{blend}"
+
+
+def cache_dir(name: str, seq_length: int, seed: int) -> str:
+    """The index cache folder of a build (or of :func:`blend_cache_name`) for one length and seed."""
+    return f"data/cache/{name}/seq{seq_length}_seed{seed}"
+
+
+def brace_ranges(names: list[str] | tuple[str, ...], folder: str, suffix: str) -> str:
+    """Files of numbered names for a shell command as bash brace ranges, in order
+    (``data/packed/web.part{0..1999}.pbin``): thousands of paths spelled out would pass the 128 KiB
+    that one argument (``bash -c``) may hold. Names of builds and units hold only letters, digits and
+    ``._-``, so they need no quoting."""
+    runs = []  # [prefix, first number, last number]
+    for name in names:
+        prefix, number = re.fullmatch(r"(.*?)([0-9]*)", name).groups()
+        if number and runs and runs[-1][0] == prefix and runs[-1][2] == int(number) - 1:
+            runs[-1][2] += 1
+        else:
+            runs.append([prefix, int(number) if number else None, int(number) if number else None])
+    return " ".join(f"{folder}{prefix}{'' if first is None else first}{suffix}" if first == last
+                    else f"{folder}{prefix}{{{first}..{last}}}{suffix}" for prefix, first, last in runs)
+
+
+def _layout_root(path: str | os.PathLike, build: str, layout_path: str) -> Path | None:
+    """The workflow folder in which ``layout_path`` (this layout's path of ``build``) is ``path``, or None."""
+    path = Path(os.path.normpath(path))
+    parts = Path(layout_path).parts
+    if path.parts[-len(parts):] != parts:
+        return None
+    return Path(*path.parts[:-len(parts)]) if len(path.parts) > len(parts) else Path(".")
+
+
+def build_of(path: str | os.PathLike) -> tuple[Path, str] | None:
+    """``(workflow folder, build)`` of a file of this layout, read backwards from its path: a build's
+    ``.pbin`` (:func:`packed_path`), Megatron prefix (:func:`megatron_prefix`, ``.bin``/``.idx``
+    included) or cache folder (:func:`cache_dir`); None for a path of another layout. For the verbs
+    given one file (``inspect``) to find the build's other files."""
+    path = Path(path)
+    name = path.name
+    candidates = []
+    if name.endswith(".pbin"):
+        candidates.append((name[:-len(".pbin")], packed_path))
+    for suffix in ("", ".bin", ".idx"):
+        if name.endswith(f"_text_document{suffix}"):
+            build = name[:len(name) - len(suffix) - len("_text_document")]
+            candidates.append((build, lambda build, suffix=suffix: megatron_prefix(build) + suffix))
+    match = re.fullmatch(r"seq([0-9]+)_seed([0-9]+)", name)
+    if match:
+        candidates.append((path.parent.name, lambda build: cache_dir(build, int(match[1]), int(match[2]))))
+    for build, layout in candidates:
+        root = _layout_root(path, build, layout(build))
+        if root is not None:
+            return root, build
+    return None
+
+
+def verified_stamp(build: str) -> str:
+    """The stamp that ``rule verify`` writes once every file of a build checks out."""
+    return f"data/verified/{build}.ok"
+
+
+def report_page(name: str, seq_length: int | None = None, seed: int | None = None) -> str:
+    """A build's report page, or a blend's per cache folder."""
+    if seq_length is None:
+        return f"data/report/{name}.html"
+    return f"data/report/{name}/seq{seq_length}_seed{seed}.html"
+
+
+def verified_blend_stamp(blend: str) -> str:
+    """The stamp that ``rule verify_blend`` writes once a blend's caches check out."""
+    return f"data/verified/blend/{blend}.ok"
+
+
+def sft_files(name: str) -> list[str]:
+    """An SFT dataset's tokens, loss mask and sidecar."""
+    return [f"data/sft/{name}.pbin", f"data/sft/{name}.loss_mask.pbin", f"data/sft/{name}.pbin.meta.json"]
+
+
+def verified_sft_stamp(name: str) -> str:
+    """The stamp that ``rule verify_sft`` writes once an SFT pair checks out."""
+    return f"data/verified/sft/{name}.ok"
