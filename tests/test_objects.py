@@ -152,6 +152,15 @@ def test_verify_finds_an_object_replaced_under_the_same_key(s3, tmp_path, capsys
     assert tokenmill("pack", url, *PACK, "-o", tmp_path / "a.pbin", "--on-bad-line", "skip", capsys=capsys)[0] == 0
     code, said = tokenmill("verify", tmp_path / "a.pbin", capsys=capsys)
     assert code == 0, said
+    # the same bytes uploaded in parts: another ETag, the same sha256, no change
+    upload = s3.create_multipart_upload(Bucket=s3.bucket, Key="raw/mixed.jsonl")
+    part = s3.upload_part(Bucket=s3.bucket, Key="raw/mixed.jsonl", UploadId=upload["UploadId"], PartNumber=1,
+                          Body=MIXED_JSONL.read_bytes())
+    s3.complete_multipart_upload(Bucket=s3.bucket, Key="raw/mixed.jsonl", UploadId=upload["UploadId"],
+                                 MultipartUpload={"Parts": [{"ETag": part["ETag"], "PartNumber": 1}]})
+    assert objects.object_identity(url).etag != read_sidecar(tmp_path / "a.pbin")["sources"][0]["object"]["etag"]
+    code, said = tokenmill("verify", tmp_path / "a.pbin", capsys=capsys)
+    assert code == 0, said
     s3.put_object(Bucket=s3.bucket, Key="raw/mixed.jsonl", Body=MIXED_JSONL.read_bytes() + b'{"text": "one more"}\n')
     code, said = tokenmill("verify", tmp_path / "a.pbin", capsys=capsys)
     assert code == 1 and f"source {url} has changed since it was packed (ETag" in said
@@ -178,11 +187,16 @@ def test_missing_objects_empty_globs_bad_urls_and_a_silent_endpoint_are_one_line
         (("s3://no-such-bucket-here/x/*.jsonl",), "tokenmill: error: s3://no-such-bucket-here/x/*.jsonl: "
                                                   "no such bucket"),
         (("s3://bucket-only",), "tokenmill: error: s3://bucket-only: not an object URL; give s3://BUCKET/KEY"),
+        (("s3://no-such-bucket-here/a.jsonl",), "tokenmill: error: s3://no-such-bucket-here/a.jsonl: no such bucket"),
     ]
     for inputs, expected in cases:
         code, said = tokenmill("pack", *inputs, *PACK, "-o", tmp_path / "x.pbin", capsys=capsys)
         assert (code, said.strip().splitlines()[-1]) == (1, expected)
     assert list(tmp_path.iterdir()) == []
+    code, said = tokenmill("pack", "s3://Bad_Bucket!/x.jsonl", *PACK, "-o", tmp_path / "x.pbin", capsys=capsys)
+    assert code == 1 and said.startswith("tokenmill: error: s3://Bad_Bucket!/x.jsonl: ParamValidationError while "
+                                         "reading its metadata: Parameter validation failed: Invalid bucket name")
+    assert said.count("\n") == 1
 
     _use(monkeypatch, f"http://127.0.0.1:{_free_port()}")  # nothing listens there
     started = time.monotonic()

@@ -21,7 +21,7 @@ sidecar of tokenmill ever holds a credential: errors name the URL and the endpoi
   :class:`ObjectFile` is a seekable view by ranged ``GET``s, for Parquet footers and row groups.
 * **Failures.** Each is one :class:`~tokenmill.errors.TokenmillError` line naming the URL: no such
   object or bucket, no permission, no credentials, an endpoint that does not answer (botocore's
-  standard retries, :data:`ATTEMPTS` attempts with 5 s to connect and 60 s per read), a truncated
+  standard retries, :data:`ATTEMPTS` attempts in all, with 5 s to connect and 20 s per read), a truncated
   object, or one that changed during the read.
 
 Cost: a ``HEAD`` per input, a ``LIST`` page per 1,000 keys of a glob's prefix, and the object's bytes
@@ -46,6 +46,9 @@ __all__ = ["SCHEMES", "ATTEMPTS", "is_url", "split_url", "ObjectIdentity", "obje
 SCHEMES = ("s3://",)
 ATTEMPTS = 3
 _READ_BYTES = 8 << 20  # bytes per read of a stream: what a caller's read(n) asks for at most at once
+# A store that accepts the connection but sends nothing for this long is not answering: ATTEMPTS tries then
+# take a minute, not the four of botocore's defaults.
+_CONNECT_SECONDS, _READ_SECONDS = 5, 20
 _WILDCARDS = re.compile(r"[*?\[]")
 
 
@@ -75,8 +78,8 @@ def _client():
     except ImportError:
         raise TokenmillError("reading s3:// inputs needs boto3: pip install 'tokenmill[s3]'") from None
     session = boto3.session.Session()
-    config = Config(retries={"max_attempts": ATTEMPTS, "mode": "standard"}, connect_timeout=5, read_timeout=60,
-                    user_agent_extra="tokenmill")
+    config = Config(retries={"total_max_attempts": ATTEMPTS, "mode": "standard"}, connect_timeout=_CONNECT_SECONDS,
+                    read_timeout=_READ_SECONDS, user_agent_extra="tokenmill")
     # A store other than AWS often has no region of its own; botocore then needs one to sign with.
     return session.client("s3", region_name=session.region_name or "us-east-1", config=config)
 
@@ -114,7 +117,7 @@ def _failure(url: str, exc: Exception, doing: str) -> TokenmillError:
                         exceptions.ReadTimeoutError, exceptions.ConnectionClosedError)):
         return TokenmillError(f"{url}: the endpoint {_endpoint_host()} does not answer ({ATTEMPTS} attempts) "
                               f"while {doing}")
-    return TokenmillError(f"{url}: {type(exc).__name__} while {doing}: {exc}")
+    return TokenmillError(f"{url}: {type(exc).__name__} while {doing}: {' '.join(str(exc).split())}")
 
 
 def _boto_errors() -> tuple[type[Exception], ...]:
@@ -154,7 +157,10 @@ def object_identity(url: str) -> ObjectIdentity:
     try:
         head = _client().head_object(Bucket=bucket, Key=key)
     except _boto_errors() as exc:
-        raise _failure(url, exc, "reading its metadata") from None
+        failure = _failure(url, exc, "reading its metadata")
+        if str(failure).endswith(": no such object"):  # a HEAD's 404 has no body to say which is missing
+            failure = _missing_bucket(url, bucket) or failure
+        raise failure from None
     version = head.get("VersionId")
     return ObjectIdentity(url, int(head["ContentLength"]), head["ETag"], None if version in (None, "null") else version)
 
@@ -181,6 +187,17 @@ def pinned_identity(url: str) -> ObjectIdentity:
         TokenmillError: as :func:`object_identity`.
     """
     return _pinned.get(url) or pin(url)
+
+
+def _missing_bucket(url: str, bucket: str) -> TokenmillError | None:
+    """"No such bucket" where the bucket itself is missing (asked after a 404, so a message can say which)."""
+    try:
+        _client().head_bucket(Bucket=bucket)
+    except _boto_errors() as exc:
+        status = getattr(exc, "response", {}).get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if status == 404:
+            return TokenmillError(f"{url}: no such bucket")
+    return None
 
 
 def _key_pattern(pattern: str) -> re.Pattern:

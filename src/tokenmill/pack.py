@@ -628,7 +628,7 @@ def _object_source(url: str, identity: ObjectIdentity, compression: str | None, 
     """The sidecar entry of a JSONL object, read as one stream (:func:`tokenmill.jsonl.stream_line_batches`),
     or of its byte range, whose lines its raw ``index`` locates (one ranged ``GET`` of their span); the
     sha256 and line count come as it is read."""
-    source = {"path": url, "compression": compression}
+    source = {"path": url, **({"compression": compression} if compression else {})}
     if byte_range is not None:
         lines = read_index(index)
         if len(lines) and int(lines[-1, 0] + lines[-1, 1]) > identity.size:
@@ -684,7 +684,7 @@ def _compressed_tasks(source: dict, engine: str, settings: PackSettings, sizes: 
     if source.get("format") == "parquet":  # rows as JSON lines; the entry is complete already
         batches = row_line_batches(source, settings.text, settings.batch_bytes, settings.max_line_bytes, count)
     else:
-        batches = stream_line_batches(source["path"], source["compression"], settings.batch_bytes,
+        batches = stream_line_batches(source["path"], source.get("compression"), settings.batch_bytes,
                                       settings.max_line_bytes, archive, on_read=count,
                                       byte_span=source.get("byte_range"), first_line=source.get("first_line", 1))
     for first_line, batch_lines, block in batches:
@@ -694,7 +694,7 @@ def _compressed_tasks(source: dict, engine: str, settings: PackSettings, sizes: 
         yield source["path"], first_line, batch_lines, engine, block
     if archive and is_url(source["path"]):  # a whole object or a span of it, as stored
         source.update(bytes=pinned_identity(source["path"]).size, sha256=archive["sha256"], lines=lines)
-        if source["compression"]:
+        if source.get("compression"):
             source["decompressed_bytes"] = archive["decompressed_bytes"]
     elif archive:
         source.update(bytes=archive["bytes"], sha256=archive["sha256"],

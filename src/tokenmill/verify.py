@@ -53,7 +53,7 @@ from tokenmill.datatrove import (DatatroveFile, datatrove_documents, datatrove_p
                                  packed_post_processor_ids, token_size_for)
 from tokenmill.errors import TokenmillError
 from tokenmill.jsonl import iter_lines, source_sha256
-from tokenmill.objects import is_url, object_identity
+from tokenmill.objects import is_url, pin
 from tokenmill.mmidx import MMapIndexedDataset, is_megatron_index, optimal_dtype, prefix_of
 from tokenmill.pbin import (PbinFile, file_identity_problem, range_indices, read_sidecar, resolve_sidecar_paths,
                             resolved_against, sidecar_path)
@@ -333,14 +333,18 @@ def _object_problems(path: Path, source: dict) -> list[str]:
     (another ETag or version, or size) is a stale input, like a local file whose sha256 differs."""
     recorded = source["object"]
     try:
-        now = object_identity(source["path"])
+        now = pin(source["path"])  # the version read below, should its bytes be hashed
     except TokenmillError as exc:
         return [f"{path}: source {exc}"]
-    if (now.etag, now.size) != (recorded.get("etag"), recorded.get("size")) or \
-            (recorded.get("version_id") and now.version_id != recorded["version_id"]):
-        return [f"{path}: source {source['path']} has changed since it was packed (ETag {recorded.get('etag')} → "
-                f"{now.etag}, {recorded.get('size')} → {now.size} bytes)"]
-    return []
+    if (now.etag, now.size) == (recorded.get("etag"), recorded.get("size")) and \
+            (not recorded.get("version_id") or now.version_id == recorded["version_id"]):
+        return []
+    # Another ETag for the same size may be the same bytes uploaded another way (in parts, or not): the
+    # sha256 of what was packed decides, at the cost of reading them again.
+    if now.size == recorded.get("size") and "sha256" in source and source_sha256(source) == source["sha256"]:
+        return []
+    return [f"{path}: source {source['path']} has changed since it was packed (ETag {recorded.get('etag')} → "
+            f"{now.etag}, {recorded.get('size')} → {now.size} bytes)"]
 
 
 def _eod_in_text_problems(path: Path, ranges: list, pbin: PbinFile, eod_id: int) -> list[str]:
