@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from tokenmill.mmidx import merge_megatron, pbin_to_megatron
-from tokenmill.pbin import PbinWriter, merge_pbin, write_sidecar
+from tokenmill.pbin import PbinWriter, merge_pbin
+from tokenmill.sidecar import write_sidecar
 
 
 def synthetic_pbin(path: Path, num_tokens: int, rng: np.random.Generator, vocab_size: int = 50257) -> None:

@@ -65,7 +65,8 @@ from tokenmill.inspect import describe, show_document
 from tokenmill.mmidx import MMapIndexedDataset, MMapIndexedDatasetBuilder, optimal_dtype
 from tokenmill.pack import PackSettings
 from tokenmill.pack import pack as pack_files
-from tokenmill.pbin import PbinFile, PbinWriter, range_indices, read_sidecar
+from tokenmill.pbin import PbinFile, PbinWriter, read_sidecar
+from tokenmill.sidecar import range_indices
 from tokenmill.tokenizer import load_tokenizer
 from tokenmill.verify import verify, verify_made_from
 

@@ -17,6 +17,7 @@ from conftest import DATA, DEMO_JSONL, GPT2, GPT2_EOD, MIXED_JSONL, TEKKEN, run_
 from tokenmill.pack import EngineMismatch, PackSettings, pack
 from tokenmill.errors import TokenmillError
 from tokenmill.pbin import PbinFile, PbinWriter, read_sidecar
+
 from tokenmill.engine import Encoder, FastEngineUnavailable
 from tokenmill.proof import (DEFAULT_CHECK_FRACTION, EXCERPT_CHARACTERS, LONG_WINDOW_CHARACTERS, ProofSampler,
                              detection_statement, input_key, ordinal_draws)

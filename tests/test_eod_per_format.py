@@ -24,6 +24,7 @@ from tokenmill.datatrove import DatatroveFile, pbin_to_datatrove
 from tokenmill.mmidx import MMapIndexedDataset, pbin_to_megatron
 from tokenmill.pack import PackSettings, pack
 from tokenmill.pbin import PbinFile, read_sidecar
+
 from tokenmill.verify import verify, verify_made_from
 
 TEXTS = [b'{"text": "hello<|endoftext|>"}', b'{"text": "world"}', b'{"text": "<|endoftext|>"}']

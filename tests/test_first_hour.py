@@ -15,7 +15,8 @@ import pytest
 
 from conftest import GPT2, GPT2_EOD, MIXED_JSONL, REPO, run_tokenmill, tool_env
 from tokenmill import FORMAT_VERSIONS
-from tokenmill.pbin import read_sidecar, sidecar_path
+from tokenmill.pbin import read_sidecar
+from tokenmill.sidecar import sidecar_path
 from tokenmill.sample_index import build_gpt_cache, null_tokenizer_identifiers
 from tokenmill.verify import verify
 

@@ -8,7 +8,8 @@ import pytest
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, MIXED_JSONL, TEKKEN, run_tokenmill, run_tokenmill_with_file_size_limit
 from tokenmill.errors import TokenmillError
 from tokenmill.mmidx import MMapIndexedDataset, MMapIndexedDatasetBuilder, optimal_dtype, pbin_to_megatron
-from tokenmill.pbin import PbinFile, PbinWriter, write_sidecar
+from tokenmill.pbin import PbinFile, PbinWriter
+from tokenmill.sidecar import write_sidecar
 
 
 def test_three_document_idx_worked_example(tmp_path):

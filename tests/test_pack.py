@@ -11,7 +11,8 @@ from conftest import (DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, MIXED_JSONL, TEKK
                       run_tokenmill_with_file_size_limit, write_jsonl_bytes)
 from tokenmill.errors import TokenmillError
 from tokenmill.pack import PackSettings, pack
-from tokenmill.pbin import PbinFile, read_sidecar, sidecar_path
+from tokenmill.pbin import PbinFile, read_sidecar
+from tokenmill.sidecar import sidecar_path
 
 # sha256 of Modalities 0.5.0 `pack_encoded_data` (jq .text) outputs for the same inputs.
 MODALITIES_PBIN_SHA256 = {

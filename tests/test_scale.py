@@ -21,6 +21,7 @@ from conftest import DEMO_JSONL, GPT2, GPT2_EOD, MIXED_JSONL, TEKKEN, run_snakem
 from tokenmill.jsonl import stream_line_batches
 from tokenmill.pbin import PbinFile, read_sidecar
 
+
 try:
     from compression import zstd
 except ImportError:

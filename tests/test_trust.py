@@ -24,7 +24,8 @@ from tokenmill.datasets import (BlendedNanoset, MemMapDataset, Nanoset, NanosetB
                                 PackedMemMapDatasetBase)
 from tokenmill.errors import TokenmillError
 from tokenmill.mmidx import MMapIndexedDataset
-from tokenmill.pbin import PbinFile, PbinWriter, read_sidecar, sidecar_path
+from tokenmill.pbin import PbinFile, PbinWriter, read_sidecar
+from tokenmill.sidecar import sidecar_path
 from tokenmill.safe_pickle import loads_pairs
 from tokenmill.sample_index import null_tokenizer_identifiers
 

@@ -10,6 +10,7 @@ import yaml
 from conftest import REPO, run_snakemake, run_tokenmill
 from tokenmill.mmidx import MMapIndexedDataset
 from tokenmill.pbin import PbinFile, read_sidecar
+
 from tokenmill.sample_index import load_npy
 
 

@@ -57,7 +57,8 @@ import numpy as np
 from tokenmill.atomic import AtomicWriter, discard, temporary_name
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import refuse_inputs_as_outputs
-from tokenmill.pbin import PbinFile, range_indices, read_sidecar, resolve_sidecar_paths, sidecar_path
+from tokenmill.pbin import PbinFile, read_sidecar
+from tokenmill.sidecar import range_indices, resolve_sidecar_paths, sidecar_path
 from tokenmill.progress import Progress
 
 __all__ = ["DatatroveWriter", "DatatroveFile", "pbin_to_datatrove", "token_size_for", "si_count",

@@ -34,7 +34,8 @@ import numpy as np
 from tokenmill.datatrove import DatatroveFile, is_datatrove
 from tokenmill.errors import TokenmillError
 from tokenmill.mmidx import MMapIndexedDataset, is_megatron_index, prefix_of
-from tokenmill.pbin import PbinFile, read_sidecar, resolve_sidecar_paths, resolved_against
+from tokenmill.pbin import PbinFile, read_sidecar
+from tokenmill.sidecar import resolve_sidecar_paths, resolved_against
 from tokenmill.plan import build_of, cache_dir, megatron_prefix, packed_path
 from tokenmill.raw_index import read_index
 

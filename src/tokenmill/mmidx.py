@@ -34,7 +34,8 @@ import numpy as np
 from tokenmill.atomic import AtomicWriter, discard, temporary_name
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import FileIdentity, refuse_inputs_as_outputs
-from tokenmill.pbin import PbinFile, copy_bytes, range_indices, read_sidecar, sidecar_path
+from tokenmill.pbin import PbinFile, copy_bytes, read_sidecar
+from tokenmill.sidecar import range_indices, sidecar_path
 from tokenmill.progress import Progress
 
 __all__ = ["MMapIndexedDataset", "MMapIndexedDatasetBuilder", "optimal_dtype", "pbin_to_megatron",
@@ -392,7 +393,6 @@ class MMapIndexedDatasetBuilder(AtomicWriter):
         """Close and delete the temporary ``.bin`` (and ``.idx``, if finishing had begun it); never
         raises (closing after a failed flush fails again)."""
         discard(self._bin, self._tmp_bin, self._tmp_idx)
-
 
 
 def pbin_to_megatron(pbin_path: str | os.PathLike, prefix: str | os.PathLike, vocab_size: int | None = None) -> dict:

@@ -60,7 +60,8 @@ from tokenmill.jsonl import input_compression, lines_in_range, stream_line_batch
 from tokenmill.mmidx import MMapIndexedDatasetBuilder, optimal_dtype
 from tokenmill.objects import ObjectIdentity, expand_url, is_url, pin, pinned_identity
 from tokenmill.parquet import parquet_source, row_line_batches
-from tokenmill.pbin import LAYOUT_050, TOKEN_DTYPES, PbinWriter, index_ranges, sidecar_path
+from tokenmill.pbin import LAYOUT_050, TOKEN_DTYPES, PbinWriter
+from tokenmill.sidecar import index_ranges, sidecar_path, skipped_summary
 from tokenmill.progress import Progress
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import TextSelector
@@ -80,7 +81,6 @@ MISMATCH_POLICIES = ("error", "hf")
 # (:func:`_free_big_buffers_at_once`).
 _HF_BIG_BUFFERS_BYTES = 8 << 20
 _COMPRESSION_RATIO = 4  # about what gzip/zstd give on web text: the decompressed size, for the choice above
-_SKIPPED_LINES_KEPT = 20  # line numbers listed per reason in the sidecar
 # Batches parsed ahead of the encoders while fastokens loads: 32 MB of JSONL is
 # about what parsing and proving get through during its longest load (Tekken, 1.1-2.2 s).
 _READ_AHEAD_BYTES = 32 << 20
@@ -813,8 +813,7 @@ def _pack_source(item: _Input, engine: str, job: _BatchTokenizer, writer: _Outpu
             source["checked_documents"] += checked.checked
             item.proof += checked
             progress.update(sizes.popleft(), len(lengths))
-    source["skipped"] = {reason: {"count": len(numbers), "first_lines": numbers[:_SKIPPED_LINES_KEPT]}
-                         for reason, numbers in sorted(skipped_lines.items())}
+    source["skipped"] = skipped_summary(skipped_lines)
 
 
 def _place(source: dict, number: int) -> str:

@@ -26,7 +26,8 @@ import numpy as np
 from tokenmill.atomic import atomic_output
 from tokenmill.errors import TokenmillError
 from tokenmill.handoff import HANDOFF_NAME
-from tokenmill.pbin import PbinFile, read_sidecar, resolve_sidecar_paths
+from tokenmill.pbin import PbinFile, read_sidecar
+from tokenmill.sidecar import resolve_sidecar_paths
 from tokenmill.sample_index import load_npy
 
 __all__ = ["dataset_page", "blend_page", "length_histogram_svg"]

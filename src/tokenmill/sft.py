@@ -56,7 +56,8 @@ from tokenmill.config import default, validate_sections
 from tokenmill.errors import BadLine, TokenmillError
 from tokenmill.engine import Encoder, EncoderPickling, choose_engine
 from tokenmill.identity import file_sha256, refuse_inputs_as_outputs
-from tokenmill.pbin import LAYOUT_050, PbinFile, PbinWriter, file_identity_problem, read_sidecar, sidecar_path
+from tokenmill.pbin import LAYOUT_050, PbinFile, PbinWriter, file_identity_problem, read_sidecar
+from tokenmill.sidecar import sidecar_path, skipped_summary
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import describe_json_error
 from tokenmill.proof import DEFAULT_CHECK_FRACTION, ProofSampler, ProofTally, encode_proven
@@ -66,7 +67,6 @@ from tokenmill.tokenizer import load_tokenizer
 if TYPE_CHECKING:
     import torch
 
-_SKIPPED_LINES_KEPT = 20  # line numbers listed per reason in the sidecar, as pack does
 
 __all__ = ["InstructionDataset", "InstructionCollator", "PackedInstructionDataset", "collate", "write_sft",
            "loss_mask_path", "TRUNCATION_POLICIES", "IGNORE_INDEX", "Piece"]
@@ -460,8 +460,7 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
             "tokens": tokens_out.num_tokens,
             "dropped": collator.stats["dropped"],
             "truncated": collator.stats["truncated"],
-            "skipped": {reason: {"count": len(lines), "first_lines": lines[:_SKIPPED_LINES_KEPT]}
-                        for reason, lines in sorted(skipped.items())},
+            "skipped": skipped_summary(skipped),
             "sources": sources,
         }
     return {**tokens_out.sidecar, "file": tokens_out.identity}

@@ -55,8 +55,8 @@ from tokenmill.errors import TokenmillError
 from tokenmill.jsonl import iter_lines, source_sha256
 from tokenmill.objects import is_url, pin
 from tokenmill.mmidx import MMapIndexedDataset, is_megatron_index, optimal_dtype, prefix_of
-from tokenmill.pbin import (PbinFile, file_identity_problem, range_indices, read_sidecar, resolve_sidecar_paths,
-                            resolved_against, sidecar_path)
+from tokenmill.pbin import PbinFile, file_identity_problem, read_sidecar
+from tokenmill.sidecar import range_indices, resolve_sidecar_paths, resolved_against, sidecar_path
 from tokenmill.raw_index import read_index
 from tokenmill.sample_index import dataset_fingerprint, load_npy, read_fingerprint
 from tokenmill.text import TextSelector
