@@ -189,8 +189,9 @@ def megatron(tmp_path):
 def nanoset_config(prefix, cache, **settings):
     from tokenmill.datasets import NanosetConfig
 
-    return NanosetConfig(str(prefix), str(cache), seq_length=16, seed=1, tokenizer_identifiers=IDENTIFIERS,
-                         split="1,0,0", num_samples={"train": 300}, **settings)
+    settings.setdefault("tokenizer_identifiers", IDENTIFIERS)
+    return NanosetConfig(str(prefix), str(cache), seq_length=16, seed=1, split="1,0,0", num_samples={"train": 300},
+                         **settings)
 
 
 @pytest.mark.parametrize("megatron_built", [False, True])
@@ -224,6 +225,31 @@ def test_a_cache_folder_of_the_jobs_spelling_is_named_when_nanoset_builds_a_seco
     with caplog.at_level(logging.WARNING, logger="tokenmill.nanoset"):
         NanosetBuilder(nanoset_config(megatron, cache, dataset_path=job_path)).build()
     assert not caplog.records and sorted(path.name for path in cache.iterdir()) == before
+
+
+def test_a_second_cache_for_other_tokenizer_identifiers_is_said_and_verify_reports_it(megatron, tmp_path, caplog):
+    """The workflow's caches hash the job's tokenizer flags (its megatron_args.txt); a Nanoset given other
+    identifiers (NullTokenizer's, from the README of old) builds a second set, which is said, never silent."""
+    from tokenmill.datasets import NanosetBuilder
+    from tokenmill.megatron_tokenizer import job_tokenizer_identifiers
+
+    cache = tmp_path / "cache"
+    job_flags = f"--tokenizer-type HuggingFaceTokenizer --tokenizer-model {GPT2.parent}"
+    job_identifiers = job_tokenizer_identifiers("0.19", job_flags)
+    build_gpt_cache(megatron, cache, 16, 1, "1,0,0", {"train": 300}, job_identifiers)
+    with caplog.at_level(logging.WARNING, logger="tokenmill.nanoset"):
+        NanosetBuilder(nanoset_config(megatron, cache)).build()  # NullTokenizer's identifiers
+    warning, = [record.getMessage() for record in caplog.records]
+    assert warning.startswith(f"{cache}: its caches of {megatron} were built for the tokenizer identifiers ")
+    assert f'"tokenizer_path": "{GPT2.parent}"' in warning and '"vocab_size": "50257"' in warning  # both, named
+    assert "pass tokenizer_identifiers=job_tokenizer_identifiers(VERSION, FLAGS)" in warning
+    problem, = verify(cache)
+    assert problem.startswith(f"{cache}: 2 GPTDataset train caches of one dataset (")
+
+    caplog.clear()  # the job's own identifiers: the folder's cache, nothing said
+    with caplog.at_level(logging.WARNING, logger="tokenmill.nanoset"):
+        NanosetBuilder(nanoset_config(megatron, cache, tokenizer_identifiers=job_identifiers)).build()
+    assert not caplog.records
 
 
 def test_a_folder_shared_by_two_datasets_is_no_second_cache(megatron, tmp_path, caplog):

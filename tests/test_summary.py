@@ -65,9 +65,12 @@ def test_a_summary_names_each_builds_counts_and_files_and_the_report_command_of_
                         "tokenmill verify data/packed/a.pbin --against-tokenizer 0.05",
                         f"snakemake -s {REPO / 'Snakefile'} --configfile my.yaml --report report.html"]
     assert lines[10] == "  Megatron-LM: the arguments in data/cache/a/seq128_seed7/megatron_args.txt"
-    assert lines[11].startswith("  PyTorch: NanosetConfig on that folder with "
-                                "dataset_path='/data/megatron/a_text_document' ")  # the job's spelling: no second cache
-    assert len(lines) == 12
+    assert lines[11] == ("  PyTorch: NanosetConfig on that folder with "
+                         "dataset_path='/data/megatron/a_text_document' and")  # the job's spelling: no second cache
+    # and the job's tokenizer identifiers (the workflow's NullTokenizer of GPT-2's 50,257 ids): no second cache
+    assert lines[12] == ("    tokenizer_identifiers=job_tokenizer_identifiers('0.19', '--tokenizer-type NullTokenizer "
+                         "--vocab-size 50257') (README, \"Training with it\")")
+    assert len(lines) == 13
 
     for command in (commands[0], commands[2]):  # they run as printed, from the working directory
         run_tokenmill(*shlex.split(command)[1:], cwd=folder)

@@ -250,11 +250,14 @@ class NanosetBuilder:
 
 
 def _warn_of_another_spelling(config: NanosetConfig, dataset: MMapIndexedDataset, results: dict) -> None:
-    """One warning when caches were just built beside caches of the same dataset under another dataset path:
-    the folder's caches were made for the training job's spelling, which this config did not give."""
+    """One warning when caches were just built beside caches of the same dataset under another dataset path,
+    or under the same path for another tokenizer: the folder's caches were made for the training job's
+    spelling and tokenizer flags, which this config did not give."""
     dataset_path = str(config.prefix) if config.dataset_path is None else config.dataset_path
     built = [split for split, result in results.items() if result["state"] == "built"]
-    others: set[str] = set()
+    other_paths: set[str] = set()
+    other_tokenizers: set[str] = set()
+    asked_tokenizer = json.dumps(config.tokenizer_identifiers)
     for split in built:
         own = results[split]["files"]["description.txt"]
         for description_path in Path(config.cache_dir).glob(f"*-GPTDataset-{split}-description.txt"):
@@ -262,23 +265,33 @@ def _warn_of_another_spelling(config: NanosetConfig, dataset: MMapIndexedDataset
                 continue
             try:
                 text = description_path.read_text(encoding="utf-8")
-                other = json.loads(text).get("dataset_path")
+                described = json.loads(text)
+                other, tokenizer = described.get("dataset_path"), json.dumps(described.get("tokenizer"))
                 fingerprint = cache_fingerprint(config.cache_dir, text, split)
             except (OSError, ValueError, AttributeError, TokenmillError):  # not a cache of ours to judge
                 continue
-            if not isinstance(other, str) or other == dataset_path:
+            if not isinstance(other, str):
                 continue
             same = (fingerprint == dataset_fingerprint(dataset) if fingerprint is not None
                     else Path(other).name == Path(dataset_path).name)  # built by Megatron: no fingerprint
-            if same:
-                others.add(other)
-    if others:
-        found = " and ".join(map(repr, sorted(others)))
+            if same and other != dataset_path:
+                other_paths.add(other)
+            elif same and tokenizer != asked_tokenizer:
+                other_tokenizers.add(tokenizer)
+    if other_paths:
+        found = " and ".join(map(repr, sorted(other_paths)))
         logging.getLogger(__name__).warning(
             "%s: its caches of %s were built for dataset path %s, not %r as given, so a second set was built "
             "beside them (%s); pass dataset_path=%s to NanosetConfig, the path as the training job spells it in "
             "--data-path (Megatron hashes it into the cache names), to use them", config.cache_dir, config.prefix,
-            found, dataset_path, ", ".join(built), repr(sorted(others)[0]))
+            found, dataset_path, ", ".join(built), repr(sorted(other_paths)[0]))
+    if other_tokenizers:
+        logging.getLogger(__name__).warning(
+            "%s: its caches of %s were built for the tokenizer identifiers %s, not %s as given, so a second set "
+            "was built beside them (%s); pass tokenizer_identifiers=job_tokenizer_identifiers(VERSION, FLAGS) "
+            "(tokenmill.megatron_tokenizer) with the tokenizer flags of the folder's megatron_args.txt to use "
+            "them", config.cache_dir, config.prefix, " and ".join(sorted(other_tokenizers)), asked_tokenizer,
+            ", ".join(built))
 
 
 def _nanoset(dataset: MMapIndexedDataset, config: NanosetConfig, description_text: str, split: str) -> Nanoset:

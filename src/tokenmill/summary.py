@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import TextIO
 
 from tokenmill.prune import MOVED_RECORD, STALE_FOLDER
-from tokenmill.plan import Plan, blend_cache_name, datatrove_name, megatron_prefix, packed_path
+from tokenmill.megatron_tokenizer import null_tokenizer_flags
+from tokenmill.plan import Plan, blend_cache_name, datatrove_name, job_flags_of, megatron_prefix, packed_path
 
 __all__ = ["MAX_BUILDS_SHOWN", "summary_lines", "print_summary", "report_command"]
 
@@ -216,11 +217,24 @@ def _next_lines(plan: Plan, build: str | None, report: str) -> list[str]:
         # The caches are named for the job's spelling of the prefix: a Nanoset given only the local
         # prefix would build a second set of caches beside them.
         hashed = plan.hashed_prefix(build)
-        lines.append(f"  PyTorch: NanosetConfig on that folder with dataset_path={hashed!r} "
-                     f"(README, \"Training with it\")")
+        lines.append(f"  PyTorch: NanosetConfig on that folder with dataset_path={hashed!r} and")
+        lines.append(f"    {_identifiers_hint(plan, build)} (README, \"Training with it\")")
     elif build:
         lines.append(f"  PyTorch: tokenmill.datasets.PackedMemMapDatasetContinuous on {packed_path(build)}")
     return lines
+
+
+def _identifiers_hint(plan: Plan, build: str) -> str:
+    """The ``tokenizer_identifiers`` a Nanoset needs to find a build's caches: those of the training job's
+    tokenizer flags, which the caches' names hash (as ``megatron_args.txt`` spells them)."""
+    tokenizer = plan.config["tokenizers"][plan.builds[build].tokenizer]
+    if tokenizer["megatron_identifiers"] is not None:
+        return f"tokenizer_identifiers=<tokenizers.{plan.builds[build].tokenizer}.megatron_identifiers>"
+    flags = tokenizer["megatron"].get("args") or shlex.join(job_flags_of(tokenizer) or [])
+    if not flags:  # the workflow's NullTokenizer of the packed vocabulary
+        meta = _sidecar(packed_path(build)).get("tokenizer", {})
+        flags = shlex.join(null_tokenizer_flags(int(meta.get("vocab_size", 0)), meta.get("eod_id")))
+    return f"tokenizer_identifiers=job_tokenizer_identifiers({tokenizer['megatron']['version'][0]!r}, {flags!r})"
 
 
 def print_summary(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),

@@ -40,6 +40,7 @@ a vectorised look at each document's ends; the rest is O(index size).
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import json
 import os
@@ -677,6 +678,7 @@ def duplicate_caches(folder: str | os.PathLike) -> dict[tuple[str, str], str]:
     """
     folder = Path(folder)
     caches: dict[tuple[str, str], dict[str, tuple[Path, dict]]] = {}  # (class, split) → arrays key → first
+    separate: dict[tuple[str, str], list[Path]] = {}  # (class, split) → names of one key not linked to the first
     for description_path in sorted(folder.glob("*-description.txt")):
         parts = description_path.name[:-len("-description.txt")].split("-")
         if len(parts) != 3:
@@ -686,15 +688,36 @@ def duplicate_caches(folder: str | os.PathLike) -> dict[tuple[str, str], str]:
         except ValueError:
             continue
         if isinstance(identifiers, dict):
-            caches.setdefault((parts[1], parts[2]), {}).setdefault(_arrays_key(identifiers),
-                                                                    (description_path, identifiers))
+            first = caches.setdefault((parts[1], parts[2]), {}).setdefault(_arrays_key(identifiers),
+                                                                            (description_path, identifiers))
+            if first[0] != description_path and not _same_arrays(first[0], description_path):
+                separate.setdefault((parts[1], parts[2]), [first[0]]).append(description_path)
     clashes = {}
     for (class_name, split), found in caches.items():
         groups = [list(found.values())] if class_name != "GPTDataset" else _by_dataset(list(found.values()))
         clash = next((group for group in groups if len(group) > 1), None)
         if clash:
             clashes[(class_name, split)] = _clash_problem(folder, class_name, split, clash)
+        elif (class_name, split) in separate:
+            files = ", ".join(path.name.removesuffix("description.txt") + "*" for path in separate[(class_name, split)])
+            clashes[(class_name, split)] = (
+                f"{folder}: {len(separate[(class_name, split)])} {class_name} {split} caches of one dataset ({files}) "
+                f"built separately for other tokenizer identifiers (names the workflow gives one cache for several "
+                f"Megatron versions share its arrays); a job reads only the one its tokenizer flags hash to "
+                f"(megatron_args.txt): delete the files of the one no job uses")
     return clashes
+
+
+def _same_arrays(one: Path, other: Path) -> bool:
+    """Whether two cache names are links to one set of arrays (:func:`tokenmill.sample_index.link_cache`)."""
+    def first_array(description_path: Path) -> Path:
+        stem = description_path.name.removesuffix("description.txt")
+        return next(iter(sorted(description_path.parent.glob(f"{glob.escape(stem)}*.npy"))), description_path)
+
+    try:
+        return os.path.samefile(first_array(one), first_array(other))
+    except OSError:
+        return True  # a missing array is verify's own problem to name
 
 
 def _by_dataset(caches: list[tuple[Path, dict]]) -> list[list[tuple[Path, dict]]]:
