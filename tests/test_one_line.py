@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -159,6 +160,27 @@ def test_ctrl_c_or_sigterm_prints_one_line_removes_temporaries_and_exits(tmp_pat
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == code and stderr == f"tokenmill: {said}\n"
     assert sorted(path.name for path in tmp_path.iterdir()) == ["big.jsonl"]
+
+
+def test_ctrl_c_while_the_command_is_still_starting_is_one_line(tmp_path):
+    """An interrupt during the imports (numpy, tokenizers: ~0.2 s) or the parse of the arguments, as when
+    Ctrl-C stops a Snakemake run whose job has just started: one line, never the traceback of an import."""
+    command = [str(Path(sys.executable).parent / "tokenmill"), "pack", str(MIXED_JSONL), "--tokenizer", str(GPT2),
+               "--eod", GPT2_EOD, "-o", str(tmp_path / "x.pbin")]
+    said = set()
+    for delay in (0.03, 0.06, 0.1, 0.15, 0.2, 0.3):
+        process = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=tool_env(),
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        time.sleep(delay)
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=60)
+        # Only the interpreter's start and pip's wrapper script (a few ms) come before tokenmill's first line:
+        # an interrupt there is Python's, and its traceback passes through no file of tokenmill's.
+        before_tokenmill = stderr.startswith("Traceback") and f"{os.sep}tokenmill{os.sep}" not in stderr
+        assert before_tokenmill or stderr in ("", "tokenmill: interrupted\n"), (delay, stderr)
+        assert process.returncode in (0, 1, 130, -signal.SIGINT), (delay, process.returncode)
+        said.add(stderr)
+    assert "tokenmill: interrupted\n" in said  # at least one landed while Python ran
 
 
 def test_a_write_error_while_finishing_names_the_output_and_leaves_nothing(tmp_path):

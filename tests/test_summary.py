@@ -143,3 +143,13 @@ def test_the_summary_module_imports_no_snakemake():
     result = subprocess.run([sys.executable, "-c", "import sys, tokenmill.summary; print('snakemake' in sys.modules)"],
                             capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_a_build_packed_without_an_eod_is_warned_about_in_the_summary(folder):
+    run_tokenmill("pack", "raw/a.jsonl", "--tokenizer", "tok/gpt2.json", "--no-eod", "-o", "data/packed/a.pbin",
+                  cwd=folder)
+    config = _config(["a"])
+    config["tokenizers"]["gpt2"]["eod"] = None
+    lines = summary_lines(Plan(validate_config(config, "my.yaml")), [folder / "my.yaml"], REPO / "Snakefile")
+    assert lines[3] == ("    warning: packed without an EOD (tokenizers.gpt2.eod: null): its documents run together "
+                        "in training")

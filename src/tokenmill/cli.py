@@ -558,8 +558,12 @@ def _add_report_verb(verbs) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the ``tokenmill`` console script; returns the exit code."""
-    args = build_parser().parse_args(argv)
+    """Run one verb (see :mod:`tokenmill.__main__`, the console script); returns the exit code."""
+    try:
+        args = build_parser().parse_args(argv)
+    except KeyboardInterrupt:
+        print("tokenmill: interrupted", file=sys.stderr)
+        return 128 + signal.SIGINT
     # SIGTERM (scancel, Snakemake stopping a job) unwinds like Ctrl-C, so writers remove their temporaries
     previous_handler = signal.signal(signal.SIGTERM, _terminate)
     try:

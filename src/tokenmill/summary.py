@@ -117,7 +117,12 @@ def _build_lines(plan: Plan, build: str) -> list[str]:
         files.append(f"Megatron {megatron_prefix(build)} ({_size(megatron_prefix(build) + '.bin')})")
     if "datatrove" in formats:
         files.append(f"datatrove {os.path.dirname(datatrove_name(build))}/")
-    lines = [f"  {build}: {_counts(_sidecar(pbin))}", "    " + "; ".join(files)]
+    meta = _sidecar(pbin)
+    lines = [f"  {build}: {_counts(meta)}", "    " + "; ".join(files)]
+    tokenizer = meta.get("tokenizer")
+    if isinstance(tokenizer, dict) and "eod_id" in tokenizer and tokenizer["eod_id"] is None:
+        lines.append(f"    warning: packed without an EOD (tokenizers.{plan.builds[build].tokenizer}.eod: null): its "
+                     f"documents run together in training")
     caches = [folder for folder in plan.cache_dirs(build) if os.path.isdir(folder)]  # a run for one target has none
     if caches:
         hashed = plan.hashed_prefix(build)
