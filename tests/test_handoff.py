@@ -47,6 +47,12 @@ def test_flags_of_two_versions_and_quoted_values():
     assert "# tokenizer flags of the job (megatron-core 0.19.2 or Megatron-LM main (2026-08))" in text
     # the tokenizer's vocab_size is in its files: the file says what the fast path assumes
     assert "this data is int32: keep it only if vocab_size is above 65536" in text
+    # Megatron loads the folder's tokenizer_config.json for the eos_token: what the folder must hold is said
+    assert ("# HuggingFaceTokenizer: --tokenizer-model must be a folder (or a Hub name) holding tokenizer.json and a "
+            "tokenizer_config.json whose eos_token is the data's end-of-document token (Megatron's eod); a path to a "
+            "bare tokenizer.json fails inside Megatron") in text.splitlines()
+    null = megatron_args("c", ["a"], 8, 1, "1,0,0", {"train": 5}, [job_tokenizer("0.19", null_tokenizer_flags(50257))])
+    assert "HuggingFaceTokenizer" not in null
 
 
 def test_no_sequences_file_where_megatron_would_misread_the_tokens():

@@ -19,7 +19,8 @@ FORMAT_VERSIONS = {
     "mmidx": "megatron-mmidx-v1/3",
     # /2: a fingerprint of the .idx beside each split; /3: names a real job computes (pad_id, flags,
     # versions) and sequences_per_dataset.json
-    "sample_index": "megatron-gpt-cache-0.19/3",
+    # /4: megatron_args.txt says what --tokenizer-model must hold for HuggingFaceTokenizer
+    "sample_index": "megatron-gpt-cache-0.19/4",
     # /2: two caches of one dataset and split in a cache folder are a problem; /3: the .bin and .ds made from
     # a .pbin follow Megatron's dtype and datatrove's document rules
     "verify": "checks/3",

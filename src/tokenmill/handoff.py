@@ -78,6 +78,12 @@ def _tokenizer_lines(tokenizers: list[JobTokenizer]) -> list[str]:
         others = " or ".join(name for version, name in VERSIONS.items() if version != known[0].version)
         lines.append(f"# a {others} job hashes another tokenizer class: name its version when building the cache")
     for tokenizer in known[:1]:
+        flags = list(tokenizer.flags)
+        kind = flags[flags.index("--tokenizer-type") + 1] if "--tokenizer-type" in flags[:-1] else None
+        if kind == "HuggingFaceTokenizer":
+            lines.append("# HuggingFaceTokenizer: --tokenizer-model must be a folder (or a Hub name) holding "
+                         "tokenizer.json and a tokenizer_config.json whose eos_token is the data's end-of-document "
+                         "token (Megatron's eod); a path to a bare tokenizer.json fails inside Megatron")
         if tokenizer.identifiers.get("tokenizer_path") is None:  # NullTokenizer
             eod = tokenizer.identifiers.get("eod_id", int(tokenizer.identifiers["vocab_size"]) - 1)
             lines.append(f"# NullTokenizer: the job's tokenizer.eod is {eod}; with --eod-mask-loss, "
