@@ -53,3 +53,10 @@ onsuccess:
     from tokenmill.summary import print_summary
 
     print_summary(PLAN, workflow.overwrite_configfiles, workflow.main_snakefile)
+
+
+# After a failed run: each failed job's own one-line error and its log, the last thing printed.
+onerror:
+    from tokenmill.summary import print_failures
+
+    print_failures(STARTED)

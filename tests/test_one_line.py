@@ -258,6 +258,21 @@ def test_a_bad_config_stops_snakemake_in_one_line_before_any_job(workflow_dir):
                                      "weights add up to zero")
 
 
+def test_a_failed_job_ends_the_run_with_its_one_line_error_and_its_log(workflow_dir):
+    """Snakemake prints its own traceback of the shell command; the run then ends with what to act on."""
+    demo = workflow_dir / "data/raw/demo.jsonl"
+    lines = demo.read_bytes().count(b"\n")
+    demo.write_bytes(demo.read_bytes() + b"not json\n")
+    result = run_snakemake(workflow_dir, "--profile", "workflow/profiles/default", "data/packed/demo.pbin",
+                           check=False)
+    assert result.returncode == 1
+    tail = result.stderr[result.stderr.rindex("Exiting because a job execution failed"):].splitlines()
+    assert tail[1:3] == [f"tokenmill: error: data/raw/demo.jsonl:{lines + 1}: invalid JSON (invalid literal, "
+                         f"expected 'null' at byte 0) (on_bad_line: error; use skip to leave such lines out)",
+                         "  log: logs/pack/demo.log"]
+    assert "Traceback" not in result.stderr
+
+
 def test_a_reader_that_went_away_ends_the_command_quietly(tmp_path):
     """``tokenmill inspect ... | head``: the pipe's reader is gone before the command writes a line."""
     source = write_jsonl_bytes(tmp_path / "x.jsonl", [b'{"text": "a document"}'] * 3)

@@ -37,7 +37,7 @@ from tokenmill.prune import MOVED_RECORD, STALE_FOLDER
 from tokenmill.megatron_tokenizer import null_tokenizer_flags
 from tokenmill.plan import Plan, blend_cache_name, datatrove_name, job_flags_of, megatron_prefix, packed_path
 
-__all__ = ["MAX_BUILDS_SHOWN", "summary_lines", "print_summary", "report_command"]
+__all__ = ["MAX_BUILDS_SHOWN", "summary_lines", "print_summary", "report_command", "failure_lines", "print_failures"]
 
 #: Builds described one by one (three lines each); the others are summed up in one line.
 MAX_BUILDS_SHOWN = 3
@@ -249,3 +249,38 @@ def print_summary(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
     stream = stream or sys.stdout
     stream.write("\n".join(summary_lines(plan, configfiles, snakefile, os.environ.get("PWD"))) + "\n")
     stream.flush()
+
+
+# The last line a tokenmill job writes when it stops on an error or a signal (tokenmill.cli.main).
+_FAILURE_PREFIXES = ("tokenmill: error:", "tokenmill: interrupted", "tokenmill: terminated")
+
+
+def failure_lines(since: float, logs: str | os.PathLike = "logs") -> list[str]:
+    """Each failed job's own one-line error, then its log, for the jobs whose logs under ``logs`` were
+    written since ``since`` (a run's start, seconds since the epoch) and end in that line; in the order
+    they were written. A failure outside tokenmill (Snakemake's own) has no such log and no line here."""
+    found = []
+    for log in Path(logs).rglob("*.log"):
+        try:
+            if log.stat().st_mtime < since:
+                continue
+            with open(log, "rb") as handle:
+                handle.seek(max(0, log.stat().st_size - 4096))
+                last = next((line for line in reversed(handle.read().decode("utf-8", "replace").splitlines())
+                             if line.strip()), "")
+        except OSError:
+            continue
+        if last.startswith(_FAILURE_PREFIXES):
+            found.append((log.stat().st_mtime, last, str(log)))
+    return [text for _, last, log in sorted(found) for text in (last, f"  log: {log}")]
+
+
+def print_failures(since: float, stream: TextIO | None = None) -> None:
+    """Print :func:`failure_lines` last (the Snakefile's ``onerror``), so that a failed run ends with the
+    error a user acts on rather than Snakemake's traceback of the shell command."""
+    lines = failure_lines(since)
+    if lines:
+        stream = stream or sys.stderr
+        stream.write("\n".join(lines) + "\n")
+        stream.flush()
+

@@ -6,6 +6,7 @@ import json
 import os
 import re
 import sys
+import time
 from shlex import join as shell_join
 
 from tokenmill import FORMAT_VERSIONS
@@ -13,6 +14,8 @@ from tokenmill.config import validate_config
 from tokenmill.errors import TokenmillError
 from tokenmill.pack import useful_workers
 from tokenmill.plan import Plan, blend_cache_name, megatron_prefix
+
+STARTED = time.time()  # the run's start: the logs its failed jobs wrote are newer (onerror)
 
 # A config error is one line naming the file and the key (no schema dump, no traceback frames).
 # The schema is workflow/schemas/config.schema.yaml, a copy of the package's, which tokenmill sft uses too.
