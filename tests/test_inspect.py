@@ -1,6 +1,8 @@
 """`tokenmill inspect`: counts, decoded documents and samples traced back to source file and line."""
 
 import json
+from pathlib import Path
+import shutil
 
 import pytest
 
@@ -57,6 +59,21 @@ def test_document_and_sample_lead_back_to_their_lines(tmp_path, monkeypatch):
     by_pbin = run_tokenmill("inspect", "data/packed/x.pbin", "--sample", "0", "--seq-length", "32", "--seed", "5")
     by_cache = run_tokenmill("inspect", "data/cache/x/seq32_seed5", "--sample", "0")
     assert by_pbin.stdout.splitlines() == by_cache.stdout.splitlines() == sample
+
+    # a cache built for the job's spelling of the path, where a bare copy of the Megatron files lies on this
+    # machine too (no .pbin beside it to give text and source): the workflow's own files are shown
+    job = tmp_path / "job/megatron"
+    job.mkdir(parents=True)
+    for suffix in (".bin", ".idx"):
+        shutil.copy(f"data/megatron/x_text_document{suffix}", job / f"x_text_document{suffix}")
+    run_tokenmill("sample-index", "data/megatron/x_text_document", "-o", "data/cache/x/seq32_seed5", "--seq-length",
+                  "32", "--seed", "5", "--split", "1,0,0", "--epochs", "1", "--vocab-size", "50257",
+                  "--job-data-path", job / "x_text_document")
+    for description in Path("data/cache/x/seq32_seed5").glob("*description.txt"):  # only the job's cache left
+        if str(job) not in description.read_text():
+            for stale in Path("data/cache/x/seq32_seed5").glob(description.name.removesuffix("description.txt") + "*"):
+                stale.unlink()
+    assert run_tokenmill("inspect", "data/cache/x/seq32_seed5", "--sample", "0").stdout.splitlines() == sample
     missing = run_tokenmill("inspect", "data/packed/x.pbin", "--sample", "0", check=False)
     assert missing.returncode == 1 and "--sample needs a cache folder" in missing.stderr
 

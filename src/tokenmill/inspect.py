@@ -295,16 +295,20 @@ def sample_target(path: str | os.PathLike, cache: str | os.PathLike | None = Non
 
 
 def _local_prefix(dataset_path: str, cache: Path) -> Path:
-    """The Megatron dataset a cache description names, here: the path as hashed when it exists, else
-    the same name in the workflow's ``data/megatron/`` (the hashed path is how the training job spells
-    it, e.g. on a cluster file system)."""
+    """The Megatron dataset a cache description names, here: for a cache folder of the workflow's layout,
+    the same name in its own ``data/megatron/`` (whose ``.pbin`` and sidecar give each document's text and
+    source), else the path as hashed (how the training job spells it, e.g. on a cluster file system, where a
+    copy of the files may lie without them)."""
     candidates = [Path(dataset_path)]
-    found = build_of(cache.resolve())
+    found = build_of(cache) or build_of(cache.resolve())  # as given where it shows the layout: paths as spelled
     if found is not None:  # data/cache/<build>/seq<L>_seed<S> → data/megatron/<the hashed path's name>
-        candidates.append(found[0] / Path(megatron_prefix("")).parent / Path(dataset_path).name)
-    for candidate in candidates:
-        if candidate.with_name(candidate.name + ".idx").exists():
-            return candidate
+        candidates.insert(0, found[0] / Path(megatron_prefix("")).parent / Path(dataset_path).name)
+    existing = [candidate for candidate in candidates if candidate.with_name(candidate.name + ".idx").exists()]
+    if existing:
+        spelled = Path(dataset_path).with_name(Path(dataset_path).name + ".idx")
+        if spelled.exists() and os.path.samefile(spelled, existing[0].with_name(existing[0].name + ".idx")):
+            return Path(dataset_path)  # the same files: as the description spells them
+        return existing[0]
     raise TokenmillError(f"{cache}: its dataset {dataset_path} is not here (looked for "
                          f"{' and '.join(f'{candidate}.idx' for candidate in candidates)}); name it: "
                          f"tokenmill inspect PREFIX --sample K --cache {cache}")
