@@ -6,6 +6,7 @@ from __future__ import annotations
 import html
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -97,3 +98,24 @@ def test_sources_and_tokenizer_are_named_as_reached_from_where_the_report_runs(t
     page = (tmp_path / "a.html").read_text()
     assert "<td>raw/a.jsonl</td>" in page and "<td>tok/gpt2.json (vocabulary 50257" in page
     assert "../" not in page
+
+
+def test_a_blend_page_says_how_many_epochs_of_each_dataset_the_blend_takes(tmp_path):
+    from tokenmill.blend import build_blend_cache
+    from tokenmill.mmidx import MMapIndexedDatasetBuilder
+    from tokenmill.report import blend_page
+    from tokenmill.sample_index import null_tokenizer_identifiers
+
+    # a: 1,000 documents of 5 tokens (~1,250 samples of 4 an epoch); b: 100 documents (~125 an epoch)
+    for name, documents in (("a", 1000), ("b", 100)):
+        with MMapIndexedDatasetBuilder(tmp_path / name, np.uint16) as builder:
+            builder.add_document(np.zeros(5 * documents, np.uint16), np.full(documents, 5))
+    build_blend_cache([str(tmp_path / "a"), str(tmp_path / "b")], [0.5, 0.5], tmp_path / "cache", 4, 1, "1,0,0",
+                      {"train": 1000, "valid": 0, "test": 0}, null_tokenizer_identifiers(10))
+    blend_page(tmp_path / "cache", tmp_path / "page.html")
+    page = (tmp_path / "page.html").read_text()
+    rows = re.findall(r"<tr><td>(\S+)</td><td class=n>0.5</td><td class=n>0.5</td><td class=n>500</td>"
+                      r"<td class=n>([0-9.]+)</td></tr>", page)
+    epochs = {Path(path).name: float(value) for path, value in rows}
+    assert set(epochs) == {"a", "b"}
+    assert 0.35 < epochs["a"] < 0.45 and 3.5 < epochs["b"] < 4.5  # 500 of ~1,250 and of ~125 samples an epoch

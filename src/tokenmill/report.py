@@ -28,7 +28,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.handoff import HANDOFF_NAME
 from tokenmill.pbin import PbinFile, read_sidecar
 from tokenmill.sidecar import resolve_sidecar_paths
-from tokenmill.sample_index import load_npy
+from tokenmill.sample_index import cache_file_names, load_npy
 
 __all__ = ["dataset_page", "blend_page", "length_histogram_svg"]
 
@@ -186,6 +186,20 @@ def _split_order(description_path: Path) -> int:
     return ("train", "valid", "test").index(description_path.name.split("-GPTDataset-")[1].split("-")[0])
 
 
+def _epochs_taken(folder: Path, part: dict, count: int) -> float | str:
+    """How many epochs of one blended dataset's split its ``count`` samples are: an epoch's samples from
+    the dataset's own GPTDataset cache in ``folder`` (whole epochs of its split's documents), or "-"."""
+    names = cache_file_names(json.dumps(part, indent=4), part.get("index_split", ""))
+    try:
+        document_index = load_npy(folder / names["document_index.npy"])
+        samples = len(load_npy(folder / names["shuffle_index.npy"]))
+    except (TokenmillError, OSError):
+        return "-"
+    documents = len(np.unique(document_index))  # each of the split's documents, once per epoch
+    epochs = len(document_index) / max(documents, 1)
+    return round(count / max(samples / epochs, 1e-9), 2)
+
+
 def blend_page(cache_dir: str | os.PathLike, out_path: str | os.PathLike) -> None:
     """Write the report page of one blend cache folder: weights asked vs realised shares per split.
 
@@ -204,8 +218,11 @@ def blend_page(cache_dir: str | os.PathLike, out_path: str | os.PathLike) -> Non
         counts = np.bincount(dataset_index, minlength=len(description["datasets"]))
         weights = np.asarray(description["weights"], dtype=np.float64)
         rows = [(part["dataset_path"], round(float(weight / weights.sum()), 4),
-                 round(float(count / max(len(dataset_index), 1)), 4), int(count))
+                 round(float(count / max(len(dataset_index), 1)), 4), int(count), _epochs_taken(folder, part, count))
                 for part, weight, count in zip(description["datasets"], weights, counts)]
         body += (f"<h2>{html.escape(description['split'])}: {len(dataset_index):,} samples</h2>"
-                 + _table(rows, ("dataset", "weight asked", "share realised", "samples")))
+                 + _table(rows, ("dataset", "weight asked", "share realised", "samples", "epochs of it")))
+    body += ("<p class=note>epochs of it: the samples the blend takes from a dataset over the samples of one epoch of "
+             "its split (from the dataset's own cache in this folder): above 1, the blend repeats its "
+             "documents.</p>")
     _write_page(out_path, f"Blend {folder.parent.name.removeprefix('blend_')} ({folder.name})", body)
