@@ -28,7 +28,7 @@ include: "workflow/rules/report.smk"
 include: "workflow/rules/prune.smk"
 
 
-report: "workflow/report/workflow.rst"
+report: REPORT_FRONT_PAGE
 
 
 # `all` only collects targets: on a cluster it runs on the submitting host, not through sbatch.

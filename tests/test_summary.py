@@ -153,3 +153,18 @@ def test_a_build_packed_without_an_eod_is_warned_about_in_the_summary(folder):
     lines = summary_lines(Plan(validate_config(config, "my.yaml")), [folder / "my.yaml"], REPO / "Snakefile")
     assert lines[3] == ("    warning: packed without an EOD (tokenizers.gpt2.eod: null): its documents run together "
                         "in training")
+
+
+def test_the_reports_front_page_gives_the_command_as_the_run_spelled_it(tmp_path, monkeypatch):
+    from tokenmill.summary import report_front_page
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my.yaml").write_text("{}")
+    page = report_front_page(REPO / "workflow/report/workflow.rst", ".snakemake/tokenmill/workflow.rst",
+                             ["my.yaml"], REPO / "Snakefile")
+    assert page == str(tmp_path / ".snakemake/tokenmill/workflow.rst")
+    text = Path(page).read_text()
+    assert f"    snakemake -s {REPO / 'Snakefile'} --configfile my.yaml --report report.html\n" in text
+    assert "REPORT_COMMAND" not in text
+    assert text.replace(f"snakemake -s {REPO / 'Snakefile'} --configfile my.yaml --report report.html",
+                        "REPORT_COMMAND") == (REPO / "workflow/report/workflow.rst").read_text()

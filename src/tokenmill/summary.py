@@ -34,10 +34,12 @@ from pathlib import Path
 from typing import TextIO
 
 from tokenmill.prune import MOVED_RECORD, STALE_FOLDER
+from tokenmill.atomic import atomic_output
 from tokenmill.megatron_tokenizer import null_tokenizer_flags
 from tokenmill.plan import Plan, blend_cache_name, datatrove_name, job_flags_of, megatron_prefix, packed_path
 
-__all__ = ["MAX_BUILDS_SHOWN", "summary_lines", "print_summary", "report_command", "failure_lines", "print_failures"]
+__all__ = ["MAX_BUILDS_SHOWN", "summary_lines", "print_summary", "report_command", "report_front_page", "failure_lines",
+           "print_failures"]
 
 #: Builds described one by one (three lines each); the others are summed up in one line.
 MAX_BUILDS_SHOWN = 3
@@ -106,6 +108,23 @@ def report_command(configfiles: Sequence[str | os.PathLike] = (), snakefile: str
     if configfiles:
         parts += ["--configfile", *(_shown_path(path, workdir) for path in configfiles)]
     return shlex.join([*parts, "--report", "report.html"])
+
+
+def report_front_page(template: str | os.PathLike, out_path: str | os.PathLike,
+                      configfiles: Sequence[str | os.PathLike] = (), snakefile: str | os.PathLike | None = None) -> str:
+    """Write the report's front page (the Snakefile's ``report:``): ``template`` with its ``REPORT_COMMAND``
+    line as this run spells :func:`report_command`; rewritten only when it changes. Returns its absolute path.
+
+    Raises:
+        OSError: the template cannot be read or the page written.
+    """
+    text = Path(template).read_text(encoding="utf-8").replace("REPORT_COMMAND", report_command(configfiles, snakefile))
+    out_path = Path(out_path).absolute()
+    if not out_path.exists() or out_path.read_text(encoding="utf-8") != text:
+        out_path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_output(out_path) as temporary:
+            temporary.write_text(text, encoding="utf-8")
+    return str(out_path)
 
 
 def _build_lines(plan: Plan, build: str) -> list[str]:

@@ -13,6 +13,7 @@ from tokenmill import FORMAT_VERSIONS
 from tokenmill.config import validate_config
 from tokenmill.errors import TokenmillError
 from tokenmill.pack import useful_workers
+from tokenmill.summary import report_front_page
 from tokenmill.plan import Plan, blend_cache_name, megatron_prefix
 
 STARTED = time.time()  # the run's start: the logs its failed jobs wrote are newer (onerror)
@@ -72,6 +73,16 @@ def _shell(method, wildcard):
     wildcards only, so that Snakemake records its value and reruns a job whose options changed."""
     plan_function = _plan(method, wildcard)
     return lambda wildcards: shell_join(plan_function(wildcards))
+
+
+# The report's front page: workflow/report/workflow.rst with the command that makes the report again as this
+# run is spelled (its -s and --configfile), written under .snakemake/.
+REPORT_FRONT_PAGE = report_front_page(
+    os.path.join(workflow.basedir, "workflow/report/workflow.rst"),
+    ".snakemake/tokenmill/workflow.rst",
+    workflow.overwrite_configfiles,
+    workflow.main_snakefile,
+)
 
 
 # ---- Input functions
