@@ -330,12 +330,14 @@ def test_formats_default_to_pbin_and_megatron_and_datatrove_adds_its_folder(tmp_
     assert plan.built_files("lean") == ["data/packed/lean.pbin", "data/packed/lean.pbin.meta.json"]
     assert plan.cache_dirs("lean") == [] and not any("lean" in target and "megatron" in target for target in targets)
     assert plan.verify_options("lean")[-1:] == ["data/packed/lean.pbin"]
-    # pack writes every format of a build of one unit in its one pass, and no other
+    # pack writes the .pbin and Megatron's files in its one pass; datatrove's are converted from the .pbin, so
+    # that adding that format to a built dataset never tokenizes it again
     assert plan.pack_outputs("nano") == ["-o", "data/packed/nano.pbin", "--megatron",
-                                         "data/megatron/nano_text_document", "--datatrove", "data/datatrove/nano/nano",
-                                         "--datatrove-tokenizer-name", str(tmp_path / "gpt2.json")]
+                                         "data/megatron/nano_text_document"]
+    without_datatrove = plan_of(tmp_path, web={}, nano={}, lean={"formats": ["pbin"]})
+    assert plan.pack_outputs("nano") == without_datatrove.pack_outputs("nano")
     assert plan.pack_outputs("lean") == ["-o", "data/packed/lean.pbin"]
-    assert plan.pack_format("nano") == " ".join(FORMAT_VERSIONS[name] for name in ("pbin", "mmidx", "datatrove"))
+    assert plan.pack_format("nano") == " ".join(FORMAT_VERSIONS[name] for name in ("pbin", "mmidx"))
 
 
 def test_a_blend_needs_its_datasets_in_the_megatron_format_and_pbin_is_always_made(tmp_path):
@@ -382,12 +384,11 @@ def test_the_workflow_builds_a_parquet_dataset_in_row_group_shards_into_datatrov
     assert "ok data/datatrove/rows/rows.ds\n" in (workflow_dir / "data/verified/rows.ok").read_text()
     assert not (workflow_dir / "data/cache/rows").exists()
     assert not list((workflow_dir / "data/megatron").glob("rows*"))  # not in its formats: never written
-    # one unit: pack writes the .ds in its one pass, the same bytes
+    # one unit: the .ds converted from its .pbin, the same bytes
     config["datasets"]["rows"]["shard_bytes"] = None
     (workflow_dir / "config/config.yaml").write_text(yaml.safe_dump(config))
     run_snakemake(workflow_dir)
-    assert "data/packed/rows.pbin and data/datatrove/rows/rows: 200 documents" in \
-        (workflow_dir / "logs/pack/rows.log").read_text()
+    assert "data/packed/rows.pbin: 200 documents" in (workflow_dir / "logs/pack/rows.log").read_text()
     assert len(json.loads((workflow_dir / "data/packed/rows.pbin.meta.json").read_text())["sources"]) == 1
     for suffix in (".ds", ".ds.index", ".ds.metadata"):
         assert (workflow_dir / f"data/datatrove/rows/rows{suffix}").read_bytes() == \

@@ -116,6 +116,19 @@ def test_every_config_edit_rebuilds_to_the_bytes_of_a_fresh_build(tmp_path):
         _assert_same_as_fresh(folder, config, tmp_path / f"fresh{step}")
 
 
+def test_a_format_added_to_a_built_dataset_is_derived_from_its_tokens_without_tokenizing_again(tmp_path):
+    folder = _workspace(tmp_path / "w")
+    config = copy.deepcopy(BASE_CONFIG)
+    _build(folder, config)
+    built = {path: path.stat().st_mtime_ns for path in (folder / "data").rglob("*")
+             if path.is_file() and path.parts[len(folder.parts) + 1] in ("packed", "megatron", "cache", "parts")}
+    config["datasets"]["a"]["formats"] = ["pbin", "megatron", "datatrove"]  # a: one unit, packed in one pass
+    result = _build(folder, config)
+    assert "pack " not in result.stderr and "raw line index" not in result.stderr  # no job tokenizes again
+    assert {path: path.stat().st_mtime_ns for path in built} == built  # the .pbin, .bin/.idx and caches untouched
+    _assert_same_as_fresh(folder, config, tmp_path / "fresh")  # and the .ds as a one-config build makes them
+
+
 def test_a_stricter_bad_line_policy_fails_as_a_fresh_build_does(tmp_path):
     folder = _workspace(tmp_path)
     _build(folder, BASE_CONFIG)

@@ -40,17 +40,16 @@ def _alternatives(names):
 _SINGLE_FILE = [name for name, files in PLAN.dataset_files.items() if len(files) == 1]
 _MULTI_FILE = [name for name, files in PLAN.dataset_files.items() if len(files) > 1]
 FILE_STEM = rf"(?:{_alternatives(_SINGLE_FILE)})|(?:{_alternatives(_MULTI_FILE)})\.part[0-9]+"
-# A build of one unit is packed by the rule whose outputs are its formats (every build has a .pbin);
-# a merged build's units and merge, by whether it has the megatron format.
-SINGLE_UNIT = {
-    extra: _alternatives(PLAN.single_unit_builds(megatron="megatron" in extra, datatrove="datatrove" in extra))
-    for extra in ((), ("megatron",), ("datatrove",), ("megatron", "datatrove"))
-}
+# A build of one unit is packed by the rule whose outputs are its formats (every build has a .pbin; Megatron's
+# files come from the same pass); a merged build's units and merge, by whether it has the megatron format.
+# datatrove's files are converted from the .pbin (datatrove.smk): adding that format to a built dataset
+# converts it, it never tokenizes it again.
+SINGLE_UNIT = {megatron: _alternatives(PLAN.single_unit_builds(megatron=megatron)) for megatron in (True, False)}
 MERGED = {megatron: _alternatives(PLAN.merged_builds(megatron=megatron)) for megatron in (True, False)}
 UNIT_OF_MERGED = {
     megatron: rf"(?:{builds})(?:\.part[0-9]+(?:\.shard[0-9]+)?|\.shard[0-9]+)" for megatron, builds in MERGED.items()
 }
-MERGED_DATATROVE = _alternatives(PLAN.merged_builds(datatrove=True))
+DATATROVE = _alternatives(PLAN.builds_with(datatrove=True))
 BUILD = _alternatives(PLAN.builds)
 BLEND = _alternatives(PLAN.blends)
 SFT = _alternatives(config["sft"])

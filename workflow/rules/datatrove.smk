@@ -2,8 +2,8 @@
 
 
 # One folder per build (nanotron's Nanoset takes a folder per dataset and reads every .ds in it): the
-# bytes datatrove's DocumentTokenizer writes for the same documents. A build of one unit gets them
-# from pack's one pass; a merged build's are converted from its merged .pbin here.
+# bytes datatrove's DocumentTokenizer writes for the same documents, converted from the build's .pbin
+# (no second tokenizing: a format added to a built dataset is derived from its tokens).
 rule datatrove:
     input:
         pbin="data/packed/{build}.pbin",
@@ -17,7 +17,7 @@ rule datatrove:
     benchmark:
         "benchmarks/datatrove/{build}.tsv"
     wildcard_constraints:
-        build=MERGED_DATATROVE,
+        build=DATATROVE,
     conda:
         "../envs/tokenmill.yaml"
     threads: 1

@@ -20,7 +20,7 @@ rule pack:
     benchmark:
         "benchmarks/pack/{unit}.tsv"
     wildcard_constraints:
-        unit=SINGLE_UNIT[("megatron",)],
+        unit=SINGLE_UNIT[True],
     conda:
         "../envs/tokenmill.yaml"
     threads: pack_threads
@@ -45,35 +45,9 @@ use rule pack as pack_without_megatron with:
         pbin="data/packed/{unit}.pbin",
         meta="data/packed/{unit}.pbin.meta.json",
     wildcard_constraints:
-        unit=SINGLE_UNIT[()],
+        unit=SINGLE_UNIT[False],
 
 
-use rule pack as pack_with_datatrove with:
-    output:
-        pbin="data/packed/{unit}.pbin",
-        meta="data/packed/{unit}.pbin.meta.json",
-        bin="data/megatron/{unit}_text_document.bin",
-        megatron_idx="data/megatron/{unit}_text_document.idx",
-        ds="data/datatrove/{unit}/{unit}.ds",
-        ds_index="data/datatrove/{unit}/{unit}.ds.index",
-        ds_metadata="data/datatrove/{unit}/{unit}.ds.metadata",
-    wildcard_constraints:
-        unit=SINGLE_UNIT[("megatron", "datatrove")],
-
-
-use rule pack as pack_with_datatrove_without_megatron with:
-    output:
-        pbin="data/packed/{unit}.pbin",
-        meta="data/packed/{unit}.pbin.meta.json",
-        ds="data/datatrove/{unit}/{unit}.ds",
-        ds_index="data/datatrove/{unit}/{unit}.ds.index",
-        ds_metadata="data/datatrove/{unit}/{unit}.ds.metadata",
-    wildcard_constraints:
-        unit=SINGLE_UNIT[("datatrove",)],
-
-
-# The same job for the units of a merged build, whose files live apart in data/parts/ (one file per
-# build where trainers look) and are temporary without keep_parts.
 use rule pack as pack_unit with:
     output:
         pbin=part_file("data/parts/{unit}.pbin"),

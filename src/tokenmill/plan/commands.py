@@ -65,19 +65,15 @@ class Plan(Units):
         return options
 
     def pack_outputs(self, unit_name: str) -> list[str]:
-        """The ``tokenmill pack`` output arguments of a unit: its ``.pbin``, Megatron's files where its
-        build has the ``megatron`` format and, for a build of one unit, datatrove's files where it has
-        ``datatrove``: every format in pack's one pass. (A merged build's ``.ds`` files are converted
-        from its merged ``.pbin``.) The ``.ds.metadata`` names the tokenizer as the config spells it."""
+        """The ``tokenmill pack`` output arguments of a unit: its ``.pbin`` and, where its build has the
+        ``megatron`` format, Megatron's files from the same pass. (datatrove's ``.ds`` files are converted
+        from the build's ``.pbin``, so that adding that format never tokenizes again.)"""
         unit = self.unit(unit_name)
         build = self.builds[unit.build]
         merged = len(build.units) > 1
         outputs = ["-o", part_pbin_path(unit_name) if merged else packed_path(unit_name)]
         if "megatron" in self.formats(build.name):
             outputs += ["--megatron", part_megatron_prefix(unit_name) if merged else megatron_prefix(unit_name)]
-        if "datatrove" in self.formats(build.name) and len(build.units) == 1:
-            outputs += ["--datatrove", datatrove_name(build.name),
-                        "--datatrove-tokenizer-name", self.unit_tokenizer_path(unit_name)]
         return outputs
 
     def pack_format(self, unit_name: str) -> str:

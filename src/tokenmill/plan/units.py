@@ -365,13 +365,14 @@ class Units:
     def single_unit_builds(self, **formats: bool) -> list[str]:
         """The builds packed in one unit; with ``megatron=`` / ``datatrove=``, those that have (True)
         or lack (False) that format (the workflow's rule variants, one per set of outputs)."""
-        return [build for build in self._builds_with(formats) if len(self.builds[build].units) == 1]
+        return [build for build in self.builds_with(**formats) if len(self.builds[build].units) == 1]
 
     def merged_builds(self, **formats: bool) -> list[str]:
         """The builds merged from several units, chosen by format as :meth:`single_unit_builds`."""
-        return [build for build in self._builds_with(formats) if len(self.builds[build].units) > 1]
+        return [build for build in self.builds_with(**formats) if len(self.builds[build].units) > 1]
 
-    def _builds_with(self, formats: dict[str, bool]) -> list[str]:
+    def builds_with(self, **formats: bool) -> list[str]:
+        """The builds that have (True) or lack (False) each named format."""
         return [build for build in self.builds
                 if all((name in self.formats(build)) == wanted for name, wanted in formats.items())]
 
