@@ -100,6 +100,22 @@ def test_sources_and_tokenizer_are_named_as_reached_from_where_the_report_runs(t
     assert "../" not in page
 
 
+def test_the_dataset_page_gives_each_sources_tokens_and_share(tmp_path):
+    lines = DEMO_JSONL.read_bytes().splitlines(keepends=True)
+    (tmp_path / "a.jsonl").write_bytes(b"".join(lines[:30]))
+    (tmp_path / "b.jsonl").write_bytes(b"".join(lines[30:120]))
+    for name in ("a", "b", "both"):
+        inputs = ["a.jsonl", "b.jsonl"] if name == "both" else [f"{name}.jsonl"]
+        run_tokenmill("pack", *inputs, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", f"{name}.pbin", cwd=tmp_path)
+    tokens = {name: json.loads((tmp_path / f"{name}.pbin.meta.json").read_text())["tokens"] for name in ("a", "b")}
+    run_tokenmill("report", "both.pbin", "-o", "both.html", cwd=tmp_path)
+    page = (tmp_path / "both.html").read_text()
+    for name in ("a", "b"):  # each source's tokens in the joint .pbin are those of packing it alone
+        share = f"{tokens[name] / (tokens['a'] + tokens['b']):.1%}"
+        assert re.search(rf"<td>{name}.jsonl</td>.*?<td class=n>{tokens[name]:,}</td><td>{re.escape(share)}</td>",
+                         page), name
+
+
 def test_a_blend_page_says_how_many_epochs_of_each_dataset_the_blend_takes(tmp_path):
     from tokenmill.blend import build_blend_cache
     from tokenmill.mmidx import MMapIndexedDatasetBuilder

@@ -27,7 +27,7 @@ FORMAT_VERSIONS = {
     "sft": "tokenmill-sft-pbin-pair/3",  # /3: relative paths in the sidecar count from its own folder
     # /2: the files of every format, with their sizes; /3: samples asked vs built in whole epochs, histogram
     # labels rotated, megatron_args.txt wrapped; /4: sidecar paths as reached from the working directory
-    # /5: a blend page gives the epochs of each dataset the blend takes
+    # /5: a blend page gives the epochs of each dataset the blend takes, a dataset page each source's tokens
     "report": "tokenmill-report/5",
     # NAME.ds/.ds.index/.ds.metadata(/.ds.loss) as datatrove 0.10.1 writes them; /2: its post-processor rule
     # (the text's ids and one EOS) and its token size from the vocabulary as loaded

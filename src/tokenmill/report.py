@@ -129,18 +129,32 @@ def dataset_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, veri
     body = _table(facts)
     body += "<h2>Skipped lines</h2>" + (_table(skipped, ("reason", "lines")) if skipped else "<p>none</p>")
     body += "<h2>Document lengths</h2>" + length_histogram_svg(pbin.doc_lengths)
+    tokens = _tokens_per_source(meta["sources"], pbin.doc_lengths)
     body += "<h2>Sources</h2>" + _table(
         [(source["path"], source.get("compression", source.get("format", "plain")),
           "{}-{}".format(*source["byte_range"]) if "byte_range" in source
           else "row groups {}-{}".format(*source["row_group_range"]) if "row_group_range" in source else "whole file",
-          source.get("lines", source.get("rows", 0)), source.get("documents", 0),
-          sum(entry["count"] for entry in source.get("skipped", {}).values())) for source in meta["sources"]],
-        ("file", "compression", "bytes", "lines", "documents", "skipped lines"))
+          source.get("lines", source.get("rows", 0)), source.get("documents", 0), count,
+          f"{count / max(int(pbin.doc_lengths.sum()), 1):.1%}",
+          sum(entry["count"] for entry in source.get("skipped", {}).values()))
+         for source, count in zip(meta["sources"], tokens)],
+        ("file", "compression", "bytes", "lines", "documents", "tokens", "share of tokens", "skipped lines"))
     built = [pbin_path, *files]
     body += "<h2>Files</h2>" + _table([(str(path), os.path.getsize(path)) for path in built], ("file", "bytes"))
     for cache in caches:
         body += f"<h2>Index caches: {html.escape(str(cache))}</h2>" + _cache_table(Path(cache), pbin.num_documents)
     _write_page(out_path, f"Dataset {Path(pbin_path).stem}", body)
+
+
+def _tokens_per_source(sources: list[dict], doc_lengths: np.ndarray) -> list[int]:
+    """Each source's tokens in the ``.pbin`` (EODs included): its documents follow the previous sources' in
+    the file, in the sidecar's order, so one vectorised sum per source."""
+    counts = np.array([source.get("documents", 0) for source in sources], dtype=np.int64)
+    if counts.sum() != len(doc_lengths):  # a sidecar that does not describe these documents: no split
+        return [0] * len(sources)
+    ends = np.cumsum(counts)
+    totals = np.concatenate([[0], np.cumsum(doc_lengths, dtype=np.int64)])
+    return (totals[ends] - totals[ends - counts]).tolist()
 
 
 def _cache_table(folder: Path, num_documents: int) -> str:
