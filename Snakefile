@@ -25,6 +25,7 @@ include: "workflow/rules/sample_index.smk"
 include: "workflow/rules/verify.smk"
 include: "workflow/rules/sft.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/handoff.smk"
 include: "workflow/rules/prune.smk"
 
 

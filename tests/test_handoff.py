@@ -79,3 +79,25 @@ def test_sample_index_writes_it_into_the_cache_folder(tmp_path):
                                   "--split 1,0,0", "--seq-length 256", "--seed 3", "--train-samples 100",
                                   "--tokenizer-type NullTokenizer", "--vocab-size 50257",
                                   f"--per-dataset-sequences-path {tmp_path / 'cache' / 'sequences_per_dataset.json'}"]
+
+
+def test_the_tokenizer_folder_megatrons_huggingface_tokenizer_loads(tmp_path):
+    import json
+
+    import pytest
+
+    from tokenmill.errors import TokenmillError
+    from tokenmill.handoff import write_hf_tokenizer_folder
+
+    folder = write_hf_tokenizer_folder(GPT2, GPT2_EOD, tmp_path / "gpt2")
+    assert (folder / "tokenizer.json").read_bytes() == GPT2.read_bytes()
+    assert json.loads((folder / "tokenizer_config.json").read_text()) == {
+        "eos_token": GPT2_EOD, "tokenizer_class": "PreTrainedTokenizerFast"}
+    before = {path.name: path.stat().st_mtime_ns for path in folder.iterdir()}
+    write_hf_tokenizer_folder(GPT2, GPT2_EOD, folder)  # unchanged: not rewritten
+    assert {path.name: path.stat().st_mtime_ns for path in folder.iterdir()} == before
+    with pytest.raises(TokenmillError, match="EOD token '<eos>' is not a single token"):
+        write_hf_tokenizer_folder(GPT2, "<eos>", tmp_path / "bad")
+    assert not (tmp_path / "bad").exists()
+    shown = run_tokenmill("hf-tokenizer-folder", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "cli").stdout
+    assert shown == f"{tmp_path / 'cli'}: tokenizer.json and tokenizer_config.json (eos_token '<|endoftext|>')\n"

@@ -91,7 +91,7 @@ def test_dropping_a_length_and_a_format_moves_their_files_and_a_reshard_leaves_o
     config_path.write_text(yaml.safe_dump(config))
     run_snakemake(workflow_dir)
     assert sorted(path.name for path in (workflow_dir / "data/megatron").iterdir()) == [
-        "demo_text_document.bin", "demo_text_document.idx"]
+        "demo_text_document.bin", "demo_text_document.idx", "tokenizers"]  # gpt2's folder for HuggingFaceTokenizer
     assert not (workflow_dir / "data/datatrove/demo").exists()
     parts = sorted(path.name for path in (workflow_dir / "data/parts").glob("*.pbin"))
     assert parts == ["demo.shard0.pbin", "demo.shard1.pbin"]

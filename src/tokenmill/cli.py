@@ -256,6 +256,13 @@ def _job_tokenizers(args: argparse.Namespace) -> list:
     return [job_tokenizer(version, flags) for version in versions]
 
 
+def _hf_tokenizer_folder(args: argparse.Namespace) -> None:
+    from tokenmill.handoff import write_hf_tokenizer_folder
+
+    print(f"{write_hf_tokenizer_folder(args.tokenizer, args.eod, args.output)}: tokenizer.json and "
+          f"tokenizer_config.json (eos_token {args.eod!r})")
+
+
 def _sample_index(args: argparse.Namespace) -> None:
     from tokenmill.sample_index import alias_gpt_cache, build_gpt_cache, num_samples_for_epochs
 
@@ -350,6 +357,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_sft_verb(verbs)
     _add_inspect_verb(verbs)
     _add_report_verb(verbs)
+    _add_hf_tokenizer_folder_verb(verbs)
     return parser
 
 
@@ -542,6 +550,17 @@ def _add_inspect_verb(verbs) -> None:
     inspect.add_argument("--split", default="train", choices=("train", "valid", "test"))
     inspect.add_argument("--tokenizer", help="tokenizer.json for decoding (default: from the .pbin sidecar)")
     inspect.set_defaults(run=_inspect)
+
+
+def _add_hf_tokenizer_folder_verb(verbs) -> None:
+    """The ``hf-tokenizer-folder`` verb's arguments."""
+    folder = verbs.add_parser("hf-tokenizer-folder",
+                              help="write the folder Megatron's HuggingFaceTokenizer loads (--tokenizer-model DIR): "
+                                   "tokenizer.json and a tokenizer_config.json naming the EOD its eos_token")
+    folder.add_argument("tokenizer", help="Hugging Face tokenizer.json")
+    folder.add_argument("--eod", required=True, metavar="TOKEN", help="the data's end-of-document token")
+    folder.add_argument("-o", "--output", required=True, metavar="DIR", help="the folder to write")
+    folder.set_defaults(run=_hf_tokenizer_folder)
 
 
 def _add_report_verb(verbs) -> None:

@@ -27,6 +27,12 @@ vocab_size is above 65536, else uint16, so the file lists the flag only where th
 what to check. ``--dataloader-fast-cache-load`` is never listed: Megatron refuses it together with
 ``--data-path`` (measured on both versions). Cost: two small files per cache folder, one ``.idx``
 header read per dataset.
+
+:func:`write_hf_tokenizer_folder` writes what a job's ``--tokenizer-type HuggingFaceTokenizer
+--tokenizer-model DIR`` loads (``transformers.AutoTokenizer.from_pretrained(DIR)``): ``DIR/tokenizer.json``,
+the bytes the data was packed with, and ``DIR/tokenizer_config.json``, ``{"eos_token": EOD,
+"tokenizer_class": "PreTrainedTokenizerFast"}``, whose ``eos_token`` is the id Megatron takes for the
+end of a document; a bare ``tokenizer.json`` path fails inside Megatron.
 """
 
 from __future__ import annotations
@@ -39,10 +45,11 @@ from pathlib import Path
 import numpy as np
 
 from tokenmill.atomic import atomic_output
+from tokenmill.errors import TokenmillError
 from tokenmill.megatron_tokenizer import VERSIONS, JobTokenizer
 
 __all__ = ["HANDOFF_NAME", "SEQUENCES_NAME", "megatron_args", "write_megatron_args", "sequences_per_dataset",
-           "write_sequences_per_dataset"]
+           "write_sequences_per_dataset", "write_hf_tokenizer_folder"]
 
 HANDOFF_NAME = "megatron_args.txt"
 SEQUENCES_NAME = "sequences_per_dataset.json"
@@ -204,3 +211,30 @@ def write_sequences_per_dataset(cache_dir: str | os.PathLike, prefixes: list[str
     counts, dtypes = sequences_per_dataset(prefixes, dataset_paths)
     _write_if_changed(Path(cache_dir) / SEQUENCES_NAME, json.dumps(counts))
     return dtypes
+
+
+def write_hf_tokenizer_folder(tokenizer_json: str | os.PathLike, eod: str, out_dir: str | os.PathLike) -> Path:
+    """Write the folder a Megatron job's ``--tokenizer-model`` names for HuggingFaceTokenizer (see the module
+    docstring): ``tokenizer.json`` (a copy) and ``tokenizer_config.json`` naming ``eod`` its ``eos_token``.
+    Each file is written atomically, and only where it changes.
+
+    Raises:
+        TokenmillError: the tokenizer cannot be read, or ``eod`` is not one of its tokens.
+    """
+    from tokenmill.tokenizer import check_eod_in_file
+
+    check_eod_in_file(tokenizer_json, eod)
+    try:
+        content = Path(tokenizer_json).read_bytes()
+    except OSError as exc:
+        raise TokenmillError(f"{tokenizer_json}: cannot read ({exc.strerror})") from None
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    target = out_dir / "tokenizer.json"
+    if not target.is_file() or target.read_bytes() != content:
+        with atomic_output(target) as temporary:
+            temporary.write_bytes(content)
+    config = {"eos_token": eod, "tokenizer_class": "PreTrainedTokenizerFast"}
+    _write_if_changed(out_dir / "tokenizer_config.json", json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+    return out_dir
+

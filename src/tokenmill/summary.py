@@ -36,7 +36,8 @@ from typing import TextIO
 from tokenmill.prune import MOVED_RECORD, STALE_FOLDER
 from tokenmill.atomic import atomic_output
 from tokenmill.megatron_tokenizer import null_tokenizer_flags
-from tokenmill.plan import Plan, blend_cache_name, datatrove_name, job_flags_of, megatron_prefix, packed_path
+from tokenmill.plan import (Plan, blend_cache_name, datatrove_name, hf_tokenizer_folder, job_flags_of, megatron_prefix,
+                            packed_path)
 
 __all__ = ["MAX_BUILDS_SHOWN", "summary_lines", "print_summary", "report_command", "report_front_page", "failure_lines",
            "print_failures"]
@@ -238,6 +239,10 @@ def _next_lines(plan: Plan, build: str | None, report: str) -> list[str]:
     lines = [f"  {command:<{width}}  # {why}" for command, why in commands]
     if cache:
         lines.append(f"  Megatron-LM: the arguments in {cache}/megatron_args.txt")
+        folder = hf_tokenizer_folder(plan.builds[build].tokenizer)
+        if os.path.isfile(f"{folder}/tokenizer_config.json"):  # what HuggingFaceTokenizer's --tokenizer-model needs
+            lines.append(f"    with --tokenizer-type HuggingFaceTokenizer: --tokenizer-model {folder} (its "
+                         f"tokenizer.json and the EOD as eos_token)")
         # The caches are named for the job's spelling of the prefix: a Nanoset given only the local
         # prefix would build a second set of caches beside them.
         hashed = plan.hashed_prefix(build)

@@ -9,12 +9,14 @@ Cost: O(units) string building.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.plan.layout import (PARTS_FOLDER, blend_cache_name, brace_ranges, cache_dir, datatrove_name,
-                                   megatron_prefix, packed_path, part_megatron_prefix, part_pbin_path, raw_index_path,
-                                   report_page, sft_files, verified_blend_stamp, verified_sft_stamp, verified_stamp)
+                                   hf_tokenizer_folder, megatron_prefix, packed_path, part_megatron_prefix,
+                                   part_pbin_path, raw_index_path, report_page, sft_files, verified_blend_stamp,
+                                   verified_sft_stamp, verified_stamp)
 from tokenmill.plan.units import _MAX_LISTED_INPUT_CHARS, Units, _identity, job_flags_of
 
 __all__ = ["Plan"]
@@ -252,4 +254,18 @@ class Plan(Units):
                         for seq_length in self.sampling["seq_lengths"] for seed in self.sampling["seeds"]]
         for name in self.config["sft"]:
             targets += [*sft_files(name), verified_sft_stamp(name)]
-        return targets
+        return targets + [f"{hf_tokenizer_folder(name)}/{file}" for name in self.hf_tokenizer_folders()
+                          for file in ("tokenizer.json", "tokenizer_config.json")]
+
+    def hf_tokenizer_folders(self) -> list[str]:
+        """The config tokenizers given as a ``tokenizer.json`` with an EOD whose data is made in the Megatron
+        format: each gets the folder a job's HuggingFaceTokenizer loads (:func:`hf_tokenizer_folder`)."""
+        used = {self.builds[build].tokenizer for build in self.builds if "megatron" in self.formats(build)}
+        return [name for name, tokenizer in self.config["tokenizers"].items()
+                if name in used and tokenizer["type"] is None and tokenizer.get("eod") is not None
+                and os.path.isfile(tokenizer["path"])]
+
+    def hf_tokenizer_options(self, tokenizer: str) -> list[str]:
+        """``tokenmill hf-tokenizer-folder`` arguments of a config tokenizer."""
+        entry = self.config["tokenizers"][tokenizer]
+        return [entry["path"], "--eod", entry["eod"], "-o", hf_tokenizer_folder(tokenizer)]

@@ -12,7 +12,8 @@ from pathlib import Path
 
 __all__ = ["raw_index_path", "packed_path", "PARTS_FOLDER", "part_pbin_path", "part_megatron_prefix",
            "megatron_prefix", "datatrove_name", "blend_cache_name", "cache_dir", "brace_ranges", "build_of",
-           "verified_stamp", "verified_blend_stamp", "verified_sft_stamp", "sft_files", "report_page"]
+           "verified_stamp", "verified_blend_stamp", "verified_sft_stamp", "sft_files", "report_page",
+           "hf_tokenizer_folder"]
 
 # ---- The layout: where each output lives (relative to the workflow's working directory) ----------
 
@@ -138,3 +139,10 @@ def sft_files(name: str) -> list[str]:
 def verified_sft_stamp(name: str) -> str:
     """The stamp that ``rule verify_sft`` writes once an SFT pair checks out."""
     return f"data/verified/sft/{name}.ok"
+
+
+def hf_tokenizer_folder(tokenizer: str) -> str:
+    """The folder a Megatron job's ``--tokenizer-model`` names for a config tokenizer given as a
+    ``tokenizer.json`` (HuggingFaceTokenizer loads a folder): beside the Megatron data."""
+    return f"data/megatron/tokenizers/{tokenizer}"
+
