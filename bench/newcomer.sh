@@ -428,6 +428,96 @@ PY
     fi
 }
 
+# ---- round two (issue 32): each item checked on the same clone and data folder ------------------------
+# "II.N" is issue 32's item N. Runs after the build of my.yaml (the summary is in $logs/build.log).
+round_two() {
+    local rc problems
+    # II.1: the test command installs nothing unasked: the SLURM test sets SLURM up only with TOKENMILL_TEST_SLURM=1
+    if grep -q 'TOKENMILL_TEST_SLURM=1' "$clone/README.md" && grep -q 'export TOKENMILL_TEST_SLURM=1' "$clone/.ci/run" \
+        && grep -q 'OPT_IN = "TOKENMILL_TEST_SLURM"' "$clone/tests/test_slurm.py"; then
+        pass "II.1: the README names TOKENMILL_TEST_SLURM, .ci/run sets it, tests/test_slurm.py skips without it"
+    else
+        fail "II.1: the SLURM opt-in is not documented, set by .ci/run and checked by the test"
+    fi
+    # II.2: the summary gives the job's tokenizer identifiers, as the caches were named
+    if grep -q "tokenizer_identifiers=job_tokenizer_identifiers('0.19', '--tokenizer-type NullTokenizer --vocab-size 50257')" "$logs/build.log"; then
+        pass "II.2: the summary gives tokenizer_identifiers=job_tokenizer_identifiers(...) with the job's flags"
+    else
+        fail "II.2: no job_tokenizer_identifiers line in the summary"
+    fi
+    # II.3: a failed job ends the run with its one-line error and its log
+    printf '{"text": "fine"}\nnot json\n' > "$data/raw/broken.jsonl"
+    { cat "$data/my.yaml"; printf '  broken: {inputs: [raw/broken.jsonl], tokenizer: gpt2}\n'; } > "$data/broken.yaml"
+    python3 - "$data/broken.yaml" <<'PY'
+import sys
+text = open(sys.argv[1]).read().splitlines()
+datasets = text.index("datasets:")
+moved = text.pop()  # the broken dataset, appended last: under datasets:
+text.insert(datasets + 1, moved)
+open(sys.argv[1], "w").write("\n".join(text) + "\n")
+PY
+    rc=0
+    (cd "$data" && snakemake -s "$clone/Snakefile" --profile "$clone/workflow/profiles/default" \
+        --configfile broken.yaml --cores 2 data/packed/broken.pbin) > "$logs/II3.log" 2>&1 || rc=$?
+    if [ "$rc" -ne 0 ] && sed -n '/Exiting because a job execution failed/,$p' "$logs/II3.log" \
+        | grep -A1 '^tokenmill: error: raw/broken.jsonl:2: invalid JSON' | grep -q '^  log: logs/pack/broken.log'; then
+        pass "II.3: the failed run ends with 'tokenmill: error: raw/broken.jsonl:2: invalid JSON ...' and its log"
+    else
+        fail "II.3: exit $rc, the run's end: $(tail -6 "$logs/II3.log" | tr '\n' '|')"
+    fi
+    # II.4: adding datatrove to a built dataset converts it, never tokenizes it again
+    local packed=$data/data/packed/mycorpus.pbin before
+    before=$(stat -c %y "$packed")
+    sed 's/^    tokenizer: gpt2$/    tokenizer: gpt2\n    formats: [pbin, megatron, datatrove]/' "$data/my.yaml" > "$data/formats.yaml"
+    rc=0
+    (cd "$data" && snakemake -s "$clone/Snakefile" --profile "$clone/workflow/profiles/default" \
+        --configfile formats.yaml --cores 2) > "$logs/II4.log" 2>&1 || rc=$?
+    if [ "$rc" -eq 0 ] && [ -s "$data/data/datatrove/mycorpus/mycorpus.ds" ] && ! grep -qE '^Job [0-9]+: pack ' "$logs/II4.log" \
+        && [ "$(stat -c %y "$packed")" = "$before" ]; then
+        pass "II.4: datatrove added to my.yaml's dataset: its .ds converted, no pack job, the .pbin untouched"
+    else
+        fail "II.4: exit $rc; pack jobs: $(grep -cE '^Job [0-9]+: pack ' "$logs/II4.log"); $(grep -m1 -i error "$logs/II4.log")"
+    fi
+    # II.5: an EOD text that is one token is answered with the string to give; Ctrl-C while starting is one line
+    rc=0
+    (cd "$data" && tokenmill pack raw/a.jsonl --tokenizer tokenizers/gpt2.tokenizer.json --eod $'\n\n' -o x.pbin) \
+        > "$logs/II5.log" 2>&1 || rc=$?
+    problems=()
+    grep -q "encodes to the one id 628, whose vocabulary string is 'ĊĊ': give that" "$logs/II5.log" \
+        || problems+=("eod '\\n\\n': $(tail -1 "$logs/II5.log")")
+    python3 - "$data" > "$logs/II5-interrupt.log" 2>&1 <<'PY' || problems+=("Ctrl-C while starting: $(tail -1 "$logs/II5-interrupt.log")")
+import signal, subprocess, sys, time
+for delay in (0.1, 0.2, 0.3):
+    job = subprocess.Popen(["tokenmill", "pack", "raw/a.jsonl", "--tokenizer", "tokenizers/gpt2.tokenizer.json",
+                            "--eod", "<|endoftext|>", "-o", "y.pbin"], cwd=sys.argv[1], stderr=subprocess.PIPE,
+                           text=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    time.sleep(delay)
+    job.send_signal(signal.SIGINT)
+    said = job.communicate()[1]
+    if "Traceback" in said or said not in ("", "tokenmill: interrupted\n") and job.returncode != 0:
+        sys.exit(f"at {delay} s: {said!r}")
+PY
+    if [ ${#problems[@]} -eq 0 ]; then
+        pass "II.5: eod '\\n\\n' is answered with 'ĊĊ' (id 628); Ctrl-C at 0.1-0.3 s of a start is one line"
+    else
+        fail "II.5: $(IFS=';'; echo "${problems[*]}")"
+    fi
+    # II.7: the report's front page gives the command as this build spelled it
+    if grep -qF "snakemake -s $clone/Snakefile --configfile my.yaml --report report.html" "$data/.snakemake/tokenmill/workflow.rst"; then
+        pass "II.7: the report's front page gives 'snakemake -s CLONE/Snakefile --configfile my.yaml --report report.html'"
+    else
+        fail "II.7: the front page's command: $(grep -m1 'snakemake' "$data/.snakemake/tokenmill/workflow.rst" 2>&1)"
+    fi
+    # II.8: the folder Megatron's HuggingFaceTokenizer loads lies beside the data, named by the summary
+    if grep -q '"eos_token": "<|endoftext|>"' "$data/data/megatron/tokenizers/gpt2/tokenizer_config.json" 2>/dev/null \
+        && cmp -s "$data/data/megatron/tokenizers/gpt2/tokenizer.json" "$data/tokenizers/gpt2.tokenizer.json" \
+        && grep -q -- '--tokenizer-model data/megatron/tokenizers/gpt2' "$logs/build.log"; then
+        pass "II.8: data/megatron/tokenizers/gpt2/ holds tokenizer.json and eos_token; the summary names it"
+    else
+        fail "II.8: no tokenizer folder for HuggingFaceTokenizer beside the data, or not in the summary"
+    fi
+}
+
 start_all=$(now)
 setup
 item7
@@ -438,6 +528,7 @@ if build; then
     item1
     item4
     item2
+    round_two
 else
     for item in 6 1 2; do fail "item $item: not checked, the build failed"; done
 fi
