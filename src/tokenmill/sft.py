@@ -62,7 +62,7 @@ from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import describe_json_error
 from tokenmill.proof import DEFAULT_CHECK_FRACTION, ProofSampler, ProofTally, encode_proven
 from tokenmill.families import TokenizerSpec
-from tokenmill.tokenizer import load_tokenizer
+from tokenmill.tokenizer import TokenizerInfo, load_tokenizer
 
 if TYPE_CHECKING:
     import torch
@@ -108,7 +108,8 @@ class InstructionDataset(EncoderPickling):
 
     Args:
         jsonl: the conversations file.
-        tokenizer: path of a Hugging Face ``tokenizer.json``.
+        tokenizer: path of a Hugging Face ``tokenizer.json``, a Megatron tokenizer type, or a tokenizer
+            already loaded (``write_sft`` loads it once for all its inputs).
         jq_patterns: the fields to tokenize, as plain paths (``.role``, ``.conversations``); the
             field name (after the dot) is what ``message_construction`` refers to.
         special_tokens: e.g. ``{"bos_token": "<s>", "eos_token": "</s>"}``; each must be one id.
@@ -131,13 +132,14 @@ class InstructionDataset(EncoderPickling):
             one on which the fast engine disagrees with HF.
     """
 
-    def __init__(self, jsonl: str | os.PathLike, tokenizer: str | os.PathLike | TokenizerSpec, jq_patterns: list[str],
+    def __init__(self, jsonl: str | os.PathLike, tokenizer: str | os.PathLike | TokenizerSpec | TokenizerInfo,
+                 jq_patterns: list[str],
                  special_tokens: dict[str, str], index: str | os.PathLike | None = None,
                  speaker_template: str = "{speaker}: ", engine: str = "hf",
                  check_fraction: float = DEFAULT_CHECK_FRACTION):
         self.path = str(jsonl)
         self.lines = read_index(index, jsonl) if index is not None else scan_lines(jsonl)
-        self.info = load_tokenizer(tokenizer)
+        self.info = tokenizer if isinstance(tokenizer, TokenizerInfo) else load_tokenizer(tokenizer)
         # Control-token strings in data stay text (HF's encode_special_tokens, fastokens' split_special_tokens).
         self.encoder = Encoder(self.info, engine, split_special_tokens=True, fall_back=True)
         self.sampler = ProofSampler(self.info.added_tokens(), check_fraction)
@@ -412,7 +414,7 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
         with PbinWriter(loss_mask_path(out_path), 1) as mask_out:
             collator = None
             for source in entry["inputs"]:
-                dataset = InstructionDataset(source, spec, [f".{field}" for field in messages],
+                dataset = InstructionDataset(source, tokenizer, [f".{field}" for field in messages],
                                              entry["special_tokens"], engine=dataset_engine,
                                              check_fraction=check_fraction)
                 collator = collator or InstructionCollator(messages, entry.get("loss_masking_jq_patterns", []),
