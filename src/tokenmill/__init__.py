@@ -32,4 +32,6 @@ FORMAT_VERSIONS = {
     # NAME.ds/.ds.index/.ds.metadata(/.ds.loss) as datatrove 0.10.1 writes them; /2: its post-processor rule
     # (the text's ids and one EOS) and its token size from the vocabulary as loaded
     "datatrove": "datatrove-ds-0.10.1/2",
+    # OLMo-core 3.0.0's token files: raw ids, part-NNNNN.csv.gz of start,end,id,src,loc, metadata.json
+    "olmo": "tokenmill-olmo/1",
 }

@@ -256,6 +256,14 @@ def _job_tokenizers(args: argparse.Namespace) -> list:
     return [job_tokenizer(version, flags) for version in versions]
 
 
+def _to_olmo(args: argparse.Namespace) -> None:
+    from tokenmill.olmo import pbin_to_olmo
+
+    meta = pbin_to_olmo(args.input, args.output, args.max_tokens, args.id_field or None)
+    print(f"{args.output}: {len(meta['parts'])} part(s), {meta['documents']} documents, {meta['tokens']} tokens "
+          f"({meta['dtype']})")
+
+
 def _hf_tokenizer_folder(args: argparse.Namespace) -> None:
     from tokenmill.handoff import write_hf_tokenizer_folder
 
@@ -358,6 +366,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_inspect_verb(verbs)
     _add_report_verb(verbs)
     _add_hf_tokenizer_folder_verb(verbs)
+    _add_to_olmo_verb(verbs)
     return parser
 
 
@@ -561,6 +570,19 @@ def _add_hf_tokenizer_folder_verb(verbs) -> None:
     folder.add_argument("--eod", required=True, metavar="TOKEN", help="the data's end-of-document token")
     folder.add_argument("-o", "--output", required=True, metavar="DIR", help="the folder to write")
     folder.set_defaults(run=_hf_tokenizer_folder)
+
+
+def _add_to_olmo_verb(verbs) -> None:
+    """The ``to-olmo`` verb's arguments."""
+    olmo = verbs.add_parser("to-olmo", help="convert a .pbin into OLMo-core's token files (part-NNNNN.npy, "
+                                            "part-NNNNN.csv.gz of start,end,id,src,loc, metadata.json)")
+    olmo.add_argument("input", help=".pbin file (with its sidecar)")
+    olmo.add_argument("-o", "--output", required=True, metavar="DIR", help="the folder to write the parts into")
+    olmo.add_argument("--max-tokens", type=int, default=512 << 20, metavar="N",
+                      help="tokens per part at most, whole documents (default: 512 Mi, as dolma)")
+    olmo.add_argument("--id-field", default="id", metavar="KEY",
+                      help="the JSON field giving a document's id in the csv.gz (default: id; else its line number)")
+    olmo.set_defaults(run=_to_olmo)
 
 
 def _add_report_verb(verbs) -> None:

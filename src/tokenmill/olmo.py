@@ -1,0 +1,164 @@
+"""OLMo-core's token files (dolma's layout), converted from a ``.pbin``: raw token arrays, a per-document
+``csv.gz``, and a small ``metadata.json``.
+
+Layout written into the output folder (facts from OLMo-core 3.0.0 and dolma; docs/formats.md)::
+
+    part-00000.npy      raw little-endian token ids with no header (OLMo-core maps it with np.memmap; not a
+                        NumPy .npy despite the name): the documents back to back, each ending with the EOS id;
+                        uint16 where the vocabulary has at most 65,536 ids, else uint32
+    part-00000.csv.gz   one line per document of the part, "start,end,id,src,loc": its tokens [start, end) in
+                        the part, its id (the JSON field ``id_field`` of its line where present, else its line
+                        number), its source file as the sidecar records it, and its line (a Parquet file's row)
+    metadata.json       format, dtype, EOS id (no BOS after it: null), vocabulary size, tokenizer sha256,
+                        and per part its tokens and documents
+
+A part holds at most ``max_tokens`` tokens (512 Mi by default, as dolma's), never a document split in two
+(a longer document gets a part of its own). The ``.gz`` has no timestamp and no file name, so the same
+``.pbin`` gives the same bytes. Every file is written under a temporary name and renamed; parts of an
+earlier conversion beyond the new count are removed.
+
+Cost: the tokens are copied once, part by part (a widening cast where the ``.pbin`` stores 1 byte per
+token); each source's lines are read once where ids are taken from a JSON field.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import orjson
+
+from tokenmill import FORMAT_VERSIONS
+from tokenmill.atomic import atomic_output
+from tokenmill.errors import TokenmillError
+from tokenmill.jsonl import iter_lines
+from tokenmill.pbin import PbinFile, read_sidecar
+from tokenmill.sidecar import resolve_sidecar_paths
+
+__all__ = ["DEFAULT_MAX_TOKENS", "olmo_dtype", "pbin_to_olmo", "document_lines"]
+
+DEFAULT_MAX_TOKENS = 512 << 20  # dolma's cap per file: 1 GiB of uint16
+_UINT16_IDS = 65536
+
+
+def olmo_dtype(vocab_size: int) -> np.dtype:
+    """The token dtype an OLMo-core config names for a vocabulary: uint16 up to 65,536 ids, else uint32."""
+    return np.dtype("<u2") if vocab_size <= _UINT16_IDS else np.dtype("<u4")
+
+
+def document_lines(source: dict) -> list[int] | None:
+    """The line (a Parquet file's row) of each document of a sidecar source, in order; None where the sidecar
+    lists only the first of its skipped lines, so that which lines became documents is not known."""
+    skipped = source.get("skipped", {})
+    if any(entry["count"] != len(entry["first_lines"]) for entry in skipped.values()):
+        return None
+    first = source.get("first_line", source.get("first_row", 1))
+    count = source.get("lines", source.get("rows", 0))
+    left_out = {number for entry in skipped.values() for number in entry["first_lines"]}
+    lines = [number for number in range(first, first + count) if number not in left_out]
+    return lines if len(lines) == source.get("documents") else None
+
+
+def _ids(source: dict, lines: list[int] | None, id_field: str | None, meta: dict) -> list[str]:
+    """Each document's id: its line's ``id_field`` where the line has it, else its line number."""
+    if lines is None:
+        return [""] * source.get("documents", 0)
+    ids = [str(number) for number in lines]
+    if not id_field:
+        return ids
+    position = {number: k for k, number in enumerate(lines)}
+    for number, line in iter_lines(source["path"], source.get("byte_range"), meta.get("max_line_bytes", 1 << 62),
+                                   source.get("row_group_range"), None):
+        k = position.get(number)
+        if k is None:
+            continue
+        try:
+            value = orjson.loads(line).get(id_field)
+        except (orjson.JSONDecodeError, AttributeError):
+            continue
+        if value is not None:
+            ids[k] = value if isinstance(value, str) else orjson.dumps(value).decode()
+    return ids
+
+
+def _csv_field(value: str) -> str:
+    """A CSV field, quoted where it holds a comma, a quote or a line break."""
+    return f'"{value.replace(chr(34), chr(34) * 2)}"' if any(c in value for c in ',"\n\r') else value
+
+
+def pbin_to_olmo(pbin_path: str | os.PathLike, out_dir: str | os.PathLike, max_tokens: int = DEFAULT_MAX_TOKENS,
+                 id_field: str | None = "id") -> dict:
+    """Write the OLMo-core token files of a ``.pbin`` into ``out_dir`` (see the module docstring).
+
+    Returns:
+        The ``metadata.json`` contents.
+
+    Raises:
+        TokenmillError: no sidecar, documents that do not end with an EOD (OLMo-core finds documents by it),
+            an unreadable source where ids are read from it, or ``max_tokens`` under 1.
+    """
+    if max_tokens < 1:
+        raise TokenmillError(f"max tokens per part must be at least 1, not {max_tokens}")
+    pbin_path = Path(pbin_path)
+    meta = read_sidecar(pbin_path)
+    if not meta or "tokenizer" not in meta or "sources" not in meta:
+        raise TokenmillError(f"{pbin_path}: no sidecar with its tokenizer and sources (pack writes one)")
+    meta = resolve_sidecar_paths(meta, pbin_path)
+    tokenizer = meta["tokenizer"]
+    eos = tokenizer.get("eod_id")
+    if eos is None:
+        raise TokenmillError(f"{pbin_path}: packed without an EOD; OLMo-core finds documents by their EOS: pack "
+                             f"with --eod")
+    pbin = PbinFile(pbin_path)
+    lengths = pbin.doc_lengths.astype(np.int64)
+    ends = np.cumsum(lengths)
+    if len(lengths) and (pbin.tokens[ends - 1] != eos).any():
+        raise TokenmillError(f"{pbin_path}: a document does not end with the EOD id {eos}")
+    dtype = olmo_dtype(int(tokenizer["vocab_size"]))
+    rows = []  # (id, src, loc) per document, in order
+    for source in meta["sources"]:
+        lines = document_lines(source)
+        ids = _ids(source, lines, id_field, meta)
+        src = source["path"]
+        rows += [(ids[k], src, "" if lines is None else str(lines[k])) for k in range(source.get("documents", 0))]
+    if len(rows) != len(lengths):
+        raise TokenmillError(f"{pbin_path}: its sidecar's sources hold {len(rows)} documents, the file {len(lengths)}")
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    parts, start = [], 0
+    while start < len(lengths):  # documents [start, stop) fill a part up to max_tokens, at least one document
+        base = int(ends[start - 1]) if start else 0
+        stop = max(int(np.searchsorted(ends, base + max_tokens, side="right")), start + 1)
+        parts.append((start, stop))
+        start = stop
+    written = []
+    for number, (first, stop) in enumerate(parts):
+        name = f"part-{number:05d}"
+        base = int(ends[first - 1]) if first else 0
+        tokens = np.asarray(pbin.tokens[base:int(ends[stop - 1])]).astype(dtype, copy=False)
+        with atomic_output(out_dir / f"{name}.npy") as temporary:
+            temporary.write_bytes(tokens.tobytes())
+        starts = np.concatenate([[0], ends[first:stop - 1] - base])
+        text = "".join(f"{int(s)},{int(e)},{_csv_field(rows[k][0])},{_csv_field(rows[k][1])},{rows[k][2]}\n"
+                       for k, s, e in zip(range(first, stop), starts, ends[first:stop] - base))
+        buffer = io.BytesIO()
+        with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as archive:
+            archive.write(text.encode("utf-8"))
+        with atomic_output(out_dir / f"{name}.csv.gz") as temporary:
+            temporary.write_bytes(buffer.getvalue())
+        written.append({"name": f"{name}.npy", "tokens": len(tokens), "documents": stop - first})
+    for stale in out_dir.glob("part-*"):  # an earlier conversion's parts beyond this one's
+        if stale.name.split(".")[0] not in {f"part-{number:05d}" for number in range(len(parts))}:
+            stale.unlink()
+    metadata = {"format": FORMAT_VERSIONS["olmo"], "dtype": dtype.name, "eos_token_id": int(eos),
+                "bos_token_id": None, "vocab_size": int(tokenizer["vocab_size"]),
+                "tokenizer_sha256": tokenizer.get("sha256"), "max_tokens": max_tokens, "id_field": id_field,
+                "documents": len(lengths), "tokens": int(ends[-1]) if len(ends) else 0, "parts": written}
+    with atomic_output(out_dir / "metadata.json") as temporary:
+        temporary.write_text(json.dumps(metadata, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    return metadata
