@@ -84,9 +84,10 @@ def test_the_same_pbin_gives_the_same_bytes_and_fewer_parts_leave_none_behind(de
     files = sorted(path.name for path in (tmp_path / "a").iterdir())
     assert files == sorted(path.name for path in (tmp_path / "b").iterdir())
     assert all((tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes() for name in files)
+    (tmp_path / "a/part-00009.jsonl").write_text("a user's file, not a part\n")
     meta = pbin_to_olmo(demo_pbin, tmp_path / "a", id_field=None)  # one part now: the other two are removed
     assert sorted(path.name for path in (tmp_path / "a").iterdir()) == ["metadata.json", "part-00000.csv.gz",
-                                                                      "part-00000.npy"]
+                                                                      "part-00000.npy", "part-00009.jsonl"]
     first = gzip.decompress((tmp_path / "a/part-00000.csv.gz").read_bytes()).decode().splitlines()[0]
     assert first == f"0,100,1,{DEMO_JSONL},1" and meta["parts"][0]["tokens"] == 1026497  # ids: line numbers
 

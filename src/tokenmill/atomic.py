@@ -146,3 +146,20 @@ class AtomicWriter:
             if isinstance(failure, OSError):  # a write, flush, fsync or rename of ours while finishing
                 raise write_error(self.output_name, failure) from None
             raise
+
+
+def write_if_changed(path: str | os.PathLike, content: str | bytes) -> Path:
+    """Write ``content`` (text as UTF-8) to ``path`` atomically, unless the file holds exactly that already
+    (a found cache, an unchanged hand-off file, keeps its bytes and its mtime); returns the path.
+
+    Raises:
+        OSError: the file cannot be read or written.
+    """
+    path = Path(path)
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    if path.is_file() and path.read_bytes() == data:
+        return path
+    with atomic_output(path) as temporary:
+        temporary.write_bytes(data)
+    return path
+

@@ -44,7 +44,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmill.atomic import atomic_output
+from tokenmill.atomic import write_if_changed
 from tokenmill.errors import TokenmillError
 from tokenmill.megatron_tokenizer import VERSIONS, JobTokenizer
 
@@ -161,15 +161,6 @@ def megatron_args(cache_dir: str | os.PathLike, data_path: list[str], seq_length
     return "\n".join(lines) + "\n"
 
 
-def _write_if_changed(path: Path, text: str) -> Path:
-    """Write ``text`` atomically unless the file already holds exactly that (a found cache stays untouched)."""
-    if path.is_file() and path.read_text(encoding="utf-8", errors="replace") == text:
-        return path
-    with atomic_output(path) as temporary:
-        temporary.write_text(text, encoding="utf-8")
-    return path
-
-
 def write_megatron_args(cache_dir: str | os.PathLike, *args, **kwargs) -> Path:
     """Write :func:`megatron_args` into ``cache_dir/megatron_args.txt`` atomically, unless it already
     says exactly that; returns its path.
@@ -177,7 +168,7 @@ def write_megatron_args(cache_dir: str | os.PathLike, *args, **kwargs) -> Path:
     Raises:
         TokenmillError: the file cannot be written.
     """
-    return _write_if_changed(Path(cache_dir) / HANDOFF_NAME, megatron_args(cache_dir, *args, **kwargs))
+    return write_if_changed(Path(cache_dir) / HANDOFF_NAME, megatron_args(cache_dir, *args, **kwargs))
 
 
 def sequences_per_dataset(prefixes: list[str | os.PathLike], dataset_paths: list[str]) -> tuple[dict, set[str]]:
@@ -209,7 +200,7 @@ def write_sequences_per_dataset(cache_dir: str | os.PathLike, prefixes: list[str
         TokenmillError: an unreadable ``.idx`` or a failed write.
     """
     counts, dtypes = sequences_per_dataset(prefixes, dataset_paths)
-    _write_if_changed(Path(cache_dir) / SEQUENCES_NAME, json.dumps(counts))
+    write_if_changed(Path(cache_dir) / SEQUENCES_NAME, json.dumps(counts))
     return dtypes
 
 
@@ -229,12 +220,8 @@ def write_hf_tokenizer_folder(tokenizer_json: str | os.PathLike, eod: str, out_d
     except OSError as exc:
         raise TokenmillError(f"{tokenizer_json}: cannot read ({exc.strerror})") from None
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    target = out_dir / "tokenizer.json"
-    if not target.is_file() or target.read_bytes() != content:
-        with atomic_output(target) as temporary:
-            temporary.write_bytes(content)
+    write_if_changed(out_dir / "tokenizer.json", content)
     config = {"eos_token": eod, "tokenizer_class": "PreTrainedTokenizerFast"}
-    _write_if_changed(out_dir / "tokenizer_config.json", json.dumps(config, indent=2, ensure_ascii=False) + "\n")
+    write_if_changed(out_dir / "tokenizer_config.json", json.dumps(config, indent=2, ensure_ascii=False) + "\n")
     return out_dir
 

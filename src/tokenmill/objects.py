@@ -236,6 +236,17 @@ def expand_url(url: str) -> list[str]:
     return [f"s3://{bucket}/{name}" for name in sorted(keys)]
 
 
+@lru_cache(maxsize=1)
+def _dropped_connection_errors() -> tuple[type[Exception], ...]:
+    """What a stream's read raises when its connection ends early (ValueError: a body already closed)."""
+    from botocore.exceptions import (ConnectionError as BotoConnectionError, IncompleteReadError, ReadTimeoutError,
+                                     ResponseStreamingError)
+    from urllib3.exceptions import HTTPError
+
+    return (IncompleteReadError, ResponseStreamingError, ReadTimeoutError, BotoConnectionError, HTTPError, OSError,
+            ValueError)
+
+
 class _ObjectStream(io.RawIOBase):
     """The bytes ``[start, end)`` of one object version, streamed (see :func:`open_object`)."""
 
@@ -261,17 +272,12 @@ class _ObjectStream(io.RawIOBase):
         wanted = self.end - self.position if size is None or size < 0 else min(size, self.end - self.position)
         if wanted <= 0:
             return b""
-        from botocore.exceptions import ConnectionError as BotoConnectionError, IncompleteReadError, ReadTimeoutError, \
-            ResponseStreamingError
-        from urllib3.exceptions import HTTPError
-
         while True:
             if self._body is None:
                 self._open()
             try:
                 data = self._body.read(min(wanted, _READ_BYTES))
-            except (IncompleteReadError, ResponseStreamingError, ReadTimeoutError, BotoConnectionError, HTTPError,
-                    OSError, ValueError):  # ValueError: a read of a body whose connection was closed
+            except _dropped_connection_errors():
                 data = None
             if data:
                 self.position += len(data)

@@ -27,6 +27,7 @@ import gzip
 import io
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +44,7 @@ __all__ = ["DEFAULT_MAX_TOKENS", "olmo_dtype", "pbin_to_olmo", "document_lines"]
 
 DEFAULT_MAX_TOKENS = 512 << 20  # dolma's cap per file: 1 GiB of uint16
 _UINT16_IDS = 65536
+_PART_NAME = re.compile(r"part-[0-9]{5}\.(npy|csv\.gz)")  # what this module writes: a user's other files stay
 
 
 def olmo_dtype(vocab_size: int) -> np.dtype:
@@ -152,8 +154,9 @@ def pbin_to_olmo(pbin_path: str | os.PathLike, out_dir: str | os.PathLike, max_t
         with atomic_output(out_dir / f"{name}.csv.gz") as temporary:
             temporary.write_bytes(buffer.getvalue())
         written.append({"name": f"{name}.npy", "tokens": len(tokens), "documents": stop - first})
-    for stale in out_dir.glob("part-*"):  # an earlier conversion's parts beyond this one's
-        if stale.name.split(".")[0] not in {f"part-{number:05d}" for number in range(len(parts))}:
+    kept = {f"part-{number:05d}{suffix}" for number in range(len(parts)) for suffix in (".npy", ".csv.gz")}
+    for stale in out_dir.glob("part-*"):  # an earlier conversion's parts beyond this one's, and nothing else
+        if _PART_NAME.fullmatch(stale.name) and stale.name not in kept:
             stale.unlink()
     metadata = {"format": FORMAT_VERSIONS["olmo"], "dtype": dtype.name, "eos_token_id": int(eos),
                 "bos_token_id": None, "vocab_size": int(tokenizer["vocab_size"]),

@@ -449,9 +449,9 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
         for item in read:
             _pack_input(item, job, writer, log)
         for path, identity in identities.items():  # the bytes hashed and packed are the bytes recorded
-            if isinstance(identity, FileIdentity) and FileIdentity.of(path) != identity:
+            if isinstance(identity, FileIdentity) and (now := FileIdentity.of(path)) != identity:
                 raise TokenmillError(f"{path}: modified while it was being packed ({identity.size} → "
-                                     f"{FileIdentity.of(path).size} bytes); nothing was written")
+                                     f"{now.size} bytes); nothing was written")
         meta = _sidecar(job, read, writer, check_fraction)
         if writer.pbin is not None:
             writer.pbin.sidecar = meta

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TextIO
 
 from tokenmill.prune import MOVED_RECORD, STALE_FOLDER
-from tokenmill.atomic import atomic_output
+from tokenmill.atomic import write_if_changed
 from tokenmill.megatron_tokenizer import null_tokenizer_flags
 from tokenmill.plan import (Plan, blend_cache_name, datatrove_name, hf_tokenizer_folder, job_flags_of, megatron_prefix,
                             packed_path)
@@ -120,12 +120,7 @@ def report_front_page(template: str | os.PathLike, out_path: str | os.PathLike,
         OSError: the template cannot be read or the page written.
     """
     text = Path(template).read_text(encoding="utf-8").replace("REPORT_COMMAND", report_command(configfiles, snakefile))
-    out_path = Path(out_path).absolute()
-    if not out_path.exists() or out_path.read_text(encoding="utf-8") != text:
-        out_path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_output(out_path) as temporary:
-            temporary.write_text(text, encoding="utf-8")
-    return str(out_path)
+    return str(write_if_changed(Path(out_path).absolute(), text))
 
 
 def _build_lines(plan: Plan, build: str) -> list[str]:
