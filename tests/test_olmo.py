@@ -98,3 +98,8 @@ def test_data_without_an_eod_is_refused_in_one_line(tmp_path):
         pbin_to_olmo(tmp_path / "x.pbin", tmp_path / "out")
     result = run_tokenmill("to-olmo", tmp_path / "x.pbin", "-o", tmp_path / "out", check=False)
     assert result.returncode == 1 and result.stderr.count("\n") == 1 and not (tmp_path / "out").exists()
+    for arguments, said in (((tmp_path / "none.pbin", tmp_path / "out"), f"{tmp_path / 'none.pbin'}: no such .pbin"),
+                            ((tmp_path / "x.pbin", tmp_path / "x.pbin"), f"{tmp_path / 'x.pbin'}: is a file; give "
+                                                                          f"the folder to write the parts into")):
+        with pytest.raises(TokenmillError, match=f"^{said}$"):
+            pbin_to_olmo(*arguments)

@@ -220,6 +220,8 @@ def write_hf_tokenizer_folder(tokenizer_json: str | os.PathLike, eod: str, out_d
     except OSError as exc:
         raise TokenmillError(f"{tokenizer_json}: cannot read ({exc.strerror})") from None
     out_dir = Path(out_dir)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise TokenmillError(f"{out_dir}: is a file; give the folder to write the tokenizer into")
     write_if_changed(out_dir / "tokenizer.json", content)
     config = {"eos_token": eod, "tokenizer_class": "PreTrainedTokenizerFast"}
     write_if_changed(out_dir / "tokenizer_config.json", json.dumps(config, indent=2, ensure_ascii=False) + "\n")

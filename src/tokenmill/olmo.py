@@ -105,7 +105,11 @@ def pbin_to_olmo(pbin_path: str | os.PathLike, out_dir: str | os.PathLike, max_t
     """
     if max_tokens < 1:
         raise TokenmillError(f"max tokens per part must be at least 1, not {max_tokens}")
-    pbin_path = Path(pbin_path)
+    pbin_path, out_dir = Path(pbin_path), Path(out_dir)
+    if not pbin_path.is_file():
+        raise TokenmillError(f"{pbin_path}: no such .pbin")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise TokenmillError(f"{out_dir}: is a file; give the folder to write the parts into")
     meta = read_sidecar(pbin_path)
     if not meta or "tokenizer" not in meta or "sources" not in meta:
         raise TokenmillError(f"{pbin_path}: no sidecar with its tokenizer and sources (pack writes one)")
@@ -130,7 +134,6 @@ def pbin_to_olmo(pbin_path: str | os.PathLike, out_dir: str | os.PathLike, max_t
     if len(rows) != len(lengths):
         raise TokenmillError(f"{pbin_path}: its sidecar's sources hold {len(rows)} documents, the file {len(lengths)}")
 
-    out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     parts, start = [], 0
     while start < len(lengths):  # documents [start, stop) fill a part up to max_tokens, at least one document
