@@ -43,7 +43,7 @@ rule all:
     default_target: True
     input:
         all_targets(),
-        rules.prune.output.stamp,
+        prune_stamp(),
     message:
         "every file of the config is built"
 
@@ -53,11 +53,11 @@ rule all:
 onsuccess:
     from tokenmill.summary import print_summary
 
-    print_summary(PLAN, workflow.overwrite_configfiles, workflow.main_snakefile)
+    print_summary(PLAN, workflow.overwrite_configfiles, workflow.main_snakefile, storage_prefix=STORAGE_PREFIX)
 
 
 # After a failed run: each failed job's own one-line error and its log, the last thing printed.
 onerror:
     from tokenmill.summary import print_failures
 
-    print_failures(STARTED)
+    print_failures(STARTED, os.path.join(STORAGE_ROOT, "logs"))

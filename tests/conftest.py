@@ -137,6 +137,13 @@ def workflow_dir(tmp_path: Path) -> Path:
     return tmp_path
 
 
+def planned_jobs(workflow_dir: Path, *args) -> set[str]:
+    """Rule names in the job table of a dry run (with Snakemake's ``args``)."""
+    result = run_snakemake(workflow_dir, "-n", *args)
+    table = (result.stdout + result.stderr).split("Job stats:")[-1].split("\n\n")[0]
+    return {row.split()[0] for row in table.strip().splitlines()[2:] if row.split()[0] != "total"}
+
+
 def run_snakemake(workdir: Path, *args, check: bool = True, slurm: bool = False) -> subprocess.CompletedProcess:
     """Run snakemake in ``workdir`` (with SLURM's real tools if ``slurm``); with ``check``, fail the test
     on a non-zero exit."""

@@ -262,3 +262,85 @@ def test_the_workflow_plans_objects_by_listing_and_reruns_a_pack_only_when_an_ob
     rerun = run_snakemake(workflow_dir, "-n", *targets)
     planned = rerun.stdout + rerun.stderr
     assert "remote.part0" in planned and "local.part" not in planned, planned
+
+
+def _objects_under(s3, prefix: str) -> dict[str, bytes]:
+    """Every object below ``prefix/`` of the test bucket, by its key's rest."""
+    found = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=s3.bucket, Prefix=f"{prefix}/"):
+        for entry in page.get("Contents", []):
+            found[entry["Key"][len(prefix) + 1:]] = s3.get_object(Bucket=s3.bucket, Key=entry["Key"])["Body"].read()
+    return found
+
+
+def test_the_workflow_with_snakemakes_storage_flags_leaves_a_local_builds_bytes_under_the_prefix(s3, workflow_dir):
+    """`snakemake --default-storage-provider s3 --default-storage-prefix s3://bucket/run`: every output an
+    object under the prefix, the data and caches object for object a local build's, reruns incremental."""
+    import json
+
+    import yaml
+
+    from conftest import planned_jobs, run_snakemake
+
+    config = yaml.safe_load((workflow_dir / "config/config.yaml").read_text())
+    run_snakemake(workflow_dir)
+    storage = ("--default-storage-provider", "s3", "--default-storage-prefix", f"s3://{s3.bucket}/run")
+    built = run_snakemake(workflow_dir, *storage)
+    assert f"under s3://{s3.bucket}/run/" in built.stdout, built.stdout
+
+    stored = _objects_under(s3, "run")
+    # (Snakemake stamps a folder it made with .snakemake_timestamp, locally too.)
+    data = {key: content for key, content in stored.items() if key.startswith("data/") and "/." not in key}
+    local = {str(path.relative_to(workflow_dir)): path.read_bytes() for path in (workflow_dir / "data").rglob("*")
+             if path.is_file() and not path.name.startswith(".") and not path.is_relative_to(workflow_dir / "data/raw")
+             and not path.is_relative_to(workflow_dir / "data/tokenizers") and "stale" not in path.parts}
+    assert set(data) == set(local)
+    assert {"data/packed/demo.pbin", "data/megatron/demo_text_document.idx",
+            "data/cache/demo/seq512_seed1234/megatron_args.txt"} <= set(data)
+    # Byte for byte but the sidecar, which names the config's own files absolute (jobs run in Snakemake's
+    # folder of local copies), and the report page that shows it.
+    differing = {key for key in data if data[key] != local[key]}
+    assert differing == {"data/packed/demo.pbin.meta.json", "data/report/demo.html", "data/sft/chat.pbin.meta.json"}
+    sidecars = [json.loads(text) for text in (data["data/packed/demo.pbin.meta.json"],
+                                             local["data/packed/demo.pbin.meta.json"])]
+    for sidecar in sidecars:
+        for record in [*sidecar["sources"], sidecar["tokenizer"]]:
+            record["path"] = os.path.normpath(workflow_dir / "data/packed" / record["path"])
+    assert sidecars[0] == sidecars[1]
+    assert not any(SECRET.encode() in content for content in stored.values())
+
+    dry = run_snakemake(workflow_dir, *storage, "-n")
+    assert "Nothing to be done" in dry.stdout + dry.stderr
+    config["sampling"]["seq_lengths"] = [512, 1024]
+    (workflow_dir / "config/config.yaml").write_text(yaml.safe_dump(config))
+    assert planned_jobs(workflow_dir, *storage) == {"sample_index", "verify", "report_dataset", "all"}
+
+
+def test_sft_from_an_object_equals_the_local_file_and_records_its_version(s3, tmp_path, capsys):
+    import json
+
+    import yaml
+
+    from conftest import REPO
+
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    chat = (REPO / "data/raw/chat.jsonl").read_bytes()
+    s3.put_object(Bucket=s3.bucket, Key="chat/part-0.jsonl", Body=chat)
+    config["tokenizers"]["gpt2"]["path"] = str(REPO / config["tokenizers"]["gpt2"]["path"])
+    for name, inputs in (("local", [str(REPO / "data/raw/chat.jsonl")]), ("remote", [f"s3://{s3.bucket}/chat/*"])):
+        config["sft"]["chat"]["inputs"] = inputs
+        (tmp_path / f"{name}.json").write_text(json.dumps({key: config[key] for key in ("tokenizers", "sft")}))
+        code, said = tokenmill("sft", tmp_path / f"{name}.json", "chat", "-o", tmp_path / f"{name}.pbin",
+                               capsys=capsys)
+        assert code == 0, said
+    for suffix in (".pbin", ".loss_mask.pbin"):
+        assert (tmp_path / f"remote{suffix}").read_bytes() == (tmp_path / f"local{suffix}").read_bytes()
+    [source] = read_sidecar(tmp_path / "remote.pbin")["sources"]
+    head = s3.head_object(Bucket=s3.bucket, Key="chat/part-0.jsonl")
+    assert source["path"] == f"s3://{s3.bucket}/chat/part-0.jsonl" and source["bytes"] == len(chat)
+    assert source["sha256"] == hashlib.sha256(chat).hexdigest() and source["object"]["etag"] == head["ETag"]
+    code, said = tokenmill("verify", tmp_path / "remote.pbin", capsys=capsys)
+    assert code == 0, said
+    s3.put_object(Bucket=s3.bucket, Key="chat/part-0.jsonl", Body=chat + chat[:100])
+    code, said = tokenmill("verify", tmp_path / "remote.pbin", capsys=capsys)
+    assert code == 1 and f"s3://{s3.bucket}/chat/part-0.jsonl" in said, said

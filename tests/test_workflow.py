@@ -7,18 +7,11 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from conftest import REPO, run_snakemake, run_tokenmill
+from conftest import REPO, planned_jobs, run_snakemake, run_tokenmill
 from tokenmill.mmidx import MMapIndexedDataset
 from tokenmill.pbin import PbinFile, read_sidecar
 
 from tokenmill.sample_index import load_npy
-
-
-def planned_jobs(workflow_dir) -> set[str]:
-    """Rule names in the job table of a dry run."""
-    result = run_snakemake(workflow_dir, "-n")
-    table = (result.stdout + result.stderr).split("Job stats:")[-1].split("\n\n")[0]
-    return {row.split()[0] for row in table.strip().splitlines()[2:] if row.split()[0] != "total"}
 
 
 def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(workflow_dir):

@@ -6,7 +6,8 @@ Input: one conversation per line, FastChat style (extra keys allowed)::
      "instruction": "...", "role": "..."}
 
 :class:`InstructionDataset` reads a line through the raw index and tokenizes the fields that its jq
-patterns name (``.role``, ``.instruction``, ``.conversations``): a string field is one piece, a list
+patterns name (``.role``, ``.instruction``, ``.conversations``) (an ``s3://`` object is streamed forward,
+8 MiB per ranged GET, as conversations are taken in order): a string field is one piece, a list
 field one piece per element (a turn's ``value``). Special-token strings inside the text stay text
 (``encode_special_tokens``), so data cannot inject control tokens; the configured special tokens
 (``bos_token``, ``eos_token``, ...) must each be one id of the tokenizer.
@@ -39,6 +40,7 @@ Only :func:`collate` (and the collators that call it) needs torch, and imports i
 
 from __future__ import annotations
 
+import io
 import json
 import mmap
 import re
@@ -56,6 +58,7 @@ from tokenmill.config import default, validate_sections
 from tokenmill.errors import BadLine, TokenmillError
 from tokenmill.engine import Encoder, EncoderPickling, choose_engine
 from tokenmill.identity import file_sha256, refuse_inputs_as_outputs
+from tokenmill.objects import ObjectFile, expand_url, is_url, pinned_identity
 from tokenmill.pbin import LAYOUT_050, PbinFile, PbinWriter, file_identity_problem, read_sidecar
 from tokenmill.sidecar import sidecar_path, skipped_summary
 from tokenmill.raw_index import read_index, scan_lines
@@ -72,6 +75,7 @@ __all__ = ["InstructionDataset", "InstructionCollator", "PackedInstructionDatase
            "loss_mask_path", "TRUNCATION_POLICIES", "IGNORE_INDEX", "Piece"]
 
 IGNORE_INDEX = -100
+_OBJECT_BUFFER_BYTES = 8 << 20  # a conversation object's read-ahead: one ranged GET per 8 MiB
 TRUNCATION_POLICIES = ("drop", "truncate")
 
 
@@ -169,11 +173,19 @@ class InstructionDataset(EncoderPickling):
         Raises:
             TokenmillError: not a JSON object.
         """
-        if self._mapped is None:
-            with open(self.path, "rb") as handle:
-                self._mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         offset, length = (int(x) for x in self.lines[i])
-        line = self._mapped[offset:offset + length]
+        if is_url(self.path):
+            # An object is read forward through an 8 MiB buffer (one ranged GET per refill), as conversations
+            # are taken in order; a jump outside the buffer costs one GET.
+            if self._mapped is None:
+                self._mapped = io.BufferedReader(ObjectFile(pinned_identity(self.path)), _OBJECT_BUFFER_BYTES)
+            self._mapped.seek(offset)
+            line = self._mapped.read(length)
+        else:
+            if self._mapped is None:
+                with open(self.path, "rb") as handle:
+                    self._mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            line = self._mapped[offset:offset + length]
         try:
             record = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
@@ -371,6 +383,15 @@ def loss_mask_path(pbin_path: str | os.PathLike) -> Path:
     return pbin_path.with_name(pbin_path.name.removesuffix(".pbin") + ".loss_mask.pbin")
 
 
+def _input_size(path: str) -> int:
+    """Bytes of a conversation file or object.
+
+    Raises:
+        OSError, TokenmillError: it cannot be reached.
+    """
+    return pinned_identity(path).size if is_url(path) else os.path.getsize(path)
+
+
 def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conversations: int = 1000,
               source: str = "config", engine: str | None = None) -> dict:
     """Tokenize ``config["sft"][name]`` into the ``.pbin`` / ``.loss_mask.pbin`` pair and a sidecar.
@@ -398,13 +419,14 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
     messages = entry["message_construction"]
     on_bad_line = entry.get("on_bad_line", default("sft.*.on_bad_line"))
     sources, skipped, proof = [], {}, ProofTally()
+    inputs = [url for pattern in entry["inputs"] for url in (expand_url(pattern) if is_url(pattern) else [pattern])]
     refuse_inputs_as_outputs([out_path, loss_mask_path(out_path), sidecar_path(out_path)],
-                             [*entry["inputs"], tokenizer_config["path"]])
+                             [*(path for path in inputs if not is_url(path)), tokenizer_config["path"]])
     spec = TokenizerSpec.from_config(tokenizer_config)
     tokenizer = load_tokenizer(spec)
     asked = engine or tokenizer_config.get("engine", default("tokenizers.*.engine"))
     check_fraction = tokenizer_config.get("check_fraction", default("tokenizers.*.check_fraction"))
-    input_bytes = sum(os.path.getsize(path) for path in entry["inputs"] if os.path.isfile(path))
+    input_bytes = sum(_input_size(path) for path in inputs if is_url(path) or os.path.isfile(path))
     engine, reason = choose_engine(asked, tokenizer, input_bytes)
     # The datasets get auto as asked, so that their encoders fall back to HF where fastokens cannot load.
     dataset_engine = "hf" if engine == "hf" else asked
@@ -413,7 +435,7 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
     with PbinWriter(out_path, tokenizer.token_width) as tokens_out:
         with PbinWriter(loss_mask_path(out_path), 1) as mask_out:
             collator = None
-            for source in entry["inputs"]:
+            for source in inputs:
                 dataset = InstructionDataset(source, tokenizer, [f".{field}" for field in messages],
                                              entry["special_tokens"], engine=dataset_engine,
                                              check_fraction=check_fraction)
@@ -438,8 +460,9 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
                         tokens_out.write(np.concatenate([tokens for tokens, _ in kept]), lengths)
                         mask_out.write(np.concatenate([trained for _, trained in kept]).astype(np.uint8), lengths)
                         documents += len(kept)
-                sources.append({"path": str(source), "bytes": os.path.getsize(source), "sha256": file_sha256(source),
-                                "lines": len(dataset), "documents": documents, "checked_messages": dataset.checked})
+                sources.append({"path": str(source), "bytes": _input_size(source), "sha256": file_sha256(source),
+                                "lines": len(dataset), "documents": documents, "checked_messages": dataset.checked,
+                                **({"object": pinned_identity(source).sidecar_entry()} if is_url(source) else {})})
                 proof += dataset.proof
         tokens_out.sidecar = {
             "format": FORMAT_VERSIONS["sft"],

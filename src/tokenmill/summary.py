@@ -261,12 +261,39 @@ def _identifiers_hint(plan: Plan, build: str) -> str:
     return f"tokenizer_identifiers=job_tokenizer_identifiers({tokenizer['megatron']['version'][0]!r}, {flags!r})"
 
 
+def storage_summary_lines(plan: Plan, prefix: str, configfiles: Sequence[str | os.PathLike] = ()) -> list[str]:
+    """The summary of a run on object storage (``--default-storage-prefix``): where each build's files
+    are under the prefix, laid out as a local build's tree. (Their counts are in the sidecars there: this
+    process holds no local copy to read them from.)"""
+    config_text = ", ".join(_shown_path(path, os.getcwd()) for path in configfiles) or "config/config.yaml"
+    lines = [f"tokenmill: the {len(plan.builds)} dataset{'' if len(plan.builds) == 1 else 's'} of {config_text} "
+             f"under {prefix}/ (laid out as a local build):"]
+    for build in list(plan.builds)[:MAX_BUILDS_SHOWN]:
+        files = [packed_path(build)]
+        if "megatron" in plan.formats(build):
+            files.append(f"Megatron {megatron_prefix(build)}")
+        if "datatrove" in plan.formats(build):
+            files.append(f"datatrove {os.path.dirname(datatrove_name(build))}/")
+        caches = plan.cache_dirs(build)
+        lines.append(f"  {build}: {'; '.join(files)}" + (f"; caches {_folders(caches)}" if caches else ""))
+    if len(plan.builds) > MAX_BUILDS_SHOWN:
+        lines.append(f"  and {len(plan.builds) - MAX_BUILDS_SHOWN} more in data/packed/")
+    lines += [f"  {name} (instruction tuning): data/sft/{name}.pbin + {name}.loss_mask.pbin"
+              for name in plan.config["sft"]]
+    lines += [f"  blend {name}: caches {_folders(plan.cache_dirs(blend_cache_name(name)))}" for name in plan.blends]
+    return lines + ["Next:", f"  aws s3 sync {prefix}/data data    # a local copy, for tokenmill inspect and training"]
+
+
 def print_summary(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
-                  snakefile: str | os.PathLike | None = None, stream: TextIO | None = None) -> None:
+                  snakefile: str | os.PathLike | None = None, stream: TextIO | None = None,
+                  storage_prefix: str = "") -> None:
     """Print :func:`summary_lines` for the run in the current directory (the Snakefile's ``onsuccess``),
-    with the shell's directory taken from ``$PWD``."""
+    with the shell's directory taken from ``$PWD``; :func:`storage_summary_lines` for a run whose outputs
+    are under ``storage_prefix``."""
     stream = stream or sys.stdout
-    stream.write("\n".join(summary_lines(plan, configfiles, snakefile, os.environ.get("PWD"))) + "\n")
+    lines = (storage_summary_lines(plan, storage_prefix, configfiles) if storage_prefix
+             else summary_lines(plan, configfiles, snakefile, os.environ.get("PWD")))
+    stream.write("\n".join(lines) + "\n")
     stream.flush()
 
 
@@ -294,10 +321,10 @@ def failure_lines(since: float, logs: str | os.PathLike = "logs") -> list[str]:
     return [text for _, last, log in sorted(found) for text in (last, f"  log: {log}")]
 
 
-def print_failures(since: float, stream: TextIO | None = None) -> None:
+def print_failures(since: float, logs: str | os.PathLike = "logs", stream: TextIO | None = None) -> None:
     """Print :func:`failure_lines` last (the Snakefile's ``onerror``), so that a failed run ends with the
     error a user acts on rather than Snakemake's traceback of the shell command."""
-    lines = failure_lines(since)
+    lines = failure_lines(since, logs)
     if lines:
         stream = stream or sys.stderr
         stream.write("\n".join(lines) + "\n")

@@ -8,9 +8,10 @@ import re
 import sys
 import time
 from shlex import join as shell_join
+from types import SimpleNamespace
 
 from tokenmill import FORMAT_VERSIONS
-from tokenmill.config import validate_config
+from tokenmill.config import validate_config, with_local_paths_absolute
 from tokenmill.errors import TokenmillError
 from tokenmill.pack import useful_workers
 from tokenmill.summary import report_front_page
@@ -18,11 +19,24 @@ from tokenmill.plan import Plan, blend_cache_name, megatron_prefix
 
 STARTED = time.time()  # the run's start: the logs its failed jobs wrote are newer (onerror)
 
+# Object storage: `snakemake --default-storage-provider s3 --default-storage-prefix s3://bucket/run` keeps
+# every output under the prefix and gives each job local copies of its files below STORAGE_ROOT
+# (.snakemake/storage/s3/bucket/run/), laid out as a local build's tree. Each command runs there (job_files),
+# so that the paths it spells, and those its sidecars and caches record, are a local build's; the config's
+# own files (inputs, tokenizers) stay local: absolute, marked local(). Without the flags it is empty.
+STORAGE_PREFIX = (workflow.storage_settings.default_storage_prefix or "").rstrip("/")
+STORAGE_ROOT = ""
+if STORAGE_PREFIX:
+    _probe = workflow.storage_registry.default_storage_provider.object(f"{STORAGE_PREFIX}/probe")
+    STORAGE_ROOT = str(_probe.local_path().parent)
+
 # A config error is one line naming the file and the key (no schema dump, no traceback frames).
 # The schema is workflow/schemas/config.schema.yaml, a copy of the package's, which tokenmill sft uses too.
 _CONFIG_SOURCE = ", ".join(map(str, workflow.overwrite_configfiles)) or "config/config.yaml"
 try:
     config.update(validate_config(config, _CONFIG_SOURCE))
+    if STORAGE_ROOT:
+        config.update(with_local_paths_absolute(config))
     PLAN = Plan(config)
 except TokenmillError as exc:
     message = str(exc) if str(exc).startswith(_CONFIG_SOURCE) else f"{_CONFIG_SOURCE}: {exc}"
@@ -68,6 +82,37 @@ def _plan(method, wildcard):
     return function
 
 
+def _input(method, wildcard):
+    """An input function of one wildcard's value; on object storage its absolute paths (the config's own
+    files) are marked local(), every other path being an object under the prefix."""
+    plan_function = _plan(method, wildcard)
+
+    def function(wildcards):
+        paths = plan_function(wildcards)
+        if not STORAGE_ROOT:
+            return paths
+        mark = lambda path: local(path) if os.path.isabs(path) else path
+        return mark(paths) if isinstance(paths, str) else list(map(mark, paths))
+
+    return function
+
+
+def job_files(wildcards, input, output):
+    """Where a job's command runs (``root``: STORAGE_ROOT, or the working directory) and its named input and
+    output files as spelled from there: an object's local copy by its path in a local build, a local file
+    as given."""
+
+    def spelled(path):
+        path = str(path)
+        return path[len(STORAGE_ROOT) + 1 :] if STORAGE_ROOT and path.startswith(f"{STORAGE_ROOT}/") else path
+
+    files = {
+        name: spelled(paths) if isinstance(paths, str) else list(map(spelled, paths))
+        for name, paths in [*input.items(), *output.items()]
+    }
+    return SimpleNamespace(root=STORAGE_ROOT or ".", **files)
+
+
 def _shell(method, wildcard):
     """A params function giving the plan's argument list as one shell-quoted string. A function of the
     wildcards only, so that Snakemake records its value and reruns a job whose options changed."""
@@ -87,20 +132,20 @@ REPORT_FRONT_PAGE = report_front_page(
 
 # ---- Input functions
 
-file_jsonl = _plan(lambda stem: PLAN.file(stem).path, "stem")
-unit_jsonl = _plan(PLAN.unit_local_inputs, "unit")
-unit_index = _plan(PLAN.unit_index, "unit")
-unit_tokenizer_path = _plan(PLAN.unit_tokenizer_path, "unit")
-hf_tokenizer_json = _plan(lambda name: config["tokenizers"][name]["path"], "tokenizer")
-merge_units = _plan(PLAN.merge_units, "build")
-merge_unit_sidecars = _plan(lambda build: [f"{path}.meta.json" for path in PLAN.merge_units(build)], "build")
-merge_unit_megatron_files = _plan(PLAN.merge_unit_megatron_files, "build")
-verify_inputs = _plan(PLAN.verify_files, "build")
-report_caches = _plan(PLAN.cache_dirs, "build")
-report_files = _plan(lambda build: PLAN.built_files(build)[2:], "build")  # besides the .pbin and its sidecar
-blend_caches = _plan(lambda blend: PLAN.cache_dirs(blend_cache_name(blend)), "blend")
-blend_megatron_files = _plan(PLAN.blend_inputs, "blend")
-sft_inputs = _plan(PLAN.sft_inputs, "name")
+file_jsonl = _input(lambda stem: PLAN.file(stem).path, "stem")
+unit_jsonl = _input(PLAN.unit_local_inputs, "unit")
+unit_index = _input(PLAN.unit_index, "unit")
+unit_tokenizer_path = _input(PLAN.unit_tokenizer_path, "unit")
+hf_tokenizer_json = _input(lambda name: config["tokenizers"][name]["path"], "tokenizer")
+merge_units = _input(PLAN.merge_units, "build")
+merge_unit_sidecars = _input(lambda build: [f"{path}.meta.json" for path in PLAN.merge_units(build)], "build")
+merge_unit_megatron_files = _input(PLAN.merge_unit_megatron_files, "build")
+verify_inputs = _input(PLAN.verify_files, "build")
+report_caches = _input(PLAN.cache_dirs, "build")
+report_files = _input(lambda build: PLAN.built_files(build)[2:], "build")  # besides the .pbin and its sidecar
+blend_caches = _input(lambda blend: PLAN.cache_dirs(blend_cache_name(blend)), "blend")
+blend_megatron_files = _input(PLAN.blend_inputs, "blend")
+sft_inputs = _input(PLAN.sft_inputs, "name")
 
 
 # ---- Params: every option that changes an output, as a plain recorded value
@@ -131,8 +176,16 @@ def part_file(path):
 
 
 def all_targets():
-    """Every final file of the configured matrix."""
+    """Every final file of the configured matrix; on object storage named, not downloaded."""
+    if STORAGE_PREFIX:
+        return [storage(f"{STORAGE_PREFIX}/{path}", retrieve=False) for path in PLAN.all_targets()]
     return PLAN.all_targets()
+
+
+def prune_stamp():
+    """The prune job's stamp, asked by `all` in a local tree only: objects of an earlier plan under a
+    storage prefix are not moved (tokenmill prune reads a local tree)."""
+    return [] if STORAGE_PREFIX else rules.prune.output.stamp
 
 
 # ---- Resources
@@ -170,7 +223,8 @@ def tokenize_runtime(wildcards):
 
 
 def _sft_text_mb(wildcards):
-    return sum(map(os.path.getsize, config["sft"][wildcards.name]["inputs"])) / 1e6
+    local = [path for path in PLAN.sft_inputs(wildcards.name) if os.path.isfile(path)]
+    return (sum(map(os.path.getsize, local)) + sum(item.size for item in PLAN.sft_objects(wildcards.name))) / 1e6
 
 
 def sft_runtime(wildcards):

@@ -25,9 +25,10 @@ rule datatrove:
         mem_mb=document_index_mem_mb,
         runtime=copy_runtime,
     params:
+        job=job_files,
         format=FORMAT_VERSIONS["datatrove"],
         options=datatrove_options,
     message:
         "datatrove .ds of {wildcards.build} -> {output.ds} (log: {log})"
     shell:
-        "tokenmill to-datatrove {input.pbin:q} -o {output.ds:q} {params.options} > {log:q} 2>&1"
+        "(cd {params.job.root:q} && tokenmill to-datatrove {params.job.pbin:q} -o {params.job.ds:q} {params.options}) > {log:q} 2>&1"

@@ -23,8 +23,9 @@ rule hf_tokenizer_folder:
         mem_mb=1000,
         runtime=10,
     params:
+        job=job_files,
         options=hf_tokenizer_options,
     message:
         "tokenizer folder for Megatron's HuggingFaceTokenizer -> data/megatron/tokenizers/{wildcards.tokenizer}/ (log: {log})"
     shell:
-        "tokenmill hf-tokenizer-folder {params.options} > {log:q} 2>&1"
+        "(cd {params.job.root:q} && tokenmill hf-tokenizer-folder {params.options}) > {log:q} 2>&1"

@@ -28,6 +28,7 @@ rule pack:
         mem_mb=pack_mem_mb,
         runtime=tokenize_runtime,
     params:
+        job=job_files,
         format=pack_format,
         options=pack_options,
         inputs=unit_identity,
@@ -36,8 +37,8 @@ rule pack:
     message:
         "pack {wildcards.unit} -> {output.pbin} and its build's other formats (log: {log})"
     shell:
-        "tokenmill pack {params.jsonl} --tokenizer {input.tokenizer:q}"
-        " {params.options} --workers {threads} {params.outputs} > {log:q} 2>&1"
+        "(cd {params.job.root:q} && tokenmill pack {params.jsonl} --tokenizer {params.job.tokenizer:q}"
+        " {params.options} --workers {threads} {params.outputs}) > {log:q} 2>&1"
 
 
 use rule pack as pack_without_megatron with:
@@ -98,12 +99,13 @@ rule merge_units:
         mem_mb=document_index_mem_mb,
         runtime=copy_runtime,
     params:
+        job=job_files,
         format=f"{FORMAT_VERSIONS['pbin']} {FORMAT_VERSIONS['mmidx']}",
         commands=merge_commands,
     message:
         "merge the units of {wildcards.build} -> {output.pbin} (log: {log})"
     shell:
-        "({params.commands}) > {log:q} 2>&1"
+        "(cd {params.job.root:q} && {params.commands}) > {log:q} 2>&1"
 
 
 use rule merge_units as merge_units_without_megatron with:

@@ -21,9 +21,10 @@ rule raw_index:
         mem_mb=line_index_mem_mb,
         runtime=copy_runtime,
     params:
+        job=job_files,
         format=FORMAT_VERSIONS["raw_index"],
         inputs=file_identity,
     message:
         "raw line index of {input.jsonl} -> {output.idx} (log: {log})"
     shell:
-        "tokenmill index {input.jsonl:q} -o {output.idx:q} > {log:q} 2>&1"
+        "(cd {params.job.root:q} && tokenmill index {params.job.jsonl:q} -o {params.job.idx:q}) > {log:q} 2>&1"

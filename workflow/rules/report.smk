@@ -29,13 +29,14 @@ rule report_dataset:
         mem_mb=document_index_mem_mb,
         runtime=copy_runtime,
     params:
+        job=job_files,
         format=FORMAT_VERSIONS["report"],
         options=report_options,
     message:
         "report page of {wildcards.build} -> {output.page} (log: {log})"
     shell:
-        "tokenmill report {input.pbin:q} --verified {input.verified:q} {params.options} -o {output.page:q}"
-        " > {log:q} 2>&1"
+        "(cd {params.job.root:q} && tokenmill report {params.job.pbin:q} --verified {params.job.verified:q} {params.options}"
+        " -o {params.job.page:q}) > {log:q} 2>&1"
 
 
 # One page per blend cache folder: weights asked vs shares realised, per split.
@@ -63,8 +64,9 @@ rule report_blend:
         mem_mb=cache_mem_mb,
         runtime=copy_runtime,
     params:
+        job=job_files,
         format=FORMAT_VERSIONS["report"],
     message:
         "report page of blend {wildcards.blend} -> {output.page} (log: {log})"
     shell:
-        "tokenmill report --blend {input.cache:q} -o {output.page:q} > {log:q} 2>&1"
+        "(cd {params.job.root:q} && tokenmill report --blend {params.job.cache:q} -o {params.job.page:q}) > {log:q} 2>&1"

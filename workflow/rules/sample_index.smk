@@ -24,14 +24,15 @@ rule sample_index:
         mem_mb=cache_mem_mb,
         runtime=copy_runtime,
     params:
+        job=job_files,
         format=FORMAT_VERSIONS["sample_index"],
         prefix=build_megatron_prefix,
         options=sample_index_options,
     message:
         "index caches of {wildcards.build}, seq {wildcards.seq_length}, seed {wildcards.seed} -> {output.cache} (log: {log})"
     shell:
-        "tokenmill sample-index {params.prefix:q} -o {output.cache:q} --seq-length {wildcards.seq_length}"
-        " --seed {wildcards.seed} {params.options} > {log:q} 2>&1"
+        "(cd {params.job.root:q} && tokenmill sample-index {params.prefix:q} -o {params.job.cache:q}"
+        " --seq-length {wildcards.seq_length} --seed {wildcards.seed} {params.options}) > {log:q} 2>&1"
 
 
 # A named blend: the BlendedDataset caches plus its datasets' GPTDataset caches, in one folder.
@@ -55,10 +56,11 @@ rule blend:
         mem_mb=cache_mem_mb,
         runtime=copy_runtime,
     params:
+        job=job_files,
         format=FORMAT_VERSIONS["sample_index"],
         options=blend_options,
     message:
         "blend caches of {wildcards.blend}, seq {wildcards.seq_length}, seed {wildcards.seed} -> {output.cache} (log: {log})"
     shell:
-        "tokenmill blend {params.options} -o {output.cache:q} --seq-length {wildcards.seq_length}"
-        " --seed {wildcards.seed} > {log:q} 2>&1"
+        "(cd {params.job.root:q} && tokenmill blend {params.options} -o {params.job.cache:q} --seq-length {wildcards.seq_length}"
+        " --seed {wildcards.seed}) > {log:q} 2>&1"

@@ -22,10 +22,12 @@ rule sft:
         mem_mb=sft_mem_mb,
         runtime=sft_runtime,
     params:
+        job=job_files,
         format=FORMAT_VERSIONS["sft"],
         config=sft_config,
         inputs=sft_identity,
     message:
         "instruction-tuning set {wildcards.name} -> {output.pbin} (log: {log})"
     shell:
-        "echo {params.config:q} | tokenmill sft - {wildcards.name} -o {output.pbin:q} > {log:q} 2>&1"
+        "(cd {params.job.root:q} && echo {params.config:q} | tokenmill sft - {wildcards.name} -o {params.job.pbin:q})"
+        " > {log:q} 2>&1"

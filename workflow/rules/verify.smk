@@ -20,12 +20,13 @@ rule verify:
         mem_mb=document_index_mem_mb,
         runtime=copy_runtime,
     params:
+        job=job_files,
         format=FORMAT_VERSIONS["verify"],
         options=verify_options,
     message:
         "verify every file of {wildcards.build} (log: {log})"
     shell:
-        "tokenmill verify --stamp {output.stamp:q} {params.options} > {log:q} 2>&1"
+        "(cd {params.job.root:q} && tokenmill verify --stamp {params.job.stamp:q} {params.options}) > {log:q} 2>&1"
 
 
 # A blend's cache folders (every sequence length and seed): descriptions, arrays and their bounds.
@@ -47,11 +48,12 @@ rule verify_blend:
         mem_mb=cache_mem_mb,
         runtime=copy_runtime,
     params:
+        job=job_files,
         format=FORMAT_VERSIONS["verify"],
     message:
         "verify the caches of blend {wildcards.blend} (log: {log})"
     shell:
-        "tokenmill verify {input.caches:q} --stamp {output.stamp:q} > {log:q} 2>&1"
+        "(cd {params.job.root:q} && tokenmill verify {params.job.caches:q} --stamp {params.job.stamp:q}) > {log:q} 2>&1"
 
 
 # An SFT pair: the tokens against the sidecar, the loss mask against the tokens.
@@ -75,8 +77,9 @@ rule verify_sft:
         mem_mb=1000,
         runtime=sft_runtime,
     params:
+        job=job_files,
         format=FORMAT_VERSIONS["verify"],
     message:
         "verify SFT set {wildcards.name} (log: {log})"
     shell:
-        "tokenmill verify {input.pbin:q} --stamp {output.stamp:q} > {log:q} 2>&1"
+        "(cd {params.job.root:q} && tokenmill verify {params.job.pbin:q} --stamp {params.job.stamp:q}) > {log:q} 2>&1"

@@ -222,8 +222,10 @@ class Plan(Units):
         return arguments + ["--", *checked]
 
     def sft_identity(self, name: str) -> str:
-        """Size and modification time of an SFT dataset's inputs and tokenizer (see :meth:`unit_identity`)."""
-        return "; ".join(_identity(path) for path in self.sft_inputs(name))
+        """Size and modification time of an SFT dataset's files and tokenizer, size and ETag of its objects
+        (see :meth:`unit_identity`)."""
+        return "; ".join([*(_identity(path) for path in self.sft_inputs(name)),
+                          *(f"{item.url}: {item.size} bytes, ETag {item.etag}" for item in self.sft_objects(name))])
 
     def sft_config(self, name: str) -> str:
         """The resolved config that ``tokenmill sft -`` reads: this entry and its tokenizer (as JSON)."""

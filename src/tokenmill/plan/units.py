@@ -17,7 +17,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS
 from tokenmill.jsonl import input_compression
 from tokenmill.megatron_tokenizer import DEFAULT_VERSION, SUPPORTED_TYPES, job_tokenizer
-from tokenmill.objects import expand_url, is_url, pinned_identity
+from tokenmill.objects import ObjectIdentity, expand_url, is_url, pinned_identity
 from tokenmill.parquet import row_group_units
 from tokenmill.plan.layout import raw_index_path
 from tokenmill.prune import OUTPUT_FOLDERS, STALE_FOLDER
@@ -473,6 +473,17 @@ class Units:
                     raise TokenmillError(f"sft.{name}.inputs: {path}: no such file")
 
     def sft_inputs(self, name: str) -> list[str]:
-        """The conversation files and the tokenizer of an SFT dataset."""
+        """The conversation files and the tokenizer of an SFT dataset (its ``s3://`` objects are read by
+        its job, which no input of Snakemake's names: :meth:`sft_objects`)."""
         entry = self.config["sft"][name]
-        return [*entry["inputs"], self.config["tokenizers"][entry["tokenizer"]]["path"]]
+        return [*(path for path in entry["inputs"] if not is_url(path)),
+                self.config["tokenizers"][entry["tokenizer"]]["path"]]
+
+    def sft_objects(self, name: str) -> list[ObjectIdentity]:
+        """The ``s3://`` objects of an SFT dataset's inputs (globs listed), each as first seen.
+
+        Raises:
+            TokenmillError: an object or a bucket that cannot be reached, a glob matching nothing.
+        """
+        return [pinned_identity(url) for pattern in self.config["sft"][name]["inputs"] if is_url(pattern)
+                for url in expand_url(pattern)]
