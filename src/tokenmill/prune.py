@@ -28,7 +28,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["OUTPUT_FOLDERS", "OUTPUT_SUFFIXES", "STALE_FOLDER", "MOVED_RECORD", "stale_paths", "move_stale"]
+__all__ = ["OUTPUT_FOLDERS", "OUTPUT_SUFFIXES", "STALE_FOLDER", "MOVED_RECORD", "LAST_RUN_STAMP", "stale_paths",
+           "move_stale"]
 
 # Where the workflow writes the files trainers and tools read (logs and benchmarks are not looked in).
 OUTPUT_FOLDERS = ("data/index", "data/packed", "data/parts", "data/megatron", "data/datatrove", "data/cache",
@@ -39,6 +40,7 @@ OUTPUT_SUFFIXES = (".pbin", ".meta.json", ".bin", ".idx", ".ds", ".ds.index", ".
                    ".html")
 STALE_FOLDER = "data/stale"
 MOVED_RECORD = f"{STALE_FOLDER}/MOVED.txt"
+LAST_RUN_STAMP = f"{STALE_FOLDER}/moved-last-run.txt"  # what the last prune moved (the workflow's stamp)
 
 
 def stale_paths(planned: list[str], root: str | os.PathLike = ".") -> list[str]:

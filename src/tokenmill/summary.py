@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from tokenmill.prune import MOVED_RECORD, STALE_FOLDER
+from tokenmill.prune import LAST_RUN_STAMP, MOVED_RECORD, STALE_FOLDER
 from tokenmill.atomic import write_if_changed
 from tokenmill.megatron_tokenizer import null_tokenizer_flags
 from tokenmill.plan import (Plan, blend_cache_name, datatrove_name, hf_tokenizer_folder, job_flags_of, megatron_prefix,
@@ -140,7 +140,7 @@ def _build_lines(plan: Plan, build: str) -> list[str]:
                      f"documents run together in training")
     caches = [folder for folder in plan.cache_dirs(build) if os.path.isdir(folder)]  # a run for one target has none
     if caches:
-        hashed = plan.hashed_prefix(build)
+        hashed = plan.job_data_path(build)
         lines.append(f"    caches {_folders(caches)}"
                      + (f", for --data-path {hashed}" if hashed != megatron_prefix(build) else ""))
     return lines
@@ -199,7 +199,7 @@ def summary_lines(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
 def _stale_lines() -> list[str]:
     """What the run's last job moved out of where trainers look (:mod:`tokenmill.prune`), and what
     earlier plans' outputs take in ``data/stale/``."""
-    stamp = Path(STALE_FOLDER, "moved-last-run.txt")
+    stamp = Path(LAST_RUN_STAMP)
     moved = stamp.read_text(encoding="utf-8").splitlines() if stamp.is_file() else []
     # what a trainer reads first: Megatron's files and caches, then the other formats, parts and stamps
     shown_first = ("data/megatron/", "data/cache/", "data/packed/", "data/datatrove/", "data/sft/")
@@ -240,7 +240,7 @@ def _next_lines(plan: Plan, build: str | None, report: str) -> list[str]:
                          f"tokenizer.json and the EOD as eos_token)")
         # The caches are named for the job's spelling of the prefix: a Nanoset given only the local
         # prefix would build a second set of caches beside them.
-        hashed = plan.hashed_prefix(build)
+        hashed = plan.job_data_path(build)
         lines.append(f"  PyTorch: NanosetConfig on that folder with dataset_path={hashed!r} and")
         lines.append(f"    {_identifiers_hint(plan, build)} (README, \"Training with it\")")
     elif build:

@@ -1,6 +1,7 @@
 # ---- Config validation, the build plan, input functions and resources ---------------------------
 # What is built from what, where and with which options is tokenmill.plan (pure, unit-tested); this
-# file validates the config, builds the plan once, and adapts it to Snakemake's wildcards.
+# file validates the config, builds the plan once, and adapts it to Snakemake's wildcards. The rules
+# spell their files with tokenmill.plan.layout's functions, given wildcards: one place names each path.
 
 import json
 import os
@@ -15,7 +16,25 @@ from tokenmill.config import validate_config, with_local_paths_absolute
 from tokenmill.errors import TokenmillError
 from tokenmill.pack import useful_workers
 from tokenmill.summary import report_front_page
-from tokenmill.plan import Plan, blend_cache_name, megatron_prefix
+from tokenmill.plan import Plan
+from tokenmill.plan.layout import (
+    blend_cache_name,
+    cache_dir,
+    datatrove_name,
+    hf_tokenizer_folder,
+    megatron_prefix,
+    packed_path,
+    part_megatron_prefix,
+    part_pbin_path,
+    raw_index_path,
+    report_page,
+    sft_files,
+    verified_blend_stamp,
+    verified_sft_stamp,
+    verified_stamp,
+)
+from tokenmill.prune import LAST_RUN_STAMP
+from tokenmill.sidecar import sidecar_path
 
 STARTED = time.time()  # the run's start: the logs its failed jobs wrote are newer (onerror)
 
@@ -191,8 +210,9 @@ def prune_stamp():
 # ---- Resources
 # They scale with the text a job handles, known from the plan (input sizes stat'ed once; a compressed
 # file counted 4x). Runtimes assume 1 MB/s for tokenizing (the Hugging Face engine on one core;
-# fastokens is 10-40x faster) and 50 MB/s for a pass over the bytes, so that a cluster never kills a
-# job that is merely slow. A profile's set-resources overrides any of them.
+# fastokens is 29x faster with GPT-2, 70x with Tekken: bench/RESULTS.md) and 50 MB/s for a pass over
+# the bytes, so that a cluster never kills a job that is merely slow. A profile's set-resources
+# overrides any of them.
 
 
 def _job_text_mb(wildcards):

@@ -6,12 +6,12 @@
 # (no second tokenizing: a format added to a built dataset is derived from its tokens).
 rule datatrove:
     input:
-        pbin="data/packed/{build}.pbin",
-        meta="data/packed/{build}.pbin.meta.json",
+        pbin=packed_path("{build}"),
+        meta=sidecar_path(packed_path("{build}")),
     output:
-        ds="data/datatrove/{build}/{build}.ds",
-        index="data/datatrove/{build}/{build}.ds.index",
-        metadata="data/datatrove/{build}/{build}.ds.metadata",
+        ds=f"{datatrove_name('{build}')}.ds",
+        index=f"{datatrove_name('{build}')}.ds.index",
+        metadata=f"{datatrove_name('{build}')}.ds.metadata",
     log:
         "logs/datatrove/{build}.log",
     benchmark:

@@ -8,8 +8,8 @@ rule hf_tokenizer_folder:
     input:
         tokenizer=hf_tokenizer_json,
     output:
-        tokenizer="data/megatron/tokenizers/{tokenizer}/tokenizer.json",
-        config="data/megatron/tokenizers/{tokenizer}/tokenizer_config.json",
+        tokenizer=f"{hf_tokenizer_folder('{tokenizer}')}/tokenizer.json",
+        config=f"{hf_tokenizer_folder('{tokenizer}')}/tokenizer_config.json",
     log:
         "logs/hf_tokenizer_folder/{tokenizer}.log",
     benchmark:

@@ -11,10 +11,10 @@ rule pack:
         idx=unit_index,
         tokenizer=unit_tokenizer_path,
     output:
-        pbin="data/packed/{unit}.pbin",
-        meta="data/packed/{unit}.pbin.meta.json",
-        bin="data/megatron/{unit}_text_document.bin",
-        megatron_idx="data/megatron/{unit}_text_document.idx",
+        pbin=packed_path("{unit}"),
+        meta=sidecar_path(packed_path("{unit}")),
+        bin=f"{megatron_prefix('{unit}')}.bin",
+        megatron_idx=f"{megatron_prefix('{unit}')}.idx",
     log:
         "logs/pack/{unit}.log",
     benchmark:
@@ -43,18 +43,18 @@ rule pack:
 
 use rule pack as pack_without_megatron with:
     output:
-        pbin="data/packed/{unit}.pbin",
-        meta="data/packed/{unit}.pbin.meta.json",
+        pbin=packed_path("{unit}"),
+        meta=sidecar_path(packed_path("{unit}")),
     wildcard_constraints:
         unit=SINGLE_UNIT[False],
 
 
 use rule pack as pack_unit with:
     output:
-        pbin=part_file("data/parts/{unit}.pbin"),
-        meta=part_file("data/parts/{unit}.pbin.meta.json"),
-        bin=part_file("data/parts/{unit}_text_document.bin"),
-        megatron_idx=part_file("data/parts/{unit}_text_document.idx"),
+        pbin=part_file(part_pbin_path("{unit}")),
+        meta=part_file(sidecar_path(part_pbin_path("{unit}"))),
+        bin=part_file(f"{part_megatron_prefix('{unit}')}.bin"),
+        megatron_idx=part_file(f"{part_megatron_prefix('{unit}')}.idx"),
     log:
         "logs/pack/{unit}.log",
     benchmark:
@@ -65,8 +65,8 @@ use rule pack as pack_unit with:
 
 use rule pack as pack_unit_without_megatron with:
     output:
-        pbin=part_file("data/parts/{unit}.pbin"),
-        meta=part_file("data/parts/{unit}.pbin.meta.json"),
+        pbin=part_file(part_pbin_path("{unit}")),
+        meta=part_file(sidecar_path(part_pbin_path("{unit}"))),
     log:
         "logs/pack/{unit}.log",
     benchmark:
@@ -82,10 +82,10 @@ rule merge_units:
         sidecars=merge_unit_sidecars,
         megatron=merge_unit_megatron_files,
     output:
-        pbin="data/packed/{build}.pbin",
-        meta="data/packed/{build}.pbin.meta.json",
-        bin="data/megatron/{build}_text_document.bin",
-        megatron_idx="data/megatron/{build}_text_document.idx",
+        pbin=packed_path("{build}"),
+        meta=sidecar_path(packed_path("{build}")),
+        bin=f"{megatron_prefix('{build}')}.bin",
+        megatron_idx=f"{megatron_prefix('{build}')}.idx",
     log:
         "logs/merge_units/{build}.log",
     benchmark:
@@ -110,7 +110,7 @@ rule merge_units:
 
 use rule merge_units as merge_units_without_megatron with:
     output:
-        pbin="data/packed/{build}.pbin",
-        meta="data/packed/{build}.pbin.meta.json",
+        pbin=packed_path("{build}"),
+        meta=sidecar_path(packed_path("{build}")),
     wildcard_constraints:
         build=MERGED[False],

@@ -7,7 +7,7 @@ rule prune:
     input:
         all_targets(),
     output:
-        stamp="data/stale/moved-last-run.txt",
+        stamp=LAST_RUN_STAMP,
     log:
         "logs/prune.log",
     benchmark:

@@ -7,7 +7,7 @@ rule raw_index:
     input:
         jsonl=file_jsonl,
     output:
-        idx="data/index/{stem}.idx",
+        idx=raw_index_path("{stem}"),
     log:
         "logs/raw_index/{stem}.log",
     benchmark:

@@ -5,14 +5,14 @@
 # and its index caches.
 rule report_dataset:
     input:
-        pbin="data/packed/{build}.pbin",
-        meta="data/packed/{build}.pbin.meta.json",
-        verified="data/verified/{build}.ok",
+        pbin=packed_path("{build}"),
+        meta=sidecar_path(packed_path("{build}")),
+        verified=verified_stamp("{build}"),
         caches=report_caches,
         files=report_files,
     output:
         page=report(
-            "data/report/{build}.html",
+            report_page("{build}"),
             category="Datasets",
             labels={"dataset": "{build}", "page": "statistics"},
         ),
@@ -42,10 +42,10 @@ rule report_dataset:
 # One page per blend cache folder: weights asked vs shares realised, per split.
 rule report_blend:
     input:
-        cache="data/cache/blend_{blend}/seq{seq_length}_seed{seed}",
+        cache=cache_dir(blend_cache_name("{blend}"), "{seq_length}", "{seed}"),
     output:
         page=report(
-            "data/report/blend_{blend}/seq{seq_length}_seed{seed}.html",
+            report_page(blend_cache_name("{blend}"), "{seq_length}", "{seed}"),
             category="Blends",
             labels={"blend": "{blend}", "cache": "seq{seq_length}_seed{seed}"},
         ),

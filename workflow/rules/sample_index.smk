@@ -4,11 +4,11 @@
 # One cache folder per dataset × sequence length × seed; hand it to Megatron as --data-cache-path.
 rule sample_index:
     input:
-        bin="data/megatron/{build}_text_document.bin",
-        idx="data/megatron/{build}_text_document.idx",
-        meta="data/packed/{build}.pbin.meta.json",
+        bin=f"{megatron_prefix('{build}')}.bin",
+        idx=f"{megatron_prefix('{build}')}.idx",
+        meta=sidecar_path(packed_path("{build}")),
     output:
-        cache=directory("data/cache/{build}/seq{seq_length}_seed{seed}"),
+        cache=directory(cache_dir("{build}", "{seq_length}", "{seed}")),
     log:
         "logs/sample_index/{build}/seq{seq_length}_seed{seed}.log",
     benchmark:
@@ -40,7 +40,7 @@ rule blend:
     input:
         megatron=blend_megatron_files,
     output:
-        cache=directory("data/cache/blend_{blend}/seq{seq_length}_seed{seed}"),
+        cache=directory(cache_dir(blend_cache_name("{blend}"), "{seq_length}", "{seed}")),
     log:
         "logs/blend/{blend}/seq{seq_length}_seed{seed}.log",
     benchmark:

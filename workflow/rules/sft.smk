@@ -6,9 +6,9 @@ rule sft:
     input:
         files=sft_inputs,
     output:
-        pbin="data/sft/{name}.pbin",
-        loss_mask="data/sft/{name}.loss_mask.pbin",
-        meta="data/sft/{name}.pbin.meta.json",
+        pbin=sft_files("{name}")[0],
+        loss_mask=sft_files("{name}")[1],
+        meta=sidecar_path(sft_files("{name}")[0]),
     log:
         "logs/sft/{name}.log",
     benchmark:

@@ -6,7 +6,7 @@ rule verify:
     input:
         files=verify_inputs,
     output:
-        stamp="data/verified/{build}.ok",
+        stamp=verified_stamp("{build}"),
     log:
         "logs/verify/{build}.log",
     benchmark:
@@ -34,7 +34,7 @@ rule verify_blend:
     input:
         caches=blend_caches,
     output:
-        stamp="data/verified/blend/{blend}.ok",
+        stamp=verified_blend_stamp("{blend}"),
     log:
         "logs/verify/blend/{blend}.log",
     benchmark:
@@ -59,11 +59,11 @@ rule verify_blend:
 # An SFT pair: the tokens against the sidecar, the loss mask against the tokens.
 rule verify_sft:
     input:
-        pbin="data/sft/{name}.pbin",
-        loss_mask="data/sft/{name}.loss_mask.pbin",
-        meta="data/sft/{name}.pbin.meta.json",
+        pbin=sft_files("{name}")[0],
+        loss_mask=sft_files("{name}")[1],
+        meta=sidecar_path(sft_files("{name}")[0]),
     output:
-        stamp="data/verified/sft/{name}.ok",
+        stamp=verified_sft_stamp("{name}"),
     log:
         "logs/verify/sft/{name}.log",
     benchmark:

@@ -156,7 +156,7 @@ class Plan(Units):
         return [cache_dir(name, seq_length, seed)
                 for seq_length in self.sampling["seq_lengths"] for seed in self.sampling["seeds"]]
 
-    def hashed_prefix(self, build: str) -> str:
+    def job_data_path(self, build: str) -> str:
         """A build's Megatron prefix as the training job spells it (hashed into the cache names)."""
         return megatron_prefix(build, self.sampling["megatron_path_prefix"])
 
@@ -186,7 +186,7 @@ class Plan(Units):
         return options + ["--megatron-version", ",".join(job["version"])]
 
     def sample_index_options(self, build: str) -> list[str]:
-        return ["--job-data-path", self.hashed_prefix(build), *self.sampling_options(build)]
+        return ["--job-data-path", self.job_data_path(build), *self.sampling_options(build)]
 
     def blend_options(self, blend: str) -> list[str]:
         """``tokenmill blend`` arguments: weighted prefixes, hashed paths, sampling and tokenizer options."""
@@ -194,7 +194,7 @@ class Plan(Units):
         arguments = [part for build, weight in weights.items() for part in (str(weight), megatron_prefix(build))]
         first = next(iter(weights))
         return arguments + self.sampling_options(first) + [
-            "--job-data-paths", *(self.hashed_prefix(build) for build in weights)]
+            "--job-data-paths", *(self.job_data_path(build) for build in weights)]
 
     def verify_files(self, build: str) -> list[str]:
         """Every file ``rule verify`` checks for a build: built files and the inputs they come from."""
