@@ -15,6 +15,15 @@ The values below were recorded with ai2-olmo-core 3.0.0 in a throwaway venv (nev
     ds[0]["doc_lens"]                         # [100, 85, 147, 34, 146]
     sha256 of every window's input_ids as <u2, in order:
         adb5cc1e797ca09b40738440dbdd7faff0e37bdd404bd64763d15ed79494ecda
+    # OLMo-core's own document finder, over every part: the .pbin's 2990 document lengths, in order
+    [e - s for p in paths for s, e in olmo_core.data.utils.iter_document_indices(p, eos_token_id=50256,
+                                                                               dtype=np.uint16)]
+    vsl = NumpyVSLDataset(*paths, pad_token_id=50256, eos_token_id=50256, vocab_size=50257, dtype=np.uint16,
+                          max_sequence_length=2048, min_sequence_length=64)
+    vsl.work_dir = "work"; vsl.prepare()
+    len(vsl)                                  # 3343 instances, 932160 tokens
+    sha256 of [len(vsl[i]["input_ids"]) for i in range(len(vsl))] as <i8:
+        286bdf18351483cf3a01f8bee210d19de5a4b80257c037e8fc035ec5f865ecfa
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ import gzip
 import hashlib
 import io
 import json
+import shutil
 
 import numpy as np
 import pytest
@@ -37,6 +47,8 @@ OLMO_FSL_WINDOWS = 2003
 OLMO_FIRST_IDS = [13940, 301, 14064, 1326, 1490, 2731, 1311, 391]
 OLMO_FIRST_DOC_LENS = [100, 85, 147, 34, 146]
 OLMO_WINDOWS_SHA256 = "adb5cc1e797ca09b40738440dbdd7faff0e37bdd404bd64763d15ed79494ecda"
+OLMO_VSL_INSTANCES, OLMO_VSL_TOKENS = 3343, 932160
+OLMO_VSL_LENGTHS_SHA256 = "286bdf18351483cf3a01f8bee210d19de5a4b80257c037e8fc035ec5f865ecfa"
 
 
 @pytest.fixture(scope="module")
@@ -78,6 +90,19 @@ def test_olmo_core_reads_the_parts_as_recorded(demo_pbin, tmp_path):
     assert meta["dtype"] == "uint16" and meta["eos_token_id"] == 50256 and meta["documents"] == 2990
 
 
+def test_olmo_cores_variable_length_instances_are_the_pbins_documents_decomposed(demo_pbin):
+    """NumpyVSLDataset cuts each document it finds by EOS into chunks of max_sequence_length, then one
+    chunk per power of two of the rest, down to min_sequence_length (OLMo-core's dataset decomposition):
+    from the .pbin's document lengths that rule gives exactly the instances OLMo-core read from the parts
+    (the recipe above), so the documents it found there are the .pbin's."""
+    lengths = []
+    for length in PbinFile(demo_pbin).doc_lengths.tolist():
+        lengths += [2048] * (length // 2048)
+        lengths += [1 << bit for bit in range(10, 5, -1) if length % 2048 & (1 << bit)]
+    assert (len(lengths), sum(lengths)) == (OLMO_VSL_INSTANCES, OLMO_VSL_TOKENS)
+    assert hashlib.sha256(np.array(lengths, dtype="<i8").tobytes()).hexdigest() == OLMO_VSL_LENGTHS_SHA256
+
+
 def test_the_same_pbin_gives_the_same_bytes_and_fewer_parts_leave_none_behind(demo_pbin, tmp_path):
     pbin_to_olmo(demo_pbin, tmp_path / "a", max_tokens=400_000)
     pbin_to_olmo(demo_pbin, tmp_path / "b", max_tokens=400_000)
@@ -92,6 +117,19 @@ def test_the_same_pbin_gives_the_same_bytes_and_fewer_parts_leave_none_behind(de
     assert first == f"0,100,1,{DEMO_JSONL},1" and meta["parts"][0]["tokens"] == 1026497  # ids: line numbers
 
 
+def test_pack_with_olmo_writes_what_to_olmo_writes_from_its_pbin(demo_pbin, tmp_path):
+    run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "demo.pbin",
+                  "--olmo", tmp_path / "packed", "--olmo-max-tokens", "400000", "--id-field", "")
+    pbin_to_olmo(demo_pbin, tmp_path / "converted", max_tokens=400_000, id_field=None)
+    names = sorted(path.name for path in (tmp_path / "converted").iterdir())
+    assert names == sorted(path.name for path in (tmp_path / "packed").iterdir()) and len(names) == 7
+    for name in names:
+        assert (tmp_path / "packed" / name).read_bytes() == (tmp_path / "converted" / name).read_bytes(), name
+    result = run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "--megatron",
+                           tmp_path / "m", "--olmo", tmp_path / "x", check=False)
+    assert result.returncode == 1 and "--olmo converts the .pbin that -o names: give -o too" in result.stderr
+
+
 def test_data_without_an_eod_is_refused_in_one_line(tmp_path):
     run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--no-eod", "-o", tmp_path / "x.pbin")
     with pytest.raises(TokenmillError, match=r"x.pbin: packed without an EOD; OLMo-core finds documents by their EOS"):
@@ -103,3 +141,63 @@ def test_data_without_an_eod_is_refused_in_one_line(tmp_path):
                                                                           f"the folder to write the parts into")):
         with pytest.raises(TokenmillError, match=f"^{said}$"):
             pbin_to_olmo(*arguments)
+
+
+def test_verify_finds_each_kind_of_damage_and_parts_that_are_not_the_pbins(demo_pbin, tmp_path):
+    out = tmp_path / "out"
+    pbin_to_olmo(demo_pbin, out, max_tokens=400_000)
+    assert run_tokenmill("verify", out, "--made-from", demo_pbin).returncode == 0
+
+    def damaged(damage) -> str:
+        copy = tmp_path / "copy"
+        shutil.rmtree(copy, ignore_errors=True)
+        shutil.copytree(out, copy)
+        damage(copy)
+        result = run_tokenmill("verify", copy, "--made-from", demo_pbin, check=False)
+        assert result.returncode == 1
+        return result.stderr.splitlines()[0]
+
+    def flip_token(folder):
+        tokens = np.fromfile(folder / "part-00001.npy", dtype="<u2")
+        tokens[5] ^= 1
+        tokens.tofile(folder / "part-00001.npy")
+
+    def drop_row(folder):
+        rows = gzip.decompress((folder / "part-00000.csv.gz").read_bytes()).splitlines(keepends=True)
+        (folder / "part-00000.csv.gz").write_bytes(gzip.compress(b"".join(rows[1:])))
+
+    assert damaged(flip_token).endswith(f"part-00001.npy: its tokens differ from those of {demo_pbin} at its "
+                                        f"documents 1348..2312")
+    assert damaged(drop_row).endswith("part-00000.csv.gz: its rows are not 1348 documents back to back over the "
+                                      "part's 399931 tokens")
+    assert damaged(lambda folder: (folder / "part-00002.npy").unlink()).endswith("part-00002.npy: missing")
+    assert damaged(lambda folder: (folder / "part-00002.npy").write_bytes(b"\0" * 7)).endswith(
+        "part-00002.npy: 7 bytes, but metadata.json says 228298 uint16 tokens")
+
+
+def test_the_workflow_writes_olmo_parts_beside_megatron_and_verifies_them(workflow_dir):
+    """formats: [pbin, megatron, olmo]: OLMo's folder from the .pbin, verified against it; dropping the format
+    moves the folder out of data/olmo/."""
+    import yaml
+
+    from conftest import run_snakemake
+
+    config = yaml.safe_load((workflow_dir / "config/config.yaml").read_text())
+    config["datasets"]["demo"].update(formats=["pbin", "megatron", "olmo"], olmo_max_tokens=400_000)
+    config["sft"] = {}
+    (workflow_dir / "config/config.yaml").write_text(yaml.safe_dump(config))
+    run_snakemake(workflow_dir)
+    folder = workflow_dir / "data/olmo/demo"
+    stream = np.concatenate([np.fromfile(path, dtype="<u2") for path in sorted(folder.glob("part-*.npy"))])
+    pbin = PbinFile(workflow_dir / "data/packed/demo.pbin")
+    assert len(list(folder.glob("part-*.npy"))) == 3 and np.array_equal(stream, np.asarray(pbin.tokens))
+    first = gzip.decompress((folder / "part-00000.csv.gz").read_bytes()).decode().splitlines()[0]
+    first_id = json.loads(DEMO_JSONL.read_text().splitlines()[0])["id"]
+    assert first == f"0,100,{first_id},data/raw/demo.jsonl,1"  # src: the input as the config spells it
+    assert "ok data/olmo/demo\n" in (workflow_dir / "data/verified/demo.ok").read_text()
+    assert "data/olmo/demo" in (workflow_dir / "data/report/demo.html").read_text()
+
+    config["datasets"]["demo"]["formats"] = ["pbin", "megatron"]
+    (workflow_dir / "config/config.yaml").write_text(yaml.safe_dump(config))
+    run_snakemake(workflow_dir)
+    assert not folder.exists() and (workflow_dir / "data/stale/olmo/demo/part-00000.npy").exists()

@@ -57,9 +57,15 @@ def _pack(args: argparse.Namespace) -> None:
                             max_line_bytes=args.max_line_bytes, allow_duplicate_inputs=args.allow_duplicate_inputs)
     byte_range = parse_byte_range(args.byte_range) if args.byte_range else None
     row_groups = parse_row_groups(args.row_groups) if args.row_groups else None
+    if args.olmo and not args.output:
+        raise TokenmillError("--olmo converts the .pbin that -o names: give -o too")
     pack(args.inputs, args.output, settings, indexes=args.index, byte_range=byte_range, row_groups=row_groups,
          megatron_prefix=prefix_of(args.megatron) if args.megatron else None, datatrove_name=args.datatrove,
          datatrove_tokenizer_name=args.datatrove_tokenizer_name)
+    if args.olmo:
+        from tokenmill.olmo import pbin_to_olmo
+
+        pbin_to_olmo(args.output, args.olmo, args.olmo_max_tokens, args.id_field or None)
 
 
 def _merge(args: argparse.Namespace) -> None:
@@ -147,8 +153,12 @@ def _verify(args: argparse.Namespace) -> None:
         from tokenmill.verify import verify_made_from
 
         prefixes = [prefix_of(path) for path in args.paths if is_megatron_index(f"{prefix_of(path)}.idx")]
+        from tokenmill.olmo import is_olmo_folder
+
         names = [path[:-len(".ds")] for path in args.paths if path.endswith(".ds")]
-        problems = verify_made_from(args.made_from, prefixes[0] if prefixes else None, names[0] if names else None)
+        olmo = [path for path in args.paths if is_olmo_folder(path)]
+        problems = verify_made_from(args.made_from, prefixes[0] if prefixes else None, names[0] if names else None,
+                                    olmo[0] if olmo else None)
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:
@@ -394,6 +404,13 @@ def _add_pack_verb(verbs) -> None:
                            "tokens, in the same pass (the bytes of datatrove's DocumentTokenizer)")
     pack.add_argument("--datatrove-tokenizer-name", metavar="NAME",
                       help="the tokenizer field of NAME.ds.metadata (default: --tokenizer as given)")
+    pack.add_argument("--olmo", metavar="DIR",
+                      help="also write OLMo-core's part-NNNNN.npy/.csv.gz and metadata.json in DIR, converted from "
+                           "the -o .pbin once written (no second tokenizing; as tokenmill to-olmo)")
+    pack.add_argument("--olmo-max-tokens", type=int, default=512 << 20, metavar="N",
+                      help="with --olmo: tokens per part at most, whole documents (default: 512 Mi, as dolma)")
+    pack.add_argument("--id-field", default="id", metavar="KEY",
+                      help="with --olmo: the JSON field giving a document's id (default: id; else its line number)")
     pack.add_argument("--tokenizer", required=True,
                       help="Hugging Face tokenizer.json, or the files of --tokenizer-type")
     _add_tokenizer_type_arguments(pack)

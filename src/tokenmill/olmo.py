@@ -17,12 +17,17 @@ A part holds at most ``max_tokens`` tokens (512 Mi by default, as dolma's), neve
 ``.pbin`` gives the same bytes. Every file is written under a temporary name and renamed; parts of an
 earlier conversion beyond the new count are removed.
 
+:func:`verify_olmo` checks a folder's parts against its ``metadata.json`` and, given the ``.pbin`` it was
+made from, against that file's tokens and documents (``tokenmill verify DIR --made-from PBIN``).
+
 Cost: the tokens are copied once, part by part (a widening cast where the ``.pbin`` stores 1 byte per
-token); each source's lines are read once where ids are taken from a JSON field.
+token); each source's lines are read once where ids are taken from a JSON field. Verifying reads the
+parts and the ``.pbin`` once.
 """
 
 from __future__ import annotations
 
+import csv
 import gzip
 import io
 import json
@@ -40,7 +45,7 @@ from tokenmill.jsonl import iter_lines
 from tokenmill.pbin import PbinFile, read_sidecar
 from tokenmill.sidecar import resolve_sidecar_paths
 
-__all__ = ["DEFAULT_MAX_TOKENS", "olmo_dtype", "pbin_to_olmo", "document_lines"]
+__all__ = ["DEFAULT_MAX_TOKENS", "olmo_dtype", "pbin_to_olmo", "document_lines", "is_olmo_folder", "verify_olmo"]
 
 DEFAULT_MAX_TOKENS = 512 << 20  # dolma's cap per file: 1 GiB of uint16
 _UINT16_IDS = 65536
@@ -168,3 +173,89 @@ def pbin_to_olmo(pbin_path: str | os.PathLike, out_dir: str | os.PathLike, max_t
     with atomic_output(out_dir / "metadata.json") as temporary:
         temporary.write_text(json.dumps(metadata, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return metadata
+
+
+def is_olmo_folder(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a folder this module wrote (its ``metadata.json`` names the format)."""
+    metadata = Path(path) / "metadata.json"
+    if not metadata.is_file():
+        return False
+    try:
+        return json.loads(metadata.read_bytes()).get("format", "").startswith("tokenmill-olmo/")
+    except (ValueError, AttributeError):
+        return False
+
+
+def _part_documents(part_csv: Path) -> np.ndarray:
+    """The ``(start, end)`` token range of each document of a part, from its ``csv.gz``.
+
+    Raises:
+        TokenmillError: a row that is not ``start,end,id,src,loc`` with integer bounds.
+    """
+    with gzip.open(part_csv, "rt", encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle))
+    try:
+        return np.array([(int(row[0]), int(row[1])) for row in rows if len(row) == 5], dtype=np.int64).reshape(-1, 2)
+    except ValueError:
+        raise TokenmillError(f"{part_csv}: a row whose start or end is not an integer") from None
+
+
+_COMPARED_TOKENS = 16 << 20  # tokens compared at once: a part's 512 Mi tokens never make a 512 MB mask
+
+
+def _same_tokens(ours: np.ndarray, theirs: np.ndarray) -> bool:
+    return all(np.array_equal(ours[start:start + _COMPARED_TOKENS], theirs[start:start + _COMPARED_TOKENS])
+               for start in range(0, len(ours), _COMPARED_TOKENS))
+
+
+def verify_olmo(folder: str | os.PathLike, made_from: str | os.PathLike | None = None) -> list[str]:
+    """Every problem of an OLMo folder: each part's size a whole number of its dtype's tokens and equal to
+    ``metadata.json``'s count; its ``csv.gz`` one row per document, ranges back to back from 0 to the part's
+    end, each document ending with the EOS id. With ``made_from`` (the ``.pbin`` it was converted from),
+    also: the parts' tokens, in order, are the ``.pbin``'s token stream and their documents its documents.
+    One line per problem. Cost: one pass over the parts' tokens.
+
+    Raises:
+        TokenmillError: an unreadable ``metadata.json`` or ``.pbin``.
+    """
+    folder = Path(folder)
+    try:
+        metadata = json.loads((folder / "metadata.json").read_bytes())
+        dtype, eos, parts = np.dtype(metadata["dtype"]).newbyteorder("<"), metadata["eos_token_id"], metadata["parts"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise TokenmillError(f"{folder}/metadata.json: unreadable ({exc})") from None
+    pbin = PbinFile(made_from) if made_from is not None else None
+    pbin_ends = np.cumsum(pbin.doc_lengths.astype(np.int64)) if pbin is not None else None
+    problems, token_base, document_base = [], 0, 0
+    for part in parts:
+        npy = folder / part["name"]
+        where = f"{npy}"
+        if not npy.is_file():
+            problems.append(f"{where}: missing")
+            continue
+        if npy.stat().st_size != part["tokens"] * dtype.itemsize:
+            problems.append(f"{where}: {npy.stat().st_size} bytes, but metadata.json says {part['tokens']} "
+                            f"{dtype.name} tokens")
+            continue
+        tokens = np.memmap(npy, dtype=dtype, mode="r") if part["tokens"] else np.zeros(0, dtype)
+        documents = _part_documents(npy.with_name(npy.name[:-len(".npy")] + ".csv.gz"))
+        if len(documents) != part["documents"] or (len(documents) and (
+                documents[0, 0] != 0 or (documents[1:, 0] != documents[:-1, 1]).any()
+                or documents[-1, 1] != len(tokens) or (documents[:, 1] <= documents[:, 0]).any())):
+            problems.append(f"{where[:-len('.npy')]}.csv.gz: its rows are not {part['documents']} documents back to "
+                            f"back over the part's {len(tokens)} tokens")
+            continue
+        if len(documents) and (tokens[documents[:, 1] - 1] != eos).any():
+            problems.append(f"{where}: a document does not end with the EOS id {eos}")
+        if pbin is not None:
+            stop = document_base + len(documents)
+            expected_ends = pbin_ends[document_base:stop] - token_base if stop <= len(pbin_ends) else None
+            if expected_ends is None or not np.array_equal(documents[:, 1], expected_ends):
+                problems.append(f"{where}: its documents are not documents {document_base}..{stop - 1} of {made_from}")
+            elif not _same_tokens(tokens, pbin.tokens[token_base:token_base + len(tokens)]):
+                problems.append(f"{where}: its tokens differ from those of {made_from} at its documents "
+                                f"{document_base}..{stop - 1}")
+        token_base, document_base = token_base + len(tokens), document_base + len(documents)
+    if pbin is not None and not problems and (document_base != len(pbin_ends)):
+        problems.append(f"{folder}: {document_base} documents, but {made_from} holds {len(pbin_ends)}")
+    return problems

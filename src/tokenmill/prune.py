@@ -32,8 +32,8 @@ __all__ = ["OUTPUT_FOLDERS", "OUTPUT_SUFFIXES", "STALE_FOLDER", "MOVED_RECORD", 
            "move_stale"]
 
 # Where the workflow writes the files trainers and tools read (logs and benchmarks are not looked in).
-OUTPUT_FOLDERS = ("data/index", "data/packed", "data/parts", "data/megatron", "data/datatrove", "data/cache",
-                  "data/sft", "data/verified", "data/report")
+OUTPUT_FOLDERS = ("data/index", "data/packed", "data/parts", "data/megatron", "data/datatrove", "data/olmo",
+                  "data/cache", "data/sft", "data/verified", "data/report")
 # The names the workflow's files end with (a .pbin's sidecar, Megatron's pair, datatrove's files, stamps,
 # report pages, raw indexes and temporaries of killed writers).
 OUTPUT_SUFFIXES = (".pbin", ".meta.json", ".bin", ".idx", ".ds", ".ds.index", ".ds.metadata", ".ds.loss", ".ok",

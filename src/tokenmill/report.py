@@ -140,10 +140,16 @@ def dataset_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, veri
          for source, count in zip(meta["sources"], tokens)],
         ("file", "compression", "bytes", "lines", "documents", "tokens", "share of tokens", "skipped lines"))
     built = [pbin_path, *files]
-    body += "<h2>Files</h2>" + _table([(str(path), os.path.getsize(path)) for path in built], ("file", "bytes"))
+    body += "<h2>Files</h2>" + _table([(str(path), _bytes(Path(path))) for path in built], ("file", "bytes"))
     for cache in caches:
         body += f"<h2>Index caches: {html.escape(str(cache))}</h2>" + _cache_table(Path(cache), pbin.num_documents)
     _write_page(out_path, f"Dataset {Path(pbin_path).stem}", body)
+
+
+def _bytes(path: Path) -> int:
+    """A file's size, or the total of a folder's files (OLMo's parts)."""
+    return sum(file.stat().st_size for file in path.rglob("*") if file.is_file()) if path.is_dir() else \
+        path.stat().st_size
 
 
 def _tokens_per_source(sources: list[dict], doc_lengths: np.ndarray) -> list[int]:

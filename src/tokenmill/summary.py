@@ -37,7 +37,7 @@ from tokenmill.prune import LAST_RUN_STAMP, MOVED_RECORD, STALE_FOLDER
 from tokenmill.atomic import write_if_changed
 from tokenmill.megatron_tokenizer import null_tokenizer_flags
 from tokenmill.plan import (Plan, blend_cache_name, datatrove_name, hf_tokenizer_folder, job_flags_of, megatron_prefix,
-                            packed_path)
+                            olmo_folder, packed_path)
 
 __all__ = ["MAX_BUILDS_SHOWN", "summary_lines", "print_summary", "report_command", "report_front_page", "failure_lines",
            "print_failures"]
@@ -132,6 +132,8 @@ def _build_lines(plan: Plan, build: str) -> list[str]:
         files.append(f"Megatron {megatron_prefix(build)} ({_size(megatron_prefix(build) + '.bin')})")
     if "datatrove" in formats:
         files.append(f"datatrove {os.path.dirname(datatrove_name(build))}/")
+    if "olmo" in formats:
+        files.append(f"OLMo {olmo_folder(build)}/")
     meta = _sidecar(pbin)
     lines = [f"  {build}: {_counts(meta)}", "    " + "; ".join(files)]
     tokenizer = meta.get("tokenizer")
@@ -274,6 +276,8 @@ def storage_summary_lines(plan: Plan, prefix: str, configfiles: Sequence[str | o
             files.append(f"Megatron {megatron_prefix(build)}")
         if "datatrove" in plan.formats(build):
             files.append(f"datatrove {os.path.dirname(datatrove_name(build))}/")
+        if "olmo" in plan.formats(build):
+            files.append(f"OLMo {olmo_folder(build)}/")
         caches = plan.cache_dirs(build)
         lines.append(f"  {build}: {'; '.join(files)}" + (f"; caches {_folders(caches)}" if caches else ""))
     if len(plan.builds) > MAX_BUILDS_SHOWN:

@@ -22,9 +22,11 @@ What is checked, by kind (told apart by extension, magic bytes and folder):
   rules re-derived from it: the token size from its vocabulary (4 bytes above 65,536 tokens), and
   documents that do not all keep the ids its post-processor adds (a BOS, an EOS before the EOS that
   datatrove appends), which datatrove's ``$A <EOS>`` leaves out (docs/formats.md §9-§10).
-* Megatron files or a ``.ds`` against the ``.pbin`` they were made from (:func:`verify_made_from`):
-  the dtype and token size its sidecar's vocabulary gives by each peer's rule, and the ``.ds``
-  documents datatrove's rule gives from the ``.pbin``'s.
+* an OLMo folder (``tokenmill to-olmo``): each part's size, its ``csv.gz`` ranges back to back, each
+  document ending with the EOS (:func:`tokenmill.olmo.verify_olmo`).
+* Megatron files, a ``.ds`` or an OLMo folder against the ``.pbin`` they were made from
+  (:func:`verify_made_from`): the dtype and token size its sidecar's vocabulary gives by each peer's
+  rule, the ``.ds`` documents datatrove's rule gives from the ``.pbin``'s, the OLMo parts its tokens.
 * a cache folder: each ``*-description.txt`` hashes to its file name; GPTDataset arrays have
   Megatron's dtypes and shapes, rows that stay inside the document index and the sequences, and a
   shuffle index that is a permutation, and (where tokenmill built it) the fingerprint of the dataset
@@ -55,6 +57,7 @@ from tokenmill.datatrove import (DatatroveFile, datatrove_documents, datatrove_p
 from tokenmill.errors import TokenmillError
 from tokenmill.jsonl import iter_lines, source_sha256
 from tokenmill.objects import is_url, pin
+from tokenmill.olmo import is_olmo_folder, verify_olmo
 from tokenmill.mmidx import MMapIndexedDataset, is_megatron_index, optimal_dtype, prefix_of
 from tokenmill.pbin import PbinFile, file_identity_problem, read_sidecar
 from tokenmill.sidecar import range_indices, resolve_sidecar_paths, resolved_against, sidecar_path
@@ -83,7 +86,7 @@ def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
 
     Args:
         path: a raw ``.idx``, a ``.pbin``, a Megatron prefix (or its ``.bin``/``.idx``), a datatrove
-            ``NAME.ds`` (or one of its files), or a cache folder.
+            ``NAME.ds`` (or one of its files), an OLMo folder (``tokenmill to-olmo``), or a cache folder.
         jsonl: for a raw index, the JSONL it indexes.
         against_tokenizer: for a ``.pbin``, also re-encode this share of its documents from their
             JSONL lines with the Hugging Face tokenizer (see :func:`verify_against_tokenizer`).
@@ -96,6 +99,8 @@ def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
         TokenmillError: ``path`` does not exist or is of no known kind.
     """
     path = Path(path)
+    if is_olmo_folder(path):
+        return verify_olmo(path)
     if path.is_dir():
         return _verify_cache(path)
     if is_datatrove(path):
@@ -174,14 +179,16 @@ def _kept_post_processor_ids(dataset: DatatroveFile, name: str, added: tuple, ad
 
 
 def verify_made_from(pbin_path: str | os.PathLike, megatron_prefix: str | os.PathLike | None = None,
-                     datatrove_name: str | os.PathLike | None = None) -> list[str]:
+                     datatrove_name: str | os.PathLike | None = None,
+                     olmo_folder: str | os.PathLike | None = None) -> list[str]:
     """Whether Megatron's ``.bin`` and datatrove's ``.ds`` made from a ``.pbin`` (by ``pack`` in its one
     pass, or ``to-megatron`` / ``to-datatrove``) follow their peers' rules, re-derived from the
     ``.pbin`` and its sidecar: the ``.bin`` dtype Megatron's ``preprocess_data.py`` picks for the
     sidecar's ``tokenizer.vocab_size`` (uint16 below 65,500 tokens, else int32); the ``.ds`` token
     size datatrove picks (4 bytes above 65,536) and its documents as datatrove writes them from the
     ``.pbin``'s (:func:`tokenmill.datatrove.datatrove_documents`: the post-processor's ids left out,
-    one EOS). One line per problem. Cost: one pass over both files' tokens in 16M-token blocks.
+    one EOS); OLMo-core's parts the ``.pbin``'s tokens and documents (:func:`tokenmill.olmo.verify_olmo`).
+    One line per problem. Cost: one pass over both files' tokens in 16M-token blocks.
 
     Raises:
         TokenmillError: an unreadable ``.pbin`` or sidecar.
@@ -204,6 +211,8 @@ def verify_made_from(pbin_path: str | os.PathLike, megatron_prefix: str | os.Pat
                             f"(uint16 below 65,500)")
     if datatrove_name is not None:
         problems += _datatrove_made_from(pbin_path, pbin, meta, datatrove_name)
+    if olmo_folder is not None:
+        problems += verify_olmo(olmo_folder, pbin_path)
     return problems
 
 

@@ -23,6 +23,7 @@ from tokenmill.plan.layout import (
     datatrove_name,
     hf_tokenizer_folder,
     megatron_prefix,
+    olmo_folder,
     packed_path,
     part_megatron_prefix,
     part_pbin_path,
@@ -83,6 +84,7 @@ UNIT_OF_MERGED = {
     megatron: rf"(?:{builds})(?:\.part[0-9]+(?:\.shard[0-9]+)?|\.shard[0-9]+)" for megatron, builds in MERGED.items()
 }
 DATATROVE = _alternatives(PLAN.builds_with(datatrove=True))
+OLMO = _alternatives(PLAN.builds_with(olmo=True))
 BUILD = _alternatives(PLAN.builds)
 BLEND = _alternatives(PLAN.blends)
 SFT = _alternatives(config["sft"])
@@ -176,6 +178,7 @@ hf_tokenizer_options = _shell(PLAN.hf_tokenizer_options, "tokenizer")
 pack_inputs = _shell(PLAN.unit_inputs, "unit")  # files and s3:// objects (these no input of Snakemake's)
 build_megatron_prefix = _plan(megatron_prefix, "build")
 datatrove_options = _shell(PLAN.datatrove_options, "build")
+olmo_options = _shell(PLAN.olmo_options, "build")
 unit_identity = _plan(PLAN.unit_identity, "unit")
 file_identity = _plan(PLAN.file_identity, "stem")
 sample_index_options = _shell(PLAN.sample_index_options, "build")

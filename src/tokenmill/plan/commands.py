@@ -14,7 +14,7 @@ import shlex
 
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.plan.layout import (PARTS_FOLDER, blend_cache_name, brace_ranges, cache_dir, datatrove_name,
-                                   hf_tokenizer_folder, megatron_prefix, packed_path, part_megatron_prefix,
+                                   hf_tokenizer_folder, megatron_prefix, olmo_folder, packed_path, part_megatron_prefix,
                                    part_pbin_path, raw_index_path, report_page, sft_files, verified_blend_stamp,
                                    verified_sft_stamp, verified_stamp)
 from tokenmill.plan.units import _MAX_LISTED_INPUT_CHARS, Units, _identity, job_flags_of
@@ -127,6 +127,11 @@ class Plan(Units):
         """``tokenmill to-datatrove`` arguments: the tokenizer named as the config spells it."""
         return ["--tokenizer-name", self.config["tokenizers"][self.builds[build].tokenizer]["path"]]
 
+    def olmo_options(self, build: str) -> list[str]:
+        """``tokenmill to-olmo`` arguments: tokens per part and the id field (``""``: line numbers)."""
+        dataset = self.config["datasets"][self.builds[build].dataset]
+        return ["--max-tokens", str(dataset["olmo_max_tokens"]), "--id-field", dataset["id_field"] or ""]
+
     def report_options(self, build: str) -> list[str]:
         """``tokenmill report`` arguments: the build's files in other formats and its cache folders."""
         return [*(part for cache in self.cache_dirs(build) for part in ("--cache", cache)),
@@ -140,12 +145,14 @@ class Plan(Units):
 
     def built_files(self, build: str) -> list[str]:
         """A build's files in its formats: the ``.pbin`` and sidecar (the others are made from its tokens),
-        Megatron's ``.bin/.idx``, datatrove's ``.ds``, ``.ds.index`` and ``.ds.metadata``."""
+        Megatron's ``.bin/.idx``, datatrove's ``.ds``, ``.ds.index`` and ``.ds.metadata``, OLMo's folder."""
         files = [packed_path(build), f"{packed_path(build)}.meta.json"]
         if "megatron" in self.formats(build):
             files += [f"{megatron_prefix(build)}.bin", f"{megatron_prefix(build)}.idx"]
         if "datatrove" in self.formats(build):
             files += [f"{datatrove_name(build)}{suffix}" for suffix in (".ds", ".ds.index", ".ds.metadata")]
+        if "olmo" in self.formats(build):
+            files.append(olmo_folder(build))
         return files
 
     def cache_dirs(self, name: str) -> list[str]:
@@ -208,8 +215,9 @@ class Plan(Units):
         must cover, the Megatron prefix, the datatrove ``.ds`` and the caches, as the build's formats have them."""
         formats = self.formats(build)
         checked = [packed_path(build), *([megatron_prefix(build)] if "megatron" in formats else []),
-                   *([f"{datatrove_name(build)}.ds"] if "datatrove" in formats else []), *self.cache_dirs(build)]
-        arguments = ["--made-from", packed_path(build)] if {"megatron", "datatrove"} & set(formats) else []
+                   *([f"{datatrove_name(build)}.ds"] if "datatrove" in formats else []),
+                   *([olmo_folder(build)] if "olmo" in formats else []), *self.cache_dirs(build)]
+        arguments = ["--made-from", packed_path(build)] if {"megatron", "datatrove", "olmo"} & set(formats) else []
         indexed = self.indexed_input(build)
         if indexed is not None:
             arguments += ["--jsonl", indexed.path]

@@ -11,8 +11,8 @@ import re
 from pathlib import Path
 
 __all__ = ["raw_index_path", "packed_path", "PARTS_FOLDER", "part_pbin_path", "part_megatron_prefix",
-           "megatron_prefix", "datatrove_name", "blend_cache_name", "cache_dir", "brace_ranges", "build_of",
-           "verified_stamp", "verified_blend_stamp", "verified_sft_stamp", "sft_files", "report_page",
+           "megatron_prefix", "datatrove_name", "olmo_folder", "blend_cache_name", "cache_dir", "brace_ranges",
+           "build_of", "verified_stamp", "verified_blend_stamp", "verified_sft_stamp", "sft_files", "report_page",
            "hf_tokenizer_folder"]
 
 # ---- The layout: where each output lives (relative to the workflow's working directory) ----------
@@ -53,6 +53,12 @@ def datatrove_name(build: str) -> str:
     """A build's datatrove ``NAME`` (``NAME.ds``, ``.ds.index``, ``.ds.metadata``), in a folder of its
     own: ``DatatroveFolderDataset`` and nanotron's Nanoset read every ``.ds`` below a folder."""
     return f"data/datatrove/{build}/{build}"
+
+
+def olmo_folder(build: str) -> str:
+    """A build's OLMo-core token files (``part-NNNNN.npy``, ``.csv.gz``, ``metadata.json``), a folder per
+    build: an OLMo-core config lists the parts of the datasets it mixes."""
+    return f"data/olmo/{build}"
 
 
 def blend_cache_name(blend: str) -> str:

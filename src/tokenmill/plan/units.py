@@ -425,7 +425,8 @@ class Units:
                                  "(train, valid and test; 0 for an unused one)")
 
     def formats(self, build: str) -> list[str]:
-        """The formats a build is made in (its dataset's ``formats``): ``pbin``, ``megatron``, ``datatrove``."""
+        """The formats a build is made in (its dataset's ``formats``): ``pbin``, ``megatron``, ``datatrove``,
+        ``olmo``."""
         return self.config["datasets"][self.builds[build].dataset]["formats"]
 
     def _blend_builds(self, blend_name: str) -> dict[str, float]:
