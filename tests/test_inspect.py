@@ -26,7 +26,7 @@ def test_source_line_skips_the_skipped_lines():
 def test_document_and_sample_lead_back_to_their_lines(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     texts = [f"document number {i}: " + "word " * (i % 7 + 3) for i in range(400)]
-    lines = [json.dumps({"text": t}).encode() for t in texts]
+    lines = [json.dumps({"text": text, "id": f"doc-{i}", "n": i}).encode() for i, text in enumerate(texts)]
     lines.insert(10, b"")  # line 11 is blank and skipped
     write_jsonl_bytes(tmp_path / "x.jsonl", lines)
     (tmp_path / "data/packed").mkdir(parents=True)
@@ -37,6 +37,11 @@ def test_document_and_sample_lead_back_to_their_lines(tmp_path, monkeypatch):
 
     shown = run_tokenmill("inspect", "data/packed/x.pbin", "--doc", "10").stdout
     assert "text: document number 10: word" in shown and "source: x.jsonl, line 12" in shown
+    assert shown.endswith("\nid: doc-10\n")  # the line's own id
+    shown = run_tokenmill("inspect", "data/megatron/x_text_document", "--doc", "10", "--id-field", "n").stdout
+    assert shown.endswith("source: x.jsonl, line 12\nn: 10\n")
+    without = run_tokenmill("inspect", "data/packed/x.pbin", "--doc", "10", "--id-field", "none").stdout
+    assert without.endswith("source: x.jsonl, line 12\n")
     assert "skipped lines: {'blank line': 1}" in run_tokenmill("inspect", "data/packed/x.pbin").stdout
 
     run_tokenmill("sample-index", "data/megatron/x_text_document", "-o", "data/cache/x/seq32_seed5", "--seq-length",

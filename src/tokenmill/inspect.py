@@ -3,8 +3,8 @@
 * ``describe(path)``: header, layout, counts and sidecar facts (the EOD among them) of a raw index,
   ``.pbin``, Megatron dataset or datatrove ``.ds``; of a cache folder, each split's cache: samples,
   sequence length, seed and the dataset path it was built for.
-* ``show_document(path, i)``: document ``i`` decoded, with the source file and line (or Parquet row)
-  it came from.
+* ``show_document(path, i)``: document ``i`` decoded, with the source file and line (or Parquet row) it
+  came from, and that line's id (its ``id`` field, or another).
 * ``show_sample(prefix, k, cache)``: sample ``k`` of a split, resolved through the cached indices
   into the (sequence, offset, length) pieces it is made of, each with its source file and line; a
   blend's sample first through its ``dataset_index``/``dataset_sample_index`` to the dataset and
@@ -224,9 +224,28 @@ def _describe_datatrove(path: Path) -> list[str]:
     return lines
 
 
-def show_document(path: str | os.PathLike, document: int, tokenizer_path: str | None = None) -> list[str]:
-    """Document ``document`` of a ``.pbin``, Megatron or datatrove dataset: length, ids, text, source and line
-    (a datatrove dataset names no source; decoding it needs ``tokenizer_path``).
+def _document_id(source: str, line: int, id_field: str) -> str | None:
+    """The ``id_field`` of line (Parquet row) ``line`` of a source, or None where the line lacks it or
+    the source cannot be read from here. Cost: a read of the source up to that line."""
+    import orjson
+
+    from tokenmill.jsonl import iter_lines
+
+    try:
+        for number, text in iter_lines(source):
+            if number == line:
+                value = orjson.loads(text).get(id_field)
+                return None if value is None else value if isinstance(value, str) else orjson.dumps(value).decode()
+    except (OSError, TokenmillError, orjson.JSONDecodeError, AttributeError):
+        return None
+    return None
+
+
+def show_document(path: str | os.PathLike, document: int, tokenizer_path: str | None = None,
+                  id_field: str = "id") -> list[str]:
+    """Document ``document`` of a ``.pbin``, Megatron or datatrove dataset: length, ids, text, source and line,
+    and the line's ``id_field`` where it has one (a datatrove dataset names no source; decoding it needs
+    ``tokenizer_path``).
 
     Raises:
         TokenmillError: unreadable file or a document number out of range.
@@ -255,6 +274,10 @@ def show_document(path: str | os.PathLike, document: int, tokenizer_path: str | 
     origin = _origin(meta, document)
     if origin:
         lines.append(f"source: {origin[0]}, {origin[1]}")
+        line = source_of(meta, document)[1]
+        document_id = _document_id(origin[0], line, id_field) if line and id_field else None
+        if document_id is not None:
+            lines.append(f"{id_field}: {document_id}")
     return lines
 
 
