@@ -212,7 +212,7 @@ def test_invalid_utf8_in_a_string_column_is_a_bad_row_naming_the_column(tmp_path
     assert meta["documents"] == 8
     packed([write_jsonl(tmp_path / "good.jsonl", good)], tmp_path / "j.pbin")
     assert (tmp_path / "p.pbin").read_bytes() == (tmp_path / "j.pbin").read_bytes()
-    assert show_document(tmp_path / "p.pbin", 6)[-1] == f"source: {parquet}, row 9"
+    assert show_document(tmp_path / "p.pbin", 6)[-2:] == [f"source: {parquet}, row 9", "id: 9"]  # its id column
     with pytest.raises(TokenmillError) as stopped:
         packed([parquet], tmp_path / "x.pbin")
     assert str(stopped.value) == f"{parquet}: row 3: {reason} (on_bad_line: error; use skip to leave such lines out)"

@@ -167,6 +167,18 @@ def test_verify_checks_the_inputs_a_build_must_cover(folder):
     assert {"raw/a.jsonl", "raw/b.jsonl", "data/index/a.part0.idx"} <= set(plan.verify_files("a"))
 
 
+def test_the_olmo_format_is_a_folder_converted_verified_and_reported(folder):
+    plan = plan_of(a={"inputs": ["raw/a.jsonl"], "formats": ["pbin", "olmo"], "id_field": None,
+                      "olmo_max_tokens": 1000, "count_by": ".meta.domain"})
+    assert plan.builds_with(olmo=True) == ["a"] and "data/olmo/a" in plan.all_targets()
+    assert plan.olmo_options("a") == ["--max-tokens", "1000", "--id-field", ""]
+    assert plan.verify_options("a")[:2] == ["--made-from", "data/packed/a.pbin"]
+    assert plan.verify_options("a")[-1] == "data/olmo/a"  # no caches without the megatron format
+    assert plan.report_options("a") == ["--file", "data/olmo/a", "--count-by", ".meta.domain"]
+    assert plan_of(a={"inputs": ["raw/a.jsonl"]}).olmo_options("a") == ["--max-tokens", "536870912", "--id-field",
+                                                                         "id"]
+
+
 def test_several_tokenizers_make_one_build_each_from_one_raw_index(folder):
     config = {"tokenizers": {"gpt2": {"path": "gpt2.json"}, "other": {"path": "gpt2.json"}},
               "datasets": {"a": {"inputs": ["raw/a.jsonl"], "tokenizer": ["gpt2", "other"]}},

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, run_tokenmill
+from tokenmill.errors import TokenmillError
 from tokenmill.report import length_histogram_svg
 from tokenmill.sample_index import load_npy
 
@@ -114,6 +115,36 @@ def test_the_dataset_page_gives_each_sources_tokens_and_share(tmp_path):
         share = f"{tokens[name] / (tokens['a'] + tokens['b']):.1%}"
         assert re.search(rf"<td>{name}.jsonl</td>.*?<td class=n>{tokens[name]:,}</td><td>{re.escape(share)}</td>",
                          page), name
+
+
+def test_counting_by_a_field_sums_each_values_documents_and_tokens_over_skipped_lines(tmp_path):
+    """Lines of three domains (one with none, one a number, one blank and skipped): each value's tokens are
+    those of packing its lines alone."""
+    from tokenmill.pbin import PbinFile
+    from tokenmill.report import counts_by
+
+    domains = ["news", "code", None, "news", 7, "code", "news"]
+    rows = [json.dumps({"text": f"text {k} " * (k + 2), **({} if domain is None else {"meta": {"domain": domain}})})
+            for k, domain in enumerate(domains)]
+    rows.insert(3, "")  # line 4: blank, skipped
+    (tmp_path / "x.jsonl").write_text("\n".join(rows) + "\n")
+    run_tokenmill("pack", "x.jsonl", "--tokenizer", GPT2, "--eod", GPT2_EOD, "--on-bad-line", "skip", "-o", "x.pbin",
+                  cwd=tmp_path)
+    lengths = PbinFile(tmp_path / "x.pbin").doc_lengths
+    meta = json.loads((tmp_path / "x.pbin.meta.json").read_text())
+    meta["sources"][0]["path"] = str(tmp_path / "x.jsonl")
+    expected = {}
+    for domain, length in zip(domains, lengths.tolist()):
+        name = "(none)" if domain is None else str(domain)
+        documents, tokens = expected.get(name, (0, 0))
+        expected[name] = (documents + 1, tokens + length)
+    counted = counts_by(meta["sources"], lengths, ".meta.domain")
+    assert counted == expected and list(counted.values()) == sorted(counted.values(), key=lambda pair: -pair[1])
+    run_tokenmill("report", "x.pbin", "-o", "x.html", "--count-by", ".meta.domain", cwd=tmp_path)
+    page = (tmp_path / "x.html").read_text()
+    assert f"<td>news</td><td class=n>3</td><td class=n>{expected['news'][1]:,}</td>" in page
+    with pytest.raises(TokenmillError, match=r"^'\.meta\.\.x': not a field path such as \.id or \.meta\.domain$"):
+        counts_by(meta["sources"], lengths, ".meta..x")
 
 
 def test_a_blend_page_says_how_many_epochs_of_each_dataset_the_blend_takes(tmp_path):

@@ -220,7 +220,7 @@ def _report(args: argparse.Namespace) -> None:
         blend_page(args.path, args.output)
     else:
         dataset_page(args.path, args.output, verify_stamp=args.verified, caches=args.cache or [],
-                     files=args.file or [])
+                     files=args.file or [], count_by=args.count_by)
 
 
 def _report_caches(cache_dir: str, results: dict) -> None:
@@ -613,6 +613,9 @@ def _add_report_verb(verbs) -> None:
     report.add_argument("--cache", action="append", metavar="DIR", help="an index cache folder of the build")
     report.add_argument("--file", action="append", metavar="PATH",
                         help="a file of the build in another format (.bin, .idx, .ds...), listed with its size")
+    report.add_argument("--count-by", metavar="FIELD",
+                        help="also count documents and tokens per value of this JSON field of their lines "
+                             "(.meta.domain; reads every source once)")
     report.add_argument("--blend", action="store_true", help="PATH is a blend cache folder")
     report.set_defaults(run=_report)
 

@@ -227,18 +227,14 @@ def _describe_datatrove(path: Path) -> list[str]:
 def _document_id(source: str, line: int, id_field: str) -> str | None:
     """The ``id_field`` of line (Parquet row) ``line`` of a source, or None where the line lacks it or
     the source cannot be read from here. Cost: a read of the source up to that line."""
-    import orjson
-
     from tokenmill.jsonl import iter_lines
+    from tokenmill.provenance import field_keys, value_of
 
+    keys = field_keys(id_field)
     try:
-        for number, text in iter_lines(source):
-            if number == line:
-                value = orjson.loads(text).get(id_field)
-                return None if value is None else value if isinstance(value, str) else orjson.dumps(value).decode()
-    except (OSError, TokenmillError, orjson.JSONDecodeError, AttributeError):
+        return next((value_of(text, keys) for number, text in iter_lines(source) if number == line), None)
+    except (OSError, TokenmillError):
         return None
-    return None
 
 
 def show_document(path: str | os.PathLike, document: int, tokenizer_path: str | None = None,

@@ -36,16 +36,15 @@ import re
 from pathlib import Path
 
 import numpy as np
-import orjson
 
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.atomic import atomic_output
 from tokenmill.errors import TokenmillError
-from tokenmill.jsonl import iter_lines
 from tokenmill.pbin import PbinFile, read_sidecar
+from tokenmill.provenance import document_lines, field_values
 from tokenmill.sidecar import resolve_sidecar_paths
 
-__all__ = ["DEFAULT_MAX_TOKENS", "olmo_dtype", "pbin_to_olmo", "document_lines", "is_olmo_folder", "verify_olmo"]
+__all__ = ["DEFAULT_MAX_TOKENS", "olmo_dtype", "pbin_to_olmo", "is_olmo_folder", "verify_olmo"]
 
 DEFAULT_MAX_TOKENS = 512 << 20  # dolma's cap per file: 1 GiB of uint16
 _UINT16_IDS = 65536
@@ -57,39 +56,14 @@ def olmo_dtype(vocab_size: int) -> np.dtype:
     return np.dtype("<u2") if vocab_size <= _UINT16_IDS else np.dtype("<u4")
 
 
-def document_lines(source: dict) -> list[int] | None:
-    """The line (a Parquet file's row) of each document of a sidecar source, in order; None where the sidecar
-    lists only the first of its skipped lines, so that which lines became documents is not known."""
-    skipped = source.get("skipped", {})
-    if any(entry["count"] != len(entry["first_lines"]) for entry in skipped.values()):
-        return None
-    first = source.get("first_line", source.get("first_row", 1))
-    count = source.get("lines", source.get("rows", 0))
-    left_out = {number for entry in skipped.values() for number in entry["first_lines"]}
-    lines = [number for number in range(first, first + count) if number not in left_out]
-    return lines if len(lines) == source.get("documents") else None
-
-
 def _ids(source: dict, lines: list[int] | None, id_field: str | None, meta: dict) -> list[str]:
     """Each document's id: its line's ``id_field`` where the line has it, else its line number."""
     if lines is None:
         return [""] * source.get("documents", 0)
-    ids = [str(number) for number in lines]
     if not id_field:
-        return ids
-    position = {number: k for k, number in enumerate(lines)}
-    for number, line in iter_lines(source["path"], source.get("byte_range"), meta.get("max_line_bytes", 1 << 62),
-                                   source.get("row_group_range"), None):
-        k = position.get(number)
-        if k is None:
-            continue
-        try:
-            value = orjson.loads(line).get(id_field)
-        except (orjson.JSONDecodeError, AttributeError):
-            continue
-        if value is not None:
-            ids[k] = value if isinstance(value, str) else orjson.dumps(value).decode()
-    return ids
+        return [str(number) for number in lines]
+    values = field_values(source, lines, id_field, meta.get("max_line_bytes", 1 << 62))
+    return [str(number) if value is None else value for number, value in zip(lines, values)]
 
 
 def _csv_field(value: str) -> str:

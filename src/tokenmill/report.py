@@ -6,12 +6,14 @@
   with its lower bound, rotated so that six-digit bounds stay apart), and per cache folder and split:
   the samples built against the samples asked for (Megatron builds whole epochs, so a split holds more:
   ``train: 21,343 samples = 11 whole epochs of about 1,940; 20,000 asked``), and the Megatron arguments it was built
-  for (``megatron_args.txt``, its long lines wrapped rather than cut off).
+  for (``megatron_args.txt``, its long lines wrapped rather than cut off). Tokens per source, and where
+  asked per value of a JSON field of the documents' lines (:func:`counts_by`: ``.meta.domain``).
 * :func:`blend_page` — one blend cache folder: per split, the weights asked for against the shares
   of samples each dataset really got (``dataset_index``).
 
 Each page is one self-contained HTML file (no scripts, no external files), written atomically.
-Cost: one read of the ``.pbin`` document index and of each cache's arrays (memory-mapped).
+Cost: one read of the ``.pbin`` document index and of each cache's arrays (memory-mapped); counting by a
+field reads every source once.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from tokenmill.atomic import atomic_output
 from tokenmill.errors import TokenmillError
 from tokenmill.handoff import HANDOFF_NAME
 from tokenmill.pbin import PbinFile, read_sidecar
+from tokenmill.provenance import document_lines, field_values
 from tokenmill.sidecar import resolve_sidecar_paths
 from tokenmill.sample_index import cache_file_names, load_npy
 
@@ -97,12 +100,14 @@ def _text_bytes(source: dict) -> int:
 
 
 def dataset_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, verify_stamp: str | None = None,
-                 caches: list[str] = (), files: list[str] = ()) -> None:
+                 caches: list[str] = (), files: list[str] = (), count_by: str | None = None) -> None:
     """Write the report page of one build; ``files``: its files in the other formats (Megatron's
-    ``.bin/.idx``, datatrove's ``.ds``...), listed with their sizes beside the ``.pbin``.
+    ``.bin/.idx``, datatrove's ``.ds``...), listed with their sizes beside the ``.pbin``; ``count_by``: a
+    JSON field (``.meta.domain``) whose values get their documents and tokens counted (:func:`counts_by`).
 
     Raises:
-        TokenmillError: the ``.pbin`` or its sidecar is missing or unreadable.
+        TokenmillError: the ``.pbin`` or its sidecar is missing or unreadable, a source cannot be read for
+            ``count_by``.
     """
     pbin, meta = PbinFile(pbin_path), read_sidecar(pbin_path)
     if not meta or "sources" not in meta:
@@ -139,6 +144,12 @@ def dataset_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, veri
           sum(entry["count"] for entry in source.get("skipped", {}).values()))
          for source, count in zip(meta["sources"], tokens)],
         ("file", "compression", "bytes", "lines", "documents", "tokens", "share of tokens", "skipped lines"))
+    if count_by:
+        counted = counts_by(meta["sources"], pbin.doc_lengths, count_by, meta.get("max_line_bytes", 1 << 62))
+        total = max(int(pbin.doc_lengths.sum()), 1)
+        body += f"<h2>Tokens by {html.escape(count_by)}</h2>" + _table(
+            [(value, documents, count, f"{count / total:.1%}") for value, (documents, count) in counted.items()],
+            (count_by, "documents", "tokens", "share of tokens"))
     built = [pbin_path, *files]
     body += "<h2>Files</h2>" + _table([(str(path), _bytes(Path(path))) for path in built], ("file", "bytes"))
     for cache in caches:
@@ -161,6 +172,35 @@ def _tokens_per_source(sources: list[dict], doc_lengths: np.ndarray) -> list[int
     ends = np.cumsum(counts)
     totals = np.concatenate([[0], np.cumsum(doc_lengths, dtype=np.int64)])
     return (totals[ends] - totals[ends - counts]).tolist()
+
+
+def counts_by(sources: list[dict], doc_lengths: np.ndarray, field: str,
+              max_line_bytes: int = 1 << 62) -> dict[str, tuple[int, int]]:
+    """Documents and tokens (EODs included) per value of ``field`` on the documents' lines, most tokens
+    first: ``"(none)"`` for lines without it, ``"(unknown line)"`` for a source whose sidecar lists only its
+    first skipped lines. Cost: one read of every source (:func:`tokenmill.provenance.field_values`).
+
+    Raises:
+        TokenmillError: a bad field path, or a source that cannot be read, naming it.
+    """
+    values: list[str] = []
+    for source in sources:
+        lines = document_lines(source)
+        if lines is None:
+            values += ["(unknown line)"] * source.get("documents", 0)
+            continue
+        try:
+            found = field_values(source, lines, field, max_line_bytes)
+        except OSError as exc:
+            raise TokenmillError(f"{source['path']}: cannot be read to count by {field} ({exc.strerror})") from None
+        values += ["(none)" if value is None else value for value in found]
+    if len(values) != len(doc_lengths):
+        raise TokenmillError(f"its sidecar's sources hold {len(values)} documents, the file {len(doc_lengths)}")
+    names, which = np.unique(np.array(values, dtype=object), return_inverse=True)
+    documents = np.bincount(which, minlength=len(names))
+    tokens = np.bincount(which, weights=doc_lengths, minlength=len(names)).astype(np.int64)
+    order = np.lexsort((names.astype(str), -tokens))
+    return {str(names[k]): (int(documents[k]), int(tokens[k])) for k in order}
 
 
 def _cache_table(folder: Path, num_documents: int) -> str:

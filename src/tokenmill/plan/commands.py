@@ -133,9 +133,12 @@ class Plan(Units):
         return ["--max-tokens", str(dataset["olmo_max_tokens"]), "--id-field", dataset["id_field"] or ""]
 
     def report_options(self, build: str) -> list[str]:
-        """``tokenmill report`` arguments: the build's files in other formats and its cache folders."""
+        """``tokenmill report`` arguments: the build's files in other formats, its cache folders, and the
+        field it counts by."""
+        count_by = self.config["datasets"][self.builds[build].dataset]["count_by"]
         return [*(part for cache in self.cache_dirs(build) for part in ("--cache", cache)),
-                *(part for path in self.built_files(build)[2:] for part in ("--file", path))]
+                *(part for path in self.built_files(build)[2:] for part in ("--file", path)),
+                *(["--count-by", count_by] if count_by else [])]
 
     def blend_inputs(self, blend: str) -> list[str]:
         """The Megatron ``.bin/.idx`` and the sidecar of every dataset of a blend."""
