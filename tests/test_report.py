@@ -115,6 +115,14 @@ def test_the_dataset_page_gives_each_sources_tokens_and_share(tmp_path):
         share = f"{tokens[name] / (tokens['a'] + tokens['b']):.1%}"
         assert re.search(rf"<td>{name}.jsonl</td>.*?<td class=n>{tokens[name]:,}</td><td>{re.escape(share)}</td>",
                          page), name
+    # the sidecar records them too, and verify holds it to them
+    sidecar = json.loads((tmp_path / "both.pbin.meta.json").read_text())
+    assert [source["tokens"] for source in sidecar["sources"]] == [tokens["a"], tokens["b"]]
+    sidecar["sources"][1]["tokens"] += 1
+    (tmp_path / "both.pbin.meta.json").write_text(json.dumps(sidecar))
+    said = run_tokenmill("verify", "both.pbin", cwd=tmp_path, check=False).stderr
+    assert f"both.pbin: its sidecar says b.jsonl gave {tokens['b'] + 1} tokens, its documents hold {tokens['b']}" \
+        in said
 
 
 def test_counting_by_a_field_sums_each_values_documents_and_tokens_over_skipped_lines(tmp_path):

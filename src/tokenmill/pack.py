@@ -789,7 +789,7 @@ def _pack_source(item: _Input, engine: str, job: _BatchTokenizer, writer: _Outpu
     """
     skipped_lines: dict[str, list[int]] = {}
     source, item.proof = item.entry, ProofTally()
-    source.update(engine=engine, documents=0, checked_documents=0)
+    source.update(engine=engine, documents=0, tokens=0, checked_documents=0)
     settings = job.settings
     sizes: deque = deque()  # input bytes of each batch handed out, in order
     tasks = _source_tasks(item, engine, settings, sizes)
@@ -810,6 +810,7 @@ def _pack_source(item: _Input, engine: str, job: _BatchTokenizer, writer: _Outpu
                 skipped_lines.setdefault(reason, []).append(line_number)
             writer.write(tokens, lengths, eod_in_text)
             source["documents"] += len(lengths)
+            source["tokens"] += int(lengths.sum())
             source["checked_documents"] += checked.checked
             item.proof += checked
             progress.update(sizes.popleft(), len(lengths))

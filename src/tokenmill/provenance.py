@@ -9,17 +9,19 @@ ones of a reason past :data:`tokenmill.sidecar` 's limit; then no line is known)
 A field is named as a plain jq path: ``.id``, ``.meta.domain`` (a bare ``id`` is ``.id``). Its value on a
 document's line is taken as it is for a string, as compact JSON otherwise, None where the line lacks it.
 
-Cost: :func:`document_lines` O(lines of the source); :func:`field_values` one read of the source.
+Cost: :func:`document_lines` O(lines of the source); :func:`tokens_per_source` O(documents);
+:func:`field_values` one read of the source.
 """
 
 from __future__ import annotations
 
+import numpy as np
 import orjson
 
 from tokenmill.errors import TokenmillError
 from tokenmill.jsonl import iter_lines
 
-__all__ = ["document_lines", "field_keys", "value_of", "field_values"]
+__all__ = ["document_lines", "tokens_per_source", "field_keys", "value_of", "field_values"]
 
 
 def document_lines(source: dict) -> list[int] | None:
@@ -33,6 +35,17 @@ def document_lines(source: dict) -> list[int] | None:
     left_out = {number for entry in skipped.values() for number in entry["first_lines"]}
     lines = [number for number in range(first, first + count) if number not in left_out]
     return lines if len(lines) == source.get("documents") else None
+
+
+def tokens_per_source(documents: list[int], doc_lengths: np.ndarray) -> np.ndarray | None:
+    """Each source's tokens (EODs included), from its document count: its documents follow the previous
+    sources' in the file; None where the counts do not add up to the file's documents."""
+    counts = np.asarray(documents, dtype=np.int64)
+    if counts.sum() != len(doc_lengths):
+        return None
+    totals = np.concatenate([[0], np.cumsum(doc_lengths, dtype=np.int64)])
+    ends = np.cumsum(counts)
+    return totals[ends] - totals[ends - counts]
 
 
 def field_keys(field: str) -> tuple[str, ...]:

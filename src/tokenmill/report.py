@@ -29,7 +29,7 @@ from tokenmill.atomic import atomic_output
 from tokenmill.errors import TokenmillError
 from tokenmill.handoff import HANDOFF_NAME
 from tokenmill.pbin import PbinFile, read_sidecar
-from tokenmill.provenance import document_lines, field_values
+from tokenmill.provenance import document_lines, field_values, tokens_per_source
 from tokenmill.sidecar import resolve_sidecar_paths
 from tokenmill.sample_index import cache_file_names, load_npy
 
@@ -134,7 +134,8 @@ def dataset_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, veri
     body = _table(facts)
     body += "<h2>Skipped lines</h2>" + (_table(skipped, ("reason", "lines")) if skipped else "<p>none</p>")
     body += "<h2>Document lengths</h2>" + length_histogram_svg(pbin.doc_lengths)
-    tokens = _tokens_per_source(meta["sources"], pbin.doc_lengths)
+    counted = tokens_per_source([source.get("documents", 0) for source in meta["sources"]], pbin.doc_lengths)
+    tokens = [0] * len(meta["sources"]) if counted is None else counted.tolist()  # None: not these documents
     body += "<h2>Sources</h2>" + _table(
         [(source["path"], source.get("compression", source.get("format", "plain")),
           "{}-{}".format(*source["byte_range"]) if "byte_range" in source
@@ -161,17 +162,6 @@ def _bytes(path: Path) -> int:
     """A file's size, or the total of a folder's files (OLMo's parts)."""
     return sum(file.stat().st_size for file in path.rglob("*") if file.is_file()) if path.is_dir() else \
         path.stat().st_size
-
-
-def _tokens_per_source(sources: list[dict], doc_lengths: np.ndarray) -> list[int]:
-    """Each source's tokens in the ``.pbin`` (EODs included): its documents follow the previous sources' in
-    the file, in the sidecar's order, so one vectorised sum per source."""
-    counts = np.array([source.get("documents", 0) for source in sources], dtype=np.int64)
-    if counts.sum() != len(doc_lengths):  # a sidecar that does not describe these documents: no split
-        return [0] * len(sources)
-    ends = np.cumsum(counts)
-    totals = np.concatenate([[0], np.cumsum(doc_lengths, dtype=np.int64)])
-    return (totals[ends] - totals[ends - counts]).tolist()
 
 
 def counts_by(sources: list[dict], doc_lengths: np.ndarray, field: str,

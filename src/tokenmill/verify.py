@@ -58,6 +58,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.jsonl import iter_lines, source_sha256
 from tokenmill.objects import is_url, pin
 from tokenmill.olmo import is_olmo_folder, verify_olmo
+from tokenmill.provenance import tokens_per_source
 from tokenmill.mmidx import MMapIndexedDataset, is_megatron_index, optimal_dtype, prefix_of
 from tokenmill.pbin import PbinFile, file_identity_problem, read_sidecar
 from tokenmill.sidecar import range_indices, resolve_sidecar_paths, resolved_against, sidecar_path
@@ -302,6 +303,7 @@ def _verify_pbin(path: Path, inputs: list[str] | None = None,
                         ("tokens", pbin.num_tokens)):
         if key in meta and meta[key] != actual:
             problems.append(f"{path}: the sidecar says {key} = {meta[key]}, the file has {actual}")
+    problems += _source_token_problems(path, meta.get("sources"), lengths)
     tokenizer = meta.get("tokenizer", {})
     # ids stay below the vocabulary's size, or its highest id + 1 where its ids have gaps (id_limit)
     vocab_size, eod_id = tokenizer.get("id_limit", tokenizer.get("vocab_size")), tokenizer.get("eod_id")
@@ -336,6 +338,19 @@ def _verify_pbin(path: Path, inputs: list[str] | None = None,
             problems.append(f"{path}: source {source['path']} has changed since it was packed (sha256 differs)")
     return (problems + _suspicious_tokenizer(path, tokenizer, pbin, offsets, lengths)
             + _suspicious_lengths(path, lengths))
+
+
+def _source_token_problems(path: Path, sources: object, lengths: np.ndarray) -> list[str]:
+    """Where every source records its documents and tokens (pack since the sources counted their tokens),
+    its documents, in order, hold those tokens."""
+    if not isinstance(sources, list) or not all(isinstance(source, dict) and isinstance(source.get("tokens"), int)
+                                                and isinstance(source.get("documents"), int) for source in sources):
+        return []
+    held = tokens_per_source([source["documents"] for source in sources], lengths)
+    if held is None:
+        return []  # said once, by the document count's own check
+    return [f"{path}: its sidecar says {source['path']} gave {source['tokens']} tokens, its documents hold {int(count)}"
+            for source, count in zip(sources, held) if source["tokens"] != count][:1]
 
 
 def _object_problems(path: Path, source: dict) -> list[str]:
