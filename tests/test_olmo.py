@@ -24,6 +24,12 @@ The values below were recorded with ai2-olmo-core 3.0.0 in a throwaway venv (nev
     len(vsl)                                  # 3343 instances, 932160 tokens
     sha256 of [len(vsl[i]["input_ids"]) for i in range(len(vsl))] as <i8:
         286bdf18351483cf3a01f8bee210d19de5a4b80257c037e8fc035ec5f865ecfa
+    # the demo's SFT set (tokenmill sft config/config.yaml chat -o chat.pbin; tokenmill to-olmo chat.pbin -o sft)
+    sft = NumpyFSLDataset("sft/part-00000.npy", sequence_length=512, pad_token_id=50256, eos_token_id=50256,
+                          vocab_size=50257, dtype=np.uint16, label_mask_paths=["sft/part-00000.label_mask.npy"])
+    len(sft)                                  # 105 windows; 47592 of their 53760 label_mask values True
+    sha256 of every window's label_mask as uint8, in order:
+        f37d85f610ce5c358a003d9473a4d9d139b6a5b465753b5079383ab044b8df07
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ OLMO_FIRST_IDS = [13940, 301, 14064, 1326, 1490, 2731, 1311, 391]
 OLMO_FIRST_DOC_LENS = [100, 85, 147, 34, 146]
 OLMO_WINDOWS_SHA256 = "adb5cc1e797ca09b40738440dbdd7faff0e37bdd404bd64763d15ed79494ecda"
 OLMO_VSL_INSTANCES, OLMO_VSL_TOKENS = 3343, 932160
+OLMO_SFT_WINDOWS, OLMO_SFT_LABELS = 105, 47592
+OLMO_SFT_LABEL_MASK_SHA256 = "f37d85f610ce5c358a003d9473a4d9d139b6a5b465753b5079383ab044b8df07"
 OLMO_VSL_LENGTHS_SHA256 = "286bdf18351483cf3a01f8bee210d19de5a4b80257c037e8fc035ec5f865ecfa"
 
 
@@ -101,6 +109,30 @@ def test_olmo_cores_variable_length_instances_are_the_pbins_documents_decomposed
         lengths += [1 << bit for bit in range(10, 5, -1) if length % 2048 & (1 << bit)]
     assert (len(lengths), sum(lengths)) == (OLMO_VSL_INSTANCES, OLMO_VSL_TOKENS)
     assert hashlib.sha256(np.array(lengths, dtype="<i8").tobytes()).hexdigest() == OLMO_VSL_LENGTHS_SHA256
+
+
+def test_an_sft_set_gives_the_label_mask_olmo_core_reads(tmp_path):
+    import yaml
+
+    from conftest import REPO
+
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    config["tokenizers"]["gpt2"]["path"] = str(REPO / config["tokenizers"]["gpt2"]["path"])
+    config["sft"]["chat"]["inputs"] = [str(REPO / "data/raw/chat.jsonl")]
+    (tmp_path / "sft.json").write_text(json.dumps({key: config[key] for key in ("tokenizers", "sft")}))
+    run_tokenmill("sft", tmp_path / "sft.json", "chat", "-o", tmp_path / "chat.pbin")
+    meta = pbin_to_olmo(tmp_path / "chat.pbin", tmp_path / "sft")
+    assert meta["label_masks"] and meta["eos_token_id"] == 50256 and meta["documents"] == 65
+    mask = (tmp_path / "sft/part-00000.label_mask.npy").read_bytes()
+    trained = np.asarray(PbinFile(tmp_path / "chat.loss_mask.pbin").tokens) != 0  # tokenmill's loss mask
+    assert np.array_equal(np.frombuffer(mask, np.uint8), trained.astype(np.uint8))
+    windows = np.frombuffer(mask, np.uint8)[:OLMO_SFT_WINDOWS * 512]  # what NumpyFSLDataset's windows hold
+    assert len(mask) // 512 == OLMO_SFT_WINDOWS and int(windows.sum()) == OLMO_SFT_LABELS
+    assert hashlib.sha256(windows.tobytes()).hexdigest() == OLMO_SFT_LABEL_MASK_SHA256
+    assert run_tokenmill("verify", tmp_path / "sft", "--made-from", tmp_path / "chat.pbin").returncode == 0
+    (tmp_path / "sft/part-00000.label_mask.npy").write_bytes(mask[:-1])
+    said = run_tokenmill("verify", tmp_path / "sft", check=False).stderr
+    assert "part-00000.label_mask.npy: not one byte per token of part-00000.npy (54071)" in said
 
 
 def test_the_same_pbin_gives_the_same_bytes_and_fewer_parts_leave_none_behind(demo_pbin, tmp_path):

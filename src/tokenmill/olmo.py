@@ -9,6 +9,9 @@ Layout written into the output folder (facts from OLMo-core 3.0.0 and dolma; doc
     part-00000.csv.gz   one line per document of the part, "start,end,id,src,loc": its tokens [start, end) in
                         the part, its id (the JSON field ``id_field`` of its line where present, else its line
                         number), its source file as the sidecar records it, and its line (a Parquet file's row)
+    part-00000.label_mask.npy
+                        of an SFT set (tokenmill sft): one byte per token, 1 where the token is a label
+                        (trained), as OLMo-core's label_mask_paths read it (np.bool_)
     metadata.json       format, dtype, EOS id (no BOS after it: null), vocabulary size, tokenizer sha256,
                         and per part its tokens and documents
 
@@ -48,7 +51,8 @@ __all__ = ["DEFAULT_MAX_TOKENS", "olmo_dtype", "pbin_to_olmo", "is_olmo_folder",
 
 DEFAULT_MAX_TOKENS = 512 << 20  # dolma's cap per file: 1 GiB of uint16
 _UINT16_IDS = 65536
-_PART_NAME = re.compile(r"part-[0-9]{5}\.(npy|csv\.gz)")  # what this module writes: a user's other files stay
+# What this module writes (a user's other files in the folder stay)
+_PART_NAME = re.compile(r"part-[0-9]{5}\.(npy|csv\.gz|label_mask\.npy)")
 
 
 def olmo_dtype(vocab_size: int) -> np.dtype:
@@ -73,7 +77,8 @@ def _csv_field(value: str) -> str:
 
 def pbin_to_olmo(pbin_path: str | os.PathLike, out_dir: str | os.PathLike, max_tokens: int = DEFAULT_MAX_TOKENS,
                  id_field: str | None = "id") -> dict:
-    """Write the OLMo-core token files of a ``.pbin`` into ``out_dir`` (see the module docstring).
+    """Write the OLMo-core token files of a ``.pbin`` into ``out_dir`` (see the module docstring); of an SFT
+    ``.pbin`` (``tokenmill sft``), each part's label mask too.
 
     Returns:
         The ``metadata.json`` contents.
@@ -93,60 +98,96 @@ def pbin_to_olmo(pbin_path: str | os.PathLike, out_dir: str | os.PathLike, max_t
     if not meta or "tokenizer" not in meta or "sources" not in meta:
         raise TokenmillError(f"{pbin_path}: no sidecar with its tokenizer and sources (pack writes one)")
     meta = resolve_sidecar_paths(meta, pbin_path)
-    tokenizer = meta["tokenizer"]
-    eos = tokenizer.get("eod_id")
-    if eos is None:
-        raise TokenmillError(f"{pbin_path}: packed without an EOD; OLMo-core finds documents by their EOS: pack "
-                             f"with --eod")
-    pbin = PbinFile(pbin_path)
-    lengths = pbin.doc_lengths.astype(np.int64)
-    ends = np.cumsum(lengths)
-    if len(lengths) and (pbin.tokens[ends - 1] != eos).any():
+    pbin, eos = PbinFile(pbin_path), _eos(pbin_path, meta)
+    mask = PbinFile(pbin_path.with_name(meta["loss_mask"])) if "loss_mask" in meta else None
+    ends = np.cumsum(pbin.doc_lengths.astype(np.int64))
+    if len(ends) and (pbin.tokens[ends - 1] != eos).any():
         raise TokenmillError(f"{pbin_path}: a document does not end with the EOD id {eos}")
-    dtype = olmo_dtype(int(tokenizer["vocab_size"]))
-    rows = []  # (id, src, loc) per document, in order
-    for source in meta["sources"]:
-        lines = document_lines(source)
-        ids = _ids(source, lines, id_field, meta)
-        src = source["path"]
-        rows += [(ids[k], src, "" if lines is None else str(lines[k])) for k in range(source.get("documents", 0))]
-    if len(rows) != len(lengths):
-        raise TokenmillError(f"{pbin_path}: its sidecar's sources hold {len(rows)} documents, the file {len(lengths)}")
+    rows = _rows(pbin_path, meta, id_field, len(ends))
+    dtype = olmo_dtype(int(meta["tokenizer"]["vocab_size"]))
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    parts, start = [], 0
-    while start < len(lengths):  # documents [start, stop) fill a part up to max_tokens, at least one document
-        base = int(ends[start - 1]) if start else 0
-        stop = max(int(np.searchsorted(ends, base + max_tokens, side="right")), start + 1)
-        parts.append((start, stop))
-        start = stop
-    written = []
-    for number, (first, stop) in enumerate(parts):
-        name = f"part-{number:05d}"
-        base = int(ends[first - 1]) if first else 0
-        tokens = np.asarray(pbin.tokens[base:int(ends[stop - 1])]).astype(dtype, copy=False)
-        with atomic_output(out_dir / f"{name}.npy") as temporary:
-            temporary.write_bytes(tokens.tobytes())
-        starts = np.concatenate([[0], ends[first:stop - 1] - base])
-        text = "".join(f"{int(s)},{int(e)},{_csv_field(rows[k][0])},{_csv_field(rows[k][1])},{rows[k][2]}\n"
-                       for k, s, e in zip(range(first, stop), starts, ends[first:stop] - base))
-        buffer = io.BytesIO()
-        with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as archive:
-            archive.write(text.encode("utf-8"))
-        with atomic_output(out_dir / f"{name}.csv.gz") as temporary:
-            temporary.write_bytes(buffer.getvalue())
-        written.append({"name": f"{name}.npy", "tokens": len(tokens), "documents": stop - first})
-    kept = {f"part-{number:05d}{suffix}" for number in range(len(parts)) for suffix in (".npy", ".csv.gz")}
+    written = [_write_part(out_dir / f"part-{number:05d}", pbin, mask, ends, first, stop, rows, dtype)
+               for number, (first, stop) in enumerate(_part_documents_ranges(ends, max_tokens))]
+    suffixes = (".npy", ".csv.gz", *([".label_mask.npy"] if mask is not None else []))
+    kept = {f"{Path(part['name']).stem}{suffix}" for part in written for suffix in suffixes}
     for stale in out_dir.glob("part-*"):  # an earlier conversion's parts beyond this one's, and nothing else
         if _PART_NAME.fullmatch(stale.name) and stale.name not in kept:
             stale.unlink()
     metadata = {"format": FORMAT_VERSIONS["olmo"], "dtype": dtype.name, "eos_token_id": int(eos),
-                "bos_token_id": None, "vocab_size": int(tokenizer["vocab_size"]),
-                "tokenizer_sha256": tokenizer.get("sha256"), "max_tokens": max_tokens, "id_field": id_field,
-                "documents": len(lengths), "tokens": int(ends[-1]) if len(ends) else 0, "parts": written}
+                "bos_token_id": None, "vocab_size": int(meta["tokenizer"]["vocab_size"]),
+                "tokenizer_sha256": meta["tokenizer"].get("sha256"), "max_tokens": max_tokens, "id_field": id_field,
+                "label_masks": mask is not None, "documents": len(ends),
+                "tokens": int(ends[-1]) if len(ends) else 0, "parts": written}
     with atomic_output(out_dir / "metadata.json") as temporary:
         temporary.write_text(json.dumps(metadata, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return metadata
+
+
+def _eos(pbin_path: Path, meta: dict) -> int:
+    """The id that ends every document: the EOD a pack appended, or an SFT set's ``eos_token``.
+
+    Raises:
+        TokenmillError: packed without one.
+    """
+    tokenizer = meta["tokenizer"]
+    eos = tokenizer.get("eod_id")
+    if eos is None and "loss_mask" in meta:
+        eos = (tokenizer.get("special_ids") or {}).get("eos_token")
+    if eos is None:
+        raise TokenmillError(f"{pbin_path}: packed without an EOD; OLMo-core finds documents by their EOS: pack "
+                             f"with --eod")
+    return int(eos)
+
+
+def _rows(pbin_path: Path, meta: dict, id_field: str | None, documents: int) -> list[tuple[str, str, str]]:
+    """``(id, src, loc)`` of every document, in order.
+
+    Raises:
+        TokenmillError: sources that do not hold the file's documents; a source unreadable for ids.
+    """
+    rows = []
+    for source in meta["sources"]:
+        lines = document_lines(source)
+        ids = _ids(source, lines, id_field, meta)
+        rows += [(ids[k], source["path"], "" if lines is None else str(lines[k]))
+                 for k in range(source.get("documents", 0))]
+    if len(rows) != documents:
+        raise TokenmillError(f"{pbin_path}: its sidecar's sources hold {len(rows)} documents, the file {documents}")
+    return rows
+
+
+def _part_documents_ranges(ends: np.ndarray, max_tokens: int) -> list[tuple[int, int]]:
+    """Documents ``[first, stop)`` of each part: up to ``max_tokens`` tokens, at least one document."""
+    parts, start = [], 0
+    while start < len(ends):
+        base = int(ends[start - 1]) if start else 0
+        stop = max(int(np.searchsorted(ends, base + max_tokens, side="right")), start + 1)
+        parts.append((start, stop))
+        start = stop
+    return parts
+
+
+def _write_part(stem: Path, pbin: PbinFile, mask: PbinFile | None, ends: np.ndarray, first: int, stop: int,
+                rows: list[tuple[str, str, str]], dtype: np.dtype) -> dict:
+    """Documents ``[first, stop)`` as ``stem.npy``, ``stem.csv.gz`` and (an SFT set's) ``stem.label_mask.npy``;
+    returns the part's entry of ``metadata.json``."""
+    base, end = (int(ends[first - 1]) if first else 0), int(ends[stop - 1])
+    tokens = np.asarray(pbin.tokens[base:end]).astype(dtype, copy=False)
+    with atomic_output(stem.with_name(f"{stem.name}.npy")) as temporary:
+        temporary.write_bytes(tokens.tobytes())
+    if mask is not None:  # one byte per token, 1 where it is a label: OLMo-core's bool label_mask
+        with atomic_output(stem.with_name(f"{stem.name}.label_mask.npy")) as temporary:
+            temporary.write_bytes((np.asarray(mask.tokens[base:end]) != 0).astype(np.uint8).tobytes())
+    starts = np.concatenate([[0], ends[first:stop - 1] - base])
+    text = "".join(f"{int(s)},{int(e)},{_csv_field(rows[k][0])},{_csv_field(rows[k][1])},{rows[k][2]}\n"
+                   for k, s, e in zip(range(first, stop), starts, ends[first:stop] - base))
+    buffer = io.BytesIO()
+    with gzip.GzipFile(filename="", mode="wb", fileobj=buffer, mtime=0) as archive:
+        archive.write(text.encode("utf-8"))
+    with atomic_output(stem.with_name(f"{stem.name}.csv.gz")) as temporary:
+        temporary.write_bytes(buffer.getvalue())
+    return {"name": f"{stem.name}.npy", "tokens": len(tokens), "documents": stop - first}
 
 
 def is_olmo_folder(path: str | os.PathLike) -> bool:
@@ -212,6 +253,9 @@ def verify_olmo(folder: str | os.PathLike, made_from: str | os.PathLike | None =
                             f"{dtype.name} tokens")
             continue
         tokens = np.memmap(npy, dtype=dtype, mode="r") if part["tokens"] else np.zeros(0, dtype)
+        label_mask = npy.with_name(npy.name[:-len(".npy")] + ".label_mask.npy")
+        if metadata.get("label_masks") and (not label_mask.is_file() or label_mask.stat().st_size != len(tokens)):
+            problems.append(f"{label_mask}: not one byte per token of {npy.name} ({len(tokens)})")
         documents = _part_documents(npy.with_name(npy.name[:-len(".npy")] + ".csv.gz"))
         if len(documents) != part["documents"] or (len(documents) and (
                 documents[0, 0] != 0 or (documents[1:, 0] != documents[:-1, 1]).any()
