@@ -57,8 +57,10 @@ onsuccess:
     print_summary(PLAN, workflow.overwrite_configfiles, workflow.main_snakefile, storage_prefix=STORAGE_PREFIX)
 
 
-# After a failed run: each failed job's own one-line error and its log, the last thing printed.
+# After a failed run: each failed job's own one-line error and its log. (With `--logger tokenmill`, as the
+# default profile sets, that logger prints them instead, last, in place of Snakemake's error blocks.)
 onerror:
     from tokenmill.summary import print_failures
 
-    print_failures(STARTED, os.path.join(STORAGE_ROOT, "logs"))
+    if "tokenmill" not in workflow.output_settings.log_handler_settings:
+        print_failures(STARTED, os.path.join(STORAGE_ROOT, "logs"))

@@ -261,18 +261,61 @@ def test_a_bad_config_stops_snakemake_in_one_line_before_any_job(workflow_dir):
 
 
 def test_a_failed_job_ends_the_run_with_its_one_line_error_and_its_log(workflow_dir):
-    """Snakemake prints its own traceback of the shell command; the run then ends with what to act on."""
+    """With the default profile (its tokenmill logger) Snakemake's error block of a failed tokenmill job, the
+    shell command twice among it, gives way to the job's own line and log, the last thing printed; without
+    it the Snakefile's onerror prints them after Snakemake's block."""
     demo = workflow_dir / "data/raw/demo.jsonl"
     lines = demo.read_bytes().count(b"\n")
     demo.write_bytes(demo.read_bytes() + b"not json\n")
+    error = [f"tokenmill: error: data/raw/demo.jsonl:{lines + 1}: invalid JSON (invalid literal, expected 'null' at "
+             f"byte 0) (on_bad_line: error; use skip to leave such lines out)", "  log: logs/pack/demo.log"]
     result = run_snakemake(workflow_dir, "--profile", "workflow/profiles/default", "data/packed/demo.pbin",
                            check=False)
-    assert result.returncode == 1
-    tail = result.stderr[result.stderr.rindex("Exiting because a job execution failed"):].splitlines()
-    assert tail[1:3] == [f"tokenmill: error: data/raw/demo.jsonl:{lines + 1}: invalid JSON (invalid literal, "
-                         f"expected 'null' at byte 0) (on_bad_line: error; use skip to leave such lines out)",
-                         "  log: logs/pack/demo.log"]
-    assert "Traceback" not in result.stderr
+    assert result.returncode == 1 and result.stderr.splitlines()[-2:] == error
+    for noise in ("RuleException", "CalledProcessError", "Error in rule", "tokenmill pack", "Traceback",
+                  "WorkflowError", "Look above"):
+        assert noise not in result.stderr, noise
+    plain = run_snakemake(workflow_dir, "data/packed/demo.pbin", check=False)
+    assert plain.returncode == 1 and "Error in rule pack" in plain.stderr
+    tail = plain.stderr[plain.stderr.rindex("Exiting because a job execution failed"):].splitlines()
+    assert tail[1:3] == error
+
+
+def test_the_logger_shows_a_failure_that_is_not_tokenmills_as_snakemake_does(tmp_path, capsys):
+    """A job whose log does not end in tokenmill's line (a shell command of a user's own, a killed job)
+    keeps Snakemake's RuleException and error block."""
+    import logging
+
+    from snakemake.logging import DefaultFilter, DefaultFormatter
+    from snakemake.settings.types import OutputSettings
+    from snakemake_interface_logger_plugins.common import LogEvent
+
+    from snakemake_logger_plugin_tokenmill import LogHandler
+
+    handler = LogHandler(OutputSettings(), None)
+    handler.setFormatter(DefaultFormatter())
+    handler.addFilter(DefaultFilter(set(), False, False, False, False))
+    (tmp_path / "other.log").write_text("Killed\n")
+    (tmp_path / "ours.log").write_text("progress...\ntokenmill: error: x.jsonl:3: invalid JSON\n")
+
+    def records(log):
+        exception = logging.LogRecord("snakemake", logging.ERROR, "", 0, "RuleException:\nCalledProcessError ...",
+                                      None, None)
+        block = logging.LogRecord("snakemake", logging.ERROR, "", 0, None, None, None)
+        block.__dict__.update(event=LogEvent.JOB_ERROR, rule_name="pack", rule_msg=None, jobid=1, input=[],
+                              output=[], log=[str(log)], conda_env=None, shellcmd="tokenmill pack ...", aux={},
+                              indent=False)
+        return [exception, block]
+
+    for record in records(tmp_path / "other.log"):
+        handler.handle(record)
+    shown = capsys.readouterr().err
+    assert "RuleException" in shown and "Error in rule pack" in shown and "tokenmill pack" in shown
+    for record in records(tmp_path / "ours.log"):
+        handler.handle(record)
+    handler.handle(logging.LogRecord("snakemake", logging.ERROR, "", 0,
+                                     "WorkflowError:\nAt least one job did not complete successfully.", None, None))
+    assert capsys.readouterr().err == f"tokenmill: error: x.jsonl:3: invalid JSON\n  log: {tmp_path / 'ours.log'}\n"
 
 
 def test_a_reader_that_went_away_ends_the_command_quietly(tmp_path):

@@ -39,8 +39,8 @@ from tokenmill.megatron_tokenizer import null_tokenizer_flags
 from tokenmill.plan import (Plan, blend_cache_name, datatrove_name, hf_tokenizer_folder, job_flags_of, megatron_prefix,
                             olmo_folder, packed_path)
 
-__all__ = ["MAX_BUILDS_SHOWN", "summary_lines", "print_summary", "report_command", "report_front_page", "failure_lines",
-           "print_failures"]
+__all__ = ["MAX_BUILDS_SHOWN", "summary_lines", "print_summary", "report_command", "report_front_page", "failure_line",
+           "failure_lines", "print_failures"]
 
 #: Builds described one by one (three lines each); the others are summed up in one line.
 MAX_BUILDS_SHOWN = 3
@@ -305,6 +305,18 @@ def print_summary(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
 _FAILURE_PREFIXES = ("tokenmill: error:", "tokenmill: interrupted", "tokenmill: terminated")
 
 
+def failure_line(log: str | os.PathLike) -> str | None:
+    """The last line of a job's log where it is tokenmill's own one-line error (or interruption), else None."""
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - 4096))
+            last = next((line for line in reversed(handle.read().decode("utf-8", "replace").splitlines())
+                         if line.strip()), "")
+    except OSError:
+        return None
+    return last if last.startswith(_FAILURE_PREFIXES) else None
+
+
 def failure_lines(since: float, logs: str | os.PathLike = "logs") -> list[str]:
     """Each failed job's own one-line error, then its log, for the jobs whose logs under ``logs`` were
     written since ``since`` (a run's start, seconds since the epoch) and end in that line; in the order
@@ -312,17 +324,13 @@ def failure_lines(since: float, logs: str | os.PathLike = "logs") -> list[str]:
     found = []
     for log in Path(logs).rglob("*.log"):
         try:
-            if log.stat().st_mtime < since:
-                continue
-            with open(log, "rb") as handle:
-                handle.seek(max(0, log.stat().st_size - 4096))
-                last = next((line for line in reversed(handle.read().decode("utf-8", "replace").splitlines())
-                             if line.strip()), "")
+            written = log.stat().st_mtime
         except OSError:
             continue
-        if last.startswith(_FAILURE_PREFIXES):
-            found.append((log.stat().st_mtime, last, str(log)))
-    return [text for _, last, log in sorted(found) for text in (last, f"  log: {log}")]
+        line = failure_line(log) if written >= since else None
+        if line is not None:
+            found.append((written, line, str(log)))
+    return [text for _, line, log in sorted(found) for text in (line, f"  log: {log}")]
 
 
 def print_failures(since: float, logs: str | os.PathLike = "logs", stream: TextIO | None = None) -> None:

@@ -8,7 +8,7 @@ import os
 import re
 import sys
 import time
-from shlex import join as shell_join
+from shlex import join as shell_join, quote
 from types import SimpleNamespace
 
 from tokenmill import FORMAT_VERSIONS
@@ -119,9 +119,9 @@ def _input(method, wildcard):
 
 
 def job_files(wildcards, input, output):
-    """Where a job's command runs (``root``: STORAGE_ROOT, or the working directory) and its named input and
-    output files as spelled from there: an object's local copy by its path in a local build, a local file
-    as given."""
+    """Where a job's command runs (``cd``: into STORAGE_ROOT, or nothing in the working directory) and its
+    named input and output files as spelled from there: an object's local copy by its path in a local
+    build, a local file as given."""
 
     def spelled(path):
         path = str(path)
@@ -131,7 +131,7 @@ def job_files(wildcards, input, output):
         name: spelled(paths) if isinstance(paths, str) else list(map(spelled, paths))
         for name, paths in [*input.items(), *output.items()]
     }
-    return SimpleNamespace(root=STORAGE_ROOT or ".", **files)
+    return SimpleNamespace(cd=f"cd {quote(STORAGE_ROOT)} && " if STORAGE_ROOT else "", **files)
 
 
 def _shell(method, wildcard):

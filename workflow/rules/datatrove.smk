@@ -31,4 +31,4 @@ rule datatrove:
     message:
         "datatrove .ds of {wildcards.build} -> {output.ds} (log: {log})"
     shell:
-        "(cd {params.job.root:q} && tokenmill to-datatrove {params.job.pbin:q} -o {params.job.ds:q} {params.options}) > {log:q} 2>&1"
+        "({params.job.cd}tokenmill to-datatrove {params.job.pbin:q} -o {params.job.ds:q} {params.options}) > {log:q} 2>&1"

@@ -28,4 +28,4 @@ rule hf_tokenizer_folder:
     message:
         "tokenizer folder for Megatron's HuggingFaceTokenizer -> data/megatron/tokenizers/{wildcards.tokenizer}/ (log: {log})"
     shell:
-        "(cd {params.job.root:q} && tokenmill hf-tokenizer-folder {params.options}) > {log:q} 2>&1"
+        "({params.job.cd}tokenmill hf-tokenizer-folder {params.options}) > {log:q} 2>&1"

@@ -30,5 +30,5 @@ rule olmo:
     message:
         "OLMo-core parts of {wildcards.build} -> {output.folder} (log: {log})"
     shell:
-        "(cd {params.job.root:q} && tokenmill to-olmo {params.job.pbin:q} -o {params.job.folder:q} {params.options})"
+        "({params.job.cd}tokenmill to-olmo {params.job.pbin:q} -o {params.job.folder:q} {params.options})"
         " > {log:q} 2>&1"

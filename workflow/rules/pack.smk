@@ -37,7 +37,7 @@ rule pack:
     message:
         "pack {wildcards.unit} -> {output.pbin} and its build's other formats (log: {log})"
     shell:
-        "(cd {params.job.root:q} && tokenmill pack {params.jsonl} --tokenizer {params.job.tokenizer:q}"
+        "({params.job.cd}tokenmill pack {params.jsonl} --tokenizer {params.job.tokenizer:q}"
         " {params.options} --workers {threads} {params.outputs}) > {log:q} 2>&1"
 
 
@@ -105,7 +105,7 @@ rule merge_units:
     message:
         "merge the units of {wildcards.build} -> {output.pbin} (log: {log})"
     shell:
-        "(cd {params.job.root:q} && {params.commands}) > {log:q} 2>&1"
+        "({params.job.cd}{params.commands}) > {log:q} 2>&1"
 
 
 use rule merge_units as merge_units_without_megatron with:

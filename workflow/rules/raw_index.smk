@@ -27,4 +27,4 @@ rule raw_index:
     message:
         "raw line index of {input.jsonl} -> {output.idx} (log: {log})"
     shell:
-        "(cd {params.job.root:q} && tokenmill index {params.job.jsonl:q} -o {params.job.idx:q}) > {log:q} 2>&1"
+        "({params.job.cd}tokenmill index {params.job.jsonl:q} -o {params.job.idx:q}) > {log:q} 2>&1"

@@ -35,7 +35,7 @@ rule report_dataset:
     message:
         "report page of {wildcards.build} -> {output.page} (log: {log})"
     shell:
-        "(cd {params.job.root:q} && tokenmill report {params.job.pbin:q} --verified {params.job.verified:q} {params.options}"
+        "({params.job.cd}tokenmill report {params.job.pbin:q} --verified {params.job.verified:q} {params.options}"
         " -o {params.job.page:q}) > {log:q} 2>&1"
 
 
@@ -69,4 +69,4 @@ rule report_blend:
     message:
         "report page of blend {wildcards.blend} -> {output.page} (log: {log})"
     shell:
-        "(cd {params.job.root:q} && tokenmill report --blend {params.job.cache:q} -o {params.job.page:q}) > {log:q} 2>&1"
+        "({params.job.cd}tokenmill report --blend {params.job.cache:q} -o {params.job.page:q}) > {log:q} 2>&1"

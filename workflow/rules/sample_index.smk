@@ -31,7 +31,7 @@ rule sample_index:
     message:
         "index caches of {wildcards.build}, seq {wildcards.seq_length}, seed {wildcards.seed} -> {output.cache} (log: {log})"
     shell:
-        "(cd {params.job.root:q} && tokenmill sample-index {params.prefix:q} -o {params.job.cache:q}"
+        "({params.job.cd}tokenmill sample-index {params.prefix:q} -o {params.job.cache:q}"
         " --seq-length {wildcards.seq_length} --seed {wildcards.seed} {params.options}) > {log:q} 2>&1"
 
 
@@ -62,5 +62,5 @@ rule blend:
     message:
         "blend caches of {wildcards.blend}, seq {wildcards.seq_length}, seed {wildcards.seed} -> {output.cache} (log: {log})"
     shell:
-        "(cd {params.job.root:q} && tokenmill blend {params.options} -o {params.job.cache:q} --seq-length {wildcards.seq_length}"
+        "({params.job.cd}tokenmill blend {params.options} -o {params.job.cache:q} --seq-length {wildcards.seq_length}"
         " --seed {wildcards.seed}) > {log:q} 2>&1"

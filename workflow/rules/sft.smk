@@ -29,5 +29,5 @@ rule sft:
     message:
         "instruction-tuning set {wildcards.name} -> {output.pbin} (log: {log})"
     shell:
-        "(cd {params.job.root:q} && echo {params.config:q} | tokenmill sft - {wildcards.name} -o {params.job.pbin:q})"
+        "({params.job.cd}echo {params.config:q} | tokenmill sft - {wildcards.name} -o {params.job.pbin:q})"
         " > {log:q} 2>&1"

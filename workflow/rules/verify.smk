@@ -26,7 +26,7 @@ rule verify:
     message:
         "verify every file of {wildcards.build} (log: {log})"
     shell:
-        "(cd {params.job.root:q} && tokenmill verify --stamp {params.job.stamp:q} {params.options}) > {log:q} 2>&1"
+        "({params.job.cd}tokenmill verify --stamp {params.job.stamp:q} {params.options}) > {log:q} 2>&1"
 
 
 # A blend's cache folders (every sequence length and seed): descriptions, arrays and their bounds.
@@ -53,7 +53,7 @@ rule verify_blend:
     message:
         "verify the caches of blend {wildcards.blend} (log: {log})"
     shell:
-        "(cd {params.job.root:q} && tokenmill verify {params.job.caches:q} --stamp {params.job.stamp:q}) > {log:q} 2>&1"
+        "({params.job.cd}tokenmill verify {params.job.caches:q} --stamp {params.job.stamp:q}) > {log:q} 2>&1"
 
 
 # An SFT pair: the tokens against the sidecar, the loss mask against the tokens.
@@ -82,4 +82,4 @@ rule verify_sft:
     message:
         "verify SFT set {wildcards.name} (log: {log})"
     shell:
-        "(cd {params.job.root:q} && tokenmill verify {params.job.pbin:q} --stamp {params.job.stamp:q}) > {log:q} 2>&1"
+        "({params.job.cd}tokenmill verify {params.job.pbin:q} --stamp {params.job.stamp:q}) > {log:q} 2>&1"
