@@ -442,53 +442,76 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
                 collator = collator or InstructionCollator(messages, entry.get("loss_masking_jq_patterns", []),
                                                            entry["special_tokens"], entry["seq_length"],
                                                            truncation=entry.get("truncation", "truncate"))
-                documents = 0
-                for start in range(0, len(dataset), batch_conversations):
-                    kept = []
-                    for i in range(start, min(start + batch_conversations, len(dataset))):
-                        try:
-                            conversation = collator.conversation(dataset[i])
-                        except BadLine as bad:
-                            if on_bad_line == "error":
-                                raise
-                            skipped.setdefault(bad.reason, []).append(bad.line)
-                            continue
-                        if conversation is not None:
-                            kept.append(conversation)
-                    if kept:
-                        lengths = np.array([len(tokens) for tokens, _ in kept])
-                        tokens_out.write(np.concatenate([tokens for tokens, _ in kept]), lengths)
-                        mask_out.write(np.concatenate([trained for _, trained in kept]).astype(np.uint8), lengths)
-                        documents += len(kept)
+                documents, tokens = _write_conversations(dataset, collator, tokens_out, mask_out,
+                                                         batch_conversations, on_bad_line, skipped)
                 sources.append({"path": str(source), "bytes": _input_size(source), "sha256": file_sha256(source),
-                                "lines": len(dataset), "documents": documents, "checked_messages": dataset.checked,
+                                "lines": len(dataset), "documents": documents, "tokens": tokens,
+                                "checked_messages": dataset.checked,
                                 **({"object": pinned_identity(source).sidecar_entry()} if is_url(source) else {})})
                 proof += dataset.proof
-        tokens_out.sidecar = {
-            "format": FORMAT_VERSIONS["sft"],
-            "layout": LAYOUT_050,
-            "loss_mask": loss_mask_path(out_path).name,
-            "loss_mask_file": mask_out.identity,
-            "tokenizer": {**tokenizer.sidecar_entry(), "special_tokens": entry["special_tokens"],
-                          "special_ids": dataset.special_ids},
-            "engine": {"name": dataset.encoder.name,
-                       "reason": reason if dataset.encoder.name == engine else dataset.encoder.reason,
-                       "versions": dataset.encoder.versions(), "check_fraction": check_fraction,
-                       "checked_messages": sum(entry["checked_messages"] for entry in sources),
-                       "proof": proof.sidecar_entry(check_fraction, "messages")},
-            "token_width": tokenizer.token_width,
-            "message_construction": messages,
-            "loss_masking_jq_patterns": entry.get("loss_masking_jq_patterns", []),
-            "seq_length": entry["seq_length"],
-            "truncation": entry.get("truncation", "truncate"),
-            "documents": tokens_out.num_documents,
-            "tokens": tokens_out.num_tokens,
-            "dropped": collator.stats["dropped"],
-            "truncated": collator.stats["truncated"],
-            "skipped": skipped_summary(skipped),
-            "sources": sources,
-        }
+        tokens_out.sidecar = _sft_sidecar(entry, tokens_out, mask_out, tokenizer, dataset, collator,
+                                          {"chosen": engine, "reason": reason, "check_fraction": check_fraction},
+                                          proof, skipped, sources)
     return {**tokens_out.sidecar, "file": tokens_out.identity}
+
+
+def _write_conversations(dataset: InstructionDataset, collator: InstructionCollator, tokens_out: PbinWriter,
+                         mask_out: PbinWriter, batch_conversations: int, on_bad_line: str,
+                         skipped: dict[str, list[int]]) -> tuple[int, int]:
+    """Write one input's conversations, ``batch_conversations`` lines at a time, to the pair of writers;
+    count its bad lines into ``skipped`` (or raise the first under ``on_bad_line: error``). Returns the
+    conversations kept and their tokens."""
+    documents = tokens = 0
+    for start in range(0, len(dataset), batch_conversations):
+        kept = []
+        for i in range(start, min(start + batch_conversations, len(dataset))):
+            try:
+                conversation = collator.conversation(dataset[i])
+            except BadLine as bad:
+                if on_bad_line == "error":
+                    raise
+                skipped.setdefault(bad.reason, []).append(bad.line)
+                continue
+            if conversation is not None:
+                kept.append(conversation)
+        if kept:
+            lengths = np.array([len(ids) for ids, _ in kept])
+            tokens_out.write(np.concatenate([ids for ids, _ in kept]), lengths)
+            mask_out.write(np.concatenate([trained for _, trained in kept]).astype(np.uint8), lengths)
+            documents, tokens = documents + len(kept), tokens + int(lengths.sum())
+    return documents, tokens
+
+
+def _sft_sidecar(entry: dict, tokens_out: PbinWriter, mask_out: PbinWriter, tokenizer: TokenizerInfo,
+                 dataset: InstructionDataset, collator: InstructionCollator, engine: dict, proof: ProofTally,
+                 skipped: dict[str, list[int]], sources: list[dict]) -> dict:
+    """The sidecar of an SFT pair: format, both files, tokenizer and special ids, the engine and its proof,
+    the template, counts, skipped lines and sources. ``engine``: the one chosen, why, the check fraction."""
+    encoder = dataset.encoder
+    return {
+        "format": FORMAT_VERSIONS["sft"],
+        "layout": LAYOUT_050,
+        "loss_mask": Path(mask_out.path).name,
+        "loss_mask_file": mask_out.identity,
+        "tokenizer": {**tokenizer.sidecar_entry(), "special_tokens": entry["special_tokens"],
+                      "special_ids": dataset.special_ids},
+        "engine": {"name": encoder.name,
+                   "reason": engine["reason"] if encoder.name == engine["chosen"] else encoder.reason,
+                   "versions": encoder.versions(), "check_fraction": engine["check_fraction"],
+                   "checked_messages": sum(source["checked_messages"] for source in sources),
+                   "proof": proof.sidecar_entry(engine["check_fraction"], "messages")},
+        "token_width": tokenizer.token_width,
+        "message_construction": entry["message_construction"],
+        "loss_masking_jq_patterns": entry.get("loss_masking_jq_patterns", []),
+        "seq_length": entry["seq_length"],
+        "truncation": entry.get("truncation", "truncate"),
+        "documents": tokens_out.num_documents,
+        "tokens": tokens_out.num_tokens,
+        "dropped": collator.stats["dropped"],
+        "truncated": collator.stats["truncated"],
+        "skipped": skipped_summary(skipped),
+        "sources": sources,
+    }
 
 
 def _config_entry(config: dict, keys: tuple[str, ...], where: str = ""):
