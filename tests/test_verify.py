@@ -2,6 +2,7 @@
 
 import json
 import pickle
+import shutil
 
 import numpy as np
 import pytest
@@ -10,16 +11,26 @@ from conftest import GPT2, GPT2_EOD, MIXED_JSONL, run_tokenmill
 from tokenmill.verify import verify
 
 
+@pytest.fixture(scope="module")
+def built_once(tmp_path_factory):
+    """Raw index, .pbin, Megatron files and a cache folder for the mixed fixture, built once, by relative
+    paths (the cache's description names the dataset as given), for :func:`built` to copy."""
+    folder = tmp_path_factory.mktemp("verify")
+    run_tokenmill("index", MIXED_JSONL, "-o", "mixed.idx", cwd=folder)
+    run_tokenmill("pack", MIXED_JSONL, "--index", "mixed.idx", "--tokenizer", GPT2, "--eod", GPT2_EOD,
+                  "-o", "mixed.pbin", cwd=folder)
+    run_tokenmill("to-megatron", "mixed.pbin", "-o", "mixed", cwd=folder)
+    run_tokenmill("sample-index", "mixed", "-o", "cache", "--seq-length", "16", "--seed", "1", "--split", "1,0,0",
+                  "--num-samples", "300", "--vocab-size", "50257", cwd=folder)
+    return folder
+
+
 @pytest.fixture
-def built(tmp_path):
-    """Raw index, .pbin, Megatron files and a cache folder for the mixed fixture."""
-    run_tokenmill("index", MIXED_JSONL, "-o", tmp_path / "mixed.idx")
-    run_tokenmill("pack", MIXED_JSONL, "--index", tmp_path / "mixed.idx", "--tokenizer", GPT2, "--eod", GPT2_EOD,
-                  "-o", tmp_path / "mixed.pbin")
-    run_tokenmill("to-megatron", tmp_path / "mixed.pbin", "-o", tmp_path / "mixed")
-    run_tokenmill("sample-index", tmp_path / "mixed", "-o", tmp_path / "cache", "--seq-length", "16", "--seed", "1",
-                  "--split", "1,0,0", "--num-samples", "300", "--vocab-size", "50257")
-    return tmp_path
+def built(built_once, tmp_path, monkeypatch):
+    """A copy of :func:`built_once` of the test's own, the working directory, so that a test may damage it."""
+    shutil.copytree(built_once, tmp_path / "built")
+    monkeypatch.chdir(tmp_path / "built")
+    return tmp_path / "built"
 
 
 def test_sound_files_verify_clean_and_the_cli_writes_a_stamp(built):
