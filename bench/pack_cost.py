@@ -34,7 +34,7 @@ os.environ["RAYON_NUM_THREADS"] = "1"  # before either library starts its thread
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from tokenmill import engine as engine_module, identity, pack as pack_module, proof as proof_module  # noqa: E402
+from tokenmill import batches as batches_module, engine as engine_module, identity, proof as proof_module  # noqa: E402
 from tokenmill.pbin import PbinWriter  # noqa: E402
 from tokenmill.raw_index import scan_lines  # noqa: E402
 from tokenmill.text import TextSelector  # noqa: E402
@@ -108,11 +108,11 @@ def main() -> None:
           lambda stack: "proof: fastokens encode of the excerpts" if checking else "fastokens encode")
     timed(PbinWriter, "write", "writes and their sha256")
     timed(identity, "file_sha256", "sha256 of the input")
-    timed(pack_module._BatchTokenizer, "prepare", "reads, the loop over lines")
-    timed(pack_module._BatchTokenizer, "finish", "EOD insertion, dtype")
+    timed(batches_module.BatchTokenizer, "prepare", "reads, the loop over lines")
+    timed(batches_module.BatchTokenizer, "finish", "EOD insertion, dtype")
 
-    settings = pack_module.PackSettings(str(args.tokenizer), eod_token=args.eod, check_fraction=args.check_fraction)
-    job = pack_module._BatchTokenizer(info, engine_module.Encoder(info, "fastokens"), settings)
+    settings = batches_module.PackSettings(str(args.tokenizer), eod_token=args.eod, check_fraction=args.check_fraction)
+    job = batches_module.BatchTokenizer(info, engine_module.Encoder(info, "fastokens"), settings)
     start = time.process_time()
     lines = scan_lines(str(args.corpus))
     spent["line scan"] = time.process_time() - start
@@ -120,7 +120,7 @@ def main() -> None:
     out = Path("/tmp/pack_cost.pbin")
     documents, tally = 0, proof_module.ProofTally()
     with PbinWriter(str(out), info.token_width) as writer:
-        for task in pack_module._batches(str(args.corpus), lines, 1, settings.batch_bytes, "fastokens", []):
+        for task in batches_module.line_batches(str(args.corpus), lines, 1, settings.batch_bytes, "fastokens", []):
             tokens, lengths, _, checked, _ = job.finish(job.prepare(task))
             writer.write(tokens, lengths)
             documents += len(lengths)

@@ -5,8 +5,9 @@ Pipeline per input file:
 
 1. The raw index (given, or scanned now) cuts the file into batches of whole lines, about
    ``batch_bytes`` each.
-2. One process loads each tokenizer once (:func:`_start_engine`; fastokens in the background) and
-   runs two stages per batch in ``workers`` threads each (:func:`_ordered_results`). *Prepare*: read
+2. One process loads each tokenizer once (:func:`tokenmill.batches.start_engine`; fastokens in the
+   background) and runs two stages per batch in ``workers`` threads each
+   (:func:`tokenmill.batches.ordered_results`). *Prepare*: read
    the batch's byte range in one ``pread``, parse each line (exactly one JSON value; orjson, then the
    ``jq`` package for a pattern other than a plain ``.key``), choose its proof sample and encode that
    with Hugging Face. *Finish*: tokenize the batch with the engine (fastokens or Hugging Face, see
@@ -35,10 +36,8 @@ alone.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import dataclasses
 import functools
-import math
 import os
 import sys
 import threading
@@ -50,339 +49,28 @@ from typing import Callable
 
 import numpy as np
 from tokenmill import FORMAT_VERSIONS
-from tokenmill.config import default
+from tokenmill.batches import (BAD_LINE_POLICIES, BATCH_BYTES, MISMATCH_POLICIES, READ_AHEAD_BYTES, BatchTokenizer,
+                               PackSettings, line_batches, ordered_results, start_engine, useful_workers)
 from tokenmill.datatrove import DatatroveWriter, datatrove_paths, token_size_for
 from tokenmill.errors import TokenmillError
-from tokenmill.engine import (ENGINES, Encoder, FastEngineUnavailable, choose_engine, fast_engine_loading,
-                              preload_fast_engine)
+from tokenmill.engine import (FastEngineUnavailable, choose_engine, fast_engine_loading)
 from tokenmill.identity import FileIdentity, file_sha256, refuse_inputs_as_outputs
 from tokenmill.jsonl import input_compression, lines_in_range, stream_line_batches
 from tokenmill.mmidx import MMapIndexedDatasetBuilder, optimal_dtype
 from tokenmill.objects import ObjectIdentity, expand_url, is_url, pin, pinned_identity
 from tokenmill.parquet import parquet_source, row_line_batches
-from tokenmill.pbin import LAYOUT_050, TOKEN_DTYPES, PbinWriter
+from tokenmill.pbin import LAYOUT_050, PbinWriter
 from tokenmill.sidecar import index_ranges, sidecar_path, skipped_summary
 from tokenmill.progress import Progress
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import TextSelector
-from tokenmill.proof import (DEFAULT_CHECK_FRACTION, EngineMismatch, ProofSample, ProofSampler, ProofTally, input_key,
-                             job_check_fraction)
-from tokenmill.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS, TokenizerSpec
-from tokenmill.tokenizer import TokenizerInfo, load_tokenizer
+from tokenmill.proof import (EngineMismatch, ProofTally, job_check_fraction)
+from tokenmill.tokenizer import TokenizerInfo
 
 __all__ = ["PackSettings", "pack", "useful_workers", "BATCH_BYTES", "BAD_LINE_POLICIES", "MISMATCH_POLICIES",
            "EngineMismatch"]
 
-# JSONL bytes per batch: big enough that the proof's HF calls use both threads (1.1x over 1 MiB).
-BATCH_BYTES = 4 << 20
-BAD_LINE_POLICIES = ("error", "skip")
-MISMATCH_POLICIES = ("error", "hf")
-# Hugging Face's encoder on more than this much text: its big buffers are returned at once
-# (:func:`_free_big_buffers_at_once`).
-_HF_BIG_BUFFERS_BYTES = 8 << 20
-_COMPRESSION_RATIO = 4  # about what gzip/zstd give on web text: the decompressed size, for the choice above
-# Batches parsed ahead of the encoders while fastokens loads: 32 MB of JSONL is
-# about what parsing and proving get through during its longest load (Tekken, 1.1-2.2 s).
-_READ_AHEAD_BYTES = 32 << 20
-
-
-def useful_workers(text_bytes: float, workers: int, batch_bytes: int = BATCH_BYTES) -> int:
-    """The threads a job of ``text_bytes`` keeps busy, at most ``workers``: one per batch (a scheduler then
-    runs small jobs side by side instead of holding idle cores)."""
-    return max(1, min(workers, math.ceil(text_bytes / batch_bytes)))
-
-
-@dataclass(frozen=True)
-class PackSettings:
-    """What to take from each line and how to tokenize it.
-
-    Args:
-        tokenizer_path: a Hugging Face ``tokenizer.json``, or the files of ``tokenizer_type``.
-        text: jq pattern selecting the text; a plain ``.key`` is read with orjson directly.
-        eod_token: end-of-document token string appended to every document; None appends nothing.
-        add_special_tokens: let the tokenizer's post-processor add its BOS/EOS (HF default, as
-            Modalities does).
-        on_bad_line: ``"error"`` stops at the first bad line, ``"skip"`` counts and leaves it out.
-        workers: tokenizer threads of this process, at most this many cores (see :func:`_ordered_results`).
-        batch_bytes: approximate JSONL bytes per batch.
-        engine: ``auto``, ``hf`` or ``fastokens`` (see :class:`tokenmill.engine.Encoder`).
-        check_fraction: with a fast engine, the share of documents re-encoded whole with HF, besides
-            excerpts around risky spots (1.0: all of them; see :mod:`tokenmill.proof`).
-        on_mismatch: a fast-engine document that differs from HF: ``"error"`` stops the run naming
-            file, line and token; ``"hf"`` re-encodes that whole input with HF.
-        max_line_bytes: longer lines are bad lines, never read: Hugging Face's encoder holds ~125
-            bytes per input byte (a 20 MB document peaks at 2.6 GB; fastokens ~10), so this bounds
-            a worker's memory at ~125 × max_line_bytes.
-        allow_duplicate_inputs: pack a file named twice among the inputs twice (recorded in the
-            sidecar); by default that is an error, as it would count its documents twice.
-        tokenizer_type, tiktoken_pattern, tiktoken_num_special_tokens, vocab_size: a Megatron tokenizer
-            type and its options (see :class:`tokenmill.families.TokenizerSpec`).
-    """
-
-    # The defaults are the workflow config's (its schema), as the CLI's are.
-    tokenizer_path: str
-    text: str = field(default_factory=lambda: default("datasets.*.text"))
-    eod_token: str | None = None
-    add_special_tokens: bool = field(default_factory=lambda: default("tokenizers.*.add_special_tokens"))
-    on_bad_line: str = field(default_factory=lambda: default("datasets.*.on_bad_line"))
-    workers: int = 1
-    batch_bytes: int = BATCH_BYTES
-    engine: str = field(default_factory=lambda: default("tokenizers.*.engine"))
-    check_fraction: float = DEFAULT_CHECK_FRACTION
-    on_mismatch: str = field(default_factory=lambda: default("tokenizers.*.on_mismatch"))
-    max_line_bytes: int = field(default_factory=lambda: default("datasets.*.max_line_bytes"))
-    allow_duplicate_inputs: bool = field(default_factory=lambda: default("datasets.*.allow_duplicate_inputs"))
-    tokenizer_type: str = HF_TYPE
-    tiktoken_pattern: str = "v2"
-    tiktoken_num_special_tokens: int = TIKTOKEN_DEFAULT_SPECIALS
-    vocab_size: int | None = None
-
-    @property
-    def tokenizer_spec(self) -> TokenizerSpec:
-        """The tokenizer as :func:`tokenmill.tokenizer.load_tokenizer` takes it."""
-        return TokenizerSpec(str(self.tokenizer_path), self.tokenizer_type, self.tiktoken_pattern,
-                             self.tiktoken_num_special_tokens, self.vocab_size)
-
-    def __post_init__(self):
-        if self.on_bad_line not in BAD_LINE_POLICIES:
-            raise TokenmillError(f"on_bad_line must be one of {BAD_LINE_POLICIES}, not {self.on_bad_line!r}")
-        if self.workers < 1:
-            raise TokenmillError(f"workers must be at least 1, not {self.workers}")
-        if self.engine not in ENGINES:
-            raise TokenmillError(f"engine must be one of {ENGINES}, not {self.engine!r}")
-        if not 0 <= self.check_fraction <= 1:
-            raise TokenmillError(f"check fraction must lie in [0, 1], not {self.check_fraction}")
-        if self.max_line_bytes < 1:
-            raise TokenmillError(f"max_line_bytes must be at least 1, not {self.max_line_bytes}")
-        if self.on_mismatch not in MISMATCH_POLICIES:
-            raise TokenmillError(f"on_mismatch must be one of {MISMATCH_POLICIES}, not {self.on_mismatch!r}")
-
-
-# ---------------------------------------------------------------------------------------------
-# One batch of lines → token ids, in two stages that threads of this one process run side by side.
-
-# glibc's mallopt parameter for the size above which a buffer gets its own mapping.
-_M_MMAP_THRESHOLD = -3
-_BIG_BUFFER_BYTES = 1 << 20
-
-
-def _free_big_buffers_at_once() -> None:
-    """Have glibc's malloc give each buffer of 1 MiB or more its own mapping, returned when freed.
-
-    Hugging Face's encoder allocates ~125 bytes per input byte in short-lived buffers. By default
-    glibc raises its threshold after the first such buffer is freed and then serves them from the
-    heap, which fragments: Tekken with ``engine hf`` crept from 0.34 to 0.54 GiB over 100 MB; with the
-    threshold fixed before the tokenizer's load it peaks at 0.46 GiB, in the same time. Not done for
-    fastokens, where it cost 10 % in page faults for no need, nor for inputs under
-    :data:`_HF_BIG_BUFFERS_BYTES`, where the mappings cost more than the heap's creep (0.2 s of a 1 MB
-    job with Tekken). A no-op without glibc.
-    """
-    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
-    if mallopt is not None:
-        mallopt(_M_MMAP_THRESHOLD, _BIG_BUFFER_BYTES)
-
-
-def _limit_engine_threads(workers: int) -> None:
-    """Hold the engines' own thread pools to ``workers`` cores, set before they start (once per process).
-
-    Each of the ``workers`` encode threads runs fastokens on one thread of its own: on 2 cores its BPE
-    threads scale 1.2-1.4x, two callers on one thread each a little more, and each BPE thread's heap
-    grows with the text it has seen (bench/RESULTS.md). Hugging Face's encoder and proof share one rayon
-    pool of ``workers`` threads. A value the user set is kept.
-    """
-    os.environ.setdefault("FASTOKENS_BPE_THREADS", "1")
-    os.environ.setdefault("RAYON_NUM_THREADS", str(workers))
-
-
-@dataclass
-class _Prepared:
-    """A batch read, parsed and sampled, with Hugging Face's ids of its proof sample (stage 1)."""
-
-    path: str
-    engine: str
-    texts: list = field(default_factory=list)
-    text_lines: list = field(default_factory=list)
-    bad: list = field(default_factory=list)
-    proof: ProofSample | None = None  # with a fast engine
-
-
-class _BatchTokenizer:
-    """What every batch of a job needs (the tokenizer, its encoders, the text selector, the proof's sampler,
-    the open inputs), shared by the threads that run :meth:`prepare` and :meth:`finish`.
-
-    Both stages are safe to run in several threads at once: the engines release the GIL while they
-    encode and share no per-call state, inputs are read with ``pread``.
-    """
-
-    def __init__(self, tokenizer: TokenizerInfo, encoder: Encoder, settings: PackSettings):
-        self.tokenizer, self.settings = tokenizer, settings
-        self.selector = TextSelector(settings.text)
-        self.sampler = ProofSampler(tokenizer.added_tokens(), settings.check_fraction)
-        self.chosen = encoder  # the job's engine (HF re-encodes an input after a mismatch)
-        self._encoders = {encoder.name: encoder}
-        self._files: dict[str, object] = {}
-        self._lock = threading.Lock()
-
-    def close(self) -> None:
-        for handle in self._files.values():
-            handle.close()
-
-    def encoder(self, engine: str) -> Encoder:
-        with self._lock:
-            if engine not in self._encoders:
-                self._encoders[engine] = Encoder(self.tokenizer, engine)
-            return self._encoders[engine]
-
-    def _read_range(self, path: str, offset: int, length: int) -> bytes:
-        with self._lock:
-            handle = self._files.get(path)
-            if handle is None:
-                handle = self._files[path] = open(path, "rb")
-        return os.pread(handle.fileno(), length, offset)
-
-    def prepare(self, task: tuple[str, int, np.ndarray, str, bytes | None]) -> _Prepared:
-        """Stage 1 of a batch: read and parse its lines, choose its proof sample and encode that with HF.
-
-        Nothing here needs the fast engine, so this runs ahead while fastokens is still loading and
-        while it encodes earlier batches.
-
-        Args:
-            task: (path, 1-based number of the first line, ``(n, 2)`` offsets/lengths of the lines, engine,
-                and the lines' bytes when the parent read them (a compressed input; offsets are then
-                relative to them) or None to read them from ``path``).
-        """
-        path, first_line, lines, engine, block = task  # see _batches, _compressed_tasks
-        batch = _Prepared(path, engine)
-        max_bytes = self.settings.max_line_bytes
-        base = 0
-        if block is None and lines[:, 1].max() <= max_bytes:  # else (rare) read the lines one by one
-            base = int(lines[0, 0])
-            block = self._read_range(path, base, int(lines[-1, 0] + lines[-1, 1]) - base)
-            if len(block) < int(lines[-1, 0] + lines[-1, 1]) - base:
-                batch.bad = [(first_line, "file is shorter than its index says (stale index?)")]
-                return batch
-        for line_number, (offset, length) in enumerate(lines.tolist(), start=first_line):
-            if length > max_bytes:
-                text, reason = None, (f"line of {length} bytes, over max_line_bytes ({max_bytes}): tokenizing it "
-                                      f"would take ~125 bytes of memory per byte")
-            else:
-                line = (self._read_range(path, offset, length) if block is None
-                        else block[offset - base:offset - base + length])
-                text, reason = self.selector.select(line)
-            if reason is None:
-                batch.texts.append(text)
-                batch.text_lines.append(line_number)
-            else:
-                batch.bad.append((line_number, reason))
-                if self.settings.on_bad_line == "error":  # the run stops here; nothing to tokenize
-                    return batch
-        if engine != "hf":
-            batch.proof = ProofSample.of(batch.texts, self.sampler, self.tokenizer,
-                                         self.settings.add_special_tokens, np.array(batch.text_lines, np.int64),
-                                         input_key(path))
-        return batch
-
-    def finish(self, batch: _Prepared) -> tuple[np.ndarray, np.ndarray, list, ProofTally, np.ndarray]:
-        """Stage 2 of a batch: tokenize it with its engine, prove the fast engine's sample, add EODs.
-
-        Returns:
-            (tokens in the output dtype, tokens per kept document, [(line number, reason)] of bad lines,
-            what the proof checked with HF, the kept documents (0-based in the batch) whose own
-            ids already ended with the EOD id, so that none was appended).
-
-        Raises:
-            EngineMismatch: a proof document differs.
-        """
-        bad = batch.bad
-        if bad and self.settings.on_bad_line == "error":
-            return np.empty(0), np.empty(0, np.int64), bad, ProofTally(), np.empty(0, np.int64)
-        info, encoder = self.tokenizer, self.encoder(batch.engine)
-        tokens, lengths = encoder.encode_batch(batch.texts, self.settings.add_special_tokens)
-        checked = ProofTally()
-        if encoder.name != "hf":
-            checked = batch.proof.check(encoder, tokens, lengths, [f"{batch.path}:{line}" for line in batch.text_lines],
-                                        self.settings.add_special_tokens)
-        if (lengths == 0).any():  # e.g. only whitespace for a tokenizer that drops it
-            bad = sorted(bad + [(batch.text_lines[i], "text gives no tokens") for i in np.flatnonzero(lengths == 0)])
-            lengths = lengths[lengths > 0]  # they hold no tokens, so `tokens` stays as it is
-        eod_in_text = np.empty(0, np.int64)
-        if info.eod_id is not None and len(lengths):
-            doc_ends = np.cumsum(lengths)
-            # Modalities' rule: not doubled when a text already ends with it (Megatron's .bin doubles it:
-            # the sidecar lists these documents, see tokenmill.pbin.EOD_IN_TEXT).
-            needs_eod = tokens[doc_ends - 1] != info.eod_id
-            eod_in_text = np.flatnonzero(~needs_eod)
-            tokens = np.insert(tokens, doc_ends[needs_eod], info.eod_id)
-            lengths = lengths + needs_eod
-        return tokens.astype(TOKEN_DTYPES[info.token_width]), lengths, bad, checked, eod_in_text
-
-
-# ---------------------------------------------------------------------------------------------
-# Parent side: batches in, ordered writes out.
-
-
-def _batches(path: str, lines: np.ndarray, first_line: int, batch_bytes: int, engine: str, sizes: deque):
-    """Cut the indexed lines (the first is line ``first_line``) into tasks of about ``batch_bytes``
-    bytes of whole lines, appending each task's bytes to ``sizes``."""
-    if not len(lines):
-        return
-    line_ends = lines[:, 0] + lines[:, 1]
-    cut_points = np.searchsorted(line_ends - lines[0, 0], np.arange(batch_bytes, int(line_ends[-1] - lines[0, 0]),
-                                                                     batch_bytes), side="right")
-    bounds = sorted({0, *cut_points.tolist(), len(lines)})  # (np.unique would import numpy.ma: 20 ms)
-    for start, stop in zip(bounds[:-1], bounds[1:]):
-        sizes.append(int(line_ends[stop - 1] - lines[start, 0]) + 1)
-        yield path, first_line + int(start), lines[start:stop], engine, None
-
-
-def _ordered_results(tasks, job: _BatchTokenizer, workers: int, read_ahead: Callable[[], int]):
-    """Yield each task's result in task order: ``workers`` threads prepare batches (:meth:`~_BatchTokenizer.prepare`:
-    parsing, sampling, HF's proof ids) and ``workers`` threads encode them (:meth:`~_BatchTokenizer.finish`),
-    with ``read_ahead()`` batches beyond those in flight, far while fastokens loads (0.3-2.2 s).
-
-    One process, one load of each tokenizer: the engines release the GIL while they encode, so their
-    threads share the cores with the parsing, where worker processes each paid the imports and both
-    loads again (~0.85 s of CPU each; 56 % of a 100 MB job's CPU with two workers).
-    """
-    with ThreadPoolExecutor(workers, thread_name_prefix="tokenmill-prepare") as preparers, \
-            ThreadPoolExecutor(workers, thread_name_prefix="tokenmill-encode") as encoders:
-        in_flight: deque = deque()  # (prepared, finished) futures per batch, in task order
-        try:
-            for task in tasks:
-                prepared = preparers.submit(job.prepare, task)
-                in_flight.append((prepared, encoders.submit(_finish_when_prepared, job, prepared)))
-                if len(in_flight) > read_ahead() + workers - 1:
-                    yield in_flight.popleft()[1].result()
-            while in_flight:
-                yield in_flight.popleft()[1].result()
-        finally:  # stopped early (an error, Ctrl-C): drop what was not started, wait for the rest
-            for futures in in_flight:
-                for future in futures:
-                    future.cancel()
-
-
-def _finish_when_prepared(job: _BatchTokenizer, prepared: Future) -> tuple:
-    return job.finish(prepared.result())
-
-
-def _start_engine(settings: PackSettings, asked: str, input_bytes: float, estimate: str) -> _BatchTokenizer:
-    """Load the job's tokenizer once, fastokens in the background (the first batch waits for it), and
-    choose its engine (see :func:`tokenmill.engine.choose_engine`).
-
-    Raises:
-        TokenmillError: an unreadable tokenizer, or one whose EOD is not a single token.
-    """
-    _limit_engine_threads(settings.workers)
-    if settings.engine != "hf":
-        preload_fast_engine(settings.tokenizer_spec)
-    big_hf_job = input_bytes > _HF_BIG_BUFFERS_BYTES
-    if settings.engine == "hf" and big_hf_job:
-        _free_big_buffers_at_once()  # before the tokenizer's load, whose buffers are big too
-    tokenizer = load_tokenizer(settings.tokenizer_spec, settings.eod_token)
-    encoder = Encoder(tokenizer, asked, input_bytes=input_bytes, estimate=estimate)
-    if encoder.name == "hf" and settings.engine != "hf" and big_hf_job:  # auto took HF: an unproven tokenizer
-        _free_big_buffers_at_once()
-    return _BatchTokenizer(tokenizer, encoder, settings)
+_COMPRESSION_RATIO = 4  # about what gzip/zstd give on web text: the decompressed size, for the engine's choice
 
 
 def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexes: list[str] | None = None,
@@ -433,7 +121,7 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
     check_fraction = settings.check_fraction  # as asked, for the sidecar; a small job checks more documents
     settings = dataclasses.replace(settings, check_fraction=job_check_fraction(check_fraction, input_bytes))
     with contextlib.ExitStack() as stack:
-        job = _start_engine(settings, asked, input_bytes, estimate)
+        job = start_engine(settings, asked, input_bytes, estimate)
         stack.callback(job.close)
         # Inputs are hashed for the sidecar in a thread (hashlib releases the GIL), beside tokenizing.
         hasher = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="tokenmill-sha256"))
@@ -546,7 +234,7 @@ def _plan_input(path: str, identity: FileIdentity | ObjectIdentity, compression:
     return item
 
 
-def _pack_input(item: _Input, job: _BatchTokenizer, writer: _Outputs, log: Callable[[str], None]) -> None:
+def _pack_input(item: _Input, job: BatchTokenizer, writer: _Outputs, log: Callable[[str], None]) -> None:
     """Pack one input with the job's engine; on a proof mismatch under ``on_mismatch: hf``, or where
     fastokens cannot load the tokenizer under ``auto``, again from its start with Hugging Face.
 
@@ -573,7 +261,7 @@ def _pack_input(item: _Input, job: _BatchTokenizer, writer: _Outputs, log: Calla
             f"(first at {_place(source, entry['first_lines'][0])})")
 
 
-def _sidecar(job: _BatchTokenizer, read: list[_Input], writer: _Outputs, check_fraction: float) -> dict:
+def _sidecar(job: BatchTokenizer, read: list[_Input], writer: _Outputs, check_fraction: float) -> dict:
     """The ``.pbin`` sidecar of a finished pack (``check_fraction`` as asked; the job's may be raised)."""
     sources = [item.entry for item in read]
     for source in sources:
@@ -668,8 +356,8 @@ def _source_tasks(item: _Input, engine: str, settings: PackSettings, sizes: dequ
     """The batches of one input, with the input bytes behind each appended to ``sizes``: a plain file's
     by its lines; another's as a stream decompressed here, its entry completed at its end."""
     if item.lines is not None:
-        return _batches(item.entry["path"], item.lines, item.entry.get("first_line", 1), settings.batch_bytes, engine,
-                        sizes)
+        return line_batches(item.entry["path"], item.lines, item.entry.get("first_line", 1), settings.batch_bytes,
+                            engine, sizes)
     return _compressed_tasks(item.entry, engine, settings, sizes)
 
 
@@ -779,7 +467,7 @@ class _Outputs:
         return index_ranges(np.concatenate([np.empty(0, np.int64), *self._eod_in_text]))
 
 
-def _pack_source(item: _Input, engine: str, job: _BatchTokenizer, writer: _Outputs) -> None:
+def _pack_source(item: _Input, engine: str, job: BatchTokenizer, writer: _Outputs) -> None:
     """Tokenize one input into ``writer``, filling its sidecar entry (documents, skipped, checked),
     and report progress (see :mod:`tokenmill.progress`) as batches are written.
 
@@ -796,10 +484,10 @@ def _pack_source(item: _Input, engine: str, job: _BatchTokenizer, writer: _Outpu
     with Progress(f"pack {source['path']}", _source_bytes(source)) as progress:
         def read_ahead() -> int:  # far while fastokens loads, then just enough to keep the encoder fed
             if fast_engine_loading(settings.tokenizer_path):
-                return max(2, _READ_AHEAD_BYTES // settings.batch_bytes)
+                return max(2, READ_AHEAD_BYTES // settings.batch_bytes)
             return 2
 
-        for tokens, lengths, bad, checked, eod_in_text in _ordered_results(tasks, job, settings.workers, read_ahead):
+        for tokens, lengths, bad, checked, eod_in_text in ordered_results(tasks, job, settings.workers, read_ahead):
             if bad and settings.on_bad_line == "error":
                 line_number, reason = bad[0]
                 where = (f"{source['path']}: row {line_number}" if source.get("format") == "parquet"
