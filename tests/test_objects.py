@@ -120,11 +120,17 @@ def test_objects_pack_to_the_bytes_of_the_same_files_on_disk_plain_gzip_zstd_and
     local_sources = read_sidecar(tmp_path / "local.pbin")["sources"]
     assert [source["documents"] for source in sources] == [source["documents"] for source in local_sources]
     assert SECRET not in (tmp_path / "s3.pbin.meta.json").read_text() and SECRET not in said
+    capsys.readouterr()
+    assert cli.main(["inspect", str(tmp_path / "s3.pbin")]) == 0
+    shown = capsys.readouterr().out
+    assert f"source: s3://{s3.bucket}/raw/" in shown and "not found" not in shown  # URLs: not looked up on disk
 
 
 def test_a_byte_range_shard_of_an_object_is_read_with_a_ranged_get_through_its_raw_index(s3, tmp_path, capsys):
     s3.put_object(Bucket=s3.bucket, Key="raw/mixed.jsonl", Body=MIXED_JSONL.read_bytes())
     url = f"s3://{s3.bucket}/raw/mixed.jsonl"
+    assert tokenmill("index", url, capsys=capsys) == (1, f"tokenmill: error: {url}: give -o for an object's raw "
+                                                         f"index (it is written here, not in the bucket)\n")
     assert tokenmill("index", url, "-o", tmp_path / "s3.idx", capsys=capsys)[0] == 0
     assert tokenmill("index", MIXED_JSONL, "-o", tmp_path / "local.idx", capsys=capsys)[0] == 0
     assert (tmp_path / "s3.idx").read_bytes() == (tmp_path / "local.idx").read_bytes()
@@ -244,12 +250,16 @@ def test_the_workflow_plans_objects_by_listing_and_reruns_a_pack_only_when_an_ob
         s3.put_object(Bucket=s3.bucket, Key=key, Body=content)
         (workflow_dir / "data" / key).write_bytes(content)
     config = yaml.safe_load((workflow_dir / "config/config.yaml").read_text())
-    config["sft"] = {}
+    s3.put_object(Bucket=s3.bucket, Key="sft/chat.jsonl", Body=(workflow_dir / "data/raw/chat.jsonl").read_bytes())
+    config["sft"]["chat"]["inputs"] = [f"s3://{s3.bucket}/sft/*.jsonl"]
     config["datasets"] = {"local": {"inputs": ["data/raw/part-*.jsonl"], "tokenizer": "gpt2"},
-                          "remote": {"inputs": [f"s3://{s3.bucket}/raw/part-*.jsonl"], "tokenizer": "gpt2"}}
+                          "remote": {"inputs": [f"s3://{s3.bucket}/raw/part-*.jsonl"], "tokenizer": "gpt2"},
+                          "one": {"inputs": [f"s3://{s3.bucket}/raw/part-0.jsonl"], "tokenizer": "gpt2"}}
     (workflow_dir / "config/config.yaml").write_text(yaml.safe_dump(config))
     targets = [f"data/megatron/{name}_text_document.bin" for name in ("local", "remote")]
-    run_snakemake(workflow_dir, *targets)
+    run_snakemake(workflow_dir)  # everything: verify and report included
+    for stamp in ("remote", "one", "sft/chat"):
+        assert (workflow_dir / f"data/verified/{stamp}.ok").exists(), stamp
     for built in ("packed/{}.pbin", "megatron/{}_text_document.bin", "megatron/{}_text_document.idx"):
         remote, local = (workflow_dir / "data" / built.format(name) for name in ("remote", "local"))
         assert remote.read_bytes() == local.read_bytes(), built

@@ -24,6 +24,8 @@ from tokenmill.mmidx import is_megatron_index, prefix_of
 def _index(args: argparse.Namespace) -> None:
     from tokenmill import raw_index
 
+    if args.output is None and args.input.startswith("s3://"):
+        raise TokenmillError(f"{args.input}: give -o for an object's raw index (it is written here, not in the bucket)")
     out_path = args.output or os.path.splitext(args.input)[0] + ".idx"
     lines = raw_index.index_file(args.input, out_path, validate=args.validate)
     print(f"{out_path}: {len(lines)} lines", file=sys.stderr)

@@ -141,8 +141,9 @@ def describe(path: str | os.PathLike) -> list[str]:
         if meta:
             tokenizer = meta.get("tokenizer", {})
 
-            def found(file: str) -> str:
-                return file if os.path.exists(file) else f"{file} (not found, {resolved_against(meta, path)})"
+            def found(file: str) -> str:  # (an object's URL is looked up by verify, not here)
+                return file if file.startswith("s3://") or os.path.exists(file) else \
+                    f"{file} (not found, {resolved_against(meta, path)})"
 
             kind = f", {tokenizer['type']} (as {tokenizer.get('reference')} encodes)" if tokenizer.get("type") else ""
             lines += [f"tokenizer: {found(str(tokenizer.get('path')))} "

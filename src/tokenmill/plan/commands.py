@@ -207,9 +207,10 @@ class Plan(Units):
             "--job-data-paths", *(self.job_data_path(build) for build in weights)]
 
     def verify_files(self, build: str) -> list[str]:
-        """Every file ``rule verify`` checks for a build: built files and the inputs they come from."""
+        """Every file ``rule verify`` checks for a build: built files and the local inputs they come from (its
+        objects are checked by their ETag, named in its arguments: no input of Snakemake's)."""
         inputs = self.build_inputs(build)
-        return [*self.built_files(build), *(file.path for file in inputs),
+        return [*self.built_files(build), *(file.path for file in inputs if file.etag is None),  # objects: no file
                 *(raw_index_path(file.stem) for file in inputs if file.stem in self.indexed),
                 *self.cache_dirs(build)]
 

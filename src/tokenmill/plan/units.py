@@ -463,15 +463,19 @@ class Units:
         if len(units) != 1 or len(self.units[units[0]].stems) != 1:
             return None
         file = self.files[self.units[units[0]].stems[0]]
-        return None if file.compression else file
+        return None if file.compression or file.etag is not None else file  # an object: streamed, no raw index
 
     def _check_sft(self) -> None:
         for name, sft in self.config["sft"].items():
             if sft["tokenizer"] not in self.config["tokenizers"]:
                 raise TokenmillError(f"sft.{name}.tokenizer: {sft['tokenizer']!r} is not in tokenizers")
-            for path in sft["inputs"]:  # files, as the schema says (a missing one must not keep an old build)
-                if not os.path.isfile(path):
+            for path in sft["inputs"]:  # a missing file must not keep an old build
+                if not is_url(path) and not os.path.isfile(path):
                     raise TokenmillError(f"sft.{name}.inputs: {path}: no such file")
+            try:
+                self.sft_objects(name)  # objects: listed and reachable now, as datasets' are
+            except TokenmillError as exc:
+                raise TokenmillError(f"sft.{name}.inputs: {exc}") from None
 
     def sft_inputs(self, name: str) -> list[str]:
         """The conversation files and the tokenizer of an SFT dataset (its ``s3://`` objects are read by
