@@ -173,7 +173,7 @@ def describe_caches(folder: str | os.PathLike) -> list[str]:
         TokenmillError: a folder without ``*-description.txt``, or a cache file that is not a plain ``.npy``.
     """
     from tokenmill.sample_index import SPLIT_NAMES, load_cache
-    from tokenmill.verify import duplicate_caches
+    from tokenmill.verify_cache import duplicate_caches
 
     folder = Path(folder)
     if not any(folder.glob("*-description.txt")):
@@ -396,7 +396,7 @@ def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.P
     if not gpts:
         raise TokenmillError(f"{cache}: no GPTDataset {split} cache (no *-GPTDataset-{split}-description.txt)")
     if len(gpts) > 1:
-        from tokenmill.verify import duplicate_caches
+        from tokenmill.verify_cache import duplicate_caches
 
         raise TokenmillError(duplicate_caches(cache).get(("GPTDataset", split))
                              or f"{cache}: {len(gpts)} GPTDataset {split} caches; expected exactly one")
