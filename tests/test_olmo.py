@@ -216,9 +216,13 @@ def test_the_workflow_writes_olmo_parts_beside_megatron_and_verifies_them(workfl
 
     config = yaml.safe_load((workflow_dir / "config/config.yaml").read_text())
     config["datasets"]["demo"].update(formats=["pbin", "megatron", "olmo"], olmo_max_tokens=400_000)
-    config["sft"] = {}
+    config["sft"]["chat"]["formats"] = ["pbin", "olmo"]
     (workflow_dir / "config/config.yaml").write_text(yaml.safe_dump(config))
     run_snakemake(workflow_dir)
+    mask = (workflow_dir / "data/sft/chat.olmo/part-00000.label_mask.npy").read_bytes()  # the SFT set's, labels
+    assert np.array_equal(np.frombuffer(mask, np.uint8), np.asarray(
+        PbinFile(workflow_dir / "data/sft/chat.loss_mask.pbin").tokens) != 0)
+    assert (workflow_dir / "data/verified/sft/chat.ok").read_text() == "ok data/sft/chat.pbin\nok data/sft/chat.olmo\n"
     folder = workflow_dir / "data/olmo/demo"
     stream = np.concatenate([np.fromfile(path, dtype="<u2") for path in sorted(folder.glob("part-*.npy"))])
     pbin = PbinFile(workflow_dir / "data/packed/demo.pbin")

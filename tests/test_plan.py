@@ -179,6 +179,20 @@ def test_the_olmo_format_is_a_folder_converted_verified_and_reported(folder):
                                                                          "id"]
 
 
+def test_an_sft_set_with_the_olmo_format_has_its_folder_verified_against_its_pair(folder):
+    config = {"tokenizers": {"gpt2": {"path": "gpt2.json", "eod": "<|endoftext|>"}},
+              "datasets": {"a": {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2"}},
+              "sft": {name: {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2",
+                             "special_tokens": {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"},
+                             "message_construction": ["conversations"], "seq_length": 64, **extra}
+                      for name, extra in (("plain", {}), ("olmo", {"formats": ["pbin", "olmo"]}))}}
+    plan = Plan(validate_config(config, "my.yaml"))
+    assert plan.sft_olmo_folders("plain") == [] and plan.sft_verify_options("plain") == ["data/sft/plain.pbin"]
+    assert plan.sft_olmo_folders("olmo") == ["data/sft/olmo.olmo"] and "data/sft/olmo.olmo" in plan.all_targets()
+    assert plan.sft_verify_options("olmo") == ["data/sft/olmo.pbin", "data/sft/olmo.olmo", "--made-from",
+                                               "data/sft/olmo.pbin"]
+
+
 def test_several_tokenizers_make_one_build_each_from_one_raw_index(folder):
     config = {"tokenizers": {"gpt2": {"path": "gpt2.json"}, "other": {"path": "gpt2.json"}},
               "datasets": {"a": {"inputs": ["raw/a.jsonl"], "tokenizer": ["gpt2", "other"]}},

@@ -30,6 +30,7 @@ from tokenmill.plan.layout import (
     raw_index_path,
     report_page,
     sft_files,
+    sft_olmo_folder,
     verified_blend_stamp,
     verified_sft_stamp,
     verified_stamp,
@@ -88,6 +89,7 @@ OLMO = _alternatives(PLAN.builds_with(olmo=True))
 BUILD = _alternatives(PLAN.builds)
 BLEND = _alternatives(PLAN.blends)
 SFT = _alternatives(config["sft"])
+SFT_OLMO = _alternatives([name for name in config["sft"] if PLAN.sft_olmo_folders(name)])
 HF_TOKENIZER_FOLDERS = _alternatives(PLAN.hf_tokenizer_folders())
 
 
@@ -167,6 +169,7 @@ report_files = _input(lambda build: PLAN.built_files(build)[2:], "build")  # bes
 blend_caches = _input(lambda blend: PLAN.cache_dirs(blend_cache_name(blend)), "blend")
 blend_megatron_files = _input(PLAN.blend_inputs, "blend")
 sft_inputs = _input(PLAN.sft_inputs, "name")
+sft_olmo_folders = _input(PLAN.sft_olmo_folders, "name")
 
 
 # ---- Params: every option that changes an output, as a plain recorded value
@@ -187,6 +190,7 @@ verify_options = _shell(PLAN.verify_options, "build")
 report_options = _shell(PLAN.report_options, "build")
 sft_config = _plan(PLAN.sft_config, "name")
 sft_identity = _plan(PLAN.sft_identity, "name")
+sft_verify_options = _shell(PLAN.sft_verify_options, "name")
 
 
 merge_commands = _plan(PLAN.merge_commands, "build")

@@ -56,12 +56,13 @@ rule verify_blend:
         "({params.job.cd}tokenmill verify {params.job.caches:q} --stamp {params.job.stamp:q}) > {log:q} 2>&1"
 
 
-# An SFT pair: the tokens against the sidecar, the loss mask against the tokens.
+# An SFT pair: the tokens against the sidecar, the loss mask against the tokens; its OLMo parts against them.
 rule verify_sft:
     input:
         pbin=sft_files("{name}")[0],
         loss_mask=sft_files("{name}")[1],
         meta=sidecar_path(sft_files("{name}")[0]),
+        olmo=sft_olmo_folders,
     output:
         stamp=verified_sft_stamp("{name}"),
     log:
@@ -79,7 +80,8 @@ rule verify_sft:
     params:
         job=job_files,
         format=FORMAT_VERSIONS["verify"],
+        options=sft_verify_options,
     message:
         "verify SFT set {wildcards.name} (log: {log})"
     shell:
-        "({params.job.cd}tokenmill verify {params.job.pbin:q} --stamp {params.job.stamp:q}) > {log:q} 2>&1"
+        "({params.job.cd}tokenmill verify {params.options} --stamp {params.job.stamp:q}) > {log:q} 2>&1"

@@ -15,8 +15,8 @@ import shlex
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.plan.layout import (PARTS_FOLDER, blend_cache_name, brace_ranges, cache_dir, datatrove_name,
                                    hf_tokenizer_folder, megatron_prefix, olmo_folder, packed_path, part_megatron_prefix,
-                                   part_pbin_path, raw_index_path, report_page, sft_files, verified_blend_stamp,
-                                   verified_sft_stamp, verified_stamp)
+                                   part_pbin_path, raw_index_path, report_page, sft_files, sft_olmo_folder,
+                                   verified_blend_stamp, verified_sft_stamp, verified_stamp)
 from tokenmill.plan.units import _MAX_LISTED_INPUT_CHARS, Units, _identity, job_flags_of
 
 __all__ = ["Plan"]
@@ -239,6 +239,16 @@ class Plan(Units):
         return "; ".join([*(_identity(path) for path in self.sft_inputs(name)),
                           *(f"{item.url}: {item.size} bytes, ETag {item.etag}" for item in self.sft_objects(name))])
 
+    def sft_olmo_folders(self, name: str) -> list[str]:
+        """The OLMo folder of an SFT set whose formats name olmo (none otherwise)."""
+        return [sft_olmo_folder(name)] if "olmo" in self.config["sft"][name]["formats"] else []
+
+    def sft_verify_options(self, name: str) -> list[str]:
+        """``tokenmill verify`` arguments of an SFT set: the pair, and its OLMo folder against it."""
+        pbin = sft_files(name)[0]
+        folders = self.sft_olmo_folders(name)
+        return [pbin, *folders, *(["--made-from", pbin] if folders else [])]
+
     def sft_config(self, name: str) -> str:
         """The resolved config that ``tokenmill sft -`` reads: this entry and its tokenizer (as JSON)."""
         entry = self.config["sft"][name]
@@ -267,7 +277,7 @@ class Plan(Units):
             targets += [report_page(name, seq_length, seed)
                         for seq_length in self.sampling["seq_lengths"] for seed in self.sampling["seeds"]]
         for name in self.config["sft"]:
-            targets += [*sft_files(name), verified_sft_stamp(name)]
+            targets += [*sft_files(name), *self.sft_olmo_folders(name), verified_sft_stamp(name)]
         return targets + [f"{hf_tokenizer_folder(name)}/{file}" for name in self.hf_tokenizer_folders()
                           for file in ("tokenizer.json", "tokenizer_config.json")]
 

@@ -142,6 +142,11 @@ def sft_files(name: str) -> list[str]:
     return [f"data/sft/{name}.pbin", f"data/sft/{name}.loss_mask.pbin", f"data/sft/{name}.pbin.meta.json"]
 
 
+def sft_olmo_folder(name: str) -> str:
+    """An SFT set's OLMo-core token files with their label masks, beside its pair."""
+    return f"data/sft/{name}.olmo"
+
+
 def verified_sft_stamp(name: str) -> str:
     """The stamp that ``rule verify_sft`` writes once an SFT pair checks out."""
     return f"data/verified/sft/{name}.ok"
