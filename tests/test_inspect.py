@@ -39,7 +39,7 @@ def test_document_and_sample_lead_back_to_their_lines(tmp_path, monkeypatch):
     assert "text: document number 10: word" in shown and "source: x.jsonl, line 12" in shown
     assert shown.endswith("\nid: doc-10\n")  # the line's own id
     shown = run_tokenmill("inspect", "data/megatron/x_text_document", "--doc", "10", "--id-field", "n").stdout
-    assert shown.endswith("source: x.jsonl, line 12\nn: 10\n")
+    assert shown.endswith("source: x.jsonl, line 12\nid (n): 10\n")
     without = run_tokenmill("inspect", "data/packed/x.pbin", "--doc", "10", "--id-field", "none").stdout
     assert without.endswith("source: x.jsonl, line 12\n")
     assert "skipped lines: {'blank line': 1}" in run_tokenmill("inspect", "data/packed/x.pbin").stdout

@@ -157,9 +157,20 @@ def test_pack_with_olmo_writes_what_to_olmo_writes_from_its_pbin(demo_pbin, tmp_
     assert names == sorted(path.name for path in (tmp_path / "packed").iterdir()) and len(names) == 7
     for name in names:
         assert (tmp_path / "packed" / name).read_bytes() == (tmp_path / "converted" / name).read_bytes(), name
-    result = run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "--megatron",
-                           tmp_path / "m", "--olmo", tmp_path / "x", check=False)
-    assert result.returncode == 1 and "--olmo converts the .pbin that -o names: give -o too" in result.stderr
+    # refused before packing, in one line each
+    base = ("pack", DEMO_JSONL, "--tokenizer", GPT2)
+    for arguments, said in (
+            (("--eod", GPT2_EOD, "--megatron", tmp_path / "m", "--olmo", tmp_path / "x"),
+             "--olmo converts the .pbin that -o names: give -o too"),
+            (("--no-eod", "-o", tmp_path / "y.pbin", "--olmo", tmp_path / "x"),
+             "--olmo needs an EOD: OLMo-core finds documents by their EOS (drop --no-eod)"),
+            (("--eod", GPT2_EOD, "-o", tmp_path / "y.pbin", "--olmo", DEMO_JSONL),
+             f"{DEMO_JSONL}: is a file; give the folder to write the parts into"),
+            (("--eod", GPT2_EOD, "-o", tmp_path / "y.pbin", "--olmo-max-tokens", "5"),
+             "--olmo-max-tokens and --id-field are for --olmo DIR")):
+        result = run_tokenmill(*base, *arguments, check=False)
+        assert result.returncode == 1 and result.stderr == f"tokenmill: error: {said}\n"
+    assert not (tmp_path / "y.pbin").exists()
 
 
 def test_data_without_an_eod_is_refused_in_one_line(tmp_path):
@@ -203,6 +214,23 @@ def test_verify_finds_each_kind_of_damage_and_parts_that_are_not_the_pbins(demo_
     assert damaged(drop_row).endswith("part-00000.csv.gz: its rows are not 1348 documents back to back over the "
                                       "part's 399931 tokens")
     assert damaged(lambda folder: (folder / "part-00002.npy").unlink()).endswith("part-00002.npy: missing")
+    assert damaged(lambda folder: (folder / "part-00001.csv.gz").write_bytes(b"garbage\n")).endswith(
+        "part-00001.csv.gz: unreadable (Not a gzipped file (b'ga'))")
+
+    def edit_row(field: int, value: str):
+        def damage(folder):
+            rows = gzip.decompress((folder / "part-00000.csv.gz").read_bytes()).decode().splitlines(keepends=True)
+            start, end, rest = rows[4].rstrip("\n").split(",", 2)
+            cells = [start, end, *rest.rsplit(",", 2)]  # start, end, id (which may hold commas), src, loc
+            cells[field] = value
+            rows[4] = ",".join(cells) + "\n"
+            (folder / "part-00000.csv.gz").write_bytes(gzip.compress("".join(rows).encode()))
+        return damage
+
+    ids = [json.loads(line)["id"] for line in DEMO_JSONL.read_text().splitlines()]
+    assert damaged(edit_row(4, "6")).endswith(f"part-00000.csv.gz: row 5 says id,src,loc = {ids[4]},{DEMO_JSONL},6, "
+                                              f"but document 4 of {demo_pbin} is {ids[4]},{DEMO_JSONL},5")
+    assert "row 5 says id,src,loc = someone else," in damaged(edit_row(2, "someone else"))
     assert damaged(lambda folder: (folder / "part-00002.npy").write_bytes(b"\0" * 7)).endswith(
         "part-00002.npy: 7 bytes, but metadata.json says 228298 uint16 tokens")
 

@@ -222,6 +222,10 @@ def test_several_tokenizers_make_one_build_each_from_one_raw_index(folder):
                                       "special_tokens": {"bos_token": "a", "eos_token": "b"},
                                       "message_construction": ["role"]}}),
      "sft.chat.inputs: raw/chat*.jsonl: no such file"),
+    (lambda c: c["datasets"]["a"].update(count_by="..x"),
+     "datasets.a.count_by: '..x': not a field path such as .id or .meta.domain"),
+    (lambda c: c["datasets"]["a"].update(id_field=""), "datasets.a.id_field: '': not a field path such as .id or "
+                                                       ".meta.domain"),
 ])
 def test_a_config_that_cannot_be_built_is_refused_naming_the_key(folder, change, message):
     config = {"tokenizers": {"gpt2": {"path": "gpt2.json"}},

@@ -153,6 +153,13 @@ def test_counting_by_a_field_sums_each_values_documents_and_tokens_over_skipped_
     assert f"<td>news</td><td class=n>3</td><td class=n>{expected['news'][1]:,}</td>" in page
     with pytest.raises(TokenmillError, match=r"^'\.meta\.\.x': not a field path such as \.id or \.meta\.domain$"):
         counts_by(meta["sources"], lengths, ".meta..x")
+    # a field of a value per line (its text): the 100 with most tokens, then the rest in one row
+    lines = [json.dumps({"text": f"document {k} " + "word " * k}) for k in range(150)]
+    (tmp_path / "many.jsonl").write_text("\n".join(lines) + "\n")
+    run_tokenmill("pack", "many.jsonl", "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", "many.pbin", cwd=tmp_path)
+    run_tokenmill("report", "many.pbin", "-o", "many.html", "--count-by", ".text", cwd=tmp_path)
+    page = (tmp_path / "many.html").read_text()
+    assert page.count("<td>document ") == 100 and "<td>(50 other values)</td><td class=n>50</td>" in page
 
 
 def test_a_blend_page_says_how_many_epochs_of_each_dataset_the_blend_takes(tmp_path):

@@ -59,15 +59,32 @@ def _pack(args: argparse.Namespace) -> None:
                             max_line_bytes=args.max_line_bytes, allow_duplicate_inputs=args.allow_duplicate_inputs)
     byte_range = parse_byte_range(args.byte_range) if args.byte_range else None
     row_groups = parse_row_groups(args.row_groups) if args.row_groups else None
-    if args.olmo and not args.output:
-        raise TokenmillError("--olmo converts the .pbin that -o names: give -o too")
+    _check_olmo_arguments(args)
     pack(args.inputs, args.output, settings, indexes=args.index, byte_range=byte_range, row_groups=row_groups,
          megatron_prefix=prefix_of(args.megatron) if args.megatron else None, datatrove_name=args.datatrove,
          datatrove_tokenizer_name=args.datatrove_tokenizer_name)
     if args.olmo:
         from tokenmill.olmo import pbin_to_olmo
 
-        pbin_to_olmo(args.output, args.olmo, args.olmo_max_tokens, args.id_field or None)
+        meta = pbin_to_olmo(args.output, args.olmo, args.olmo_max_tokens or default("datasets.*.olmo_max_tokens"),
+                            default("datasets.*.id_field") if args.id_field is None else args.id_field or None)
+        print(f"{args.olmo}: {len(meta['parts'])} OLMo part(s), {meta['dtype']}", file=sys.stderr)
+
+
+def _check_olmo_arguments(args: argparse.Namespace) -> None:
+    """``pack --olmo``'s arguments, checked before the pack rather than after it."""
+    if not args.olmo:
+        if args.olmo_max_tokens is not None or args.id_field is not None:
+            raise TokenmillError("--olmo-max-tokens and --id-field are for --olmo DIR")
+        return
+    if not args.output:
+        raise TokenmillError("--olmo converts the .pbin that -o names: give -o too")
+    if os.path.isfile(args.olmo):
+        raise TokenmillError(f"{args.olmo}: is a file; give the folder to write the parts into")
+    if args.no_eod:
+        raise TokenmillError("--olmo needs an EOD: OLMo-core finds documents by their EOS (drop --no-eod)")
+    if args.olmo_max_tokens is not None and args.olmo_max_tokens < 1:
+        raise TokenmillError(f"--olmo-max-tokens must be at least 1, not {args.olmo_max_tokens}")
 
 
 def _merge(args: argparse.Namespace) -> None:
@@ -409,9 +426,9 @@ def _add_pack_verb(verbs) -> None:
     pack.add_argument("--olmo", metavar="DIR",
                       help="also write OLMo-core's part-NNNNN.npy/.csv.gz and metadata.json in DIR, converted from "
                            "the -o .pbin once written (no second tokenizing; as tokenmill to-olmo)")
-    pack.add_argument("--olmo-max-tokens", type=int, default=512 << 20, metavar="N",
+    pack.add_argument("--olmo-max-tokens", type=int, metavar="N",
                       help="with --olmo: tokens per part at most, whole documents (default: 512 Mi, as dolma)")
-    pack.add_argument("--id-field", default="id", metavar="KEY",
+    pack.add_argument("--id-field", metavar="KEY",
                       help="with --olmo: the JSON field giving a document's id (default: id; else its line number)")
     pack.add_argument("--tokenizer", required=True,
                       help="Hugging Face tokenizer.json, or the files of --tokenizer-type")
@@ -599,7 +616,7 @@ def _add_to_olmo_verb(verbs) -> None:
                                             "part-NNNNN.csv.gz of start,end,id,src,loc, metadata.json)")
     olmo.add_argument("input", help=".pbin file (with its sidecar)")
     olmo.add_argument("-o", "--output", required=True, metavar="DIR", help="the folder to write the parts into")
-    olmo.add_argument("--max-tokens", type=int, default=512 << 20, metavar="N",
+    olmo.add_argument("--max-tokens", type=int, default=default("datasets.*.olmo_max_tokens"), metavar="N",
                       help="tokens per part at most, whole documents (default: 512 Mi, as dolma)")
     olmo.add_argument("--id-field", default="id", metavar="KEY",
                       help="the JSON field giving a document's id in the csv.gz (default: id; else its line number)")

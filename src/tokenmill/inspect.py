@@ -273,8 +273,8 @@ def show_document(path: str | os.PathLike, document: int, tokenizer_path: str | 
         lines.append(f"source: {origin[0]}, {origin[1]}")
         line = source_of(meta, document)[1]
         document_id = _document_id(origin[0], line, id_field) if line and id_field else None
-        if document_id is not None:
-            lines.append(f"{id_field}: {document_id}")
+        if document_id is not None:  # named "id", with its field where that is another
+            lines.append(f"id: {document_id}" if id_field in ("id", ".id") else f"id ({id_field}): {document_id}")
     return lines
 
 

@@ -42,6 +42,7 @@ import numpy as np
 
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.atomic import atomic_output
+from tokenmill.config import default
 from tokenmill.errors import TokenmillError
 from tokenmill.pbin import PbinFile, read_sidecar
 from tokenmill.provenance import document_lines, field_values
@@ -49,7 +50,7 @@ from tokenmill.sidecar import resolve_sidecar_paths
 
 __all__ = ["DEFAULT_MAX_TOKENS", "olmo_dtype", "pbin_to_olmo", "is_olmo_folder", "verify_olmo"]
 
-DEFAULT_MAX_TOKENS = 512 << 20  # dolma's cap per file: 1 GiB of uint16
+DEFAULT_MAX_TOKENS = default("datasets.*.olmo_max_tokens")  # dolma's cap per file, 512 Mi: 1 GiB of uint16
 _UINT16_IDS = 65536
 # What this module writes (a user's other files in the folder stay)
 _PART_NAME = re.compile(r"part-[0-9]{5}\.(npy|csv\.gz|label_mask\.npy)")
@@ -201,18 +202,26 @@ def is_olmo_folder(path: str | os.PathLike) -> bool:
         return False
 
 
-def _part_documents(part_csv: Path) -> np.ndarray:
-    """The ``(start, end)`` token range of each document of a part, from its ``csv.gz``.
+def _part_rows(part_csv: Path) -> tuple[np.ndarray, list[tuple[str, str, str]]]:
+    """The ``(start, end)`` token range and the ``(id, src, loc)`` of each document of a part, from its
+    ``csv.gz``.
 
     Raises:
-        TokenmillError: a row that is not ``start,end,id,src,loc`` with integer bounds.
+        TokenmillError: a missing or unreadable file, or a row that is not ``start,end,id,src,loc`` with
+            integer bounds.
     """
-    with gzip.open(part_csv, "rt", encoding="utf-8", newline="") as handle:
-        rows = list(csv.reader(handle))
     try:
-        return np.array([(int(row[0]), int(row[1])) for row in rows if len(row) == 5], dtype=np.int64).reshape(-1, 2)
+        with gzip.open(part_csv, "rt", encoding="utf-8", newline="") as handle:
+            rows = list(csv.reader(handle))
+    except (OSError, EOFError, UnicodeDecodeError, csv.Error) as exc:
+        raise TokenmillError(f"{part_csv}: unreadable ({getattr(exc, 'strerror', None) or exc})") from None
+    if any(len(row) != 5 for row in rows):
+        raise TokenmillError(f"{part_csv}: a row that is not start,end,id,src,loc")
+    try:
+        ranges = np.array([(int(row[0]), int(row[1])) for row in rows], dtype=np.int64).reshape(-1, 2)
     except ValueError:
         raise TokenmillError(f"{part_csv}: a row whose start or end is not an integer") from None
+    return ranges, [(row[2], row[3], row[4]) for row in rows]
 
 
 _COMPARED_TOKENS = 16 << 20  # tokens compared at once: a part's 512 Mi tokens never make a 512 MB mask
@@ -223,12 +232,30 @@ def _same_tokens(ours: np.ndarray, theirs: np.ndarray) -> bool:
                for start in range(0, len(ours), _COMPARED_TOKENS))
 
 
+def _row_key(row: tuple[str, str, str]) -> tuple[str, str, str]:
+    """What a row must hold: its id, its source's file name (its folder as reached from where it was
+    converted) and its line."""
+    return row[0], os.path.basename(row[1]), row[2]
+
+
+def _expected_rows(pbin_path: Path, id_field: str | None, documents: int) -> list[tuple[str, str, str]] | str:
+    """The ``(id, src, loc)`` rows a conversion of ``pbin_path`` writes, or why they cannot be known here."""
+    meta = read_sidecar(pbin_path)
+    if not meta or "sources" not in meta:
+        return f"{pbin_path}: no sidecar to check the parts' id,src,loc against"
+    try:
+        return _rows(pbin_path, resolve_sidecar_paths(meta, pbin_path), id_field, documents)
+    except (TokenmillError, OSError) as exc:
+        return f"{pbin_path}: the parts' ids cannot be checked: {exc}"
+
+
 def verify_olmo(folder: str | os.PathLike, made_from: str | os.PathLike | None = None) -> list[str]:
     """Every problem of an OLMo folder: each part's size a whole number of its dtype's tokens and equal to
     ``metadata.json``'s count; its ``csv.gz`` one row per document, ranges back to back from 0 to the part's
     end, each document ending with the EOS id. With ``made_from`` (the ``.pbin`` it was converted from),
-    also: the parts' tokens, in order, are the ``.pbin``'s token stream and their documents its documents.
-    One line per problem. Cost: one pass over the parts' tokens.
+    also: the parts' tokens, in order, are the ``.pbin``'s token stream, their documents its documents, and
+    each row's id, src and loc what the conversion writes (its sources read for ids). One line per problem.
+    Cost: one pass over the parts' tokens; with ``made_from``, one read of each source for the ids.
 
     Raises:
         TokenmillError: an unreadable ``metadata.json`` or ``.pbin``.
@@ -241,6 +268,7 @@ def verify_olmo(folder: str | os.PathLike, made_from: str | os.PathLike | None =
         raise TokenmillError(f"{folder}/metadata.json: unreadable ({exc})") from None
     pbin = PbinFile(made_from) if made_from is not None else None
     pbin_ends = np.cumsum(pbin.doc_lengths.astype(np.int64)) if pbin is not None else None
+    expected_rows = _expected_rows(Path(made_from), metadata.get("id_field"), len(pbin_ends)) if pbin else None
     problems, token_base, document_base = [], 0, 0
     for part in parts:
         npy = folder / part["name"]
@@ -256,7 +284,11 @@ def verify_olmo(folder: str | os.PathLike, made_from: str | os.PathLike | None =
         label_mask = npy.with_name(npy.name[:-len(".npy")] + ".label_mask.npy")
         if metadata.get("label_masks") and (not label_mask.is_file() or label_mask.stat().st_size != len(tokens)):
             problems.append(f"{label_mask}: not one byte per token of {npy.name} ({len(tokens)})")
-        documents = _part_documents(npy.with_name(npy.name[:-len(".npy")] + ".csv.gz"))
+        try:
+            documents, rows = _part_rows(npy.with_name(npy.name[:-len(".npy")] + ".csv.gz"))
+        except TokenmillError as exc:
+            problems.append(str(exc))
+            continue
         if len(documents) != part["documents"] or (len(documents) and (
                 documents[0, 0] != 0 or (documents[1:, 0] != documents[:-1, 1]).any()
                 or documents[-1, 1] != len(tokens) or (documents[:, 1] <= documents[:, 0]).any())):
@@ -273,6 +305,14 @@ def verify_olmo(folder: str | os.PathLike, made_from: str | os.PathLike | None =
             elif not _same_tokens(tokens, pbin.tokens[token_base:token_base + len(tokens)]):
                 problems.append(f"{where}: its tokens differ from those of {made_from} at its documents "
                                 f"{document_base}..{stop - 1}")
+            elif isinstance(expected_rows, list) and list(map(_row_key, rows)) != list(
+                    map(_row_key, expected_rows[document_base:stop])):
+                k = next(k for k, row in enumerate(rows) if _row_key(row) != _row_key(expected_rows[document_base + k]))
+                problems.append(f"{where[:-len('.npy')]}.csv.gz: row {k + 1} says id,src,loc = {','.join(rows[k])}, "
+                                f"but document {document_base + k} of {made_from} is "
+                                f"{','.join(expected_rows[document_base + k])}")
+            elif isinstance(expected_rows, str) and not problems:
+                problems.append(expected_rows)
         token_base, document_base = token_base + len(tokens), document_base + len(documents)
     if pbin is not None and not problems and (document_base != len(pbin_ends)):
         problems.append(f"{folder}: {document_base} documents, but {made_from} holds {len(pbin_ends)}")

@@ -145,12 +145,17 @@ def dataset_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, veri
           sum(entry["count"] for entry in source.get("skipped", {}).values()))
          for source, count in zip(meta["sources"], tokens)],
         ("file", "compression", "bytes", "lines", "documents", "tokens", "share of tokens", "skipped lines"))
-    if count_by:
-        counted = counts_by(meta["sources"], pbin.doc_lengths, count_by, meta.get("max_line_bytes", 1 << 62))
+    if count_by is not None:
+        counted = list(counts_by(meta["sources"], pbin.doc_lengths, count_by,
+                                 meta.get("max_line_bytes", 1 << 62)).items())
         total = max(int(pbin.doc_lengths.sum()), 1)
-        body += f"<h2>Tokens by {html.escape(count_by)}</h2>" + _table(
-            [(value, documents, count, f"{count / total:.1%}") for value, (documents, count) in counted.items()],
-            (count_by, "documents", "tokens", "share of tokens"))
+        rows = [(_shortened(value), documents, count, f"{count / total:.1%}")
+                for value, (documents, count) in counted[:_VALUES_SHOWN]]
+        if len(counted) > _VALUES_SHOWN:  # a field of many values (an id, a text): the rest in one row
+            documents, count = (sum(pair[k] for _, pair in counted[_VALUES_SHOWN:]) for k in (0, 1))
+            rows.append((f"({len(counted) - _VALUES_SHOWN:,} other values)", documents, count, f"{count / total:.1%}"))
+        body += f"<h2>Tokens by {html.escape(count_by)}</h2>" + _table(rows, (count_by, "documents", "tokens",
+                                                                             "share of tokens"))
     built = [pbin_path, *files]
     body += "<h2>Files</h2>" + _table([(str(path), _bytes(Path(path))) for path in built], ("file", "bytes"))
     for cache in caches:
@@ -162,6 +167,13 @@ def _bytes(path: Path) -> int:
     """A file's size, or the total of a folder's files (OLMo's parts)."""
     return sum(file.stat().st_size for file in path.rglob("*") if file.is_file()) if path.is_dir() else \
         path.stat().st_size
+
+
+_VALUES_SHOWN = 100  # values of a count_by field listed one by one, most tokens first
+
+
+def _shortened(value: str, limit: int = 80) -> str:
+    return value if len(value) <= limit else f"{value[:limit]}… ({len(value):,} characters)"
 
 
 def counts_by(sources: list[dict], doc_lengths: np.ndarray, field: str,

@@ -18,6 +18,7 @@ from tokenmill.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS
 from tokenmill.jsonl import input_compression
 from tokenmill.megatron_tokenizer import DEFAULT_VERSION, SUPPORTED_TYPES, job_tokenizer
 from tokenmill.objects import ObjectIdentity, expand_url, is_url, pinned_identity
+from tokenmill.provenance import field_keys
 from tokenmill.parquet import row_group_units
 from tokenmill.plan.layout import raw_index_path
 from tokenmill.prune import OUTPUT_FOLDERS, STALE_FOLDER
@@ -257,6 +258,12 @@ class Units:
             TextSelector(dataset["text"])  # compiled now, so a typo fails before any job
         except TokenmillError as exc:
             raise TokenmillError(f"datasets.{name}.text: {exc}") from None
+        for key in ("count_by", "id_field"):  # field paths, checked before any job rather than at the report's
+            if dataset[key] is not None:
+                try:
+                    field_keys(dataset[key])
+                except TokenmillError as exc:
+                    raise TokenmillError(f"datasets.{name}.{key}: {exc}") from None
         paths = self._input_paths(name)
         files = []
         for k, path in enumerate(paths):
