@@ -22,6 +22,7 @@ import pytest
 from conftest import GPT2, GPT2_EOD, MIXED_JSONL
 from tokenmill import cli, objects
 from tokenmill.pbin import read_sidecar
+from tokenmill.sidecar import record_problems
 
 boto3 = pytest.importorskip("boto3", reason="the [s3] extra is not installed")
 SECRET = "secret-key-never-printed"
@@ -117,6 +118,7 @@ def test_objects_pack_to_the_bytes_of_the_same_files_on_disk_plain_gzip_zstd_and
         assert source["sha256"] == hashlib.sha256(local[name]).hexdigest()
         assert source["object"] == {"etag": f'"{hashlib.md5(local[name]).hexdigest()}"', "version_id": None,
                                     "size": len(local[name])}
+    assert record_problems(read_sidecar(tmp_path / "s3.pbin")) == []  # objects' entries are in the record
     local_sources = read_sidecar(tmp_path / "local.pbin")["sources"]
     assert [source["documents"] for source in sources] == [source["documents"] for source in local_sources]
     assert SECRET not in (tmp_path / "s3.pbin.meta.json").read_text() and SECRET not in said

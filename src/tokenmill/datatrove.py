@@ -58,7 +58,7 @@ from tokenmill.atomic import AtomicWriter, discard, temporary_name
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import refuse_inputs_as_outputs
 from tokenmill.pbin import PbinFile, read_sidecar
-from tokenmill.sidecar import range_indices, resolve_sidecar_paths, sidecar_path
+from tokenmill.sidecar import SidecarRecord, range_indices, resolve_sidecar_paths, sidecar_path
 from tokenmill.progress import Progress
 
 __all__ = ["DatatroveWriter", "DatatroveFile", "pbin_to_datatrove", "token_size_for", "si_count",
@@ -143,7 +143,7 @@ def datatrove_documents(tokens: np.ndarray, lengths: np.ndarray, eod_id: int | N
     return tokens, lengths, loss
 
 
-def packed_post_processor_ids(meta: dict, pbin_path: str | os.PathLike) -> PostProcessorIds:
+def packed_post_processor_ids(meta: SidecarRecord, pbin_path: str | os.PathLike) -> PostProcessorIds:
     """The ids of a ``.pbin``'s tokenizer's post-processor that its documents hold, which datatrove's
     documents leave out: the sidecar's ``tokenizer.post_processor_ids`` where it packed with special
     tokens on and an EOD (none for an SFT ``.pbin``, whose conversations stay as they are).
@@ -474,7 +474,7 @@ class DatatroveFile:
         return self.tokens[int(self.ends[i - 1]) if i else 0:int(self.ends[i])]
 
 
-def _tokenizer_as_reached_from_here(meta: dict, pbin_path: str | os.PathLike) -> str:
+def _tokenizer_as_reached_from_here(meta: SidecarRecord, pbin_path: str | os.PathLike) -> str:
     """The sidecar's tokenizer path (recorded from the sidecar's folder) as the working directory
     reaches it; an absolute one as recorded."""
     recorded = meta["tokenizer"]["path"]

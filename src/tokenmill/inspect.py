@@ -35,7 +35,7 @@ from tokenmill.datatrove import DatatroveFile, is_datatrove
 from tokenmill.errors import TokenmillError
 from tokenmill.mmidx import MMapIndexedDataset, is_megatron_index, prefix_of
 from tokenmill.pbin import PbinFile, read_sidecar
-from tokenmill.sidecar import resolve_sidecar_paths, resolved_against
+from tokenmill.sidecar import SidecarRecord, resolve_sidecar_paths, resolved_against
 from tokenmill.plan import build_of, cache_dir, megatron_prefix, packed_path
 from tokenmill.raw_index import read_index
 
@@ -55,7 +55,7 @@ def pbin_of_megatron(prefix: str | os.PathLike) -> Path | None:
     return candidate if candidate.exists() else None
 
 
-def source_of(meta: dict | None, document: int) -> tuple[str, int | None] | None:
+def source_of(meta: SidecarRecord | None, document: int) -> tuple[str, int | None] | None:
     """(source file, 1-based line or None if unknown) of a ``.pbin`` document, from its sidecar."""
     if not meta or "sources" not in meta:
         return None
@@ -74,7 +74,7 @@ def source_of(meta: dict | None, document: int) -> tuple[str, int | None] | None
     return None
 
 
-def _origin(meta: dict | None, document: int) -> tuple[str, str] | None:
+def _origin(meta: SidecarRecord | None, document: int) -> tuple[str, str] | None:
     """(source file, ``line N``) of a ``.pbin`` document (``row N`` of a Parquet file, ``line unknown``)."""
     origin = source_of(meta, document)
     if origin is None:
@@ -89,7 +89,7 @@ def _sidecar(pbin_path: Path | None) -> dict | None:
     return resolve_sidecar_paths(meta, pbin_path) if meta else None
 
 
-def _decoder(meta: dict | None, tokenizer_path: str | None, pbin_path: Path | None) -> tuple:
+def _decoder(meta: SidecarRecord | None, tokenizer_path: str | None, pbin_path: Path | None) -> tuple:
     """``(decode, None)``, or ``(None, why there is no text)`` when no tokenizer file is known or found."""
     path = tokenizer_path or (meta or {}).get("tokenizer", {}).get("path")
     if not path:
@@ -105,7 +105,7 @@ def _decoder(meta: dict | None, tokenizer_path: str | None, pbin_path: Path | No
     return (lambda ids: tokenizer.decode([int(i) for i in ids], skip_special_tokens=False)), None
 
 
-def _eod_line(meta: dict) -> str:
+def _eod_line(meta: SidecarRecord) -> str:
     """What ends each document: the EOD, or why nothing does."""
     tokenizer = meta.get("tokenizer", {})
     if "loss_mask" in meta:

@@ -46,7 +46,7 @@ from tokenmill.config import default
 from tokenmill.errors import TokenmillError
 from tokenmill.pbin import PbinFile, read_sidecar
 from tokenmill.provenance import document_lines, field_values
-from tokenmill.sidecar import resolve_sidecar_paths
+from tokenmill.sidecar import SidecarRecord, SourceRecord, resolve_sidecar_paths
 
 __all__ = ["DEFAULT_MAX_TOKENS", "olmo_dtype", "pbin_to_olmo", "is_olmo_folder", "verify_olmo"]
 
@@ -61,7 +61,7 @@ def olmo_dtype(vocab_size: int) -> np.dtype:
     return np.dtype("<u2") if vocab_size <= _UINT16_IDS else np.dtype("<u4")
 
 
-def _ids(source: dict, lines: list[int] | None, id_field: str | None, meta: dict) -> list[str]:
+def _ids(source: SourceRecord, lines: list[int] | None, id_field: str | None, meta: SidecarRecord) -> list[str]:
     """Each document's id: its line's ``id_field`` where the line has it, else its line number."""
     if lines is None:
         return [""] * source.get("documents", 0)
@@ -125,7 +125,7 @@ def pbin_to_olmo(pbin_path: str | os.PathLike, out_dir: str | os.PathLike, max_t
     return metadata
 
 
-def _eos(pbin_path: Path, meta: dict) -> int:
+def _eos(pbin_path: Path, meta: SidecarRecord) -> int:
     """The id that ends every document: the EOD a pack appended, or an SFT set's ``eos_token``.
 
     Raises:
@@ -141,7 +141,7 @@ def _eos(pbin_path: Path, meta: dict) -> int:
     return int(eos)
 
 
-def _rows(pbin_path: Path, meta: dict, id_field: str | None, documents: int) -> list[tuple[str, str, str]]:
+def _rows(pbin_path: Path, meta: SidecarRecord, id_field: str | None, documents: int) -> list[tuple[str, str, str]]:
     """``(id, src, loc)`` of every document, in order.
 
     Raises:

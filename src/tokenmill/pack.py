@@ -60,7 +60,7 @@ from tokenmill.mmidx import MMapIndexedDatasetBuilder, optimal_dtype
 from tokenmill.objects import ObjectIdentity, expand_url, is_url, pin, pinned_identity
 from tokenmill.parquet import parquet_source, row_line_batches
 from tokenmill.pbin import LAYOUT_050, PbinWriter
-from tokenmill.sidecar import index_ranges, sidecar_path, skipped_summary
+from tokenmill.sidecar import SidecarRecord, SourceRecord, index_ranges, sidecar_path, skipped_summary
 from tokenmill.progress import Progress
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import TextSelector
@@ -77,7 +77,7 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
          byte_range: tuple[int, int] | None = None, row_groups: tuple[int, int | None] | None = None,
          log: Callable[[str], None] = lambda message: print(message, file=sys.stderr),
          megatron_prefix: str | None = None, datatrove_name: str | None = None,
-         datatrove_tokenizer_name: str | None = None) -> dict:
+         datatrove_tokenizer_name: str | None = None) -> SidecarRecord:
     """Tokenize ``inputs`` (in order) into one ``.pbin`` with its sidecar, and/or Megatron's
     ``.bin/.idx``, and/or datatrove's ``.ds`` files, in one pass over the tokens.
 
@@ -261,7 +261,7 @@ def _pack_input(item: _Input, job: BatchTokenizer, writer: _Outputs, log: Callab
             f"(first at {_place(source, entry['first_lines'][0])})")
 
 
-def _sidecar(job: BatchTokenizer, read: list[_Input], writer: _Outputs, check_fraction: float) -> dict:
+def _sidecar(job: BatchTokenizer, read: list[_Input], writer: _Outputs, check_fraction: float) -> SidecarRecord:
     """The ``.pbin`` sidecar of a finished pack (``check_fraction`` as asked; the job's may be raised)."""
     sources = [item.entry for item in read]
     for source in sources:
@@ -312,7 +312,7 @@ def _same_input(one: FileIdentity | ObjectIdentity, other: FileIdentity | Object
 
 
 def _object_source(url: str, identity: ObjectIdentity, compression: str | None, index: str | None,
-                   byte_range: tuple[int, int] | None) -> dict:
+                   byte_range: tuple[int, int] | None) -> SourceRecord:
     """The sidecar entry of a JSONL object, read as one stream (:func:`tokenmill.jsonl.stream_line_batches`),
     or of its byte range, whose lines its raw ``index`` locates (one ranged ``GET`` of their span); the
     sha256 and line count come as it is read."""
@@ -361,7 +361,7 @@ def _source_tasks(item: _Input, engine: str, settings: PackSettings, sizes: dequ
     return _compressed_tasks(item.entry, engine, settings, sizes)
 
 
-def _compressed_tasks(source: dict, engine: str, settings: PackSettings, sizes: deque):
+def _compressed_tasks(source: SourceRecord, engine: str, settings: PackSettings, sizes: deque):
     archive: dict = {}
     compressed_bytes_read = [0]
     lines = reported = 0
@@ -389,7 +389,7 @@ def _compressed_tasks(source: dict, engine: str, settings: PackSettings, sizes: 
                       decompressed_bytes=archive["decompressed_bytes"], lines=lines)
 
 
-def _source_bytes(source: dict) -> int:
+def _source_bytes(source: SourceRecord) -> int:
     """The bytes a source's progress counts: its byte range, or its file (compressed, as stored)."""
     if "byte_range" in source:
         return source["byte_range"][1] - source["byte_range"][0]
@@ -505,12 +505,12 @@ def _pack_source(item: _Input, engine: str, job: BatchTokenizer, writer: _Output
     source["skipped"] = skipped_summary(skipped_lines)
 
 
-def _place(source: dict, number: int) -> str:
+def _place(source: SourceRecord, number: int) -> str:
     """``line 12`` of a source, or ``row 12`` of a Parquet file."""
     return f"{'row' if source.get('format') == 'parquet' else 'line'} {number}"
 
 
-def _total_skipped(sources: list[dict]) -> dict[str, int]:
+def _total_skipped(sources: list[SourceRecord]) -> dict[str, int]:
     totals: dict[str, int] = {}
     for source in sources:
         for reason, entry in source["skipped"].items():

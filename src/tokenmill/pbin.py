@@ -38,7 +38,8 @@ from tokenmill.atomic import AtomicWriter, discard, temporary_name
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import FileIdentity, refuse_inputs_as_outputs
 from tokenmill.progress import Progress
-from tokenmill.sidecar import record_sidecar_paths, resolve_sidecar_paths, sidecar_path, write_sidecar
+from tokenmill.sidecar import (SidecarRecord, record_sidecar_paths, resolve_sidecar_paths, sidecar_path,
+                               write_sidecar)
 
 __all__ = ["PbinWriter", "PbinFile", "PbinLayout", "detect_layout", "merge_pbin", "read_sidecar",
            "file_identity_problem", "copy_bytes", "TOKEN_DTYPES", "LAYOUT_050", "LAYOUT_LEGACY"]
@@ -54,7 +55,7 @@ _COPY_BLOCK = 16 << 20
 TOKEN_DTYPES = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
 
 
-def read_sidecar(pbin_path: str | os.PathLike) -> dict | None:
+def read_sidecar(pbin_path: str | os.PathLike) -> SidecarRecord | None:
     """The sidecar of ``pbin_path``, or None if it has none.
 
     When the ``.pbin`` exists, the sidecar's ``file`` entry must describe it (size and index hash).
@@ -452,7 +453,8 @@ def copy_bytes(source, target, length: int, digest=None, on_copied=None) -> None
         length -= got
 
 
-def merge_pbin(out_path: str | os.PathLike, in_paths: list[str | os.PathLike], force: bool = False) -> dict:
+def merge_pbin(out_path: str | os.PathLike, in_paths: list[str | os.PathLike],
+               force: bool = False) -> SidecarRecord:
     """Concatenate ``.pbin`` files, in the order given, into ``out_path`` (0.5.0 layout).
 
     Data sections are block-copied; each file's index is shifted by the data bytes before it
@@ -525,10 +527,10 @@ def _refuse_unlike_parts(in_paths: list, metas: list[dict | None]) -> None:
                                      f"cannot merge parts made differently")
 
 
-def _merged_sidecar(parts: list[PbinFile], metas: list[dict | None], token_width: int) -> dict:
+def _merged_sidecar(parts: list[PbinFile], metas: list[SidecarRecord | None], token_width: int) -> SidecarRecord:
     """The sidecar of a merge: shared tokenizer facts, summed counts, sources and parts in order."""
     known = [meta for meta in metas if meta]
-    meta: dict = {
+    meta: SidecarRecord = {
         "format": FORMAT_VERSIONS["pbin"],
         "layout": LAYOUT_050,
         "token_width": token_width,

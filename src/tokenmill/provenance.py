@@ -20,11 +20,12 @@ import orjson
 
 from tokenmill.errors import TokenmillError
 from tokenmill.jsonl import iter_lines
+from tokenmill.sidecar import SourceRecord
 
 __all__ = ["document_lines", "tokens_per_source", "field_keys", "value_of", "field_values"]
 
 
-def document_lines(source: dict) -> list[int] | None:
+def document_lines(source: SourceRecord) -> list[int] | None:
     """The line (a Parquet file's row) of each document of a sidecar source, in order; None where the sidecar
     lists only the first of its skipped lines, so that which lines became documents is not known."""
     skipped = source.get("skipped", {})
@@ -71,7 +72,7 @@ def value_of(line: bytes, keys: tuple[str, ...]) -> str | None:
     return value if value is None or isinstance(value, str) else orjson.dumps(value).decode()
 
 
-def field_values(source: dict, lines: list[int], field: str, max_line_bytes: int = 1 << 62) -> list[str | None]:
+def field_values(source: SourceRecord, lines: list[int], field: str, max_line_bytes: int = 1 << 62) -> list[str | None]:
     """The value of ``field`` on each of ``lines`` of a sidecar source (its documents' lines, from
     :func:`document_lines`), in that order.
 

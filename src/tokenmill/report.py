@@ -30,7 +30,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.handoff import HANDOFF_NAME
 from tokenmill.pbin import PbinFile, read_sidecar
 from tokenmill.provenance import document_lines, field_values, tokens_per_source
-from tokenmill.sidecar import resolve_sidecar_paths
+from tokenmill.sidecar import SourceRecord, resolve_sidecar_paths
 from tokenmill.sample_index import cache_file_names, load_npy
 
 __all__ = ["dataset_page", "blend_page", "length_histogram_svg"]
@@ -91,7 +91,7 @@ def _write_page(out_path: str | os.PathLike, title: str, body: str) -> None:
         Path(tmp_path).write_text(page, encoding="utf-8")
 
 
-def _text_bytes(source: dict) -> int:
+def _text_bytes(source: SourceRecord) -> int:
     if "decompressed_bytes" in source:
         return source["decompressed_bytes"]
     if "byte_range" in source:
@@ -176,7 +176,7 @@ def _shortened(value: str, limit: int = 80) -> str:
     return value if len(value) <= limit else f"{value[:limit]}… ({len(value):,} characters)"
 
 
-def counts_by(sources: list[dict], doc_lengths: np.ndarray, field: str,
+def counts_by(sources: list[SourceRecord], doc_lengths: np.ndarray, field: str,
               max_line_bytes: int = 1 << 62) -> dict[str, tuple[int, int]]:
     """Documents and tokens (EODs included) per value of ``field`` on the documents' lines, most tokens
     first: ``"(none)"`` for lines without it, ``"(unknown line)"`` for a source whose sidecar lists only its

@@ -60,7 +60,7 @@ from tokenmill.engine import Encoder, EncoderPickling, choose_engine
 from tokenmill.identity import file_sha256, refuse_inputs_as_outputs
 from tokenmill.objects import ObjectFile, expand_url, is_url, pinned_identity
 from tokenmill.pbin import LAYOUT_050, PbinFile, PbinWriter, file_identity_problem, read_sidecar
-from tokenmill.sidecar import sidecar_path, skipped_summary
+from tokenmill.sidecar import SidecarRecord, SourceRecord, sidecar_path, skipped_summary
 from tokenmill.raw_index import read_index, scan_lines
 from tokenmill.text import describe_json_error
 from tokenmill.proof import DEFAULT_CHECK_FRACTION, ProofSampler, ProofTally, encode_proven
@@ -393,7 +393,7 @@ def _input_size(path: str) -> int:
 
 
 def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conversations: int = 1000,
-              source: str = "config", engine: str | None = None) -> dict:
+              source: str = "config", engine: str | None = None) -> SidecarRecord:
     """Tokenize ``config["sft"][name]`` into the ``.pbin`` / ``.loss_mask.pbin`` pair and a sidecar.
 
     Each kept conversation is one document in both files (same lengths); conversations are
@@ -484,7 +484,7 @@ def _write_conversations(dataset: InstructionDataset, collator: InstructionColla
 
 def _sft_sidecar(entry: dict, tokens_out: PbinWriter, mask_out: PbinWriter, tokenizer: TokenizerInfo,
                  dataset: InstructionDataset, collator: InstructionCollator, engine: dict, proof: ProofTally,
-                 skipped: dict[str, list[int]], sources: list[dict]) -> dict:
+                 skipped: dict[str, list[int]], sources: list[SourceRecord]) -> SidecarRecord:
     """The sidecar of an SFT pair: format, both files, tokenizer and special ids, the engine and its proof,
     the template, counts, skipped lines and sources. ``engine``: the one chosen, why, the check fraction."""
     encoder = dataset.encoder

@@ -1,5 +1,7 @@
 """The sidecar ``<file>.pbin.meta.json``: the provenance record of every format tokenmill writes (the
-``.pbin`` and its conversions, SFT pairs, verify, inspect and the report read it).
+``.pbin`` and its conversions, SFT pairs, verify, inspect and the report read it). :class:`SidecarRecord`
+declares it, key by key with its JSON type (its ``format`` is its version): pack, merge and sft build one,
+``read_sidecar`` returns one, and :func:`record_problems` names a key no one declared.
 
 Sidecar ``<file>.pbin.meta.json`` (ours, never read by Modalities): format versions, tokenizer
 identity and hash, vocab size, EOD, token width, counts, sources with size and sha256, skipped
@@ -35,7 +37,10 @@ from __future__ import annotations
 
 import json
 import os
+import types
+import typing
 from pathlib import Path
+from typing import TypedDict, Union
 
 import numpy as np
 
@@ -43,9 +48,164 @@ from tokenmill.atomic import atomic_output
 from tokenmill.errors import TokenmillError
 from tokenmill.objects import is_url
 
-__all__ = ["SKIPPED_LINES_KEPT", "sidecar_path", "write_sidecar", "record_sidecar_paths",
-           "resolve_sidecar_paths", "resolved_against", "index_ranges", "range_indices",
-           "skipped_summary"]
+__all__ = ["SKIPPED_LINES_KEPT", "SidecarRecord", "SourceRecord", "TokenizerRecord", "EngineRecord",
+           "FileIdentityRecord", "record_problems", "sidecar_path", "write_sidecar", "record_sidecar_paths",
+           "resolve_sidecar_paths", "resolved_against", "index_ranges", "range_indices", "skipped_summary"]
+
+
+# ---- The record: every key a writer may put in a sidecar, with its JSON type -----------------------
+# One declaration for pack, merge and sft: each writer builds a SidecarRecord, read_sidecar returns one,
+# and record_problems (tested on every kind of sidecar the tools write) holds them to it. ``format``
+# is its version (tokenmill.FORMAT_VERSIONS: "pbin" or "sft"); a key is absent where the writer had
+# nothing to say (total=False), null where the writer says "none".
+
+
+class FileIdentityRecord(TypedDict):
+    """A ``.pbin``'s identity: what ``read_sidecar`` checks the file beside it against."""
+    bytes: int
+    data_sha256: str  # of the token section
+    index_sha256: str  # of the index pickle
+
+
+class ObjectRecord(TypedDict):
+    """The version of an ``s3://`` input that was read."""
+    etag: str
+    version_id: str | None
+    size: int
+
+
+class SkippedRecord(TypedDict):
+    """Lines skipped for one reason: their count, and the first :data:`SKIPPED_LINES_KEPT` line numbers."""
+    count: int
+    first_lines: list[int]
+
+
+class TokenizerRecord(TypedDict, total=False):
+    """The tokenizer: its identity, its EOD, and (a Megatron type) the type's options."""
+    path: str
+    sha256: str
+    vocab_size: int
+    id_limit: int  # ids stop below this where the vocabulary has gaps
+    eod_token: str | None
+    eod_id: int | None
+    pad_id: int | None
+    add_special_tokens: bool
+    ignored_settings: dict[str, object]  # truncation/padding the tokenizer file set, switched off
+    post_processor_ids: dict[str, list[int]]  # "before" / "after" the text
+    type: str  # a Megatron --tokenizer-type
+    merge_file: str
+    tiktoken_pattern: str
+    tiktoken_num_special_tokens: int
+    reference: str  # the library re-encoding the proof
+    special_tokens: dict[str, str]  # an SFT set's
+    special_ids: dict[str, int]
+
+
+class EngineRecord(TypedDict, total=False):
+    """The encoder chosen, why, and what the proof against Hugging Face checked."""
+    name: str
+    reason: str
+    versions: dict[str, str]
+    check_fraction: float
+    on_mismatch: str
+    checked_documents: int
+    checked_messages: int
+    mismatches: int
+    proof: dict[str, object]  # tokenmill.proof.ProofTally.sidecar_entry
+
+
+class SourceRecord(TypedDict, total=False):
+    """One input (or its byte range, or row groups) in pack order."""
+    path: str
+    format: str  # "parquet"; absent for JSONL
+    compression: str
+    bytes: int
+    decompressed_bytes: int
+    sha256: str
+    object: ObjectRecord
+    lines: int
+    first_line: int
+    byte_range: list[int]
+    rows: int
+    row_groups: int
+    first_row: int
+    row_group_range: list[int]
+    documents: int
+    tokens: int
+    skipped: dict[str, SkippedRecord]
+    engine: str
+    checked_documents: int
+    checked_messages: int
+    mismatch: str  # the proof's difference, where the input was re-encoded with Hugging Face
+
+
+class PartRecord(TypedDict):
+    """One part of a merge, in order."""
+    path: str
+    documents: int
+    tokens: int
+
+
+class SidecarRecord(TypedDict, total=False):
+    """``<file>.pbin.meta.json``: see the module docstring."""
+    format: str  # the record's version
+    layout: str
+    file: FileIdentityRecord
+    tokenizer: TokenizerRecord
+    engine: EngineRecord
+    token_width: int
+    text: str
+    on_bad_line: str
+    max_line_bytes: int
+    allow_duplicate_inputs: bool
+    documents: int
+    tokens: int
+    sources: list[SourceRecord]
+    parts: list[PartRecord]
+    skipped: dict[str, int] | dict[str, SkippedRecord]  # totals by reason (pack), by reason with lines (sft)
+    eod_in_text: list[list[int]]
+    loss_mask: str  # an SFT pair's: the mask file's name, its identity
+    loss_mask_file: FileIdentityRecord
+    message_construction: list[str]
+    loss_masking_jq_patterns: list[str]
+    seq_length: int
+    truncation: str
+    dropped: int
+    truncated: int
+
+
+def record_problems(value: object, record: type = SidecarRecord, where: str = "") -> list[str]:
+    """Each key of ``value`` (a sidecar, as JSON) that its record does not declare, or whose value is not of
+    the declared JSON type, as ``key.path: what``; empty for a sidecar of the record."""
+    origin, arguments = typing.get_origin(record), typing.get_args(record)
+    if record is object:
+        return []
+    if origin in (Union, types.UnionType):
+        found = [record_problems(value, option, where) for option in arguments]
+        return [] if any(not problems for problems in found) else found[0]
+    if record is type(None):
+        return [] if value is None else [f"{where}: {value!r} is not null"]
+    if typing.is_typeddict(record):
+        if not isinstance(value, dict):
+            return [f"{where}: not an object"]
+        hints = typing.get_type_hints(record)
+        problems = [f"{where}.{key}".lstrip(".") + ": not in the record" for key in value if key not in hints]
+        return problems + [problem for key, item in value.items() if key in hints
+                           for problem in record_problems(item, hints[key], f"{where}.{key}".lstrip("."))]
+    if origin is list:
+        if not isinstance(value, list):
+            return [f"{where}: not a list"]
+        return [problem for k, item in enumerate(value)
+                for problem in record_problems(item, arguments[0], f"{where}[{k}]")]
+    if origin is dict:
+        if not isinstance(value, dict):
+            return [f"{where}: not an object"]
+        return [problem for key, item in value.items() for problem in record_problems(item, arguments[1],
+                                                                                       f"{where}.{key}")]
+    expected = (int, float) if record is float else record
+    if not isinstance(value, expected) or (record is int and isinstance(value, bool)):
+        return [f"{where}: {type(value).__name__}, not {record.__name__}"]
+    return []
 
 SKIPPED_LINES_KEPT = 20  # line numbers listed per reason in a sidecar's skipped lines
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TextIO
 
 from tokenmill.prune import LAST_RUN_STAMP, MOVED_RECORD, STALE_FOLDER
+from tokenmill.sidecar import SidecarRecord
 from tokenmill.atomic import write_if_changed
 from tokenmill.megatron_tokenizer import null_tokenizer_flags
 from tokenmill.plan import (Plan, blend_cache_name, datatrove_name, hf_tokenizer_folder, job_flags_of, megatron_prefix,
@@ -59,7 +60,7 @@ def _size(path: str) -> str:
     return f"{size} B"
 
 
-def _sidecar(path: str) -> dict:
+def _sidecar(path: str) -> SidecarRecord:
     """The sidecar of a ``.pbin``, or {} where it cannot be read (the summary then leaves counts out)."""
     try:
         return json.loads(Path(f"{path}.meta.json").read_text(encoding="utf-8"))
@@ -67,12 +68,12 @@ def _sidecar(path: str) -> dict:
         return {}
 
 
-def _skipped(meta: dict) -> int:
+def _skipped(meta: SidecarRecord) -> int:
     """Lines skipped in all, from a sidecar's ``skipped`` (reason → count, or reason → {count, ...})."""
     return sum(entry["count"] if isinstance(entry, dict) else entry for entry in meta.get("skipped", {}).values())
 
 
-def _counts(meta: dict, items: str = "documents") -> str:
+def _counts(meta: SidecarRecord, items: str = "documents") -> str:
     if "documents" not in meta:
         return "counts unknown (no readable sidecar)"
     skipped = _skipped(meta)

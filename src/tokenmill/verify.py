@@ -53,7 +53,8 @@ from tokenmill.olmo import is_olmo_folder, verify_olmo
 from tokenmill.provenance import tokens_per_source
 from tokenmill.mmidx import MMapIndexedDataset, is_megatron_index, optimal_dtype, prefix_of
 from tokenmill.pbin import PbinFile, file_identity_problem, read_sidecar
-from tokenmill.sidecar import range_indices, resolve_sidecar_paths, resolved_against, sidecar_path
+from tokenmill.sidecar import (SidecarRecord, SourceRecord, range_indices, resolve_sidecar_paths, resolved_against,
+                               sidecar_path)
 from tokenmill.raw_index import read_index
 from tokenmill.text import TextSelector
 from tokenmill.verify_cache import verify_cache
@@ -209,7 +210,7 @@ def verify_made_from(pbin_path: str | os.PathLike, megatron_prefix: str | os.Pat
     return problems
 
 
-def _datatrove_made_from(pbin_path: Path, pbin: PbinFile, meta: dict, name: str | os.PathLike) -> list[str]:
+def _datatrove_made_from(pbin_path: Path, pbin: PbinFile, meta: SidecarRecord, name: str | os.PathLike) -> list[str]:
     """A ``.ds`` against datatrove's rules applied to the ``.pbin`` it was made from (see :func:`verify_made_from`)."""
     ds = datatrove_paths(name)[".ds"]
     try:
@@ -345,7 +346,7 @@ def _source_token_problems(path: Path, sources: object, lengths: np.ndarray) -> 
             for source, count in zip(sources, held) if source["tokens"] != count][:1]
 
 
-def _object_problems(path: Path, source: dict) -> list[str]:
+def _object_problems(path: Path, source: SourceRecord) -> list[str]:
     """A source read from object storage against the object under its URL now (one ``HEAD``): replaced
     (another ETag or version, or size) is a stale input, like a local file whose sha256 differs."""
     recorded = source["object"]
@@ -380,7 +381,7 @@ def _eod_in_text_problems(path: Path, ranges: list, pbin: PbinFile, eod_id: int)
     return []
 
 
-def coverage_problems(path: str | os.PathLike, meta: dict, inputs: list[str] | None = None) -> list[str]:
+def coverage_problems(path: str | os.PathLike, meta: SidecarRecord, inputs: list[str] | None = None) -> list[str]:
     """Whether a ``.pbin``'s sidecar says that every input byte was packed exactly once.
 
     A file's entries in ``sources`` are either one whole-file entry or a run of byte ranges (the
@@ -457,7 +458,7 @@ def _file_key(file_path: str) -> tuple:
         return (os.path.normpath(file_path),)
 
 
-def _malformed_sources(sources: object, meta: dict) -> str | None:
+def _malformed_sources(sources: object, meta: SidecarRecord) -> str | None:
     """What is wrong with the types of a sidecar's ``sources`` (hand-edited?), or None."""
     def pair(value: object) -> bool:
         return isinstance(value, list) and len(value) == 2 and all(isinstance(n, int) for n in value)
@@ -476,11 +477,11 @@ def _malformed_sources(sources: object, meta: dict) -> str | None:
     return None
 
 
-def _is_shard(source: dict) -> bool:
+def _is_shard(source: SourceRecord) -> bool:
     return "byte_range" in source or "row_group_range" in source
 
 
-def _span(source: dict) -> tuple[int, int, int, str]:
+def _span(source: SourceRecord) -> tuple[int, int, int, str]:
     """``(start, end, total, unit)``: the part of its file a sidecar source entry packed, a byte range of
     a JSONL file or a row-group range of a Parquet file (the whole file where the entry has none)."""
     if source.get("format") == "parquet":
@@ -489,7 +490,7 @@ def _span(source: dict) -> tuple[int, int, int, str]:
     return (*source.get("byte_range", (0, source.get("bytes"))), source.get("bytes"), "bytes")
 
 
-def _verify_loss_mask(path: Path, meta: dict, pbin: PbinFile) -> list[str]:
+def _verify_loss_mask(path: Path, meta: SidecarRecord, pbin: PbinFile) -> list[str]:
     """An SFT ``.pbin``'s ``.loss_mask.pbin``: its recorded identity, the same documents, flags 0 or 1."""
     mask_path = path.with_name(meta["loss_mask"])
     try:
