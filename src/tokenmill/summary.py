@@ -124,6 +124,13 @@ def report_front_page(template: str | os.PathLike, out_path: str | os.PathLike,
     return str(write_if_changed(Path(out_path).absolute(), text))
 
 
+def _converted_folders(plan: Plan, build: str) -> list[str]:
+    """The folders of a build's formats converted from its ``.pbin`` (datatrove's, OLMo's)."""
+    formats = plan.formats(build)
+    return [*([f"datatrove {os.path.dirname(datatrove_name(build))}/"] if "datatrove" in formats else []),
+            *([f"OLMo {olmo_folder(build)}/"] if "olmo" in formats else [])]
+
+
 def _build_lines(plan: Plan, build: str) -> list[str]:
     """Up to three lines: counts; the files; the cache folders (with ``--data-path`` as the job spells it)."""
     pbin = packed_path(build)
@@ -131,10 +138,7 @@ def _build_lines(plan: Plan, build: str) -> list[str]:
     files = [f"{pbin} ({_size(pbin)})"]
     if "megatron" in formats:
         files.append(f"Megatron {megatron_prefix(build)} ({_size(megatron_prefix(build) + '.bin')})")
-    if "datatrove" in formats:
-        files.append(f"datatrove {os.path.dirname(datatrove_name(build))}/")
-    if "olmo" in formats:
-        files.append(f"OLMo {olmo_folder(build)}/")
+    files += _converted_folders(plan, build)
     meta = _sidecar(pbin)
     lines = [f"  {build}: {_counts(meta)}", "    " + "; ".join(files)]
     tokenizer = meta.get("tokenizer")
@@ -275,10 +279,7 @@ def storage_summary_lines(plan: Plan, prefix: str, configfiles: Sequence[str | o
         files = [packed_path(build)]
         if "megatron" in plan.formats(build):
             files.append(f"Megatron {megatron_prefix(build)}")
-        if "datatrove" in plan.formats(build):
-            files.append(f"datatrove {os.path.dirname(datatrove_name(build))}/")
-        if "olmo" in plan.formats(build):
-            files.append(f"OLMo {olmo_folder(build)}/")
+        files += _converted_folders(plan, build)
         caches = plan.cache_dirs(build)
         lines.append(f"  {build}: {'; '.join(files)}" + (f"; caches {_folders(caches)}" if caches else ""))
     if len(plan.builds) > MAX_BUILDS_SHOWN:

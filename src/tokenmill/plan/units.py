@@ -246,6 +246,20 @@ class Units:
                 paths.append(path)
         return paths
 
+    def _check_fields(self, name: str) -> None:
+        """A dataset's text pattern and field paths, checked before any job rather than in the job using them."""
+        dataset = self.config["datasets"][name]
+        try:
+            TextSelector(dataset["text"])
+        except TokenmillError as exc:
+            raise TokenmillError(f"datasets.{name}.text: {exc}") from None
+        for key in ("count_by", "id_field"):
+            if dataset[key] is not None:
+                try:
+                    field_keys(dataset[key])
+                except TokenmillError as exc:
+                    raise TokenmillError(f"datasets.{name}.{key}: {exc}") from None
+
     def _plan_dataset(self, name: str) -> None:
         dataset = self.config["datasets"][name]
         for tokenizer in self.tokenizer_names(name):
@@ -254,16 +268,7 @@ class Units:
         if name.startswith("blend_") and name.removeprefix("blend_") in self.config["blends"]:
             raise TokenmillError(f"datasets.{name}: its caches would share data/cache/{name}/ with blend "
                                  f"{name.removeprefix('blend_')!r}; rename one of them")
-        try:
-            TextSelector(dataset["text"])  # compiled now, so a typo fails before any job
-        except TokenmillError as exc:
-            raise TokenmillError(f"datasets.{name}.text: {exc}") from None
-        for key in ("count_by", "id_field"):  # field paths, checked before any job rather than at the report's
-            if dataset[key] is not None:
-                try:
-                    field_keys(dataset[key])
-                except TokenmillError as exc:
-                    raise TokenmillError(f"datasets.{name}.{key}: {exc}") from None
+        self._check_fields(name)
         paths = self._input_paths(name)
         files = []
         for k, path in enumerate(paths):
