@@ -62,5 +62,5 @@ onsuccess:
 onerror:
     from tokenmill.summary import print_failures
 
-    if "tokenmill" not in workflow.output_settings.log_handler_settings:
+    if "tokenmill" not in getattr(workflow.output_settings, "log_handler_settings", {}):
         print_failures(STARTED, os.path.join(STORAGE_ROOT, "logs"))
