@@ -22,7 +22,8 @@ from pathlib import Path
 import numpy as np
 
 from tokenmill.mmidx import merge_megatron, pbin_to_megatron
-from tokenmill.pbin import PbinWriter, merge_pbin
+from tokenmill.merge import merge_pbin
+from tokenmill.pbin import PbinWriter
 from tokenmill.sidecar import write_sidecar
 
 

@@ -22,7 +22,7 @@ from tokenmill.inspect import show_document  # noqa: E402
 from tokenmill.jsonl import iter_lines  # noqa: E402
 from tokenmill.pack import PackSettings, pack  # noqa: E402
 from tokenmill.parquet import columns_for, open_parquet, parse_row_groups, row_group_units  # noqa: E402
-from tokenmill.pbin import merge_pbin  # noqa: E402
+from tokenmill.merge import merge_pbin  # noqa: E402
 from tokenmill.plan import Plan  # noqa: E402
 from tokenmill.text import compression_of  # noqa: E402
 from tokenmill.verify import verify  # noqa: E402

@@ -92,7 +92,7 @@ def _merge(args: argparse.Namespace) -> None:
     if any(pbin_inputs) != all(pbin_inputs) or args.output.endswith(".pbin") != all(pbin_inputs):
         raise TokenmillError("merge takes either .pbin files only or Megatron prefixes only, output included")
     if all(pbin_inputs):
-        from tokenmill.pbin import merge_pbin
+        from tokenmill.merge import merge_pbin
 
         meta = merge_pbin(args.output, args.inputs, force=args.force)
         print(f"{args.output}: {meta['documents']} documents, {meta['tokens']} tokens from {len(args.inputs)} files",

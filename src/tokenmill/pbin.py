@@ -1,4 +1,4 @@
-"""The packed token file ``.pbin`` (Modalities 0.5.0 layout), its writer, reader and merge.
+"""The packed token file ``.pbin`` (Modalities 0.5.0 layout), its writer and reader (merge: :mod:`tokenmill.merge`).
 
 Layout written (all integers little-endian)::
 
@@ -18,7 +18,7 @@ Sidecar ``<file>.pbin.meta.json``: see :mod:`tokenmill.sidecar`.
 
 Costs: writing is one ``write`` per batch plus the index pickle (~12 bytes per document) at the
 end, and sha256 of everything written (~1.8 GB/s); reading maps the file and unpickles the index
-on first use (~0.4 s per million documents); merging copies data sections in 16 MiB blocks.
+on first use (~0.4 s per million documents).
 """
 
 from __future__ import annotations
@@ -33,15 +33,14 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmill import FORMAT_VERSIONS, safe_pickle
+from tokenmill import safe_pickle
 from tokenmill.atomic import AtomicWriter, discard, temporary_name
 from tokenmill.errors import TokenmillError
-from tokenmill.identity import FileIdentity, refuse_inputs_as_outputs
-from tokenmill.progress import Progress
-from tokenmill.sidecar import (SidecarRecord, record_sidecar_paths, resolve_sidecar_paths, sidecar_path,
+from tokenmill.identity import FileIdentity
+from tokenmill.sidecar import (SidecarRecord, record_sidecar_paths, sidecar_path,
                                write_sidecar)
 
-__all__ = ["PbinWriter", "PbinFile", "PbinLayout", "detect_layout", "merge_pbin", "read_sidecar",
+__all__ = ["PbinWriter", "PbinFile", "PbinLayout", "detect_layout", "read_sidecar",
            "file_identity_problem", "copy_bytes", "TOKEN_DTYPES", "LAYOUT_050", "LAYOUT_LEGACY"]
 
 LAYOUT_050 = "modalities-0.5.0"
@@ -451,128 +450,3 @@ def copy_bytes(source, target, length: int, digest=None, on_copied=None) -> None
         if on_copied is not None:
             on_copied(got)
         length -= got
-
-
-def merge_pbin(out_path: str | os.PathLike, in_paths: list[str | os.PathLike],
-               force: bool = False) -> SidecarRecord:
-    """Concatenate ``.pbin`` files, in the order given, into ``out_path`` (0.5.0 layout).
-
-    Data sections are block-copied; each file's index is shifted by the data bytes before it
-    (Modalities' merge shifts by 12 bytes too few; docs/algorithms.md §5). Sidecars, where present,
-    are combined into the output's sidecar, which lists the parts; their relative paths are rebased
-    onto the output's folder.
-
-    Args:
-        out_path: the merged ``.pbin``.
-        in_paths: the parts, in order.
-        force: replace ``out_path`` if it exists (never when it is one of the parts).
-
-    Returns:
-        The output sidecar.
-
-    Raises:
-        TokenmillError: no inputs, an existing output without ``force``, an output that is an
-            input, an input that is not a ``.pbin``, differing token widths or tokenizers.
-    """
-    if not in_paths:
-        raise TokenmillError("merge needs at least one input file")
-    refuse_inputs_as_outputs([out_path, sidecar_path(out_path)],
-                             [*in_paths, *(sidecar_path(path) for path in in_paths)])
-    if not force and os.path.exists(out_path):
-        raise TokenmillError(f"{out_path}: exists; pass --force to replace it")
-    parts = [PbinFile(path) for path in in_paths]
-    widths = {part.token_width for part in parts}
-    if len(widths) > 1:
-        described = ", ".join(f"{part.path}: {part.token_width}" for part in parts)
-        raise TokenmillError(f"cannot merge .pbin files with different token widths ({described})")
-    # the parts' paths as reached from here: the writer records them relative to the output's folder
-    metas = [meta and resolve_sidecar_paths(meta, path) for path, meta in
-             ((path, read_sidecar(path)) for path in in_paths)]
-    _refuse_unlike_parts(in_paths, metas)
-    token_width = widths.pop()
-    with PbinWriter(out_path, token_width) as writer, \
-            Progress(f"merge {out_path}", sum(part.layout.data_bytes for part in parts)) as progress:
-        for part in parts:
-            writer.append_file(part, progress.update)
-        writer.sidecar = _merged_sidecar(parts, metas, token_width)
-    return {**writer.sidecar, "file": writer.identity}
-
-
-# What a merged sidecar states once for all parts: parts that differ in any of these would be
-# described wrongly (the first part's value for all), so they are refused.
-_SHARED_PACK_SETTINGS = ("text", "on_bad_line", "max_line_bytes")
-_SHARED_TOKENIZER_SETTINGS = ("sha256", "eod_id", "add_special_tokens")
-
-
-def _refuse_unlike_parts(in_paths: list, metas: list[dict | None]) -> None:
-    """Refuse to merge parts whose sidecars disagree on how their tokens were made, or a part without
-    a sidecar beside parts with one (its documents would come from files no sidecar lists).
-
-    Raises:
-        TokenmillError: naming the two parts and the setting.
-    """
-    known = [(path, meta) for path, meta in zip(in_paths, metas) if meta]
-    if known and len(known) < len(in_paths):
-        bare = next(path for path, meta in zip(in_paths, metas) if not meta)
-        raise TokenmillError(f"{bare}: has no sidecar, unlike {known[0][0]}; cannot tell which files its documents "
-                             f"come from (merge parts that all have one, or none)")
-    for path, meta in known[1:]:
-        first_path, first = known[0]
-        settings = [(key, meta.get(key), first.get(key)) for key in _SHARED_PACK_SETTINGS]
-        settings += [(f"tokenizer {key}", meta.get("tokenizer", {}).get(key), first.get("tokenizer", {}).get(key))
-                     for key in _SHARED_TOKENIZER_SETTINGS]
-        for key, value, first_value in settings:
-            if value != first_value:
-                raise TokenmillError(f"{path}: packed with {key} {value!r}, {first_path} with {first_value!r}; "
-                                     f"cannot merge parts made differently")
-
-
-def _merged_sidecar(parts: list[PbinFile], metas: list[SidecarRecord | None], token_width: int) -> SidecarRecord:
-    """The sidecar of a merge: shared tokenizer facts, summed counts, sources and parts in order."""
-    known = [meta for meta in metas if meta]
-    meta: SidecarRecord = {
-        "format": FORMAT_VERSIONS["pbin"],
-        "layout": LAYOUT_050,
-        "token_width": token_width,
-        "documents": sum(part.num_documents for part in parts),
-        "tokens": sum(part.num_tokens for part in parts),
-        "parts": [{"path": str(part.path), "documents": part.num_documents, "tokens": part.num_tokens}
-                  for part in parts],
-    }
-    if known:
-        for key in ("tokenizer", "text", "on_bad_line", "max_line_bytes"):
-            if key in known[0]:
-                meta[key] = known[0][key]
-        meta["sources"] = [source for m in known for source in m.get("sources", [])]
-        # a file in two parts is a duplicate the merge makes: allowed only where every part allows them
-        meta["allow_duplicate_inputs"] = all(m.get("allow_duplicate_inputs") is True for m in known)
-        engines = [m["engine"] for m in known if isinstance(m.get("engine"), dict)]
-        if engines:
-            names = sorted({engine.get("name") for engine in engines} - {None})
-            meta["engine"] = {"name": "+".join(names), "reason": "; ".join(sorted({engine.get("reason", "")
-                                                                                   for engine in engines})),
-                              "checked_documents": sum(engine.get("checked_documents", 0) for engine in engines),
-                              "mismatches": sum(engine.get("mismatches", 0) for engine in engines)}
-        skipped: dict[str, int] = {}
-        for m in known:
-            for reason, count in m.get("skipped", {}).items():
-                skipped[reason] = skipped.get(reason, 0) + count
-        meta["skipped"] = skipped
-        first_document, eod_in_text = 0, []
-        for part, part_meta in zip(parts, metas):
-            eod_in_text += [[first + first_document, stop + first_document]
-                            for first, stop in (part_meta or {}).get("eod_in_text", [])]
-            first_document += part.num_documents
-        meta["eod_in_text"] = _joined_ranges(eod_in_text)
-    return meta
-
-
-def _joined_ranges(ranges: list[list[int]]) -> list[list[int]]:
-    """Sorted ranges with the touching ones joined (a range cut by a part boundary is one again)."""
-    joined: list[list[int]] = []
-    for first, stop in ranges:
-        if joined and joined[-1][1] == first:
-            joined[-1][1] = stop
-        else:
-            joined.append([first, stop])
-    return joined
