@@ -226,7 +226,8 @@ def test_an_id_beyond_the_token_size_is_refused_naming_the_document_and_nothing_
 
 @pytest.mark.slow
 def test_an_sft_pbin_gives_its_loss_mask_as_ds_loss(tmp_path):
-    from tokenmill.sft import loss_mask_path, write_sft
+    from tokenmill.sft import loss_mask_path
+    from tokenmill.sft_writer import write_sft
 
     config = {"tokenizers": {"tekken": {"path": str(TEKKEN)}},
               "sft": {"chat": {"inputs": [str(Path(GPT2).parent.parent / "raw/chat.jsonl")], "tokenizer": "tekken",

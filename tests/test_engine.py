@@ -479,7 +479,8 @@ def sft_config(source, engine: str, check_fraction: float = 0.01) -> dict:
 
 @pytest.mark.slow
 def test_sft_with_the_fast_engine_writes_the_bytes_of_hugging_face_and_keeps_control_strings_as_text(tmp_path):
-    from tokenmill.sft import InstructionDataset, loss_mask_path, write_sft
+    from tokenmill.sft import InstructionDataset, loss_mask_path
+    from tokenmill.sft_writer import write_sft
 
     source = write_jsonl_bytes(tmp_path / "chat.jsonl", chat_lines(120))
     metas = {engine: write_sft("chat", sft_config(source, engine, 1.0), tmp_path / f"{engine}.pbin")
@@ -508,7 +509,7 @@ def test_sft_and_the_on_access_datasets_stop_at_a_planted_mismatch(tmp_path, mon
     import pickle
 
     from tokenmill.datasets import MemMapDataset
-    from tokenmill.sft import write_sft
+    from tokenmill.sft_writer import write_sft
 
     plant_mismatch(monkeypatch, "question 9:")  # line 10's first message
     source = write_jsonl_bytes(tmp_path / "chat.jsonl", chat_lines(30))

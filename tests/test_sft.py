@@ -13,7 +13,8 @@ from tokenmill.errors import TokenmillError
 from tokenmill.pbin import PbinFile
 from tokenmill.verify import verify
 from tokenmill.sft import (IGNORE_INDEX, InstructionCollator, InstructionDataset, PackedInstructionDataset,
-                           loss_mask_path, write_sft)
+                           loss_mask_path)
+from tokenmill.sft_writer import write_sft
 
 CHAT = REPO / "data/raw/chat.jsonl"
 FIELDS = [".role", ".instruction", ".conversations"]

@@ -204,7 +204,7 @@ def _inspect(args: argparse.Namespace) -> None:
 def _sft(args: argparse.Namespace) -> None:
     import yaml
 
-    from tokenmill.sft import write_sft
+    from tokenmill.sft_writer import write_sft
 
     try:
         text = sys.stdin.read() if args.config == "-" else open(args.config, encoding="utf-8").read()
