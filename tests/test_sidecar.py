@@ -26,6 +26,8 @@ def sidecars(tmp_path_factory) -> dict[str, dict]:
     run_tokenmill("pack", MIXED_JSONL, *gpt2, "--byte-range", "0:2000", "--on-bad-line", "skip",
                   "-o", folder / "shard.pbin")
     run_tokenmill("merge", folder / "plain.pbin", folder / "shard.pbin", "-o", folder / "merged.pbin")
+    (folder / "sub").mkdir()  # an input outside the working folder: recorded absolute too
+    run_tokenmill("pack", "../bad.jsonl", *gpt2, "--on-bad-line", "skip", "-o", "outside.pbin", cwd=folder / "sub")
     run_tokenmill("pack", MIXED_JSONL, "--tokenizer-type", "Llama2Tokenizer", "--tokenizer",
                   DATA / "mistral-v1.tokenizer.model", "--on-bad-line", "skip", "-o", folder / "llama2.pbin")
     config = {"tokenizers": {"gpt2": {"path": str(GPT2)}},
@@ -34,7 +36,7 @@ def sidecars(tmp_path_factory) -> dict[str, dict]:
                                "message_construction": ["role", "instruction", "conversations"], "seq_length": 2048}}}
     (folder / "sft.json").write_text(json.dumps(config))
     run_tokenmill("sft", folder / "sft.json", "chat", "-o", folder / "chat.pbin")
-    names = ["plain", "shard", "merged", "llama2", "chat"]
+    names = ["plain", "shard", "merged", "llama2", "chat", "sub/outside"]
     try:
         import pyarrow
         import pyarrow.parquet
@@ -54,6 +56,7 @@ def test_every_kind_of_sidecar_is_a_sidecar_record(sidecars):
     assert sidecars["merged"]["parts"] and sidecars["chat"]["loss_mask"] == "chat.loss_mask.pbin"
     assert sidecars["llama2"]["tokenizer"]["type"] == "Llama2Tokenizer"
     assert any(source.get("skipped") for source in sidecars["plain"]["sources"])
+    assert "absolute_path" in sidecars["sub/outside"]["sources"][0]
 
 
 def test_a_key_no_one_declared_or_a_value_of_another_type_is_named(sidecars):

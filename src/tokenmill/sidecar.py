@@ -83,6 +83,7 @@ class SkippedRecord(TypedDict):
 class TokenizerRecord(TypedDict, total=False):
     """The tokenizer: its identity, its EOD, and (a Megatron type) the type's options."""
     path: str
+    absolute_path: str  # beside a relative path that leaves the working folder (record_sidecar_paths)
     sha256: str
     vocab_size: int
     id_limit: int  # ids stop below this where the vocabulary has gaps
@@ -117,6 +118,7 @@ class EngineRecord(TypedDict, total=False):
 class SourceRecord(TypedDict, total=False):
     """One input (or its byte range, or row groups) in pack order."""
     path: str
+    absolute_path: str
     format: str  # "parquet"; absent for JSONL
     compression: str
     bytes: int
@@ -139,9 +141,10 @@ class SourceRecord(TypedDict, total=False):
     mismatch: str  # the proof's difference, where the input was re-encoded with Hugging Face
 
 
-class PartRecord(TypedDict):
+class PartRecord(TypedDict, total=False):
     """One part of a merge, in order."""
     path: str
+    absolute_path: str
     documents: int
     tokens: int
 
