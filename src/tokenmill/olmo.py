@@ -52,6 +52,7 @@ __all__ = ["DEFAULT_MAX_TOKENS", "olmo_dtype", "pbin_to_olmo", "is_olmo_folder",
 
 DEFAULT_MAX_TOKENS = default("datasets.*.olmo_max_tokens")  # dolma's cap per file, 512 Mi: 1 GiB of uint16
 _UINT16_IDS = 65536
+_BLOCK_TOKENS = 16 << 20  # tokens written or compared at once: a 512 Mi-token part is never copied whole
 # What this module writes (a user's other files in the folder stay)
 _PART_NAME = re.compile(r"part-[0-9]{5}\.(npy|csv\.gz|label_mask\.npy)")
 
@@ -174,12 +175,10 @@ def _write_part(stem: Path, pbin: PbinFile, mask: PbinFile | None, ends: np.ndar
     """Documents ``[first, stop)`` as ``stem.npy``, ``stem.csv.gz`` and (an SFT set's) ``stem.label_mask.npy``;
     returns the part's entry of ``metadata.json``."""
     base, end = (int(ends[first - 1]) if first else 0), int(ends[stop - 1])
-    tokens = np.asarray(pbin.tokens[base:end]).astype(dtype, copy=False)
-    with atomic_output(stem.with_name(f"{stem.name}.npy")) as temporary:
-        temporary.write_bytes(tokens.tobytes())
+    _write_blocks(stem.with_name(f"{stem.name}.npy"), pbin.tokens, base, end, lambda block: block.astype(dtype))
     if mask is not None:  # one byte per token, 1 where it is a label: OLMo-core's bool label_mask
-        with atomic_output(stem.with_name(f"{stem.name}.label_mask.npy")) as temporary:
-            temporary.write_bytes((np.asarray(mask.tokens[base:end]) != 0).astype(np.uint8).tobytes())
+        _write_blocks(stem.with_name(f"{stem.name}.label_mask.npy"), mask.tokens, base, end,
+                      lambda block: (block != 0).astype(np.uint8))
     starts = np.concatenate([[0], ends[first:stop - 1] - base])
     text = "".join(f"{int(s)},{int(e)},{_csv_field(rows[k][0])},{_csv_field(rows[k][1])},{rows[k][2]}\n"
                    for k, s, e in zip(range(first, stop), starts, ends[first:stop] - base))
@@ -188,7 +187,15 @@ def _write_part(stem: Path, pbin: PbinFile, mask: PbinFile | None, ends: np.ndar
         archive.write(text.encode("utf-8"))
     with atomic_output(stem.with_name(f"{stem.name}.csv.gz")) as temporary:
         temporary.write_bytes(buffer.getvalue())
-    return {"name": f"{stem.name}.npy", "tokens": len(tokens), "documents": stop - first}
+    return {"name": f"{stem.name}.npy", "tokens": end - base, "documents": stop - first}
+
+
+def _write_blocks(path: Path, values: np.ndarray, start: int, end: int, convert) -> None:
+    """``convert(values[start:end])`` to ``path`` (atomically), 16 Mi values at a time: a 512 Mi-token part
+    never holds a second copy of itself in memory."""
+    with atomic_output(path) as temporary, open(temporary, "wb") as handle:
+        for block_start in range(start, end, _BLOCK_TOKENS):
+            handle.write(convert(np.asarray(values[block_start:min(block_start + _BLOCK_TOKENS, end)])).tobytes())
 
 
 def is_olmo_folder(path: str | os.PathLike) -> bool:
@@ -224,12 +231,9 @@ def _part_rows(part_csv: Path) -> tuple[np.ndarray, list[tuple[str, str, str]]]:
     return ranges, [(row[2], row[3], row[4]) for row in rows]
 
 
-_COMPARED_TOKENS = 16 << 20  # tokens compared at once: a part's 512 Mi tokens never make a 512 MB mask
-
-
 def _same_tokens(ours: np.ndarray, theirs: np.ndarray) -> bool:
-    return all(np.array_equal(ours[start:start + _COMPARED_TOKENS], theirs[start:start + _COMPARED_TOKENS])
-               for start in range(0, len(ours), _COMPARED_TOKENS))
+    return all(np.array_equal(ours[start:start + _BLOCK_TOKENS], theirs[start:start + _BLOCK_TOKENS])
+               for start in range(0, len(ours), _BLOCK_TOKENS))
 
 
 def _row_key(row: tuple[str, str, str]) -> tuple[str, str, str]:
