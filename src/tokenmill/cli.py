@@ -23,8 +23,9 @@ from tokenmill.mmidx import is_megatron_index, prefix_of
 
 def _index(args: argparse.Namespace) -> None:
     from tokenmill import raw_index
+    from tokenmill.objects import is_url
 
-    if args.output is None and args.input.startswith("s3://"):
+    if args.output is None and is_url(args.input):
         raise TokenmillError(f"{args.input}: give -o for an object's raw index (it is written here, not in the bucket)")
     out_path = args.output or os.path.splitext(args.input)[0] + ".idx"
     lines = raw_index.index_file(args.input, out_path, validate=args.validate)

@@ -34,6 +34,7 @@ import numpy as np
 from tokenmill.datatrove import DatatroveFile, is_datatrove
 from tokenmill.errors import TokenmillError
 from tokenmill.mmidx import MMapIndexedDataset, is_megatron_index, prefix_of
+from tokenmill.objects import is_url
 from tokenmill.pbin import PbinFile, read_sidecar
 from tokenmill.sidecar import SidecarRecord, resolve_sidecar_paths, resolved_against
 from tokenmill.plan import build_of, cache_dir, megatron_prefix, packed_path
@@ -142,7 +143,7 @@ def describe(path: str | os.PathLike) -> list[str]:
             tokenizer = meta.get("tokenizer", {})
 
             def found(file: str) -> str:  # (an object's URL is looked up by verify, not here)
-                return file if file.startswith("s3://") or os.path.exists(file) else \
+                return file if is_url(file) or os.path.exists(file) else \
                     f"{file} (not found, {resolved_against(meta, path)})"
 
             kind = f", {tokenizer['type']} (as {tokenizer.get('reference')} encodes)" if tokenizer.get("type") else ""
