@@ -28,13 +28,22 @@ _NO_SLURM = Path(__file__).resolve().parent / "no_slurm"
 
 def pytest_collection_modifyitems(items):
     """`slow` for every test that builds through Snakemake or installs into a venv, so that
-    `python -m pytest -m "not slow"` is the quick loop (see pyproject.toml's markers)."""
+    `python -m pytest -m "not slow"` is the quick loop (see pyproject.toml's markers); and the slow tests
+    first, so that pytest-xdist hands them out while every worker is free and the many short tests fill
+    in after them: handed out last, one long test kept one core busy alone at the end."""
     for item in items:
         if "workflow_dir" in getattr(item, "fixturenames", ()) or item.module.__name__ in ("test_install",
                                                                                           "test_slurm"):
             item.add_marker(pytest.mark.slow)
         if item.module.__name__ == "test_slurm":
             item.add_marker(pytest.mark.slurm)
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+# Snakemake on 2 cores, as CI has. Its default job rate limit (100/1s) leaves a 1 s timer running after
+# the last job, which holds every run open for up to a second after it has finished; a local run needs no
+# rate limit (the default profile sets the same).
+SNAKEMAKE = [sys.executable, "-m", "snakemake", "--cores", "2", "--max-jobs-per-timespan", "1000/0s"]
 
 
 def tool_env(slurm: bool = False) -> dict:
@@ -147,8 +156,8 @@ def planned_jobs(workflow_dir: Path, *args) -> set[str]:
 def run_snakemake(workdir: Path, *args, check: bool = True, slurm: bool = False) -> subprocess.CompletedProcess:
     """Run snakemake in ``workdir`` (with SLURM's real tools if ``slurm``); with ``check``, fail the test
     on a non-zero exit."""
-    result = subprocess.run([sys.executable, "-m", "snakemake", "--cores", "2", *map(str, args)], cwd=workdir,
-                            capture_output=True, text=True, env=tool_env(slurm))
+    result = subprocess.run([*SNAKEMAKE, *map(str, args)], cwd=workdir, capture_output=True, text=True,
+                            env=tool_env(slurm))
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(map(str, args))} failed:\n{result.stdout}\n{result.stderr}")
     return result

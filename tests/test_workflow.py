@@ -193,9 +193,8 @@ def test_killed_runs_resume_to_byte_identical_outputs(workflow_dir, tmp_path):
     import shutil
     import signal
     import subprocess
-    import sys
 
-    from conftest import tool_env
+    from conftest import SNAKEMAKE, tool_env
 
     baseline_dir = tmp_path / "baseline"
     shutil.copytree(workflow_dir, baseline_dir)
@@ -203,18 +202,15 @@ def test_killed_runs_resume_to_byte_identical_outputs(workflow_dir, tmp_path):
     expected = _outputs(baseline_dir)
     assert any(name.startswith("cache/") for name in expected) and "verified/demo.ok" in expected
 
-    # Kill points tied to the build's own progress, not to clock time (a loaded machine runs slower):
-    # the run is killed as soon as the file marking each stage appears.
+    # One build, killed at every stage: each resume (`--unlock`, then `--rerun-incomplete`, as a user
+    # would) is itself killed as soon as the file marking the next stage appears. Kill points are tied to
+    # the build's own progress, not to clock time (a loaded machine runs slower).
     stages = [".snakemake/locks/*", "data/index/demo.idx", "data/packed/.demo.pbin.tmp*", "data/packed/demo.pbin",
               "data/megatron/demo_text_document.idx", "data/cache/demo/*/*-description.txt", "data/sft/chat.pbin"]
     interrupted = 0
     for marker in stages:
-        shutil.rmtree(workflow_dir / "data", ignore_errors=True)
-        shutil.copytree(baseline_dir / "data/raw", workflow_dir / "data/raw")
-        shutil.copytree(baseline_dir / "data/tokenizers", workflow_dir / "data/tokenizers")
-        process = subprocess.Popen([sys.executable, "-m", "snakemake", "--cores", "2"], cwd=workflow_dir,
-                                   env=tool_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                   start_new_session=True)
+        process = subprocess.Popen([*SNAKEMAKE, "--rerun-incomplete"], cwd=workflow_dir, env=tool_env(),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 300
         while not list(workflow_dir.glob(marker)) and process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.005)
@@ -223,8 +219,8 @@ def test_killed_runs_resume_to_byte_identical_outputs(workflow_dir, tmp_path):
         process.wait()
         interrupted += _outputs(workflow_dir) != expected  # the kill cut the build short
         run_snakemake(workflow_dir, "--unlock")
-        run_snakemake(workflow_dir, "--rerun-incomplete")
-        assert _outputs(workflow_dir) == expected, f"killed when {marker} appeared"
-        leftovers = [path for path in (workflow_dir / "data").rglob(".*.tmp*")]
-        assert leftovers == [], f"temporary files left after resuming (killed when {marker} appeared)"
+    run_snakemake(workflow_dir, "--rerun-incomplete")
+    assert _outputs(workflow_dir) == expected
+    leftovers = [path for path in (workflow_dir / "data").rglob(".*.tmp*")]
+    assert leftovers == [], "temporary files left after resuming"
     assert interrupted >= 6

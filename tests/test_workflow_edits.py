@@ -80,28 +80,32 @@ def _edit(config: dict, change) -> dict:
     return edited
 
 
-# Each edit, applied on top of the previous ones: what changes, and a check that it took effect.
-EDITS = [
-    ("shard_bytes 100kB -> 150kB", lambda c: c["datasets"]["b"].update(shard_bytes="150kB"),
-     lambda folder: [s["byte_range"][1] for s in read_sidecar(folder / "data/packed/b.pbin")["sources"]][-1]
-     == (folder / "data/raw/b.jsonl").stat().st_size),
-    ("eod <|endoftext|> -> !", lambda c: c["tokenizers"]["gpt2"].update(eod="!"),
-     lambda folder: read_sidecar(folder / "data/packed/a.pbin")["tokenizer"]["eod_id"] == 0),
-    ("text .text -> a jq pattern", lambda c: c["datasets"]["a"].update(text=".text | ascii_downcase"),
-     lambda folder: read_sidecar(folder / "data/packed/a.pbin")["text"] == ".text | ascii_downcase"),
-    ("engine auto -> hf, check_fraction 0.5", lambda c: c["tokenizers"]["gpt2"].update(engine="hf", check_fraction=0.5),
-     lambda folder: read_sidecar(folder / "data/packed/b.pbin")["engine"]["name"] == "hf"),
-    ("add_special_tokens off, max_line_bytes 4000", lambda c: (c["tokenizers"]["gpt2"].update(add_special_tokens=False),
-                                                              c["datasets"]["a"].update(max_line_bytes=4000)),
-     lambda folder: read_sidecar(folder / "data/packed/a.pbin")["max_line_bytes"] == 4000),
-    ("split and the hashed path prefix", lambda c: c["sampling"].update(split="80,10,10", megatron_path_prefix="/x/"),
-     lambda folder: "/x/a_text_document" in (folder / "data/cache/a/seq128_seed1/megatron_args.txt").read_text()),
-    ("dataset a gets a second file",
-     lambda c: c["datasets"]["a"].update(inputs=["data/raw/a.jsonl", "data/raw/b.jsonl"]),
-     lambda folder: len(read_sidecar(folder / "data/packed/a.pbin")["sources"]) == 2),
-    ("keep_parts off, shards of b back to 100kB", lambda c: (c.update(keep_parts=False),
-                                                            c["datasets"]["b"].update(shard_bytes=100000)),
-     lambda folder: len(read_sidecar(folder / "data/packed/b.pbin")["sources"]) == 2),
+# Each step, applied on top of the previous ones: its edits, and for each a check that it took effect. Two
+# edits share a step only where they change different datasets, so that neither's rebuild hides the other's.
+STEPS = [
+    [("shard_bytes of b 100kB -> 150kB", lambda c: c["datasets"]["b"].update(shard_bytes="150kB"),
+      lambda folder: [s["byte_range"][1] for s in read_sidecar(folder / "data/packed/b.pbin")["sources"]][-1]
+      == (folder / "data/raw/b.jsonl").stat().st_size),
+     ("text of a .text -> a jq pattern", lambda c: c["datasets"]["a"].update(text=".text | ascii_downcase"),
+      lambda folder: read_sidecar(folder / "data/packed/a.pbin")["text"] == ".text | ascii_downcase")],
+    [("eod <|endoftext|> -> !", lambda c: c["tokenizers"]["gpt2"].update(eod="!"),
+      lambda folder: read_sidecar(folder / "data/packed/a.pbin")["tokenizer"]["eod_id"] == 0)],
+    [("engine auto -> hf, check_fraction 0.5",
+      lambda c: c["tokenizers"]["gpt2"].update(engine="hf", check_fraction=0.5),
+      lambda folder: read_sidecar(folder / "data/packed/b.pbin")["engine"]["name"] == "hf")],
+    [("add_special_tokens off, max_line_bytes 4000",
+      lambda c: (c["tokenizers"]["gpt2"].update(add_special_tokens=False),
+                 c["datasets"]["a"].update(max_line_bytes=4000)),
+      lambda folder: read_sidecar(folder / "data/packed/a.pbin")["max_line_bytes"] == 4000)],
+    [("split and the hashed path prefix",
+      lambda c: c["sampling"].update(split="80,10,10", megatron_path_prefix="/x/"),
+      lambda folder: "/x/a_text_document" in (folder / "data/cache/a/seq128_seed1/megatron_args.txt").read_text())],
+    [("dataset a gets a second file",
+      lambda c: c["datasets"]["a"].update(inputs=["data/raw/a.jsonl", "data/raw/b.jsonl"]),
+      lambda folder: len(read_sidecar(folder / "data/packed/a.pbin")["sources"]) == 2),
+     ("keep_parts off, shards of b back to 100kB",
+      lambda c: (c.update(keep_parts=False), c["datasets"]["b"].update(shard_bytes=100000)),
+      lambda folder: len(read_sidecar(folder / "data/packed/b.pbin")["sources"]) == 2)],
 ]
 
 
@@ -109,10 +113,12 @@ def test_every_config_edit_rebuilds_to_the_bytes_of_a_fresh_build(tmp_path):
     folder = _workspace(tmp_path / "incremental")
     config = copy.deepcopy(BASE_CONFIG)
     _build(folder, config)
-    for step, (what, change, took_effect) in enumerate(EDITS):
-        config = _edit(config, change)
+    for step, edits in enumerate(STEPS):
+        for _, change, _ in edits:
+            config = _edit(config, change)
         _build(folder, config)
-        assert took_effect(folder), what
+        for what, _, took_effect in edits:
+            assert took_effect(folder), what
         _assert_same_as_fresh(folder, config, tmp_path / f"fresh{step}")
 
 
