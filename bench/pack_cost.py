@@ -111,7 +111,7 @@ def main() -> None:
     timed(batches_module.BatchTokenizer, "prepare", "reads, the loop over lines")
     timed(batches_module.BatchTokenizer, "finish", "EOD insertion, dtype")
 
-    settings = batches_module.PackSettings(str(args.tokenizer), eod_token=args.eod, check_fraction=args.check_fraction)
+    settings = batches_module.PackSettings(str(args.tokenizer), eod=args.eod, check_fraction=args.check_fraction)
     job = batches_module.BatchTokenizer(info, engine_module.Encoder(info, "fastokens"), settings)
     start = time.process_time()
     lines = scan_lines(str(args.corpus))

@@ -27,7 +27,8 @@ import numpy as np
 
 from tokenmill.datasets import NanosetBuilder, NanosetConfig
 from tokenmill.mmidx import MMapIndexedDatasetBuilder
-from tokenmill.sample_index import GPTIndexSpec, build_gpt_indices, build_sample_index, null_tokenizer_identifiers
+from tokenmill.sample_index import GPTIndexSpec, build_gpt_indices, build_sample_index
+from tokenmill.gpt_cache import null_tokenizer_identifiers
 
 SEQ, EPOCHS, READS = 2048, 4, 20_000
 

@@ -7,7 +7,7 @@ from tokenmill.blend import (blend_sizes, build_blend_cache, build_blending_indi
                              build_exhaustive_blending_indices, parse_blend)
 from tokenmill.errors import TokenmillError
 from tokenmill.mmidx import MMapIndexedDatasetBuilder
-from tokenmill.sample_index import null_tokenizer_identifiers
+from tokenmill.gpt_cache import null_tokenizer_identifiers
 
 
 def test_parse_blend_like_megatrons_data_path():

@@ -495,7 +495,7 @@ def pack_variant(folder: Path, name: str, texts: list[str] | None = None) -> Pat
     source = folder / "input.jsonl"
     source.write_bytes(MIXED_JSONL.read_bytes() if texts is None else
                        b"".join(json.dumps({"text": text}).encode() + b"\n" for text in texts))
-    pack_files([str(source)], str(folder / f"{name}.pbin"), PackSettings(tokenizer, eod_token=GPT2_EOD),
+    pack_files([str(source)], str(folder / f"{name}.pbin"), PackSettings(tokenizer, eod=GPT2_EOD),
                log=lambda message: None, megatron_prefix=str(folder / f"{name}_text_document"),
                datatrove_name=str(folder / "packed" / name), datatrove_tokenizer_name=tokenizer)
     return folder / f"{name}.pbin"

@@ -177,7 +177,7 @@ def test_auto_falls_back_to_hugging_face_in_pack_threads_and_in_process_encoders
     sparse = sparse_gpt2(tmp_path)
     # a small input with two threads: no 1 MB file to tokenize, the same code path
     monkeypatch.setattr(tokenmill.engine, "FAST_ENGINE_PAYS_BYTES", 0)
-    settings = dict(eod_token=GPT2_EOD, workers=2, batch_bytes=4096)
+    settings = dict(eod=GPT2_EOD, workers=2, batch_bytes=4096)
     said = []
     meta = pack([str(MIXED_JSONL)] * 2, str(tmp_path / "auto.pbin"),
                 PackSettings(str(sparse), allow_duplicate_inputs=True, **settings), log=said.append)
@@ -307,7 +307,7 @@ def test_a_difference_in_more_documents_than_the_sidecar_states_is_caught(tmp_pa
     lines = [json.dumps({"text": f"document {i} " + ("ж word" if i % 5 == 0 else "plain word")},
                         ensure_ascii=False).encode() for i in range(20_000)]
     source = write_jsonl_bytes(tmp_path / "x.jsonl", lines)
-    settings = PackSettings(str(GPT2), eod_token=GPT2_EOD, engine="fastokens")  # the default check_fraction
+    settings = PackSettings(str(GPT2), eod=GPT2_EOD, engine="fastokens")  # the default check_fraction
     clean = pack([str(source)], str(tmp_path / "clean.pbin"), settings, log=lambda message: None)
     detects = clean["engine"]["proof"]["detects"]
     stated = float(detects.split(">= ")[1].split(" %")[0])
@@ -326,7 +326,7 @@ def test_a_family_of_identical_documents_is_drawn_independently_in_pack(tmp_path
     lines = [json.dumps({"text": "the same templated document ж" if i % 5 == 0 else f"distinct document {i}"},
                         ensure_ascii=False).encode() for i in range(20_000)]
     source = write_jsonl_bytes(tmp_path / "x.jsonl", lines)
-    settings = PackSettings(str(GPT2), eod_token=GPT2_EOD, engine="fastokens")
+    settings = PackSettings(str(GPT2), eod=GPT2_EOD, engine="fastokens")
     family = np.arange(0, 20_000, 5) + 1  # their line numbers
     chosen = ProofSampler([], settings.check_fraction).choose(["the same templated document ж"] * len(family),
                                                                family, input_key(str(source)))
@@ -378,7 +378,7 @@ def test_a_planted_mismatch_stops_the_job_naming_file_line_and_token(tmp_path, m
     lines[123] = b'{"text": "a planted <|endoftext|> difference"}'
     source = write_jsonl_bytes(tmp_path / "x.jsonl", lines)
     # forced: under 1 MB, auto would take Hugging Face itself (see the small-input test)
-    settings = PackSettings(str(GPT2), eod_token=GPT2_EOD, check_fraction=0.0, engine="fastokens")
+    settings = PackSettings(str(GPT2), eod=GPT2_EOD, check_fraction=0.0, engine="fastokens")
     with pytest.raises(EngineMismatch, match=rf"{source}:124: fast encoder disagrees with the tokenizer at token 2 "):
         pack([str(source)], str(tmp_path / "x.pbin"), settings, log=lambda message: None)
     assert sorted(path.name for path in tmp_path.iterdir()) == ["x.jsonl"]
@@ -389,7 +389,7 @@ def test_on_mismatch_hf_re_encodes_that_input_with_hugging_face(tmp_path, monkey
     clean = write_jsonl_bytes(tmp_path / "clean.jsonl", [b'{"text": "nothing to see"}'] * 50)
     planted = write_jsonl_bytes(tmp_path / "planted.jsonl", [json.dumps({"text": f"text {i}"}).encode()
                                                              for i in range(200)] + [b'{"text": "planted here"}'])
-    settings = dict(eod_token=GPT2_EOD, check_fraction=1.0, batch_bytes=512)
+    settings = dict(eod=GPT2_EOD, check_fraction=1.0, batch_bytes=512)
     said = []
     outputs = {name: dict(out_path=str(tmp_path / f"{name}.pbin"), megatron_prefix=str(tmp_path / name),
                           datatrove_name=str(tmp_path / name)) for name in ("fallback", "hf")}
@@ -582,7 +582,7 @@ def test_a_small_job_checks_at_least_64_kib_whole_and_the_sidecar_keeps_the_frac
     lines = (DATA.parent.parent / "data/raw/demo.jsonl").read_bytes().splitlines(keepends=True)[:1500]
     source = tmp_path / "x.jsonl"
     source.write_bytes(b"".join(lines))
-    meta = pack([str(source)], str(tmp_path / "x.pbin"), PackSettings(str(GPT2), eod_token=GPT2_EOD),
+    meta = pack([str(source)], str(tmp_path / "x.pbin"), PackSettings(str(GPT2), eod=GPT2_EOD),
                 log=lambda message: None)
     engine = meta["engine"]
     assert engine["check_fraction"] == 0.002  # as asked

@@ -96,7 +96,7 @@ def test_a_post_processor_s_bos_or_eos_stays_in_the_pbin_and_bin_and_leaves_the_
     monkeypatch.chdir(tmp_path)
     tokenizer = write_variant(tmp_path, variant)
     (tmp_path / "eod.jsonl").write_bytes(b"\n".join(TEXTS) + b"\n")
-    pack(["eod.jsonl"], "x.pbin", PackSettings(tokenizer, eod_token=GPT2_EOD), log=lambda message: None,
+    pack(["eod.jsonl"], "x.pbin", PackSettings(tokenizer, eod=GPT2_EOD), log=lambda message: None,
          megatron_prefix="x", datatrove_name="ds/x")
     pbin_to_megatron("x.pbin", "converted")
     pbin_to_datatrove("x.pbin", "converted/x")

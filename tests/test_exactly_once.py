@@ -12,7 +12,8 @@ from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
 from tokenmill.pack import PackSettings, pack
 from tokenmill.pbin import read_sidecar
-from tokenmill.verify import coverage_problems, verify
+from tokenmill.coverage import coverage_problems
+from tokenmill.verify import verify
 
 
 @pytest.fixture
@@ -146,7 +147,7 @@ def test_an_input_that_grows_while_it_is_packed_is_refused_and_nothing_is_writte
             with open(corpus, "ab") as handle:
                 handle.write(b'{"text": "appended while packing"}\n')
 
-    settings = PackSettings(tokenizer_path=str(GPT2), eod_token=GPT2_EOD, on_bad_line="skip")
+    settings = PackSettings(tokenizer_path=str(GPT2), eod=GPT2_EOD, on_bad_line="skip")
     with pytest.raises(TokenmillError, match=r"growing\.jsonl: modified while it was being packed \(41 → 76 bytes\); "
                                              r"nothing was written"):
         pack([str(corpus)], str(tmp_path / "out.pbin"), settings, log=append_once)

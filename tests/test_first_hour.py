@@ -16,7 +16,7 @@ from conftest import GPT2, GPT2_EOD, MIXED_JSONL, REPO, SNAKEMAKE, run_tokenmill
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.pbin import read_sidecar
 from tokenmill.sidecar import sidecar_path
-from tokenmill.sample_index import build_gpt_cache, null_tokenizer_identifiers
+from tokenmill.gpt_cache import build_gpt_cache, null_tokenizer_identifiers
 from tokenmill.verify import verify
 
 IDENTIFIERS = null_tokenizer_identifiers(50257)

@@ -16,7 +16,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.mmidx import MMapIndexedDataset
 from tokenmill.pbin import PbinFile
 from tokenmill.raw_index import read_index
-from tokenmill.sample_index import load_cache
+from tokenmill.gpt_cache import load_cache
 from tokenmill.verify import verify
 
 pytestmark = pytest.mark.slow  # thousands of mutated files per format

@@ -10,7 +10,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.loader import ResumableSampler, collate_documents, collate_samples
 from tokenmill.mmidx import MMapIndexedDatasetBuilder
 from tokenmill.pbin import PbinWriter
-from tokenmill.sample_index import null_tokenizer_identifiers
+from tokenmill.gpt_cache import null_tokenizer_identifiers
 
 EOD = 99
 SEQ = 16

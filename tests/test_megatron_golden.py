@@ -57,7 +57,8 @@ from tokenmill.datasets import Nanoset, NanosetBuilder, NanosetConfig
 from tokenmill.errors import TokenmillError
 from tokenmill.mmidx import MMapIndexedDataset
 from tokenmill.handoff import HANDOFF_NAME, SEQUENCES_NAME
-from tokenmill.sample_index import build_gpt_cache, build_sample_index, load_cache
+from tokenmill.sample_index import build_sample_index
+from tokenmill.gpt_cache import build_gpt_cache, load_cache
 
 # dataset paths as the training job spells them (hashed into the cache names), relative to the work folder
 DEMO, PART_A, PART_B = DEMO_PREFIX, PART_A_PREFIX, PART_B_PREFIX

@@ -56,7 +56,7 @@ from conftest import make_demo_megatron, run_tokenmill
 from tokenmill.errors import TokenmillError
 from tokenmill.handoff import SEQUENCES_NAME, write_sequences_per_dataset
 from tokenmill.megatron_tokenizer import job_tokenizer_identifiers
-from tokenmill.sample_index import null_tokenizer_identifiers
+from tokenmill.gpt_cache import null_tokenizer_identifiers
 
 DEFAULT_TEXT = "megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText"  # 0.19's class
 TOKENIZER_TEXT = "megatron.core.tokenizers.text.text_tokenizer.MegatronTokenizerText"  # main's class

@@ -178,7 +178,7 @@ def test_sentencepiece_types_encode_hello_world_as_megatron(kind):
     info = load_tokenizer(TokenizerSpec(str(MISTRAL_MODEL), kind), TYPE_EOD)
     assert info.encode_reference(["Hello world"], False)[0].tolist() == [22557, 1526]
     assert info.tokenizer.encode("Hello world", add_special_tokens=False).ids == [22557, 1526]
-    assert (info.eod_token, info.eod_id, info.vocab_size, info.reference_library) == ("</s>", 2, 32000,
+    assert (info.eod, info.eod_id, info.vocab_size, info.reference_library) == ("</s>", 2, 32000,
                                                                                       "sentencepiece")
 
 
@@ -341,7 +341,7 @@ def test_pack_with_a_sentencepiece_model_writes_modalities_bytes(engine, tmp_pat
 
     out = tmp_path / "mixed.pbin"
     pack([str(DATA / "mixed.jsonl")], str(out), PackSettings(str(MISTRAL_MODEL), tokenizer_type="Llama2Tokenizer",
-                                                    eod_token=TYPE_EOD, engine=engine))
+                                                    eod=TYPE_EOD, engine=engine))
     assert _sha256(out) == MODALITIES_SP_SHA256["mixed.jsonl"]
     tokenizer = json.loads(Path(f"{out}.meta.json").read_text())["tokenizer"]
     assert (tokenizer["type"], tokenizer["reference"], tokenizer["eod_id"]) == ("Llama2Tokenizer", "sentencepiece", 2)

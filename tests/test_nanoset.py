@@ -8,7 +8,7 @@ import numpy as np
 
 from tokenmill.datasets import NanosetBuilder, NanosetConfig
 from tokenmill.mmidx import MMapIndexedDatasetBuilder
-from tokenmill.sample_index import null_tokenizer_identifiers
+from tokenmill.gpt_cache import null_tokenizer_identifiers
 
 EOD = 99
 

@@ -8,6 +8,7 @@ the workflow refuses a bad config at ``snakemake -n``, naming the key.
 import hashlib
 import json
 import os
+import re
 import resource
 import signal
 import subprocess
@@ -243,7 +244,7 @@ def test_bad_config_values_fail_before_any_job_naming_the_key(monkeypatch, edit,
     monkeypatch.chdir(REPO)
     config = yaml.safe_load((REPO / "config/config.yaml").read_text())
     edit(config)
-    with pytest.raises(TokenmillError) as error:
+    with pytest.raises(TokenmillError, match=re.escape(message)) as error:
         Plan(validate_config(config, "config/config.yaml"))
     assert message in str(error.value) and "\n" not in str(error.value)
 

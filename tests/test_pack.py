@@ -28,7 +28,7 @@ def sha256(path):
 
 def quiet_pack(inputs, out, **settings):
     settings.setdefault("tokenizer_path", str(GPT2))
-    settings.setdefault("eod_token", GPT2_EOD)
+    settings.setdefault("eod", GPT2_EOD)
     return pack([str(p) for p in inputs], str(out), PackSettings(**settings), log=lambda message: None)
 
 
@@ -150,7 +150,7 @@ def test_token_width_counts_added_tokens(tmp_path, extra_vocab, width):
     # its 256-word vocab_size and fails; the full id range needs 2. 65536 words + <eod>: 4 bytes.
     tokenizer = _tiny_tokenizer(tmp_path, extra_vocab)
     source = write_jsonl_bytes(tmp_path / "x.jsonl", [b'{"text": "w1 w2 w3"}'])
-    meta = quiet_pack([source], tmp_path / "x.pbin", tokenizer_path=str(tokenizer), eod_token="<eod>")
+    meta = quiet_pack([source], tmp_path / "x.pbin", tokenizer_path=str(tokenizer), eod="<eod>")
     assert meta["token_width"] == width
     eod_id = 256 + extra_vocab
     assert PbinFile(tmp_path / "x.pbin").document(0).tolist() == [1, 2, 3, eod_id]
@@ -163,18 +163,18 @@ def test_an_eod_text_that_is_one_token_but_not_its_vocabulary_string_is_refused_
     advice = re.escape("EOD token '\\n\\n' is not a single token of this tokenizer; the text encodes to the one id "
                        "628, whose vocabulary string is 'ĊĊ': give that") + "$"
     with pytest.raises(TokenmillError, match=advice):
-        quiet_pack([MIXED_JSONL], tmp_path / "x.pbin", eod_token="\n\n")
+        quiet_pack([MIXED_JSONL], tmp_path / "x.pbin", eod="\n\n")
     with pytest.raises(TokenmillError, match=advice):  # the workflow's check while planning says the same
         check_eod_in_file(GPT2, "\n\n")
     with pytest.raises(TokenmillError, match=r"EOD token 'two words' is not a single token of this tokenizer "
                                              r"\(the text encodes to 2 ids\)$"):
         check_eod_in_file(GPT2, "two words")
-    assert quiet_pack([MIXED_JSONL], tmp_path / "x.pbin", eod_token="ĊĊ")["tokenizer"]["eod_id"] == 628
+    assert quiet_pack([MIXED_JSONL], tmp_path / "x.pbin", eod="ĊĊ")["tokenizer"]["eod_id"] == 628
 
 
 def test_unknown_eod_token_and_non_tokenizer_file_are_clear_errors(tmp_path):
     with pytest.raises(TokenmillError, match="EOD token '<eos>' is not a single token"):
-        quiet_pack([MIXED_JSONL], tmp_path / "x.pbin", eod_token="<eos>")
+        quiet_pack([MIXED_JSONL], tmp_path / "x.pbin", eod="<eos>")
     not_a_tokenizer = tmp_path / "tok.json"
     not_a_tokenizer.write_text('{"hello": 1}')
     with pytest.raises(TokenmillError, match="tok.json: not a Hugging Face tokenizer.json"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -51,7 +52,7 @@ def write_jsonl(path: Path, rows: list[dict]) -> Path:
 
 
 def packed(inputs, out: Path, text: str = ".text", on_bad_line: str = "error", **options) -> dict:
-    settings = PackSettings(tokenizer_path=str(GPT2), eod_token=GPT2_EOD, text=text, on_bad_line=on_bad_line,
+    settings = PackSettings(tokenizer_path=str(GPT2), eod=GPT2_EOD, text=text, on_bad_line=on_bad_line,
                             engine="hf")
     return pack([str(path) for path in inputs], str(out), settings, log=lambda message: None, **options)
 
@@ -120,7 +121,7 @@ def test_a_bad_value_is_a_bad_line_named_by_its_row(tmp_path, value, reason):
     rows[6]["text"] = value  # row 7
     schema = pa.schema([("text", pa.string()), ("other", pa.int64())])
     parquet = write_parquet(tmp_path / "bad.parquet", rows, schema, row_group_size=4)
-    with pytest.raises(TokenmillError) as stopped:
+    with pytest.raises(TokenmillError, match="row 7: ") as stopped:
         packed([parquet], tmp_path / "x.pbin")
     assert str(stopped.value) == f"{parquet}: row 7: {reason} (on_bad_line: error; use skip to leave such lines out)"
     assert not (tmp_path / "x.pbin").exists()
@@ -137,7 +138,7 @@ def test_a_text_column_that_holds_no_text_is_an_error_for_the_file(tmp_path, arr
     schema = pa.schema([("text", arrow_type), ("content", pa.string())])
     parquet = write_parquet(tmp_path / "typed.parquet", [{"text": value, "content": f"row {i}"} for i in range(10)],
                             schema)
-    with pytest.raises(TokenmillError) as stopped:
+    with pytest.raises(TokenmillError, match="not text, for the text pattern") as stopped:
         packed([parquet], tmp_path / "x.pbin", on_bad_line=on_bad_line)
     assert str(stopped.value) == (f"{parquet}: column 'text' holds {arrow_type}, not text, for the text pattern .text; "
                                   f"use text: .content (or --jq .content)")
@@ -147,7 +148,7 @@ def test_a_text_column_that_holds_no_text_is_an_error_for_the_file(tmp_path, arr
 def test_rows_are_numbered_through_the_whole_file_in_any_batch_and_range(tmp_path):
     rows = [{"text": f"row {i}" if i % 7 else None} for i in range(1, 31)]  # rows 7, 14, 21 and 28 are null
     parquet = write_parquet(tmp_path / "n.parquet", rows, row_group_size=4)
-    settings = PackSettings(tokenizer_path=str(GPT2), eod_token=GPT2_EOD, on_bad_line="skip", engine="hf",
+    settings = PackSettings(tokenizer_path=str(GPT2), eod=GPT2_EOD, on_bad_line="skip", engine="hf",
                             batch_bytes=50)  # batches of a few rows, cut across row groups
     meta = pack([str(parquet)], str(tmp_path / "n.pbin"), settings, log=lambda message: None)
     assert meta["skipped"] == {"text is not a string (a NoneType)": 4}
@@ -169,10 +170,10 @@ def test_a_missing_column_is_an_error_for_the_file_whatever_on_bad_line_says(tmp
     parquet = no_text_column(tmp_path)
     expected = (f"{parquet}: no column 'text' for the text pattern .text; its columns: id, content, meta; "
                 f"use text: .content (or --jq .content), or another of its string columns: .meta.lang")
-    with pytest.raises(TokenmillError) as stopped:
+    with pytest.raises(TokenmillError, match=re.escape(expected)) as stopped:
         packed([parquet], tmp_path / "x.pbin", on_bad_line=on_bad_line)
     assert str(stopped.value) == expected
-    with pytest.raises(TokenmillError) as stopped:
+    with pytest.raises(TokenmillError, match="has no field 'body'") as stopped:
         packed([parquet], tmp_path / "x.pbin", text=".meta.body", on_bad_line=on_bad_line)
     assert str(stopped.value).startswith(f"{parquet}: column 'meta' has no field 'body' for the text pattern "
                                          f".meta.body; its fields: k, lang; use text: .content")
@@ -213,7 +214,7 @@ def test_invalid_utf8_in_a_string_column_is_a_bad_row_naming_the_column(tmp_path
     packed([write_jsonl(tmp_path / "good.jsonl", good)], tmp_path / "j.pbin")
     assert (tmp_path / "p.pbin").read_bytes() == (tmp_path / "j.pbin").read_bytes()
     assert show_document(tmp_path / "p.pbin", 6)[-2:] == [f"source: {parquet}, row 9", "id: 9"]  # its id column
-    with pytest.raises(TokenmillError) as stopped:
+    with pytest.raises(TokenmillError, match="row 3: ") as stopped:
         packed([parquet], tmp_path / "x.pbin")
     assert str(stopped.value) == f"{parquet}: row 3: {reason} (on_bad_line: error; use skip to leave such lines out)"
 
@@ -237,7 +238,7 @@ def test_a_timestamp_past_year_9999_is_a_bad_row_for_a_pattern_that_reads_it(tmp
     parquet = write_parquet(tmp_path / "ts.parquet", rows, pa.schema([("text", pa.string()),
                                                                       ("ts", pa.timestamp("s"))]), row_group_size=4)
     reason = "column 'ts': a date or time outside the years 1 to 9999 that Python's datetime holds"
-    with pytest.raises(TokenmillError) as stopped:
+    with pytest.raises(TokenmillError, match="row 5: ") as stopped:
         packed([parquet], tmp_path / "x.pbin", text=pattern)
     assert str(stopped.value) == f"{parquet}: row 5: {reason} (on_bad_line: error; use skip to leave such lines out)"
     meta = packed([parquet], tmp_path / "p.pbin", text=pattern, on_bad_line="skip")
@@ -267,7 +268,7 @@ def test_nanosecond_times_are_iso_text_whatever_is_installed(tmp_path):
 
 def test_a_row_over_max_line_bytes_is_a_bad_line(tmp_path):
     parquet = write_parquet(tmp_path / "long.parquet", [{"text": "short"}, {"text": "x" * 500}, {"text": "fine"}])
-    settings = PackSettings(tokenizer_path=str(GPT2), eod_token=GPT2_EOD, on_bad_line="skip", engine="hf",
+    settings = PackSettings(tokenizer_path=str(GPT2), eod=GPT2_EOD, on_bad_line="skip", engine="hf",
                             max_line_bytes=100)
     meta = pack([str(parquet)], str(tmp_path / "x.pbin"), settings, log=lambda message: None)
     reason, = meta["skipped"]  # {"text":"x...x"}: 9 + 500 + 2 bytes of JSON

@@ -14,7 +14,7 @@ import pytest
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, run_tokenmill
 from tokenmill.errors import TokenmillError
 from tokenmill.report import length_histogram_svg
-from tokenmill.sample_index import load_npy
+from tokenmill.gpt_cache import load_npy
 
 
 @pytest.fixture(scope="module")
@@ -166,7 +166,7 @@ def test_a_blend_page_says_how_many_epochs_of_each_dataset_the_blend_takes(tmp_p
     from tokenmill.blend import build_blend_cache
     from tokenmill.mmidx import MMapIndexedDatasetBuilder
     from tokenmill.report import blend_page
-    from tokenmill.sample_index import null_tokenizer_identifiers
+    from tokenmill.gpt_cache import null_tokenizer_identifiers
 
     # a: 1,000 documents of 5 tokens (~1,250 samples of 4 an epoch); b: 100 documents (~125 an epoch)
     for name, documents in (("a", 1000), ("b", 100)):

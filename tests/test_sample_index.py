@@ -15,7 +15,8 @@ from conftest import DEMO_JSONL, GPT2, GPT2_EOD, run_tokenmill
 from tokenmill.errors import TokenmillError
 from tokenmill.mmidx import MMapIndexedDatasetBuilder
 from tokenmill.sample_index import (GPTIndexSpec, build_document_index, build_gpt_indices, build_sample_index,
-                                    description, parse_split, split_matrix, split_ranges)
+                                    parse_split, split_matrix, split_ranges)
+from tokenmill.gpt_cache import description
 
 
 def test_split_parsing_and_bookends():

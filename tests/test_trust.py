@@ -27,7 +27,7 @@ from tokenmill.mmidx import MMapIndexedDataset
 from tokenmill.pbin import PbinFile, PbinWriter, read_sidecar
 from tokenmill.sidecar import sidecar_path
 from tokenmill.safe_pickle import loads_pairs
-from tokenmill.sample_index import null_tokenizer_identifiers
+from tokenmill.gpt_cache import null_tokenizer_identifiers
 
 MINILM = DATA / "minilm-bert.tokenizer.json"  # ships with truncation to 128 and padding to 128
 MINILM_PAD_ID = 0
@@ -267,7 +267,7 @@ def nested_shared_lists(levels: int, fan_out: int = 10) -> bytes:
 ])
 def test_a_crafted_index_pickle_is_refused_with_a_short_message(payload):
     assert len(payload) < 4096
-    with pytest.raises(TokenmillError) as refused:
+    with pytest.raises(TokenmillError, match=r"not a list of \(int, int\) pairs") as refused:
         loads_pairs(payload, "evil.idx")
     message = str(refused.value)
     assert message.startswith("evil.idx: index pickle is not a list of (int, int) pairs") and len(message) < 300

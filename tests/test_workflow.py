@@ -11,7 +11,7 @@ from conftest import REPO, planned_jobs, run_snakemake, run_tokenmill
 from tokenmill.mmidx import MMapIndexedDataset
 from tokenmill.pbin import PbinFile, read_sidecar
 
-from tokenmill.sample_index import load_npy
+from tokenmill.gpt_cache import load_npy
 
 
 def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(workflow_dir):

@@ -65,7 +65,7 @@ class PackSettings:
     Args:
         tokenizer_path: a Hugging Face ``tokenizer.json``, or the files of ``tokenizer_type``.
         text: jq pattern selecting the text; a plain ``.key`` is read with orjson directly.
-        eod_token: end-of-document token string appended to every document; None appends nothing.
+        eod: end-of-document token string appended to every document; None appends nothing.
         add_special_tokens: let the tokenizer's post-processor add its BOS/EOS (HF default, as
             Modalities does).
         on_bad_line: ``"error"`` stops at the first bad line, ``"skip"`` counts and leaves it out.
@@ -88,7 +88,7 @@ class PackSettings:
     # The defaults are the workflow config's (its schema), as the CLI's are.
     tokenizer_path: str
     text: str = field(default_factory=lambda: default("datasets.*.text"))
-    eod_token: str | None = None
+    eod: str | None = None
     add_special_tokens: bool = field(default_factory=lambda: default("tokenizers.*.add_special_tokens"))
     on_bad_line: str = field(default_factory=lambda: default("datasets.*.on_bad_line"))
     workers: int = 1
@@ -344,7 +344,7 @@ def start_engine(settings: PackSettings, asked: str, input_bytes: float, estimat
     big_hf_job = input_bytes > _HF_BIG_BUFFERS_BYTES
     if settings.engine == "hf" and big_hf_job:
         _free_big_buffers_at_once()  # before the tokenizer's load, whose buffers are big too
-    tokenizer = load_tokenizer(settings.tokenizer_spec, settings.eod_token)
+    tokenizer = load_tokenizer(settings.tokenizer_spec, settings.eod)
     encoder = Encoder(tokenizer, asked, input_bytes=input_bytes, estimate=estimate)
     if encoder.name == "hf" and settings.engine != "hf" and big_hf_job:  # auto took HF: an unproven tokenizer
         _free_big_buffers_at_once()

@@ -31,8 +31,9 @@ import numpy as np
 
 from tokenmill import _kernels
 from tokenmill.errors import TokenmillError
-from tokenmill.sample_index import (SPLIT_NAMES, alias_gpt_cache, build_gpt_cache, cache_file_names, check_sampling,
-                                    link_cache, load_cache, normalise, retokenize, write_cache)
+from tokenmill.sample_index import SPLIT_NAMES, check_sampling, normalise
+from tokenmill.gpt_cache import (alias_gpt_cache, build_gpt_cache, cache_file_names, link_cache, load_cache,
+                                 retokenize, write_cache)
 
 __all__ = ["MID_LEVEL_SURPLUS", "parse_blend", "check_weights", "blend_sizes", "build_blending_indices",
            "build_exhaustive_blending_indices", "build_blend_cache", "alias_blend_cache"]
@@ -114,7 +115,7 @@ def build_blend_cache(prefixes: list[str], weights: list[float] | None, cache_di
         cache_dir: the folder for all cache files (Megatron's ``--data-cache-path``).
         num_samples: per split, the blend's size; with weights every split needs one (0 allowed).
         dataset_paths: the prefixes as the training job spells them (hashed); default ``prefixes``.
-        Others: as :func:`tokenmill.sample_index.build_gpt_cache`.
+        Others: as :func:`tokenmill.gpt_cache.build_gpt_cache`.
 
     Returns:
         Per split: ``{"description", "files", "samples", "state"}`` of the blend (``found`` or
@@ -185,13 +186,13 @@ def build_blend_cache(prefixes: list[str], weights: list[float] | None, cache_di
 def alias_blend_cache(cache_dir: str | os.PathLike, results: dict[str, dict], tokenizer_identifiers: dict,
                       ) -> dict[str, dict]:
     """Name :func:`build_blend_cache`'s caches (the blend's and its datasets') for another tokenizer
-    identity too, over the same arrays (see :func:`tokenmill.sample_index.link_cache`).
+    identity too, over the same arrays (see :func:`tokenmill.gpt_cache.link_cache`).
 
     Returns:
         Per split, a result like :func:`build_blend_cache`'s for the new names.
 
     Raises:
-        TokenmillError: as :func:`tokenmill.sample_index.link_cache`.
+        TokenmillError: as :func:`tokenmill.gpt_cache.link_cache`.
     """
     aliased = {}
     for name, result in results.items():

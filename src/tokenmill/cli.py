@@ -53,7 +53,7 @@ def _pack(args: argparse.Namespace) -> None:
     type_options = {} if args.tokenizer_type is None else dict(
         tokenizer_type=args.tokenizer_type, tiktoken_pattern=args.tiktoken_pattern,
         tiktoken_num_special_tokens=args.tiktoken_num_special_tokens, vocab_size=args.vocab_size)
-    settings = PackSettings(tokenizer_path=args.tokenizer, text=args.jq, eod_token=eod, **type_options,
+    settings = PackSettings(tokenizer_path=args.tokenizer, text=args.jq, eod=eod, **type_options,
                             add_special_tokens=not args.no_special_tokens, on_bad_line=args.on_bad_line,
                             workers=args.workers, batch_bytes=args.batch_bytes, engine=args.engine,
                             check_fraction=args.check_fraction, on_mismatch=args.on_mismatch,
@@ -302,7 +302,8 @@ def _hf_tokenizer_folder(args: argparse.Namespace) -> None:
 
 
 def _sample_index(args: argparse.Namespace) -> None:
-    from tokenmill.sample_index import alias_gpt_cache, build_gpt_cache, num_samples_for_epochs
+    from tokenmill.sample_index import num_samples_for_epochs
+    from tokenmill.gpt_cache import alias_gpt_cache, build_gpt_cache
 
     prefix = prefix_of(args.prefix)
     tokenizers = _job_tokenizers(args)

@@ -24,14 +24,7 @@ BertWordPieceCase
 
 Conversions (facts of the formats; measured equal on real files, and proven per job by :mod:`tokenmill.proof`):
 
-* **SentencePiece BPE → BPE.** A ``.model`` is a protobuf ``ModelProto``: field 1 the pieces (each: 1
-  piece, 2 score, 3 type), field 2 the trainer spec (3 model type, 35 byte fallback), field 3 the
-  normalizer spec (1 name, 2 precompiled charsmap, 3 add_dummy_prefix, 4 remove_extra_whitespaces,
-  5 escape_whitespaces). A BPE model with the ``identity`` normalizer, a dummy prefix, whitespace
-  escaped and kept encodes like a BPE over the same pieces whose merge of pieces ``a`` and ``b`` ranks
-  as the score of ``a + b``, after ``' ' → '▁'`` and a leading ``'▁'``, with byte fallback. Control
-  pieces (``<s>``, ``</s>``) are no added tokens: SentencePiece encodes their spelling in a text as
-  text, and so does Megatron. Other models (Unigram, NFKC) are refused in one line.
+* **SentencePiece BPE → BPE**: :mod:`tokenmill.sentencepiece_model`.
 * **tiktoken → byte-level BPE.** Megatron's TikTokenizer keeps the first ``vocab_size -
   num_special_tokens`` ranks, numbers them after ``num_special_tokens`` specials (``<unk> <s> </s>
   <mask> <pad> <cls> <sep>``, then ``<SPECIAL_7>``...), splits text with the ``v1``/``v2`` regex and
@@ -59,6 +52,7 @@ import numpy as np
 import orjson
 
 from tokenmill.errors import TokenmillError
+from tokenmill.sentencepiece_model import PIECE_CONTROL, bpe_tokenizer_json, conversion_refusal, read_model
 
 __all__ = ["HF_TYPE", "SENTENCEPIECE_TYPES", "TYPES", "TIKTOKEN_PATTERNS", "TIKTOKEN_SPECIAL_TOKENS",
            "TokenizerSpec", "Family", "load_family", "ReferenceEncoder"]
@@ -180,14 +174,14 @@ class Family:
         spec: what was asked for.
         hf_json: the ``tokenizer.json`` text the engines load.
         sha256: hex sha256 of the files read (several: of their names and bytes).
-        eod_token: the type's end-of-document token as Megatron takes it, or None.
+        eod: the type's end-of-document token as Megatron takes it, or None.
         reference: the library Megatron encodes with, or None where that is Hugging Face's (``hf_json``).
     """
 
     spec: TokenizerSpec
     hf_json: str
     sha256: str
-    eod_token: str | None
+    eod: str | None
     reference: ReferenceEncoder | None = field(default=None, repr=False)
 
     @functools.cached_property
@@ -245,146 +239,34 @@ def _load_hf_folder(spec: TokenizerSpec) -> Family:
         return Family(spec, content.decode("utf-8", "replace"), hashlib.sha256(content).hexdigest(), None)
     tokenizer_json = os.path.join(spec.path, "tokenizer.json")
     content = _read(tokenizer_json, "tokenizer.json")
-    eod_token = None
+    eod = None
     config_path = os.path.join(spec.path, "tokenizer_config.json")
     if os.path.isfile(config_path):
         try:
             eos = orjson.loads(_read(config_path, "tokenizer_config.json")).get("eos_token")
         except (orjson.JSONDecodeError, AttributeError):
             raise TokenmillError(f"{config_path}: not a JSON object") from None
-        eod_token = eos.get("content") if isinstance(eos, dict) else eos
-    return Family(spec, content.decode("utf-8", "replace"), hashlib.sha256(content).hexdigest(), eod_token)
+        eod = eos.get("content") if isinstance(eos, dict) else eos
+    return Family(spec, content.decode("utf-8", "replace"), hashlib.sha256(content).hexdigest(), eod)
 
 
 # ---- SentencePiece ---------------------------------------------------------------------------------------------
 
-def _varint(data: bytes, position: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if position >= len(data):
-            raise ValueError("truncated varint")
-        byte = data[position]
-        value |= (byte & 0x7F) << shift
-        position += 1
-        if byte < 0x80:
-            return value, position
-        shift += 7
-
-
-def _protobuf_fields(data: bytes):
-    """``(field number, wire type, value)`` of a protobuf message: an int for varints, bytes for
-    length-delimited fields, the raw bytes for fixed 32/64-bit ones.
-
-    Raises:
-        ValueError: a truncated message or an unknown wire type.
-    """
-    position = 0
-    while position < len(data):
-        key, position = _varint(data, position)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            value, position = _varint(data, position)
-        elif wire == 2:
-            size, position = _varint(data, position)
-            value, position = data[position:position + size], position + size
-            if position > len(data):
-                raise ValueError("truncated field")
-        elif wire in (1, 5):
-            size = 8 if wire == 1 else 4
-            value, position = data[position:position + size], position + size
-        else:
-            raise ValueError(f"wire type {wire}")
-        yield number, wire, value
-
-
-# SentencePiece.Type values read here (UNUSED = 5 and BYTE = 6 are kept as pieces, never merged)
-_PIECE_NORMAL, _PIECE_UNKNOWN, _PIECE_CONTROL, _PIECE_USER_DEFINED = 1, 2, 3, 4
-_MODEL_BPE = 2
-
-
-def _sentencepiece_facts(content: bytes) -> tuple[list[tuple[str, float, int]], dict]:
-    """The pieces ``(piece, score, type)`` and the trainer and normalizer settings of a ``ModelProto``."""
-    pieces, settings = [], {"model_type": 1, "byte_fallback": False, "normalizer": "nmt_nfkc",
-                            "add_dummy_prefix": True, "remove_extra_whitespaces": True, "escape_whitespaces": True}
-    for number, _, value in _protobuf_fields(content):
-        if number == 1:  # SentencePiece: 1 piece, 2 score (float32), 3 type (default NORMAL)
-            piece, score, kind = "", 0.0, _PIECE_NORMAL
-            for sub, _, sub_value in _protobuf_fields(value):
-                if sub == 1:
-                    piece = sub_value.decode("utf-8")
-                elif sub == 2:
-                    score = float(np.frombuffer(sub_value, "<f4")[0])
-                elif sub == 3:
-                    kind = sub_value
-            pieces.append((piece, score, kind))
-        elif number == 2:  # TrainerSpec: 3 model_type, 35 byte_fallback
-            for sub, _, sub_value in _protobuf_fields(value):
-                if sub == 3:
-                    settings["model_type"] = sub_value
-                elif sub == 35:
-                    settings["byte_fallback"] = bool(sub_value)
-        elif number == 3:  # NormalizerSpec: 1 name (2, its precompiled charsmap, goes with it), 3-5 the switches
-            names = {1: "normalizer", 3: "add_dummy_prefix", 4: "remove_extra_whitespaces", 5: "escape_whitespaces"}
-            for sub, _, sub_value in _protobuf_fields(value):
-                if sub in names:
-                    settings[names[sub]] = sub_value.decode("utf-8") if sub == 1 else bool(sub_value)
-    return pieces, settings
-
-
-def _sentencepiece_refusal(pieces: list, settings: dict) -> str | None:
-    if settings["model_type"] != _MODEL_BPE:
-        return "it is not a BPE model (Unigram, word or char models are not supported yet)"
-    if settings["normalizer"] != "identity":
-        return f"its normalizer is {settings['normalizer']!r}, not identity"
-    if not settings["add_dummy_prefix"] or settings["remove_extra_whitespaces"] or not settings["escape_whitespaces"]:
-        return "its whitespace settings are not Llama's (add_dummy_prefix, keep extra whitespace, escape it)"
-    if any(kind == _PIECE_USER_DEFINED for _, _, kind in pieces):
-        return "it has user-defined pieces"
-    return None
-
-
 def _load_sentencepiece(spec: TokenizerSpec) -> Family:
     content = _read(spec.path, "SentencePiece model")
     try:
-        pieces, settings = _sentencepiece_facts(content)
+        pieces, settings = read_model(content)
     except (ValueError, UnicodeDecodeError) as exc:
         raise TokenmillError(f"{spec.path}: not a SentencePiece model ({exc})") from None
     if not pieces:
         raise TokenmillError(f"{spec.path}: not a SentencePiece model (no pieces)")
-    refusal = _sentencepiece_refusal(pieces, settings)
+    refusal = conversion_refusal(pieces, settings)
     if refusal:
         raise TokenmillError(f"{spec.path}: {spec.type} model cannot be converted for tokenmill's engines: {refusal}")
-    return Family(spec, _sentencepiece_bpe_json(pieces, settings["byte_fallback"]),
+    return Family(spec, bpe_tokenizer_json(pieces, settings["byte_fallback"]),
                   hashlib.sha256(content).hexdigest(),
-                  next((piece for piece, _, kind in pieces if piece == "</s>" and kind == _PIECE_CONTROL), None),
+                  next((piece for piece, _, kind in pieces if piece == "</s>" and kind == PIECE_CONTROL), None),
                   _SentencePieceReference(content))
-
-
-def _sentencepiece_bpe_json(pieces: list[tuple[str, float, int]], byte_fallback: bool) -> str:
-    vocab = {piece: index for index, (piece, _, _) in enumerate(pieces)}
-    mergeable = {piece: index for index, (piece, _, kind) in enumerate(pieces) if kind == _PIECE_NORMAL}
-    merges = []
-    for piece, merged in mergeable.items():
-        splits = sorted((mergeable[piece[:cut]], mergeable[piece[cut:]], piece[:cut], piece[cut:])
-                        for cut in range(1, len(piece)) if piece[:cut] in mergeable and piece[cut:] in mergeable)
-        merges += [(-pieces[merged][1], merged, left_id, right_id, left, right)
-                   for left_id, right_id, left, right in splits]
-    merges.sort()
-    unk = next((piece for piece, _, kind in pieces if kind == _PIECE_UNKNOWN), None)
-    config = {
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": [],
-        "normalizer": {"type": "Sequence", "normalizers": [
-            {"type": "Prepend", "prepend": "\u2581"},
-            {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
-        "pre_tokenizer": None, "post_processor": None,
-        "decoder": {"type": "Sequence", "decoders": [
-            {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
-            {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
-        "model": {"type": "BPE", "dropout": None, "unk_token": unk, "continuing_subword_prefix": None,
-                  "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": byte_fallback,
-                  "ignore_merges": False, "vocab": vocab, "merges": [[left, right] for *_, left, right in merges]},
-    }
-    return orjson.dumps(config).decode("utf-8")
 
 
 # ---- tiktoken --------------------------------------------------------------------------------------------------

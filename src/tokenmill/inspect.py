@@ -173,7 +173,8 @@ def describe_caches(folder: str | os.PathLike) -> list[str]:
     Raises:
         TokenmillError: a folder without ``*-description.txt``, or a cache file that is not a plain ``.npy``.
     """
-    from tokenmill.sample_index import SPLIT_NAMES, load_cache
+    from tokenmill.sample_index import SPLIT_NAMES
+    from tokenmill.gpt_cache import load_cache
     from tokenmill.verify_cache import duplicate_caches
 
     folder = Path(folder)
@@ -339,7 +340,7 @@ def _descriptions(cache: Path, class_name: str, split: str, every_name: bool = F
     """The split's caches of a class, one per set of arrays (unless ``every_name``): a folder built for
     several Megatron versions names the same arrays once per tokenizer identity, and those descriptions
     differ only there."""
-    from tokenmill.sample_index import retokenize
+    from tokenmill.gpt_cache import retokenize
 
     found, seen = [], set()
     for path in sorted(cache.glob(f"*-{class_name}-{split}-description.txt")):
@@ -369,7 +370,7 @@ def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.P
     Raises:
         TokenmillError: no (or more than one) cache of that split in ``cache``, or ``sample`` out of range.
     """
-    from tokenmill.sample_index import load_cache
+    from tokenmill.gpt_cache import load_cache
 
     cache = Path(cache)
     blends = _descriptions(cache, "BlendedDataset", split)
@@ -411,7 +412,7 @@ def _check_cache_of(dataset: MMapIndexedDataset, prefix: Path, cache: Path, text
                     arrays: dict) -> None:
     """Refuse a cache built for another dataset: its fingerprint (tokenmill's caches), else its
     document index reaching past the dataset (a cache Megatron built)."""
-    from tokenmill.sample_index import cache_fingerprint, dataset_fingerprint
+    from tokenmill.gpt_cache import cache_fingerprint, dataset_fingerprint
 
     fingerprint = cache_fingerprint(cache, text, split)
     if fingerprint is not None and fingerprint != dataset_fingerprint(dataset):
@@ -425,7 +426,7 @@ def _check_cache_of(dataset: MMapIndexedDataset, prefix: Path, cache: Path, text
 
 def _gpt_sample(prefix: Path, sample: int, cache: Path, text: str, split: str,
                 tokenizer_path: str | None) -> list[str]:
-    from tokenmill.sample_index import load_cache
+    from tokenmill.gpt_cache import load_cache
     from tokenmill.samples import sample_pieces
 
     identifiers = json.loads(text)

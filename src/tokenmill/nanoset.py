@@ -4,7 +4,7 @@
   returns them (docs/algorithms.md §3), plus the boundaries of the documents in each sample (``cu_seqlens``),
   taken from the index rather than guessed from EOD tokens.
 * :class:`NanosetConfig` — what a Nanoset reads and how it shapes samples (Megatron's flags).
-* :class:`NanosetBuilder` — builds (or finds) the index caches (:func:`tokenmill.sample_index.build_gpt_cache`,
+* :class:`NanosetBuilder` — builds (or finds) the index caches (:func:`tokenmill.gpt_cache.build_gpt_cache`,
   :func:`tokenmill.blend.build_blend_cache`) and returns one Nanoset, or :class:`BlendedNanoset`, per split.
 * :class:`BlendedNanoset` — Megatron's BlendedDataset over Nanosets.
 * :class:`MappedIndices` — the cache ``.npy`` files a dataset's arrays are mapped from, so that a
@@ -38,7 +38,7 @@ from torch.utils.data import Dataset
 from tokenmill.identity import FileIdentity
 from tokenmill.mmidx import MMapIndexedDataset
 from tokenmill.errors import TokenmillError
-from tokenmill.sample_index import build_gpt_cache, cache_file_names, cache_fingerprint, dataset_fingerprint, load_npy
+from tokenmill.gpt_cache import build_gpt_cache, cache_file_names, cache_fingerprint, dataset_fingerprint, load_npy
 from tokenmill.samples import sample_pieces
 
 __all__ = ["MappedIndices", "NanosetConfig", "Nanoset", "NanosetBuilder", "BlendedNanoset"]
@@ -58,7 +58,7 @@ class MappedIndices:
     @classmethod
     def of_cache(cls, cache_dir: str | os.PathLike, description_text: str, split: str, keys: tuple[str, ...],
                  class_name: str) -> "MappedIndices":
-        """The files :func:`tokenmill.sample_index.load_cache` maps for these arguments."""
+        """The files :func:`tokenmill.gpt_cache.load_cache` maps for these arguments."""
         names = cache_file_names(description_text, split, class_name, tuple(f"{key}.npy" for key in keys))
         return cls({key: Path(cache_dir) / names[f"{key}.npy"] for key in keys})
 

@@ -31,7 +31,7 @@ from tokenmill.handoff import HANDOFF_NAME
 from tokenmill.pbin import PbinFile, read_sidecar
 from tokenmill.provenance import document_lines, field_values, tokens_per_source
 from tokenmill.sidecar import SourceRecord, resolve_sidecar_paths
-from tokenmill.sample_index import cache_file_names, load_npy
+from tokenmill.gpt_cache import cache_file_names, load_npy
 
 __all__ = ["dataset_page", "blend_page", "length_histogram_svg"]
 

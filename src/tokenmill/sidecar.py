@@ -87,7 +87,7 @@ class TokenizerRecord(TypedDict, total=False):
     sha256: str
     vocab_size: int
     id_limit: int  # ids stop below this where the vocabulary has gaps
-    eod_token: str | None
+    eod_token: str | None  # the format's key since version 1 (`eod` in the config, the CLI and the code)
     eod_id: int | None
     pad_id: int | None
     add_special_tokens: bool

@@ -48,7 +48,7 @@ from tokenmill.families import HF_TYPE, Family, TokenizerSpec, load_family
 __all__ = ["TokenizerInfo", "TYPE_EOD", "load_tokenizer", "token_width_for", "check_eod_in_file", "fast_engine_refusal",
            "spec_of", "post_processor_ids"]
 
-# ``eod_token`` that asks for the tokenizer type's own end-of-document token (Megatron's ``tokenizer.eod``).
+# The ``eod`` that asks for the tokenizer type's own end-of-document token (Megatron's ``tokenizer.eod``).
 TYPE_EOD = "<the type's EOD>"
 
 
@@ -74,7 +74,7 @@ class TokenizerInfo:
         sha256: hex sha256 of that file.
         vocab_size: the loaded tokenizer's number of tokens, added tokens included (``len(tokenizer)``).
         token_width: bytes per token (1, 2 or 4), enough for ``id_limit``.
-        eod_token: the end-of-document token string, or None.
+        eod: the end-of-document token string, or None.
         eod_id: its id, or None.
         ignored_settings: the file's ``truncation`` / ``padding`` settings that loading switched
             off (empty when it had none).
@@ -94,7 +94,7 @@ class TokenizerInfo:
     sha256: str
     vocab_size: int
     token_width: int
-    eod_token: str | None
+    eod: str | None
     eod_id: int | None
     ignored_settings: dict
     pad_id: int | None
@@ -132,7 +132,7 @@ class TokenizerInfo:
         """What a sidecar records of this tokenizer (everything a rebuild must reproduce)."""
         before, after = self.post_processor_ids
         entry = {"path": self.path, "sha256": self.sha256, "vocab_size": self.vocab_size,
-                 "eod_token": self.eod_token, "eod_id": self.eod_id, "pad_id": self.pad_id,
+                 "eod_token": self.eod, "eod_id": self.eod_id, "pad_id": self.pad_id,
                  "ignored_settings": self.ignored_settings,
                  "post_processor_ids": {"before": list(before), "after": list(after)}}
         if self.id_limit not in (None, self.vocab_size):  # ids with gaps: what a reader checks ids against
@@ -152,18 +152,18 @@ def _is_plain_file(spec: TokenizerSpec) -> bool:
     return spec.type == HF_TYPE and not os.path.isdir(spec.path)
 
 
-def load_tokenizer(source: str | os.PathLike | TokenizerSpec, eod_token: str | None = None) -> TokenizerInfo:
+def load_tokenizer(source: str | os.PathLike | TokenizerSpec, eod: str | None = None) -> TokenizerInfo:
     """Load a tokenizer and resolve the EOD token.
 
     Args:
         source: a Hugging Face ``tokenizer.json``, or a Megatron tokenizer type and its files.
-        eod_token: the end-of-document token string (e.g. ``<|endoftext|>``); None for none;
+        eod: the end-of-document token string (e.g. ``<|endoftext|>``); None for none;
             :data:`TYPE_EOD` for the type's own (for a ``tokenizer.json`` without a folder: none).
 
     Truncation and padding stored in the file are switched off (see the module docstring).
 
     Raises:
-        TokenmillError: the file is missing or not a tokenizer, or ``eod_token`` is not one token.
+        TokenmillError: the file is missing or not a tokenizer, or ``eod`` is not one token.
     """
     spec = spec_of(source)
     path, family = spec.path, None
@@ -176,8 +176,8 @@ def load_tokenizer(source: str | os.PathLike | TokenizerSpec, eod_token: str | N
     else:
         family = load_family(spec)
         content, sha256 = family.hf_json.encode("utf-8"), family.sha256
-    if eod_token == TYPE_EOD:
-        eod_token = family.eod_token if family else None
+    if eod == TYPE_EOD:
+        eod = family.eod if family else None
     try:
         config = orjson.loads(content)
         # What is read from the parsed file is taken before loading, so that the parsed vocabulary
@@ -203,24 +203,24 @@ def load_tokenizer(source: str | os.PathLike | TokenizerSpec, eod_token: str | N
         model_ids = max(ids) + 1 if ids else 0
     id_limit = max([model_ids, *(token_id + 1 for token_id in tokenizer.get_added_tokens_decoder())])
     eod_id = None
-    if eod_token is not None:
-        eod_id = tokenizer.token_to_id(eod_token)
+    if eod is not None:
+        eod_id = tokenizer.token_to_id(eod)
         if eod_id is None:
-            raise TokenmillError(f"{path}: EOD token {eod_token!r} is not a single token of this tokenizer"
-                                 f"{_eod_advice(tokenizer, eod_token)}")
+            raise TokenmillError(f"{path}: EOD token {eod!r} is not a single token of this tokenizer"
+                                 f"{_eod_advice(tokenizer, eod)}")
     refusal = facts[1]
     if family is not None and family.reference is not None and refusal:
         refusal = None  # a conversion of ours: fastokens is proven on it per job against the type's own library
     return TokenizerInfo(tokenizer=tokenizer, path=str(path), sha256=sha256,
                          vocab_size=vocab_size, token_width=token_width_for(id_limit),
-                         eod_token=eod_token, eod_id=eod_id, ignored_settings=ignored_settings,
+                         eod=eod, eod_id=eod_id, ignored_settings=ignored_settings,
                          pad_id=_pad_id(ignored_settings), fast_engine_refusal=refusal, spec=spec, family=family,
                          id_limit=id_limit,
                          post_processor_ids=post_processor_ids(tokenizer, path))
 
 
-def check_eod_in_file(path: str | os.PathLike, eod_token: str) -> None:
-    """Check, without loading the tokenizer, that ``eod_token`` is one token of ``path``: an added
+def check_eod_in_file(path: str | os.PathLike, eod: str) -> None:
+    """Check, without loading the tokenizer, that ``eod`` is one token of ``path``: an added
     token or an entry of the model's vocabulary (what ``token_to_id`` finds). For the workflow's
     planning, which must not pay a tokenizer load per parse; a file of another shape passes here
     and is judged by :func:`load_tokenizer` in the job. Cost: parsing the JSON (~10 ms for GPT-2).
@@ -241,18 +241,18 @@ def check_eod_in_file(path: str | os.PathLike, eod_token: str) -> None:
     vocab = (config.get("model") or {}).get("vocab")
     if isinstance(vocab, list):  # Unigram: [[piece, score], ...]
         vocab = {entry[0] for entry in vocab if isinstance(entry, list) and entry}
-    if isinstance(vocab, (dict, set)) and eod_token not in added and eod_token not in vocab:
+    if isinstance(vocab, (dict, set)) and eod not in added and eod not in vocab:
         try:  # only on the way to an error: the advice needs the tokenizer itself
-            advice = _eod_advice(Tokenizer.from_file(str(path)), eod_token)
+            advice = _eod_advice(Tokenizer.from_file(str(path)), eod)
         except Exception:  # a file HF cannot load: load_tokenizer says why, in the job
             advice = ""
-        raise TokenmillError(f"{path}: EOD token {eod_token!r} is not a single token of this tokenizer{advice}")
+        raise TokenmillError(f"{path}: EOD token {eod!r} is not a single token of this tokenizer{advice}")
 
 
-def _eod_advice(tokenizer: Tokenizer, eod_token: str) -> str:
+def _eod_advice(tokenizer: Tokenizer, eod: str) -> str:
     """Which string to give for an EOD text that is not a vocabulary string: the key names a token as the
     vocabulary spells it (GPT-2's byte-level "\\n\\n" is 'ĊĊ'), so that Modalities and Megatron find it too."""
-    ids = tokenizer.encode(eod_token, add_special_tokens=False).ids
+    ids = tokenizer.encode(eod, add_special_tokens=False).ids
     if len(ids) == 1:
         return (f"; the text encodes to the one id {ids[0]}, whose vocabulary string is "
                 f"{tokenizer.id_to_token(ids[0])!r}: give that")

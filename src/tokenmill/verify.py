@@ -44,16 +44,17 @@ from typing import Callable
 
 import numpy as np
 
+from tokenmill.coverage import changed_source_problems, coverage_problems
 from tokenmill.datatrove import (DatatroveFile, datatrove_documents, datatrove_paths, is_datatrove,
                                  packed_post_processor_ids, token_size_for)
 from tokenmill.errors import TokenmillError
 from tokenmill.jsonl import iter_lines, source_sha256
-from tokenmill.objects import is_url, pin
+from tokenmill.objects import is_url
 from tokenmill.olmo import is_olmo_folder, verify_olmo
 from tokenmill.provenance import tokens_per_source
 from tokenmill.mmidx import MMapIndexedDataset, is_megatron_index, optimal_dtype, prefix_of
 from tokenmill.pbin import PbinFile, file_identity_problem, read_sidecar
-from tokenmill.sidecar import (SidecarRecord, SourceRecord, range_indices, resolve_sidecar_paths, resolved_against,
+from tokenmill.sidecar import (SidecarRecord, range_indices, resolve_sidecar_paths, resolved_against,
                                sidecar_path)
 from tokenmill.raw_index import read_index
 from tokenmill.text import TextSelector
@@ -64,7 +65,7 @@ from tokenmill.engine import split_flat
 from tokenmill.families import TokenizerSpec
 from tokenmill.tokenizer import load_tokenizer
 
-__all__ = ["verify", "verify_against_tokenizer", "coverage_problems", "verify_made_from"]
+__all__ = ["verify", "verify_against_tokenizer", "verify_made_from"]
 
 _BLOCK_TOKENS = 16 << 20
 
@@ -85,7 +86,7 @@ def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
         against_tokenizer: for a ``.pbin``, also re-encode this share of its documents from their
             JSONL lines with the Hugging Face tokenizer (see :func:`verify_against_tokenizer`).
         inputs: for a ``.pbin``, the files it must be packed from, in order, each exactly once and
-            whole (see :func:`coverage_problems`).
+            whole (see :func:`tokenmill.coverage.coverage_problems`).
         warn: called with each warning line (``PATH: warning: ...``): what is sound but rarely
             meant, such as a ``.pbin`` packed without an EOD. Default: printed to stderr.
 
@@ -323,12 +324,7 @@ def _verify_pbin(path: Path, inputs: list[str] | None = None,
         warn(f"{path}: warning: packed without an EOD (its sidecar's tokenizer.eod_id is null): its documents run "
              f"together in training, and Megatron and Modalities cannot tell where one ends; repack with --eod TOKEN "
              f"unless that is meant")
-    sources = meta.get("sources", []) if _malformed_sources(meta.get("sources", []), meta) is None else []
-    for source in sources:
-        if isinstance(source.get("object"), dict) and is_url(source["path"]):
-            problems += _object_problems(path, source)
-        elif "sha256" in source and os.path.isfile(source["path"]) and source_sha256(source) != source["sha256"]:
-            problems.append(f"{path}: source {source['path']} has changed since it was packed (sha256 differs)")
+    problems += changed_source_problems(path, meta)
     return (problems + _suspicious_tokenizer(path, tokenizer, pbin, offsets, lengths)
             + _suspicious_lengths(path, lengths))
 
@@ -346,25 +342,6 @@ def _source_token_problems(path: Path, sources: object, lengths: np.ndarray) -> 
             for source, count in zip(sources, held) if source["tokens"] != count][:1]
 
 
-def _object_problems(path: Path, source: SourceRecord) -> list[str]:
-    """A source read from object storage against the object under its URL now (one ``HEAD``): replaced
-    (another ETag or version, or size) is a stale input, like a local file whose sha256 differs."""
-    recorded = source["object"]
-    try:
-        now = pin(source["path"])  # the version read below, should its bytes be hashed
-    except TokenmillError as exc:
-        return [f"{path}: source {exc}"]
-    if (now.etag, now.size) == (recorded.get("etag"), recorded.get("size")) and \
-            (not recorded.get("version_id") or now.version_id == recorded["version_id"]):
-        return []
-    # Another ETag for the same size may be the same bytes uploaded another way (in parts, or not): the
-    # sha256 of what was packed decides, at the cost of reading them again.
-    if now.size == recorded.get("size") and "sha256" in source and source_sha256(source) == source["sha256"]:
-        return []
-    return [f"{path}: source {source['path']} has changed since it was packed (ETag {recorded.get('etag')} → "
-            f"{now.etag}, {recorded.get('size')} → {now.size} bytes)"]
-
-
 def _eod_in_text_problems(path: Path, ranges: list, pbin: PbinFile, eod_id: int) -> list[str]:
     """The sidecar's ``eod_in_text`` against the tokens: a document not listed got its EOD appended,
     so it holds at least one id of its own before it, and that id is not the EOD."""
@@ -379,115 +356,6 @@ def _eod_in_text_problems(path: Path, ranges: list, pbin: PbinFile, eod_id: int)
         return [f"{path}: {len(wrong)} documents end with two EODs (or are one EOD) but are not in the sidecar's "
                 f"eod_in_text (first: document {int(wrong[0])}); the Megatron .bin would lack an EOD"]
     return []
-
-
-def coverage_problems(path: str | os.PathLike, meta: SidecarRecord, inputs: list[str] | None = None) -> list[str]:
-    """Whether a ``.pbin``'s sidecar says that every input byte was packed exactly once.
-
-    A file's entries in ``sources`` are either one whole-file entry or a run of byte ranges (the
-    shards of a big file) that must tile it from byte 0 to its end, as big as it was when packed and
-    as it is now; a Parquet file's shards are row-group ranges that must tile its row groups. A file
-    listed twice is packed twice, an error unless the sidecar records ``allow_duplicate_inputs``. With
-    ``inputs``, the files packed must be exactly these, in this order. ``meta`` is the sidecar as
-    :func:`tokenmill.pbin.read_sidecar` gives it: its relative paths count from ``path``'s folder.
-    Cost: O(sources), one ``stat`` per file.
-    """
-    sources = meta.get("sources")
-    if sources is None:
-        return [] if inputs is None else [f"{path}: its sidecar lists no sources to check against the inputs"]
-    malformed = _malformed_sources(sources, meta)
-    if malformed:
-        return [f"{sidecar_path(path)}: {malformed}"]
-    recorded, meta = meta, resolve_sidecar_paths(meta, path)
-    sources = meta["sources"]
-    problems = []
-    counted = sum(source["documents"] for source in sources if "documents" in source)
-    if all("documents" in source for source in sources) and counted != meta.get("documents"):
-        problems.append(f"{path}: its sources hold {counted} documents, the file {meta.get('documents')}: "
-                        f"documents from a file it does not list (a part merged without a sidecar?)")
-    runs: list[tuple[str, list[dict]]] = []  # consecutive entries of one file: (path, entries)
-    for source in sources:
-        if runs and runs[-1][0] == source["path"] and _is_shard(source) and _is_shard(runs[-1][1][-1]):
-            runs[-1][1].append(source)
-        else:
-            runs.append((source["path"], [source]))
-    for file_path, entries in runs:
-        size = entries[0].get("bytes")
-        covered, (_, _, total, unit) = 0, _span(entries[0])  # every entry of one file has its total
-        for start, end, _, _ in map(_span, entries):
-            if end <= start:  # a shard in which no line starts
-                continue
-            if start != covered:
-                what = "not packed" if start > covered else "packed twice"
-                problems.append(f"{path}: {unit} {min(start, covered)}-{max(start, covered)} of {file_path} are {what}")
-            covered = end
-        if covered != total:
-            problems.append(f"{path}: {unit} {covered}-{total} of {file_path} are not packed (of {total})")
-        if is_url(file_path):  # its identity is checked by _object_problems
-            continue
-        if not os.path.isfile(file_path):
-            problems.append(f"{path}: source {file_path} not found ({resolved_against(recorded, path)}); its bytes "
-                            f"cannot be checked")
-        elif os.path.getsize(file_path) != size:
-            problems.append(f"{path}: {file_path} is {os.path.getsize(file_path)} bytes now, {size} when packed")
-    packed = [_file_key(file_path) for file_path, _ in runs]  # one file however it is spelled or linked
-    if meta.get("allow_duplicate_inputs") is not True:
-        repeated = sorted({file_path for (file_path, _), key in zip(runs, packed) if packed.count(key) > 1})
-        problems += [f"{path}: {file_path} is packed {packed.count(_file_key(file_path))} times "
-                     f"(allow_duplicate_inputs is off)" for file_path in repeated]
-    if inputs is not None and packed != [_file_key(file_path) for file_path in inputs]:
-        missing = [file_path for file_path in inputs if _file_key(file_path) not in packed]
-        extra = [file_path for (file_path, _), key in zip(runs, packed)
-                 if key not in {_file_key(name) for name in inputs}]
-        if missing:
-            problems.append(f"{path}: {len(missing)} of its {len(inputs)} inputs are not packed in it "
-                            f"(first: {missing[0]})")
-        if extra:
-            problems.append(f"{path}: it packs {len(extra)} files that are not its inputs (first: {extra[0]})")
-        if not missing and not extra and len(packed) == len(inputs):
-            problems.append(f"{path}: its inputs are packed in another order than given")
-    return problems
-
-
-def _file_key(file_path: str) -> tuple:
-    """What tells two files apart: ``(device, inode)`` of an existing file, else its normalised path."""
-    try:
-        stat = os.stat(file_path)
-        return stat.st_dev, stat.st_ino
-    except OSError:
-        return (os.path.normpath(file_path),)
-
-
-def _malformed_sources(sources: object, meta: SidecarRecord) -> str | None:
-    """What is wrong with the types of a sidecar's ``sources`` (hand-edited?), or None."""
-    def pair(value: object) -> bool:
-        return isinstance(value, list) and len(value) == 2 and all(isinstance(n, int) for n in value)
-
-    if not isinstance(sources, list):
-        return "sources: not a list"
-    for k, source in enumerate(sources):
-        if not isinstance(source, dict) or not isinstance(source.get("path"), str) \
-                or not isinstance(source.get("bytes"), int):
-            return f"sources[{k}]: needs a path and bytes"
-        for key in ("byte_range", "row_group_range"):
-            if key in source and not pair(source[key]):
-                return f"sources[{k}].{key}: {source[key]!r} is not [start, end]"
-    if "allow_duplicate_inputs" in meta and not isinstance(meta["allow_duplicate_inputs"], bool):
-        return f"allow_duplicate_inputs: {meta['allow_duplicate_inputs']!r} is not true or false"
-    return None
-
-
-def _is_shard(source: SourceRecord) -> bool:
-    return "byte_range" in source or "row_group_range" in source
-
-
-def _span(source: SourceRecord) -> tuple[int, int, int, str]:
-    """``(start, end, total, unit)``: the part of its file a sidecar source entry packed, a byte range of
-    a JSONL file or a row-group range of a Parquet file (the whole file where the entry has none)."""
-    if source.get("format") == "parquet":
-        total = source.get("row_groups")
-        return (*source.get("row_group_range", (0, total)), total, "row groups")
-    return (*source.get("byte_range", (0, source.get("bytes"))), source.get("bytes"), "bytes")
 
 
 def _verify_loss_mask(path: Path, meta: SidecarRecord, pbin: PbinFile) -> list[str]:

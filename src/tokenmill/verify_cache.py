@@ -24,7 +24,7 @@ import numpy as np
 
 from tokenmill.errors import TokenmillError
 from tokenmill.mmidx import MMapIndexedDataset
-from tokenmill.sample_index import dataset_fingerprint, load_npy, read_fingerprint
+from tokenmill.gpt_cache import dataset_fingerprint, load_npy, read_fingerprint
 
 __all__ = ["verify_cache", "duplicate_caches"]
 
@@ -121,7 +121,7 @@ def duplicate_caches(folder: str | os.PathLike) -> dict[tuple[str, str], str]:
 
 
 def _same_arrays(one: Path, other: Path) -> bool:
-    """Whether two cache names are links to one set of arrays (:func:`tokenmill.sample_index.link_cache`)."""
+    """Whether two cache names are links to one set of arrays (:func:`tokenmill.gpt_cache.link_cache`)."""
     def first_array(description_path: Path) -> Path:
         stem = description_path.name.removesuffix("description.txt")
         return next(iter(sorted(description_path.parent.glob(f"{glob.escape(stem)}*.npy"))), description_path)
