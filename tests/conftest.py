@@ -26,6 +26,14 @@ GPT2_EOD_ID = 50256
 _NO_SLURM = Path(__file__).resolve().parent / "no_slurm"
 
 
+def pytest_configure(config):
+    """With pytest-xdist, one test at a time to each worker (``--maxschedchunk=1``) unless told otherwise: by
+    default a worker is sent a quarter of the suite at once, and with the slow tests collected first (below)
+    one worker got nearly all of them."""
+    if getattr(config.option, "maxschedchunk", 0) is None:
+        config.option.maxschedchunk = 1
+
+
 def pytest_collection_modifyitems(items):
     """`slow` for every test that builds through Snakemake or installs into a venv, so that
     `python -m pytest -m "not slow"` is the quick loop (see pyproject.toml's markers); and the slow tests
