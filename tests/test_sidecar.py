@@ -67,4 +67,5 @@ def test_a_key_no_one_declared_or_a_value_of_another_type_is_named(sidecars):
     meta["sources"][0]["skipped"] = {"blank line": {"count": 1, "first_lines": [2], "more": 0}}
     assert sorted(record_problems(meta)) == ["new_key: not in the record",
                                              "sources[0].skipped.blank line.more: not in the record",
-                                             "sources[1].documents: str, not int", "tokenizer.eod_id: bool, not int"]
+                                             'sources[1].documents must be an integer, not "12"',
+                                             "tokenizer.eod_id must be an integer or null, not true"]

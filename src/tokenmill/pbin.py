@@ -37,8 +37,7 @@ from tokenmill import safe_pickle
 from tokenmill.atomic import AtomicWriter, discard, temporary_name
 from tokenmill.errors import TokenmillError
 from tokenmill.identity import FileIdentity
-from tokenmill.sidecar import (SidecarRecord, record_sidecar_paths, sidecar_path,
-                               write_sidecar)
+from tokenmill.sidecar import SidecarRecord, kind_problem, record_sidecar_paths, sidecar_path, write_sidecar
 
 __all__ = ["PbinWriter", "PbinFile", "PbinLayout", "detect_layout", "read_sidecar",
            "file_identity_problem", "copy_bytes", "TOKEN_DTYPES", "LAYOUT_050", "LAYOUT_LEGACY"]
@@ -79,33 +78,22 @@ def read_sidecar(pbin_path: str | os.PathLike) -> SidecarRecord | None:
     return meta
 
 
-_SIDECAR_TYPES = {("documents",): int, ("tokens",): int, ("token_width",): int, ("text",): str,
-                  ("tokenizer",): dict, ("tokenizer", "path"): str, ("tokenizer", "sha256"): str,
-                  ("tokenizer", "vocab_size"): int, ("tokenizer", "eod_id"): (int, None),
-                  ("tokenizer", "pad_id"): (int, None), ("sources",): list, ("skipped",): dict,
-                  ("seq_length",): int}
-_ABSENT = object()
+# The values every reader relies on, checked on each read with the types the record declares; the rest of
+# an older or newer sidecar is read as it is.
+_CHECKED_KEYS = (("documents",), ("tokens",), ("token_width",), ("text",), ("tokenizer",), ("tokenizer", "path"),
+                 ("tokenizer", "sha256"), ("tokenizer", "vocab_size"), ("tokenizer", "eod_id"),
+                 ("tokenizer", "pad_id"), ("sources",), ("skipped",), ("seq_length",))
 
 
 def _check_sidecar_types(meta: dict, path: Path) -> None:
     """Raise, naming the key, if a value readers use has the wrong JSON type."""
-    for keys, expected in _SIDECAR_TYPES.items():
-        value = meta
-        for key in keys:
-            if not isinstance(value, dict) or key not in value:
-                value = _ABSENT
-                break
-            value = value[key]
-        if value is _ABSENT:
-            continue
-        allowed = expected if isinstance(expected, tuple) else (expected,)
-        if value is None and None in allowed:
-            continue
-        types = tuple(kind for kind in allowed if kind is not None)
-        if not isinstance(value, types) or isinstance(value, bool):
-            names = " or ".join("null" if kind is None else {int: "an integer", str: "a string", dict: "an object",
-                                                              list: "a list"}[kind] for kind in allowed)
-            raise TokenmillError(f"{path}: {'.'.join(keys)} must be {names}, not {json.dumps(value)[:60]}")
+    for keys in _CHECKED_KEYS:
+        parent = meta
+        for key in keys[:-1]:
+            parent = parent.get(key) if isinstance(parent, dict) else None
+        problem = kind_problem(keys, parent[keys[-1]]) if isinstance(parent, dict) and keys[-1] in parent else None
+        if problem:
+            raise TokenmillError(f"{path}: {problem}")
     for number, source in enumerate(meta.get("sources", [])):
         if not isinstance(source, dict) or not isinstance(source.get("path"), str):
             raise TokenmillError(f"{path}: sources[{number}] must be an object with a string path")

@@ -1,7 +1,8 @@
 """The sidecar ``<file>.pbin.meta.json``: the provenance record of every format tokenmill writes (the
 ``.pbin`` and its conversions, SFT pairs, verify, inspect and the report read it). :class:`SidecarRecord`
 declares it, key by key with its JSON type (its ``format`` is its version): pack, merge and sft build one,
-``read_sidecar`` returns one, and :func:`record_problems` names a key no one declared.
+``read_sidecar`` returns one, checking the values readers rely on against it (:func:`kind_problem`), and
+:func:`record_problems` names a key no one declared.
 
 Sidecar ``<file>.pbin.meta.json`` (ours, never read by Modalities): format versions, tokenizer
 identity and hash, vocab size, EOD, token width, counts, sources with size and sha256, skipped
@@ -49,8 +50,9 @@ from tokenmill.errors import TokenmillError
 from tokenmill.objects import is_url
 
 __all__ = ["SKIPPED_LINES_KEPT", "SidecarRecord", "SourceRecord", "TokenizerRecord", "EngineRecord",
-           "FileIdentityRecord", "record_problems", "sidecar_path", "write_sidecar", "record_sidecar_paths",
-           "resolve_sidecar_paths", "resolved_against", "index_ranges", "range_indices", "skipped_summary"]
+           "FileIdentityRecord", "record_problems", "kind_problem", "sidecar_path", "write_sidecar",
+           "record_sidecar_paths", "resolve_sidecar_paths", "resolved_against", "index_ranges", "range_indices",
+           "skipped_summary"]
 
 
 # ---- The record: every key a writer may put in a sidecar, with its JSON type -----------------------
@@ -177,38 +179,74 @@ class SidecarRecord(TypedDict, total=False):
     truncated: int
 
 
-def record_problems(value: object, record: type = SidecarRecord, where: str = "") -> list[str]:
-    """Each key of ``value`` (a sidecar, as JSON) that its record does not declare, or whose value is not of
-    the declared JSON type, as ``key.path: what``; empty for a sidecar of the record."""
+def record_problems(value: object, record: object = SidecarRecord, where: str = "") -> list[str]:
+    """Each key of ``value`` (a sidecar, as JSON) that its record does not declare (``key.path: not in the
+    record``), or whose value is not of the declared JSON type (``key.path must be an integer, not "12"``);
+    empty for a sidecar of the record."""
     origin, arguments = typing.get_origin(record), typing.get_args(record)
     if record is object:
         return []
     if origin in (Union, types.UnionType):
         found = [record_problems(value, option, where) for option in arguments]
-        return [] if any(not problems for problems in found) else found[0]
-    if record is type(None):
-        return [] if value is None else [f"{where}: {value!r} is not null"]
+        if any(not problems for problems in found):
+            return []
+        misfit = [problems for option, problems in zip(arguments, found) if _fits(value, option)]
+        return misfit[0] if misfit else [_wrong_type(value, record, where)]
+    if not _fits(value, record):
+        return [_wrong_type(value, record, where)]
     if typing.is_typeddict(record):
-        if not isinstance(value, dict):
-            return [f"{where}: not an object"]
         hints = typing.get_type_hints(record)
         problems = [f"{where}.{key}".lstrip(".") + ": not in the record" for key in value if key not in hints]
         return problems + [problem for key, item in value.items() if key in hints
                            for problem in record_problems(item, hints[key], f"{where}.{key}".lstrip("."))]
     if origin is list:
-        if not isinstance(value, list):
-            return [f"{where}: not a list"]
         return [problem for k, item in enumerate(value)
                 for problem in record_problems(item, arguments[0], f"{where}[{k}]")]
     if origin is dict:
-        if not isinstance(value, dict):
-            return [f"{where}: not an object"]
         return [problem for key, item in value.items() for problem in record_problems(item, arguments[1],
                                                                                        f"{where}.{key}")]
-    expected = (int, float) if record is float else record
-    if not isinstance(value, expected) or (record is int and isinstance(value, bool)):
-        return [f"{where}: {type(value).__name__}, not {record.__name__}"]
     return []
+
+
+def kind_problem(keys: tuple[str, ...], value: object, record: object = SidecarRecord) -> str | None:
+    """``key.path must be an integer, not "x"`` where ``value``, found at ``keys`` (``("tokenizer",
+    "eod_id")``), is not of the JSON kind ``record`` declares there (its items unchecked); else None.
+
+    Raises:
+        KeyError: a key the record does not declare.
+    """
+    declared = record
+    for key in keys:
+        declared = typing.get_type_hints(declared)[key]
+    return None if _fits(value, declared) else _wrong_type(value, declared, ".".join(keys))
+
+
+def _fits(value: object, record: object) -> bool:
+    """Whether ``value`` is of ``record``'s JSON kind (an object, a list, an integer, ...), its items unchecked."""
+    if typing.get_origin(record) in (Union, types.UnionType):
+        return any(_fits(value, option) for option in typing.get_args(record))
+    if record is object:
+        return True
+    if record is type(None):
+        return value is None
+    kind = dict if typing.is_typeddict(record) else typing.get_origin(record) or record
+    expected = (int, float) if kind is float else kind
+    return isinstance(value, expected) and (kind is bool or not isinstance(value, bool))
+
+
+def _json_kind(record: object) -> str:
+    if typing.get_origin(record) in (Union, types.UnionType):
+        return " or ".join(dict.fromkeys(_json_kind(option) for option in typing.get_args(record)))
+    if record is type(None):
+        return "null"
+    kind = dict if typing.is_typeddict(record) else typing.get_origin(record) or record
+    return {dict: "an object", list: "a list", int: "an integer", float: "a number", str: "a string",
+            bool: "true or false"}[kind]
+
+
+def _wrong_type(value: object, record: object, where: str) -> str:
+    return f"{where} must be {_json_kind(record)}, not {json.dumps(value)[:60]}"
+
 
 SKIPPED_LINES_KEPT = 20  # line numbers listed per reason in a sidecar's skipped lines
 
