@@ -48,24 +48,18 @@ from tokenmill.coverage import changed_source_problems, coverage_problems
 from tokenmill.datatrove import (DatatroveFile, datatrove_documents, datatrove_paths, is_datatrove,
                                  packed_post_processor_ids, token_size_for)
 from tokenmill.errors import TokenmillError
-from tokenmill.jsonl import iter_lines, source_sha256
-from tokenmill.objects import is_url
 from tokenmill.olmo import is_olmo_folder, verify_olmo
 from tokenmill.provenance import tokens_per_source
+from tokenmill.reencode import verify_against_tokenizer
 from tokenmill.mmidx import MMapIndexedDataset, is_megatron_index, optimal_dtype, prefix_of
 from tokenmill.pbin import PbinFile, file_identity_problem, read_sidecar
-from tokenmill.sidecar import (SidecarRecord, range_indices, resolve_sidecar_paths, resolved_against,
-                               sidecar_path)
+from tokenmill.sidecar import (SidecarRecord, range_indices, resolve_sidecar_paths, sidecar_path)
 from tokenmill.raw_index import read_index
-from tokenmill.text import TextSelector
 from tokenmill.verify_cache import verify_cache
 from tokenmill.identity import file_sha256
-from tokenmill.proof import ProofSampler, first_difference, input_key
-from tokenmill.engine import split_flat
-from tokenmill.families import TokenizerSpec
 from tokenmill.tokenizer import load_tokenizer
 
-__all__ = ["verify", "verify_against_tokenizer", "verify_made_from"]
+__all__ = ["verify", "verify_made_from"]
 
 _BLOCK_TOKENS = 16 << 20
 
@@ -84,7 +78,7 @@ def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
             ``NAME.ds`` (or one of its files), an OLMo folder (``tokenmill to-olmo``), or a cache folder.
         jsonl: for a raw index, the JSONL it indexes.
         against_tokenizer: for a ``.pbin``, also re-encode this share of its documents from their
-            JSONL lines with the Hugging Face tokenizer (see :func:`verify_against_tokenizer`).
+            JSONL lines with the Hugging Face tokenizer (see :func:`tokenmill.reencode.verify_against_tokenizer`).
         inputs: for a ``.pbin``, the files it must be packed from, in order, each exactly once and
             whole (see :func:`tokenmill.coverage.coverage_problems`).
         warn: called with each warning line (``PATH: warning: ...``): what is sound but rarely
@@ -431,73 +425,3 @@ def _suspicious_lengths(path: Path, lengths: np.ndarray) -> list[str]:
         return [f"{path}: {at_longest} of {len(lengths)} documents are exactly {longest} tokens long, the longest: "
                 f"cut to a fixed length by the tokenizer?"]
     return []
-
-
-def verify_against_tokenizer(path: str | os.PathLike, fraction: float) -> tuple[list[str], int]:
-    """Re-encode documents of a ``.pbin`` from their JSONL lines with Hugging Face's tokenizer.
-
-    The sources, text pattern, tokenizer and EOD come from the sidecar; each source must still be
-    the file that was packed (sha256). Documents are matched to lines by re-reading every line the
-    way ``pack`` did (bad lines are skipped again); the ones checked, whole, are a hash-selected
-    ``fraction`` of them (``1.0``: every document) and those in which :class:`tokenmill.proof.ProofSampler`
-    would check an excerpt (a source being one batch). Cost: one JSON parse of every source line plus
-    Hugging Face's speed on the checked share.
-
-    Returns:
-        (problems, documents checked).
-
-    Raises:
-        TokenmillError: a fraction outside ``[0, 1]``, or a ``.pbin`` without a pack sidecar.
-    """
-    path = Path(path)
-    meta = read_sidecar(path)
-    if not meta or not {"sources", "tokenizer", "text"} <= meta.keys():
-        raise TokenmillError(f"{path}: no pack sidecar (sources, tokenizer, text) to check it against")
-    meta = resolve_sidecar_paths(meta, path)
-    entry = meta["tokenizer"]
-    if not os.path.exists(entry["path"]):
-        return [f"{path}: cannot check against the tokenizer: {entry['path']} not found "
-                f"({resolved_against(meta, path)})"], 0
-    try:
-        tokenizer = load_tokenizer(TokenizerSpec.from_config(entry), entry.get("eod_token"))
-    except TokenmillError as exc:
-        return [f"{path}: cannot check against the tokenizer: {exc}"], 0
-    if tokenizer.sha256 != entry.get("sha256"):
-        return [f"{path}: {entry['path']} is no longer the tokenizer it was packed with (sha256 differs)"], 0
-    added = [token.content for token in tokenizer.tokenizer.get_added_tokens_decoder().values()]
-    sampler, selector = ProofSampler(added, fraction), TextSelector(meta["text"])
-    pbin, document, checked = PbinFile(path), 0, 0
-    for source in meta["sources"]:
-        if not is_url(source["path"]) and not os.path.isfile(source["path"]):
-            where = resolved_against(meta, path)
-            return [f"{path}: source {source['path']} not found ({where}); cannot check"], checked
-        if source_sha256(source) != source.get("sha256"):
-            return [f"{path}: source {source['path']} has changed since it was packed; cannot check"], checked
-        no_tokens = source.get("skipped", {}).get("text gives no tokens", {"count": 0, "first_lines": []})
-        if no_tokens["count"] > len(no_tokens["first_lines"]):
-            return [f"{path}: {source['path']} had {no_tokens['count']} lines without tokens, more than the sidecar "
-                    f"lists; cannot match its documents to lines"], checked
-        texts, line_numbers = [], []
-        for line_number, line in iter_lines(source["path"], source.get("byte_range"),
-                                            meta.get("max_line_bytes", 1 << 62), source.get("row_group_range"),
-                                            meta["text"]):
-            text, reason = selector.select(line)
-            if reason is None and line_number not in no_tokens["first_lines"]:
-                texts.append(text)
-                line_numbers.append(line_number)
-        choice = sampler.choose(texts, np.array(line_numbers, np.int64), input_key(source["path"]))
-        chosen = sorted(set(choice.documents) | {excerpt.text for excerpt in choice.excerpts})  # re-encoded whole
-        references = split_flat(*tokenizer.encode_reference([texts[i] for i in chosen],
-                                                            entry.get("add_special_tokens", True)))
-        for i, reference in zip(chosen, (ids.tolist() for ids in references)):
-            expected = np.array(reference + ([tokenizer.eod_id] if tokenizer.eod_id is not None and
-                                             reference[-1:] != [tokenizer.eod_id] else []), np.int64)
-            position = first_difference(pbin.document(document + i), expected)
-            if position is not None:
-                return [f"{path}: document {document + i} ({source['path']}:{line_numbers[i]}) differs from what the "
-                        f"tokenizer gives at token {position}"], checked
-        checked += len(chosen)
-        document += len(texts)
-    if document != pbin.num_documents:
-        return [f"{path}: its sources give {document} documents, the file holds {pbin.num_documents}"], checked
-    return [], checked
