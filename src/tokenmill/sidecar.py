@@ -190,8 +190,9 @@ def record_problems(value: object, record: object = SidecarRecord, where: str = 
         found = [record_problems(value, option, where) for option in arguments]
         if any(not problems for problems in found):
             return []
-        misfit = [problems for option, problems in zip(arguments, found) if _fits(value, option)]
-        return misfit[0] if misfit else [_wrong_type(value, record, where)]
+        # a value of one option's kind is judged by that option (its items), else by the union's kinds
+        same_kind = [problems for option, problems in zip(arguments, found) if _fits(value, option)]
+        return same_kind[0] if same_kind else [_wrong_type(value, record, where)]
     if not _fits(value, record):
         return [_wrong_type(value, record, where)]
     if typing.is_typeddict(record):
@@ -229,9 +230,14 @@ def _fits(value: object, record: object) -> bool:
         return True
     if record is type(None):
         return value is None
-    kind = dict if typing.is_typeddict(record) else typing.get_origin(record) or record
+    kind = _kind(record)
     expected = (int, float) if kind is float else kind
     return isinstance(value, expected) and (kind is bool or not isinstance(value, bool))
+
+
+def _kind(record: object) -> type:
+    """The Python type of a declared JSON value: ``dict`` for a record or ``dict[...]``, ``list`` for ``list[...]``."""
+    return dict if typing.is_typeddict(record) else typing.get_origin(record) or record
 
 
 def _json_kind(record: object) -> str:
@@ -239,9 +245,8 @@ def _json_kind(record: object) -> str:
         return " or ".join(dict.fromkeys(_json_kind(option) for option in typing.get_args(record)))
     if record is type(None):
         return "null"
-    kind = dict if typing.is_typeddict(record) else typing.get_origin(record) or record
     return {dict: "an object", list: "a list", int: "an integer", float: "a number", str: "a string",
-            bool: "true or false"}[kind]
+            bool: "true or false"}[_kind(record)]
 
 
 def _wrong_type(value: object, record: object, where: str) -> str:
