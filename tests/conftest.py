@@ -34,6 +34,14 @@ def pytest_configure(config):
         config.option.maxschedchunk = 1
 
 
+def pytest_xdist_auto_num_workers(config):
+    """``-n auto``: a worker per core this process may use, and one more where slow tests run. A few of them
+    mostly wait (SLURM's status checks, pip, the S3 server), and a core idled meanwhile (2 cores, SLURM
+    included: 421 s with 2 workers, 376 s with 3). The quick loop only pays the third worker's start-up."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return cores + ("not slow" not in (config.option.markexpr or ""))
+
+
 def pytest_collection_modifyitems(items):
     """`slow` for every test that builds through Snakemake or installs into a venv, so that
     `python -m pytest -m "not slow"` is the quick loop (see pyproject.toml's markers); and the slow tests
