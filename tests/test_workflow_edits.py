@@ -81,7 +81,8 @@ def _edit(config: dict, change) -> dict:
 
 
 # Each step, applied on top of the previous ones: its edits, and for each a check that it took effect. Two
-# edits share a step only where they change different datasets, so that neither's rebuild hides the other's.
+# edits share a step only where they change different datasets, so that neither's rebuild hides the other's
+# (keep_parts changes only b: a's two small files pack in one job, with no parts).
 STEPS = [
     [("shard_bytes of b 100kB -> 150kB", lambda c: c["datasets"]["b"].update(shard_bytes="150kB"),
       lambda folder: [s["byte_range"][1] for s in read_sidecar(folder / "data/packed/b.pbin")["sources"]][-1]
