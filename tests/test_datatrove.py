@@ -483,8 +483,8 @@ def gpt2_variant(name: str) -> dict:
 
 def write_variant(folder: Path, name: str) -> str:
     """``folder/NAME.tokenizer.json``; returns its name relative to ``folder``, as datatrove was given it."""
-    with open(folder / f"{name}.tokenizer.json", "w", encoding="utf-8") as handle:
-        json.dump(gpt2_variant(name), handle, ensure_ascii=False)
+    # json.dump's text, from json.dumps's C encoder (json.dump encodes in Python: 0.5 s a file)
+    (folder / f"{name}.tokenizer.json").write_text(json.dumps(gpt2_variant(name), ensure_ascii=False), "utf-8")
     return f"{name}.tokenizer.json"
 
 

@@ -180,7 +180,9 @@ def test_ctrl_c_while_the_command_is_still_starting_is_one_line(tmp_path):
         # that start and never in a module tokenmill imports later.
         before_tokenmill = stderr.startswith("Traceback") and not any(
             f"{os.sep}{name}" in stderr for name in ("tokenmill" + os.sep + "cli.py", "numpy", "orjson", "tokenizers"))
-        assert before_tokenmill or stderr in ("", "tokenmill: interrupted\n"), (delay, stderr)
+        # A quick machine may finish the pack before a late interrupt: then it said what it wrote
+        finished = process.returncode == 0 and stderr.startswith(f"{tmp_path / 'x.pbin'}: 50 documents")
+        assert before_tokenmill or finished or stderr in ("", "tokenmill: interrupted\n"), (delay, stderr)
         assert process.returncode in (0, 1, 130, -signal.SIGINT), (delay, process.returncode)
         said.add(stderr)
     assert "tokenmill: interrupted\n" in said  # at least one landed while Python ran

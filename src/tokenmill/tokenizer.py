@@ -28,7 +28,8 @@ one of Megatron's tokenizer types and its files, which :mod:`tokenmill.families`
 The engine that encodes with this tokenizer is :mod:`tokenmill.engine`; the proof that its fast
 engine gives the reference's ids is :mod:`tokenmill.proof`.
 
-Cost: parsing the JSON file once (~0.1–1 s for 50k–130k vocabularies), twice with the fast engine.
+Cost: parsing the JSON file (~0.1–1 s for 50k–130k vocabularies; once per process and text) and
+Hugging Face's load of it; the fast engine loads it once more.
 """
 
 from __future__ import annotations
@@ -172,18 +173,15 @@ def load_tokenizer(source: str | os.PathLike | TokenizerSpec, eod: str | None = 
             raise TokenmillError(f"{path}: tokenizer file not found")
         with open(path, "rb") as handle:  # read once: hashed, parsed for the facts below, and loaded
             content = handle.read()
-        sha256 = hashlib.sha256(content).hexdigest()
+        sha256 = text_sha256 = hashlib.sha256(content).hexdigest()
     else:
         family = load_family(spec)
-        content, sha256 = family.hf_json.encode("utf-8"), family.sha256
+        # sha256 names the type's files, text_sha256 the tokenizer.json text converted from them
+        content, sha256, text_sha256 = family.hf_json.encode("utf-8"), family.sha256, family.hf_json_sha256
     if eod == TYPE_EOD:
         eod = family.eod if family else None
     try:
-        config = orjson.loads(content)
-        # What is read from the parsed file is taken before loading, so that the parsed vocabulary
-        # (~50 MB of Python objects for 131k tokens) is freed before the tokenizer's own copy exists.
-        facts = _model_id_limit(config), fast_engine_refusal(config)
-        del config
+        facts = _file_facts(content, text_sha256)
         tokenizer = _hf_from_str(content.decode("utf-8"))
     except Exception as exc:  # tokenizers raises a bare Exception on a malformed file
         raise TokenmillError(f"{path}: not a Hugging Face tokenizer.json ({str(exc).splitlines()[0]})") from None
@@ -309,6 +307,26 @@ def _hf_from_str(text: str) -> Tokenizer:
                 held.seek(0)
                 with open(2, "wb", closefd=False) as stderr:
                     stderr.write(held.read())
+
+
+# The facts of each tokenizer.json this process parsed, by the sha256 of its text: what it says stays
+# true of the same bytes, so a tokenizer loaded again (the parent and the reference of a job, the tests)
+# skips the parse (75 ms for GPT-2, more for 131k tokens) and loads with Hugging Face's only.
+_facts_by_sha256: dict[str, tuple[int | None, str | None]] = {}
+
+
+def _file_facts(content: bytes, sha256: str) -> tuple[int | None, str | None]:
+    """``(_model_id_limit, fast_engine_refusal)`` of a ``tokenizer.json`` text, parsed once per process.
+
+    Raises:
+        orjson.JSONDecodeError: the text is not JSON.
+    """
+    if sha256 not in _facts_by_sha256:
+        # Taken from the parse alone, before the tokenizer loads, so that the parsed vocabulary (~50 MB of
+        # Python objects for 131k tokens) is freed before the tokenizer's own copy exists.
+        config = orjson.loads(content)
+        _facts_by_sha256[sha256] = _model_id_limit(config), fast_engine_refusal(config)
+    return _facts_by_sha256[sha256]
 
 
 def _model_id_limit(config: dict) -> int | None:
