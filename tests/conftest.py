@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import compileall
+import fcntl
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -56,8 +58,8 @@ def pytest_collection_modifyitems(items):
     first, so that pytest-xdist hands them out while every worker is free and the many short tests fill
     in after them: handed out last, one long test kept one core busy alone at the end."""
     for item in items:
-        if "workflow_dir" in getattr(item, "fixturenames", ()) or item.module.__name__ in ("test_install",
-                                                                                          "test_slurm"):
+        if {"workflow_dir", "shared_demo_build"} & set(getattr(item, "fixturenames", ())) or \
+                item.module.__name__ in ("test_install", "test_slurm"):
             item.add_marker(pytest.mark.slow)
         if item.module.__name__ == "test_slurm":
             item.add_marker(pytest.mark.slurm)
@@ -161,13 +163,58 @@ def write_jsonl_bytes(path: Path, lines: list[bytes], final_newline: bool = True
 @pytest.fixture
 def workflow_dir(tmp_path: Path) -> Path:
     """A scratch copy of the workflow with the bundled demo inputs."""
+    return _copy_workflow(tmp_path)
+
+
+def built_once(config: pytest.Config, tmp_path_factory: pytest.TempPathFactory, name: str,
+               make: Callable[[Path], None]) -> Path:
+    """The folder ``name`` that ``make`` fills, made once per test run however many tests and xdist workers
+    ask for it: the first makes it under a lock, the others wait and take it. Tests start from a copy
+    (:func:`copy_built`) and never change it. A build that several tests begin from costs one Snakemake
+    run, not one per test."""
+    base = tmp_path_factory.getbasetemp()
+    run_root = base.parent if hasattr(config, "workerinput") else base  # pytest-N, every worker's parent
+    folder, done = run_root / name, run_root / f"{name}.done"
+    with open(run_root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            make(folder)
+            done.touch()
+    return folder
+
+
+def copy_built(source: Path, target: Path) -> Path:
+    """``source`` copied to ``target`` with its files' times (and Snakemake's records under .snakemake/):
+    to Snakemake the copy is the same build, up to date."""
+    shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+    return target
+
+
+def _copy_workflow(folder: Path) -> Path:
     for name in ("Snakefile", "workflow", "config"):
         source = REPO / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, tmp_path / name)
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, folder / name)
     for name in ("raw", "tokenizers"):
-        shutil.copytree(REPO / "data" / name, tmp_path / "data" / name)
-    shutil.copy(REPO / "environment.yml", tmp_path / "environment.yml")
-    return tmp_path
+        shutil.copytree(REPO / "data" / name, folder / "data" / name)
+    shutil.copy(REPO / "environment.yml", folder / "environment.yml")
+    return folder
+
+
+@pytest.fixture
+def shared_demo_build(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The workflow with the demo config built (``snakemake`` in a copy, once per test run). Read only."""
+    def build(folder: Path) -> None:
+        folder.mkdir()
+        run_snakemake(_copy_workflow(folder))
+
+    return built_once(request.config, tmp_path_factory, "built-demo", build)
+
+
+@pytest.fixture
+def built_demo(shared_demo_build: Path, tmp_path: Path) -> Path:
+    """A scratch copy of :func:`shared_demo_build`, up to date for Snakemake."""
+    return copy_built(shared_demo_build, tmp_path / "built-demo")
 
 
 def planned_jobs(workflow_dir: Path, *args) -> set[str]:

@@ -285,7 +285,7 @@ def _objects_under(s3, prefix: str) -> dict[str, bytes]:
     return found
 
 
-def test_the_workflow_with_snakemakes_storage_flags_leaves_a_local_builds_bytes_under_the_prefix(s3, workflow_dir):
+def test_the_workflow_with_snakemakes_storage_flags_leaves_a_local_builds_bytes_under_the_prefix(s3, built_demo):
     """`snakemake --default-storage-provider s3 --default-storage-prefix s3://bucket/run`: every output an
     object under the prefix, the data and caches object for object a local build's, reruns incremental."""
     import json
@@ -294,18 +294,17 @@ def test_the_workflow_with_snakemakes_storage_flags_leaves_a_local_builds_bytes_
 
     from conftest import planned_jobs, run_snakemake
 
-    config = yaml.safe_load((workflow_dir / "config/config.yaml").read_text())
-    run_snakemake(workflow_dir)
+    config = yaml.safe_load((built_demo / "config/config.yaml").read_text())
     storage = ("--default-storage-provider", "s3", "--default-storage-prefix", f"s3://{s3.bucket}/run")
-    built = run_snakemake(workflow_dir, *storage)
+    built = run_snakemake(built_demo, *storage)
     assert f"under s3://{s3.bucket}/run/" in built.stdout, built.stdout
 
     stored = _objects_under(s3, "run")
     # (Snakemake stamps a folder it made with .snakemake_timestamp, locally too.)
     data = {key: content for key, content in stored.items() if key.startswith("data/") and "/." not in key}
-    local = {str(path.relative_to(workflow_dir)): path.read_bytes() for path in (workflow_dir / "data").rglob("*")
-             if path.is_file() and not path.name.startswith(".") and not path.is_relative_to(workflow_dir / "data/raw")
-             and not path.is_relative_to(workflow_dir / "data/tokenizers") and "stale" not in path.parts}
+    local = {str(path.relative_to(built_demo)): path.read_bytes() for path in (built_demo / "data").rglob("*")
+             if path.is_file() and not path.name.startswith(".") and not path.is_relative_to(built_demo / "data/raw")
+             and not path.is_relative_to(built_demo / "data/tokenizers") and "stale" not in path.parts}
     assert set(data) == set(local)
     assert {"data/packed/demo.pbin", "data/megatron/demo_text_document.idx",
             "data/cache/demo/seq512_seed1234/megatron_args.txt"} <= set(data)
@@ -317,15 +316,15 @@ def test_the_workflow_with_snakemakes_storage_flags_leaves_a_local_builds_bytes_
                                              local["data/packed/demo.pbin.meta.json"])]
     for sidecar in sidecars:
         for record in [*sidecar["sources"], sidecar["tokenizer"]]:
-            record["path"] = os.path.normpath(workflow_dir / "data/packed" / record["path"])
+            record["path"] = os.path.normpath(built_demo / "data/packed" / record["path"])
     assert sidecars[0] == sidecars[1]
     assert not any(SECRET.encode() in content for content in stored.values())
 
-    dry = run_snakemake(workflow_dir, *storage, "-n")
+    dry = run_snakemake(built_demo, *storage, "-n")
     assert "Nothing to be done" in dry.stdout + dry.stderr
     config["sampling"]["seq_lengths"] = [512, 1024]
-    (workflow_dir / "config/config.yaml").write_text(yaml.safe_dump(config))
-    assert planned_jobs(workflow_dir, *storage) == {"sample_index", "verify", "report_dataset", "all"}
+    (built_demo / "config/config.yaml").write_text(yaml.safe_dump(config))
+    assert planned_jobs(built_demo, *storage) == {"sample_index", "verify", "report_dataset", "all"}
 
 
 def test_sft_from_an_object_equals_the_local_file_and_records_its_version(s3, tmp_path, capsys):

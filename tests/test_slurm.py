@@ -51,12 +51,7 @@ def _built_files(workdir: Path) -> dict[str, bytes]:
     return built
 
 
-def test_demo_builds_through_sbatch_byte_identical_to_a_local_run(slurm_cluster, workflow_dir, tmp_path_factory):
-    local_dir = tmp_path_factory.mktemp("local")
-    for name in ("Snakefile", "workflow", "config", "data", "environment.yml"):
-        subprocess.run(["cp", "-r", str(workflow_dir / name), str(local_dir / name)], check=True)
-    run_snakemake(local_dir)
-
+def test_demo_builds_through_sbatch_byte_identical_to_a_local_run(slurm_cluster, workflow_dir, shared_demo_build):
     # run_snakemake passes --cores 2: this node's CPUs, the most one job may ask for
     cluster = run_snakemake(workflow_dir, "--profile", "workflow/profiles/slurm",
                             "--slurm-init-seconds-before-status-checks", "1", "--seconds-between-status-checks", "2",
@@ -71,6 +66,6 @@ def test_demo_builds_through_sbatch_byte_identical_to_a_local_run(slurm_cluster,
         assert "JobState=COMPLETED" in state and "ExitCode=0:0" in state, state
     assert "every file of the config is built" in output and (workflow_dir / "data/verified/demo.ok").exists()
 
-    cluster_files, local_files = _built_files(workflow_dir), _built_files(local_dir)
+    cluster_files, local_files = _built_files(workflow_dir), _built_files(shared_demo_build)
     assert sorted(cluster_files) == sorted(local_files) and len(cluster_files) > 10
     assert [name for name in cluster_files if cluster_files[name] != local_files[name]] == []

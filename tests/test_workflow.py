@@ -45,9 +45,8 @@ def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(
     assert megatron.num_documents == 2990 and megatron.dtype == np.uint16
 
 
-def test_the_report_holds_each_datasets_statistics_histogram_and_caches(workflow_dir):
-    run_snakemake(workflow_dir)
-    page = (workflow_dir / "data/report/demo.html").read_text()
+def test_the_report_holds_each_datasets_statistics_histogram_and_caches(built_demo):
+    page = (built_demo / "data/report/demo.html").read_text()
     assert "<td>documents</td><td class=n>2,990</td>" in page and "<td>tokens</td><td class=n>1,026,497</td>" in page
     assert "<td>tokens per byte of text</td><td class=n>0.2851</td>" in page  # 1,026,497 tokens / 3,599,934 bytes
     assert "engine auto: fastokens; 66 documents re-encoded with Hugging Face, 0 mismatches" in page
@@ -57,14 +56,14 @@ def test_the_report_holds_each_datasets_statistics_histogram_and_caches(workflow
     # the histogram: one bar per log2 bin up to the longest document (38,093 tokens: bin 15)
     assert page.count("<rect ") == 16 and "64-127 tokens: 1,305 documents" in page
     for seq_length in (512, 2048):  # per cache and split: samples (whole epochs: ≥ num_samples), the arguments
-        cache = workflow_dir / f"data/cache/demo/seq{seq_length}_seed1234"
+        cache = built_demo / f"data/cache/demo/seq{seq_length}_seed1234"
         shuffle = load_npy(next(cache.glob("*-GPTDataset-train-shuffle_index.npy")))
         assert len(shuffle) >= 20000
         assert (f"<td>train</td><td class=n>{len(shuffle):,}</td>" in page and f"<td>{seq_length}</td>"
                 f"<td>1234</td><td>data/megatron/demo_text_document</td>" in page)
-    result = run_snakemake(workflow_dir, "--report", "report.html")
+    result = run_snakemake(built_demo, "--report", "report.html")
     assert "Report created" in result.stdout + result.stderr
-    report = (workflow_dir / "report.html").read_text()
+    report = (built_demo / "report.html").read_text()
     assert "Datasets" in report and "demo.html" in report
 
 
@@ -189,17 +188,13 @@ def _outputs(workflow_dir) -> dict[str, bytes]:
             if path.is_file() and path.parts[len(data.parts)] not in ("raw", "tokenizers")}
 
 
-def test_killed_runs_resume_to_byte_identical_outputs(workflow_dir, tmp_path):
-    import shutil
+def test_killed_runs_resume_to_byte_identical_outputs(workflow_dir, shared_demo_build):
     import signal
     import subprocess
 
     from conftest import SNAKEMAKE, tool_env
 
-    baseline_dir = tmp_path / "baseline"
-    shutil.copytree(workflow_dir, baseline_dir)
-    run_snakemake(baseline_dir)
-    expected = _outputs(baseline_dir)
+    expected = _outputs(shared_demo_build)  # the demo built in one go
     assert any(name.startswith("cache/") for name in expected) and "verified/demo.ok" in expected
 
     # One build, killed at every stage: each resume (`--unlock`, then `--rerun-incomplete`, as a user

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import DEMO_JSONL, GPT2, run_snakemake
+from conftest import DEMO_JSONL, GPT2, built_once, copy_built, run_snakemake
 from tokenmill.pbin import read_sidecar
 
 pytestmark = pytest.mark.slow
@@ -74,6 +74,15 @@ def _assert_same_as_fresh(folder: Path, config: dict, scratch: Path) -> None:
     assert not left_over, f"{len(left_over)} files of an earlier plan left in the output folders: {left_over[:8]}"
 
 
+@pytest.fixture
+def built_base(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> Path:
+    """A workspace with BASE_CONFIG built (once per test run), copied to ``tmp_path/w``."""
+    def build(folder: Path) -> None:
+        _build(_workspace(folder), BASE_CONFIG)
+
+    return copy_built(built_once(request.config, tmp_path_factory, "built-edits-base", build), tmp_path / "w")
+
+
 def _edit(config: dict, change) -> dict:
     edited = copy.deepcopy(config)
     change(edited)
@@ -110,10 +119,8 @@ STEPS = [
 ]
 
 
-def test_every_config_edit_rebuilds_to_the_bytes_of_a_fresh_build(tmp_path):
-    folder = _workspace(tmp_path / "incremental")
-    config = copy.deepcopy(BASE_CONFIG)
-    _build(folder, config)
+def test_every_config_edit_rebuilds_to_the_bytes_of_a_fresh_build(built_base, tmp_path):
+    folder, config = built_base, copy.deepcopy(BASE_CONFIG)
     for step, edits in enumerate(STEPS):
         for _, change, _ in edits:
             config = _edit(config, change)
@@ -123,10 +130,9 @@ def test_every_config_edit_rebuilds_to_the_bytes_of_a_fresh_build(tmp_path):
         _assert_same_as_fresh(folder, config, tmp_path / f"fresh{step}")
 
 
-def test_a_format_added_to_a_built_dataset_is_derived_from_its_tokens_without_tokenizing_again(tmp_path):
-    folder = _workspace(tmp_path / "w")
-    config = copy.deepcopy(BASE_CONFIG)
-    _build(folder, config)
+def test_a_format_added_to_a_built_dataset_is_derived_from_its_tokens_without_tokenizing_again(built_base,
+                                                                                                tmp_path):
+    folder, config = built_base, copy.deepcopy(BASE_CONFIG)
     built = {path: path.stat().st_mtime_ns for path in (folder / "data").rglob("*")
              if path.is_file() and path.parts[len(folder.parts) + 1] in ("packed", "megatron", "cache", "parts")}
     config["datasets"]["a"]["formats"] = ["pbin", "megatron", "datatrove"]  # a: one unit, packed in one pass
@@ -136,18 +142,16 @@ def test_a_format_added_to_a_built_dataset_is_derived_from_its_tokens_without_to
     _assert_same_as_fresh(folder, config, tmp_path / "fresh")  # and the .ds as a one-config build makes them
 
 
-def test_a_stricter_bad_line_policy_fails_as_a_fresh_build_does(tmp_path):
-    folder = _workspace(tmp_path)
-    _build(folder, BASE_CONFIG)
+def test_a_stricter_bad_line_policy_fails_as_a_fresh_build_does(built_base):
+    folder = built_base
     strict = _edit(BASE_CONFIG, lambda c: c["datasets"]["a"].update(on_bad_line="error"))
     result = _build(folder, strict, check=False)
     assert result.returncode != 0
     assert "data/raw/a.jsonl:51: invalid JSON" in (folder / "logs/pack/a.log").read_text()
 
 
-def test_deleted_outputs_are_rebuilt_to_the_same_bytes(tmp_path):
-    folder = _workspace(tmp_path)
-    _build(folder, BASE_CONFIG)
+def test_deleted_outputs_are_rebuilt_to_the_same_bytes(built_base):
+    folder = built_base
     before = _outputs(folder)
     for path in ("data/megatron/a_text_document.bin", "data/index/a.idx", "data/packed/b.pbin.meta.json"):
         (folder / path).unlink()
