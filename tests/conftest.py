@@ -23,12 +23,6 @@ GPT2_EOD = "<|endoftext|>"
 GPT2_EOD_ID = 50256
 
 
-# snakemake-executor-plugin-slurm runs `scontrol show config` whenever Snakemake starts; where SLURM's
-# client is installed but no controller runs (this machine after tests/test_slurm.py), that call waits
-# 9 s. Outside the SLURM test, Snakemake runs with an `scontrol` that fails at once.
-_NO_SLURM = Path(__file__).resolve().parent / "no_slurm"
-
-
 def pytest_configure(config):
     """With pytest-xdist, one test at a time to each worker (``--maxschedchunk=1``) unless told otherwise: by
     default a worker is sent a quarter of the suite at once, and with the slow tests collected first (below)
@@ -72,12 +66,10 @@ def pytest_collection_modifyitems(items):
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--cores", "2", "--max-jobs-per-timespan", "1000/0s"]
 
 
-def tool_env(slurm: bool = False) -> dict:
-    """Environment in which `tokenmill` and `snakemake` of this interpreter come first on PATH (and,
-    unless ``slurm``, a failing `scontrol`)."""
+def tool_env() -> dict:
+    """Environment in which `tokenmill` and `snakemake` of this interpreter come first on PATH."""
     env = dict(os.environ)
-    folders = [str(Path(sys.executable).parent)] + ([] if slurm else [str(_NO_SLURM)])
-    env["PATH"] = os.pathsep.join([*folders, env.get("PATH", "")])
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     return env
 
 
@@ -224,11 +216,10 @@ def planned_jobs(workflow_dir: Path, *args) -> set[str]:
     return {row.split()[0] for row in table.strip().splitlines()[2:] if row.split()[0] != "total"}
 
 
-def run_snakemake(workdir: Path, *args, check: bool = True, slurm: bool = False) -> subprocess.CompletedProcess:
-    """Run snakemake in ``workdir`` (with SLURM's real tools if ``slurm``); with ``check``, fail the test
-    on a non-zero exit."""
+def run_snakemake(workdir: Path, *args, check: bool = True) -> subprocess.CompletedProcess:
+    """Run snakemake in ``workdir``; with ``check``, fail the test on a non-zero exit."""
     result = subprocess.run([*SNAKEMAKE, *map(str, args)], cwd=workdir, capture_output=True, text=True,
-                            env=tool_env(slurm))
+                            env=tool_env())
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(map(str, args))} failed:\n{result.stdout}\n{result.stderr}")
     return result
