@@ -179,7 +179,7 @@ def built_once(config: pytest.Config, tmp_path_factory: pytest.TempPathFactory, 
 def copy_built(source: Path, target: Path) -> Path:
     """``source`` copied to ``target`` with its files' times (and Snakemake's records under .snakemake/):
     to Snakemake the copy is the same build, up to date."""
-    shutil.copytree(source, target, symlinks=True, dirs_exist_ok=True)
+    shutil.copytree(source, target, symlinks=True)
     return target
 
 
