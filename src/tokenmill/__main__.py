@@ -6,6 +6,10 @@ import, or worse: a C extension interrupted inside its own initialisation can cr
 a segmentation fault, in 1 of 23 tries). So SIGINT is held back while they load, and one that came
 meanwhile is taken right after: one line, exit status 130. Only the builtin ``_signal`` and ``sys`` come
 first (``signal`` itself builds enums on import: a few ms more before SIGINT is held).
+
+An interrupt that lands in a weakref callback or a ``__del__`` cannot be raised there: Python prints
+"Exception ignored" with a traceback and goes on, the interrupt lost. The command raises it again, to be
+taken in its own code. And once the CLI has returned, SIGINT is ignored: only the exit is left.
 """
 
 import _signal
@@ -33,7 +37,31 @@ def main() -> int:
     except KeyboardInterrupt:
         print("tokenmill: interrupted", file=sys.stderr)
         return 128 + _signal.SIGINT
-    return run()
+    sys.unraisablehook = _interrupt_again
+    try:
+        return run()
+    except KeyboardInterrupt:  # in the CLI's last lines, past its own handling (restoring SIGTERM's handler)
+        print("tokenmill: interrupted", file=sys.stderr)
+        return 128 + _signal.SIGINT
+    finally:  # only the exit is left: an interrupt would stop nothing, and print a traceback of Python's shutdown
+        _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+
+
+def _interrupt_again(unraisable) -> None:
+    """``sys.unraisablehook``: an interrupt that landed in code Python cannot raise from (a weakref callback
+    run by the garbage collector, a ``__del__``) was printed as "Exception ignored" and lost, and the command
+    went on; it is sent to the main thread again instead, to be taken in the command's own code. From
+    another thread, 5 ms later: sent from here, Python would take it here at once and lose it again."""
+    if issubclass(unraisable.exc_type, KeyboardInterrupt):
+        import threading
+
+        # SIGTERM's is the CLI's one subclass of KeyboardInterrupt
+        signum = _signal.SIGINT if unraisable.exc_type is KeyboardInterrupt else _signal.SIGTERM
+        resend = threading.Timer(0.005, _signal.pthread_kill, args=(threading.main_thread().ident, signum))
+        resend.daemon = True
+        resend.start()
+    else:
+        sys.__unraisablehook__(unraisable)
 
 
 if __name__ == "__main__":
