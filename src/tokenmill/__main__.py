@@ -9,7 +9,7 @@ first (``signal`` itself builds enums on import: a few ms more before SIGINT is 
 
 An interrupt that lands in a weakref callback or a ``__del__`` cannot be raised there: Python prints
 "Exception ignored" with a traceback and goes on, the interrupt lost. The command raises it again, to be
-taken in its own code. And once the CLI has returned, SIGINT is ignored: only the exit is left.
+taken in its own code. And once the CLI has returned, SIGINT and SIGTERM are ignored: only the exit is left.
 """
 
 import _signal
@@ -44,7 +44,8 @@ def main() -> int:
         print("tokenmill: interrupted", file=sys.stderr)
         return 128 + _signal.SIGINT
     finally:  # only the exit is left: an interrupt would stop nothing, and print a traceback of Python's shutdown
-        _signal.signal(_signal.SIGINT, _signal.SIG_IGN)
+        for signum in (_signal.SIGINT, _signal.SIGTERM):
+            _signal.signal(signum, _signal.SIG_IGN)
 
 
 def _interrupt_again(unraisable) -> None:
