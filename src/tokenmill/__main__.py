@@ -20,8 +20,10 @@ _STARTUP_MODULES = ("tokenmill.cli", "orjson", "tokenizers")
 
 
 def main() -> int:
-    """Import the CLI and run it; an interrupt during the imports is one line and exit status 130."""
+    """Import the CLI and run it; an interrupt during the imports, or in the CLI's last lines past its own
+    handling, is one line and exit status 130."""
     can_hold = hasattr(_signal, "pthread_sigmask")
+    sys.unraisablehook = _interrupt_again
     try:
         if can_hold:
             _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})
@@ -34,13 +36,9 @@ def main() -> int:
             if can_hold:  # a pending SIGINT raises KeyboardInterrupt here, inside the try
                 _signal.pthread_sigmask(_signal.SIG_UNBLOCK, {_signal.SIGINT})
         from tokenmill.cli import main as run
-    except KeyboardInterrupt:
-        print("tokenmill: interrupted", file=sys.stderr)
-        return 128 + _signal.SIGINT
-    sys.unraisablehook = _interrupt_again
-    try:
+
         return run()
-    except KeyboardInterrupt:  # in the CLI's last lines, past its own handling (restoring SIGTERM's handler)
+    except KeyboardInterrupt:
         print("tokenmill: interrupted", file=sys.stderr)
         return 128 + _signal.SIGINT
     finally:  # only the exit is left: an interrupt would stop nothing, and print a traceback of Python's shutdown
