@@ -588,3 +588,12 @@ def test_a_small_job_checks_at_least_64_kib_whole_and_the_sidecar_keeps_the_frac
     assert engine["check_fraction"] == 0.002  # as asked
     assert engine["proof"]["fraction"] == pytest.approx(JOB_FLOOR_BYTES / source.stat().st_size)
     assert 0.02 < engine["proof"]["documents"] / meta["documents"] < 0.08  # ~4 % of 1,500 documents, not 0.2 %
+
+
+def test_a_mismatch_names_the_reference_library_it_was_proven_against(tmp_path, monkeypatch):
+    """For Megatron's SentencePiece types the truth is ``sentencepiece``'s ids, and the error says so."""
+    settings = PackSettings(str(DATA / "mistral-v1.tokenizer.model"), eod="</s>", engine="fastokens",
+                            check_fraction=1.0, tokenizer_type="Llama2Tokenizer")
+    plant_mismatch(monkeypatch, " ")
+    with pytest.raises(EngineMismatch, match=r"fast encoder disagrees .* \(fastokens \d+, sentencepiece \d+\)$"):
+        pack([str(MIXED_JSONL)], str(tmp_path / "x.pbin"), settings, log=lambda message: None)

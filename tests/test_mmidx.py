@@ -5,7 +5,8 @@ import struct
 import numpy as np
 import pytest
 
-from conftest import DEMO_JSONL, GPT2, GPT2_EOD, MIXED_JSONL, TEKKEN, run_tokenmill, run_tokenmill_with_file_size_limit
+from conftest import (DATA, DEMO_JSONL, GPT2, GPT2_EOD, MIXED_JSONL, TEKKEN, run_tokenmill,
+                      run_tokenmill_with_file_size_limit)
 from tokenmill.errors import TokenmillError
 from tokenmill.mmidx import MMapIndexedDataset, MMapIndexedDatasetBuilder, optimal_dtype, pbin_to_megatron
 from tokenmill.pbin import PbinFile, PbinWriter
@@ -125,8 +126,28 @@ def test_merging_different_dtypes_is_refused(tmp_path):
         with MMapIndexedDatasetBuilder(tmp_path / name, dtype) as builder:
             builder.add_document([1, 2], [2])
     result = run_tokenmill("merge", tmp_path / "a", tmp_path / "b", "-o", tmp_path / "out", check=False)
-    assert result.returncode == 1 and "b.idx: dtype int32, but the merge writes uint16" in result.stderr
+    assert result.returncode == 1 and result.stderr == (
+        f"tokenmill: error: {tmp_path / 'b.idx'}: dtype int32, {tmp_path / 'a.idx'}: uint16; parts of different "
+        f"tokenizers cannot be merged\n")
     assert not (tmp_path / "out.idx").exists() and not (tmp_path / "out.bin").exists()
+
+
+def test_merging_prefixes_of_different_tokenizers_is_refused(tmp_path):
+    """GPT-2 and BERT both write uint16; Megatron's files name no tokenizer, but every document of each ends with
+    its EOD (50256, [SEP] 102): that tells them apart."""
+    bert = DATA / "minilm-bert.tokenizer.json"
+    for name, tokenizer, eod in (("gpt2", GPT2, GPT2_EOD), ("gpt2b", GPT2, GPT2_EOD), ("bert", bert, "[SEP]")):
+        run_tokenmill("pack", DEMO_JSONL, "--tokenizer", tokenizer, "--eod", eod, "-o", tmp_path / f"{name}.pbin",
+                      "--megatron", tmp_path / name)
+    result = run_tokenmill("merge", tmp_path / "gpt2", tmp_path / "bert", "-o", tmp_path / "out", check=False)
+    assert result.returncode == 1 and result.stderr == (
+        f"tokenmill: error: {tmp_path / 'bert'}: every document ends with id 102, in {tmp_path / 'gpt2'} with "
+        f"50256: packed with different EODs (tokenizers); cannot merge\n")
+    assert not list(tmp_path.glob("out*"))
+    run_tokenmill("merge", tmp_path / "gpt2", tmp_path / "gpt2b", "-o", tmp_path / "out")
+    result = run_tokenmill("merge", tmp_path / "gpt2.pbin", tmp_path / "bert.pbin", "-o", tmp_path / "out.pbin",
+                           check=False)  # the .pbin sidecars name the tokenizer itself
+    assert result.returncode == 1 and "bert.pbin: packed with tokenizer sha256" in result.stderr
 
 
 def _valid_pair(tmp_path):

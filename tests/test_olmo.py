@@ -173,6 +173,18 @@ def test_pack_with_olmo_writes_what_to_olmo_writes_from_its_pbin(demo_pbin, tmp_
     assert not (tmp_path / "y.pbin").exists()
 
 
+def test_ids_are_the_lines_values_as_written(tmp_path):
+    """An id past 64 bits and one in exponent form are digits as the line wrote them, never a float's spelling."""
+    ids = ['12345678901234567890123', '1e2', '-0', '7', '"a,b"', '{"n": 1.50, "k": [2E3]}', 'null']
+    lines = [f'{{"text": "document {k}", "id": {value}}}' for k, value in enumerate(ids)]
+    (tmp_path / "x.jsonl").write_text("\n".join(lines) + "\n")
+    run_tokenmill("pack", tmp_path / "x.jsonl", "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "x.pbin")
+    run_tokenmill("to-olmo", tmp_path / "x.pbin", "-o", tmp_path / "out")
+    rows = list(csv.reader(io.StringIO(gzip.decompress((tmp_path / "out/part-00000.csv.gz").read_bytes()).decode())))
+    assert [row[2] for row in rows] == ["12345678901234567890123", "1e2", "-0", "7", "a,b", '{"n":1.50,"k":[2E3]}',
+                                        "7"]  # (no id: the line number)
+
+
 def test_data_without_an_eod_is_refused_in_one_line(tmp_path):
     run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--no-eod", "-o", tmp_path / "x.pbin")
     with pytest.raises(TokenmillError, match=r"x.pbin: packed without an EOD; OLMo-core finds documents by their EOS"):

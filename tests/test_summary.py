@@ -153,6 +153,10 @@ def test_a_build_packed_without_an_eod_is_warned_about_in_the_summary(folder):
     lines = summary_lines(Plan(validate_config(config, "my.yaml")), [folder / "my.yaml"], REPO / "Snakefile")
     assert lines[3] == ("    warning: packed without an EOD (tokenizers.gpt2.eod: null): its documents run together "
                         "in training")
+    del config["tokenizers"]["gpt2"]["eod"]  # what a config without the key says, never a value it did not set
+    lines = summary_lines(Plan(validate_config(config, "my.yaml")), [folder / "my.yaml"], REPO / "Snakefile")
+    assert lines[3] == ("    warning: packed without an EOD (tokenizers.gpt2 names no eod): its documents run "
+                        "together in training")
 
 
 def test_the_reports_front_page_gives_the_command_as_the_run_spelled_it(tmp_path, monkeypatch):

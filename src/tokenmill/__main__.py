@@ -50,17 +50,30 @@ def _interrupt_again(unraisable) -> None:
     """``sys.unraisablehook``: an interrupt that landed in code Python cannot raise from (a weakref callback
     run by the garbage collector, a ``__del__``) was printed as "Exception ignored" and lost, and the command
     went on; it is sent to the main thread again instead, to be taken in the command's own code. From
-    another thread, 5 ms later: sent from here, Python would take it here at once and lose it again."""
+    another thread, 20 ms after this hook's last statement: sent from here, Python would take it here at once
+    and lose it again, and a thread that sent it after a fixed delay from its start could, on a loaded machine,
+    send it while this hook still waited for that start."""
     if issubclass(unraisable.exc_type, KeyboardInterrupt):
         import threading
 
         # SIGTERM's is the CLI's one subclass of KeyboardInterrupt
         signum = _signal.SIGINT if unraisable.exc_type is KeyboardInterrupt else _signal.SIGTERM
-        resend = threading.Timer(0.005, _signal.pthread_kill, args=(threading.main_thread().ident, signum))
-        resend.daemon = True
+        hook_done = threading.Event()
+        resend = threading.Thread(target=_send_when_done, args=(hook_done, threading.main_thread().ident, signum),
+                                  daemon=True)
         resend.start()
+        hook_done.set()
     else:
         sys.__unraisablehook__(unraisable)
+
+
+def _send_when_done(hook_done, thread_id: int, signum: int) -> None:
+    """Send ``signum`` to ``thread_id`` 20 ms after ``hook_done`` is set (:func:`_interrupt_again`)."""
+    import time
+
+    hook_done.wait()
+    time.sleep(0.02)
+    _signal.pthread_kill(thread_id, signum)
 
 
 if __name__ == "__main__":

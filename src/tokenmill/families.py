@@ -9,8 +9,8 @@ take, a Hugging Face ``tokenizer.json`` (text), and keeps the library as the ref
 type                       ``path`` holds                               reference      EOD
 =========================  ===========================================  =============  ==================
 HuggingFaceTokenizer       a ``tokenizer.json``, or a folder with it     tokenizers     the folder's
-                           (and ``tokenizer_config.json``)                              ``eos_token``
-Llama2Tokenizer,           a SentencePiece ``.model``                   sentencepiece  ``</s>`` (eos_id)
+                           (and ``tokenizer_config.json``)                              ``eos_token`` [1]
+Llama2Tokenizer,           a SentencePiece ``.model``                   sentencepiece  its EOS piece [2]
 SentencePieceTokenizer,
 GPTSentencePieceTokenizer
 TikTokenizer               a tiktoken JSON: Megatron's list of          tiktoken       ``</s>`` = 2
@@ -21,6 +21,13 @@ GPT2BPETokenizer           a folder with ``vocab.json`` +               tokenize
 BertWordPieceLowerCase,    a WordPiece ``vocab.txt``                    tokenizers     ``[SEP]``
 BertWordPieceCase
 =========================  ===========================================  =============  ==================
+
+[1] As transformers' ``AutoTokenizer`` finds it, which Megatron's ``tokenizer.eod`` is: ``tokenizer_config.json``'s
+``eos_token``, else ``special_tokens_map.json``'s, else the default of its ``tokenizer_class``
+(:data:`CLASS_EOS_TOKENS`). A ``tokenizer.json`` alone has none: Megatron reads a folder.
+[2] ``SentencePieceProcessor.eos_id()``: the control piece the trainer named ``eos_piece`` (``</s>``, or another
+spelling such as ``<EOS>``); none for a model trained with ``eos_id=-1``.
+A type without an EOD packs only with one named or with none asked for (:func:`tokenmill.tokenizer.load_tokenizer`).
 
 Conversions (facts of the formats; measured equal on real files, and proven per job by :mod:`tokenmill.proof`):
 
@@ -52,9 +59,10 @@ import numpy as np
 import orjson
 
 from tokenmill.errors import TokenmillError
-from tokenmill.sentencepiece_model import PIECE_CONTROL, bpe_tokenizer_json, conversion_refusal, read_model
+from tokenmill.sentencepiece_model import bpe_tokenizer_json, conversion_refusal, eos_piece, read_model
 
-__all__ = ["HF_TYPE", "SENTENCEPIECE_TYPES", "TYPES", "TIKTOKEN_PATTERNS", "TIKTOKEN_SPECIAL_TOKENS",
+__all__ = ["HF_TYPE", "CLASS_EOS_TOKENS", "TOKENIZER_JSON_EOD_ABSENT", "SENTENCEPIECE_TYPES", "TYPES",
+           "TIKTOKEN_PATTERNS", "TIKTOKEN_SPECIAL_TOKENS",
            "TokenizerSpec", "Family", "load_family", "ReferenceEncoder"]
 
 HF_TYPE = "HuggingFaceTokenizer"
@@ -175,6 +183,7 @@ class Family:
         hf_json: the ``tokenizer.json`` text the engines load.
         sha256: hex sha256 of the files read (several: of their names and bytes).
         eod: the type's end-of-document token as Megatron takes it, or None.
+        eod_absent: why ``eod`` is None (where the type looked for one), for the error that asks for one.
         reference: the library Megatron encodes with, or None where that is Hugging Face's (``hf_json``).
     """
 
@@ -183,6 +192,7 @@ class Family:
     sha256: str
     eod: str | None
     reference: ReferenceEncoder | None = field(default=None, repr=False)
+    eod_absent: str = ""
 
     @functools.cached_property
     def hf_json_sha256(self) -> str:
@@ -232,22 +242,57 @@ def _read(path: str, what: str) -> bytes:
         raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
 
 
+TOKENIZER_JSON_EOD_ABSENT = ("a tokenizer.json alone names no EOS (Megatron's HuggingFaceTokenizer reads the "
+                             "eos_token of a folder's tokenizer_config.json)")
+
+# The EOS a transformers tokenizer class gives when the folder's files name none (the classes' ``__init__``
+# defaults); a class not listed has none.
+CLASS_EOS_TOKENS = {"GPT2Tokenizer": "<|endoftext|>", "GPT2TokenizerFast": "<|endoftext|>",
+                    "GPTNeoXTokenizerFast": "<|endoftext|>", "Qwen2Tokenizer": "<|endoftext|>",
+                    "Qwen2TokenizerFast": "<|endoftext|>", "LlamaTokenizer": "</s>", "LlamaTokenizerFast": "</s>",
+                    "T5Tokenizer": "</s>", "T5TokenizerFast": "</s>"}
+
+
 def _load_hf_folder(spec: TokenizerSpec) -> Family:
-    """A ``tokenizer.json``, or a folder with one and, for its EOD, ``tokenizer_config.json``'s ``eos_token``."""
+    """A ``tokenizer.json``, or a folder with one and, for its EOD, the EOS transformers finds (module docstring)."""
     if not os.path.isdir(spec.path):
         content = _read(spec.path, "tokenizer file")
-        return Family(spec, content.decode("utf-8", "replace"), hashlib.sha256(content).hexdigest(), None)
-    tokenizer_json = os.path.join(spec.path, "tokenizer.json")
-    content = _read(tokenizer_json, "tokenizer.json")
-    eod = None
-    config_path = os.path.join(spec.path, "tokenizer_config.json")
-    if os.path.isfile(config_path):
-        try:
-            eos = orjson.loads(_read(config_path, "tokenizer_config.json")).get("eos_token")
-        except (orjson.JSONDecodeError, AttributeError):
-            raise TokenmillError(f"{config_path}: not a JSON object") from None
-        eod = eos.get("content") if isinstance(eos, dict) else eos
-    return Family(spec, content.decode("utf-8", "replace"), hashlib.sha256(content).hexdigest(), eod)
+        return Family(spec, content.decode("utf-8", "replace"), hashlib.sha256(content).hexdigest(), None,
+                      eod_absent=TOKENIZER_JSON_EOD_ABSENT)
+    content = _read(os.path.join(spec.path, "tokenizer.json"), "tokenizer.json")
+    config = _json_object_in(spec.path, "tokenizer_config.json")
+    eod = _eos_token_of(config) or _eos_token_of(_json_object_in(spec.path, "special_tokens_map.json"))
+    tokenizer_class = config.get("tokenizer_class")
+    if eod is None and isinstance(tokenizer_class, str):
+        eod = CLASS_EOS_TOKENS.get(tokenizer_class)
+    return Family(spec, content.decode("utf-8", "replace"), hashlib.sha256(content).hexdigest(), eod,
+                  eod_absent=f"neither its tokenizer_config.json nor special_tokens_map.json names an eos_token, "
+                             f"and its tokenizer_class {tokenizer_class!r} has no default one")
+
+
+def _json_object_in(folder: str, name: str) -> dict:
+    """The JSON object of ``folder/name``, or {} where there is no such file.
+
+    Raises:
+        TokenmillError: a file that is not a JSON object.
+    """
+    path = os.path.join(folder, name)
+    if not os.path.isfile(path):
+        return {}
+    try:
+        value = orjson.loads(_read(path, name))
+    except orjson.JSONDecodeError:
+        value = None
+    if not isinstance(value, dict):
+        raise TokenmillError(f"{path}: not a JSON object")
+    return value
+
+
+def _eos_token_of(config: dict) -> str | None:
+    """A config's ``eos_token``: a string, or an added token's ``{"content": ...}``; None where there is none."""
+    eos = config.get("eos_token")
+    eos = eos.get("content") if isinstance(eos, dict) else eos
+    return eos if isinstance(eos, str) and eos else None
 
 
 # ---- SentencePiece ---------------------------------------------------------------------------------------------
@@ -263,10 +308,10 @@ def _load_sentencepiece(spec: TokenizerSpec) -> Family:
     refusal = conversion_refusal(pieces, settings)
     if refusal:
         raise TokenmillError(f"{spec.path}: {spec.type} model cannot be converted for tokenmill's engines: {refusal}")
-    return Family(spec, bpe_tokenizer_json(pieces, settings["byte_fallback"]),
-                  hashlib.sha256(content).hexdigest(),
-                  next((piece for piece, _, kind in pieces if piece == "</s>" and kind == PIECE_CONTROL), None),
-                  _SentencePieceReference(content))
+    return Family(spec, bpe_tokenizer_json(pieces, settings["byte_fallback"]), hashlib.sha256(content).hexdigest(),
+                  eos_piece(pieces, settings), _SentencePieceReference(content),
+                  eod_absent=f"the model has no EOS (its eos_piece {settings['eos_piece']!r} is no control piece: "
+                             f"sentencepiece's eos_id() is -1)")
 
 
 # ---- tiktoken --------------------------------------------------------------------------------------------------

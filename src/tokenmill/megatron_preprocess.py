@@ -271,10 +271,8 @@ def preprocess_data(argv: list[str], log=sys.stderr) -> PreprocessSummary:
     refuse_inputs_as_outputs([f"{prefix}{ext}" for prefix in prefixes.values() for ext in (".bin", ".idx")],
                              [*files, spec.path])
     os.environ.setdefault("RAYON_NUM_THREADS", str(flags.workers))  # fastokens' threads, before its first use
-    info = load_tokenizer(spec, TYPE_EOD if flags.append_eod else None)
-    if flags.append_eod and info.eod_id is None:
-        raise TokenmillError(f"--append-eod: {spec.path} has no end-of-document token (a tokenizer_config.json "
-                             f"eos_token)")
+    info = load_tokenizer(spec, TYPE_EOD if flags.append_eod else None,
+                          no_type_eod_advice="drop --append-eod, or pack with tokenmill pack --eod TOKEN")
     input_bytes = sum(os.path.getsize(path) for path in files if os.path.isfile(path))
     encoder = Encoder(info, flags.engine, input_bytes=input_bytes, fall_back=True)
     print(f"tokenmill preprocess-data: {spec.type} {spec.path}, {encoder.reason}", file=log)

@@ -471,7 +471,7 @@ def merge_megatron(out_prefix: str | os.PathLike, prefixes: list[str | os.PathLi
 
     Raises:
         TokenmillError: no inputs, an existing output without ``force``, an output that is an
-            input, an unreadable input, or differing dtypes.
+            input, an unreadable input, or parts of different tokenizers (:func:`_refuse_unlike_datasets`).
     """
     if not prefixes:
         raise TokenmillError("merge needs at least one input")
@@ -480,8 +480,42 @@ def merge_megatron(out_prefix: str | os.PathLike, prefixes: list[str | os.PathLi
     if existing and not force:
         raise TokenmillError(f"{existing[0]}: exists; pass --force to replace it")
     first = MMapIndexedDataset(prefixes[0])
+    _refuse_unlike_datasets([first, *map(MMapIndexedDataset, prefixes[1:])])
     with MMapIndexedDatasetBuilder(out_prefix, first.dtype) as builder:
         for prefix in prefixes:
             builder.add_index(prefix)
     merged = MMapIndexedDataset(out_prefix)
     return {"documents": merged.num_documents, "sequences": len(merged), "dtype": merged.dtype.name}
+
+
+def document_end_token(dataset: MMapIndexedDataset) -> int | None:
+    """The id every non-empty document of ``dataset`` ends with (its EOD, where it was packed with one), or None
+    where they end differently or there is none. Cost: one gather of a token per document."""
+    last_sequences = dataset.document_indices[1:] - 1
+    last_sequences = last_sequences[(last_sequences >= 0) & (dataset.sequence_lengths[last_sequences] > 0)]
+    if not len(last_sequences):
+        return None
+    positions = (dataset.sequence_pointers[last_sequences] // dataset.dtype.itemsize
+                 + dataset.sequence_lengths[last_sequences] - 1)
+    ends = np.unique(dataset._tokens[positions])
+    return int(ends[0]) if len(ends) == 1 else None
+
+
+def _refuse_unlike_datasets(datasets: list[MMapIndexedDataset]) -> None:
+    """Refuse parts that another tokenizer made, as far as Megatron's files tell (they name no tokenizer): another
+    dtype (another vocabulary size class), or every document ending with another id (another EOD: GPT-2's 50256
+    beside BERT's [SEP] 102). Parts of two tokenizers with one dtype and one EOD id cannot be told apart here.
+
+    Raises:
+        TokenmillError: naming both parts and what differs.
+    """
+    first = datasets[0]
+    first_end = document_end_token(first)
+    for dataset in datasets[1:]:
+        if dataset.dtype != first.dtype:
+            raise TokenmillError(f"{dataset.idx_path}: dtype {dataset.dtype.name}, {first.idx_path}: "
+                                 f"{first.dtype.name}; parts of different tokenizers cannot be merged")
+        end = document_end_token(dataset)
+        if None not in (end, first_end) and end != first_end:
+            raise TokenmillError(f"{dataset.prefix}: every document ends with id {end}, in {first.prefix} with "
+                                 f"{first_end}: packed with different EODs (tokenizers); cannot merge")

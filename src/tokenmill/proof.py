@@ -414,6 +414,7 @@ class ProofSample:
     excerpt_reference: tuple[np.ndarray, np.ndarray] | None
     hf_bytes: int
     hf_characters: int
+    reference_library: str = "tokenizers"
 
     @classmethod
     def of(cls, texts: list[str], sampler: ProofSampler, info: TokenizerInfo, add_special_tokens: bool,
@@ -429,7 +430,8 @@ class ProofSample:
         reference = ids[:split], lengths[:len(documents)]
         excerpt_reference = (ids[split:], lengths[len(documents):]) if excerpts else None
         hf_bytes = sum(len(text.encode("utf-8", "surrogatepass")) for text in documents + excerpts)
-        return cls(choice, reference, excerpts, excerpt_reference, hf_bytes, sum(map(len, documents + excerpts)))
+        return cls(choice, reference, excerpts, excerpt_reference, hf_bytes, sum(map(len, documents + excerpts)),
+                   info.reference_library)
 
     def check(self, encoder: Encoder, tokens: np.ndarray, lengths: np.ndarray, locations: list[str],
               add_special_tokens: bool) -> ProofTally:
@@ -440,15 +442,15 @@ class ProofSample:
             EngineMismatch: naming ``locations[i]``, the first differing token and, for an excerpt,
                 its characters.
         """
-        choice = self.choice
+        choice, names = self.choice, (encoder.name, self.reference_library)
         compare_ids([locations[i] for i in choice.documents], split_flat(tokens, lengths, choice.documents),
-                    split_flat(*self.reference), "")
+                    split_flat(*self.reference), "", *names)
         if choice.excerpts:
             fast = encoder.encode_batch(self.excerpt_texts, add_special_tokens)
             compare_ids([locations[excerpt.text] for excerpt in choice.excerpts], split_flat(*fast),
                         split_flat(*self.excerpt_reference),
                         [f" of an excerpt (characters {excerpt.start}-{excerpt.end}) around {excerpt.why}"
-                         for excerpt in choice.excerpts])
+                         for excerpt in choice.excerpts], *names)
         return ProofTally(texts=len(lengths), eligible=choice.eligible, documents=len(choice.documents),
                           excerpts=len(choice.excerpts), excerpted=len({excerpt.text for excerpt in choice.excerpts}),
                           hf_bytes=self.hf_bytes, hf_characters=self.hf_characters, characters=choice.characters)
@@ -531,8 +533,9 @@ def _alternation(words: list[str]) -> str:
 
 
 def compare_ids(locations: list[str], fast: list[np.ndarray], reference: list[np.ndarray],
-                what: str | list[str]) -> None:
-    """Raise at the first pair of id arrays that differ.
+                what: str | list[str], engine: str = "fastokens", reference_library: str = "tokenizers") -> None:
+    """Raise at the first pair of id arrays that differ; the message names the two ids by ``engine`` and
+    ``reference_library`` (``tokenizers`` is said "Hugging Face").
 
     Raises:
         EngineMismatch: ``LOCATION: fast encoder disagrees with the tokenizer at token K`` + ``what``
@@ -548,7 +551,11 @@ def compare_ids(locations: list[str], fast: list[np.ndarray], reference: list[np
             wanted = int(expected[position]) if position < len(expected) else "end"
             raise EngineMismatch(f"{location}: fast encoder disagrees with the tokenizer at token "
                                  f"{position}{what if isinstance(what, str) else what[number]} "
-                                 f"(fastokens {got}, Hugging Face {wanted})")
+                                 f"({engine} {got}, {_LIBRARY_NAMES.get(reference_library, reference_library)} "
+                                 f"{wanted})")
+
+
+_LIBRARY_NAMES = {"tokenizers": "Hugging Face"}
 
 
 def first_difference(ids: np.ndarray, reference: np.ndarray) -> int | None:

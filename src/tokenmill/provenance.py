@@ -7,13 +7,17 @@ follow from the sidecar alone, wherever every skipped line is listed (a sidecar 
 ones of a reason past :data:`tokenmill.sidecar` 's limit; then no line is known).
 
 A field is named as a plain jq path: ``.id``, ``.meta.domain`` (a bare ``id`` is ``.id``). Its value on a
-document's line is taken as it is for a string, as compact JSON otherwise, None where the line lacks it.
+document's line is taken as it is for a string, as compact JSON otherwise with every number as the line wrote
+it (``12345678901234567890123`` and ``1e2`` stay digits, never a float's ``1.2345678901234568e+22`` or
+``100.0``), None where the line lacks it.
 
 Cost: :func:`document_lines` O(lines of the source); :func:`tokens_per_source` O(documents);
 :func:`field_values` one read of the source.
 """
 
 from __future__ import annotations
+
+import json
 
 import numpy as np
 import orjson
@@ -69,7 +73,29 @@ def value_of(line: bytes, keys: tuple[str, ...]) -> str | None:
             value = value.get(key)
     except (orjson.JSONDecodeError, AttributeError):
         return None
-    return value if value is None or isinstance(value, str) else orjson.dumps(value).decode()
+    if value is None or isinstance(value, str):
+        return value
+    if type(value) is int and value:  # orjson's ints are exact below 2**64 (past it a float; "-0" is 0)
+        return str(value)
+    value = json.loads(line, parse_int=_Number, parse_float=_Number)  # again, keeping each number's text
+    for key in keys:
+        value = value[key]
+    return _compact_json(value)
+
+
+class _Number(str):
+    """A JSON number's text as the line wrote it."""
+
+
+def _compact_json(value) -> str:
+    """``value`` as compact JSON, each :class:`_Number` as written."""
+    if isinstance(value, _Number):
+        return str(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{_compact_json(key)}:{_compact_json(item)}" for key, item in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ",".join(map(_compact_json, value)) + "]"
+    return orjson.dumps(value).decode()
 
 
 def field_values(source: SourceRecord, lines: list[int], field: str, max_line_bytes: int = 1 << 62) -> list[str | None]:

@@ -2,12 +2,17 @@
 ``tokenizer.json`` that encodes the same, for tokenmill's engines (:mod:`tokenmill.families`).
 
 A ``.model`` is a protobuf ``ModelProto``: field 1 the pieces (each: 1 piece, 2 score, 3 type), field 2 the
-trainer spec (3 model type, 35 byte fallback), field 3 the normalizer spec (1 name, 2 precompiled charsmap, 3
-add_dummy_prefix, 4 remove_extra_whitespaces, 5 escape_whitespaces). A BPE model with the ``identity``
-normalizer, a dummy prefix, whitespace escaped and kept encodes like a BPE over the same pieces whose merge of
-pieces ``a`` and ``b`` ranks as the score of ``a + b``, after ``' ' → '▁'`` and a leading ``'▁'``, with byte
-fallback. Control pieces (``<s>``, ``</s>``) are no added tokens: SentencePiece encodes their spelling in a
-text as text, and so does Megatron. Other models (Unigram, NFKC) are refused in one line.
+trainer spec (3 model type, 24 treat_whitespace_as_suffix, 35 byte fallback, 47 eos_piece), field 3 the
+normalizer spec (1 name, 2 precompiled charsmap, 3 add_dummy_prefix, 4 remove_extra_whitespaces, 5
+escape_whitespaces). A BPE model with the ``identity`` normalizer, a dummy prefix, whitespace escaped and kept
+encodes like a BPE over the same pieces whose merge of pieces ``a`` and ``b`` ranks as the score of ``a + b``,
+after ``' ' → '▁'`` and a leading ``'▁'``, with byte fallback. Control pieces (``<s>``, ``</s>``) are no added
+tokens: SentencePiece encodes their spelling in a text as text, and so does Megatron. Other models (Unigram,
+NFKC, whitespace as a suffix) are refused in one line.
+
+The EOS, which Megatron's SentencePiece types append as their EOD, is what ``SentencePieceProcessor.eos_id()``
+gives: the id of the trainer spec's ``eos_piece`` (``</s>`` unless the model was trained with another) where
+that piece is a control piece, else none (a model trained with ``eos_id=-1``).
 
 Cost: one pass over the file and O(total piece length) to derive the merges: ~0.5 s for a 32k model.
 """
@@ -17,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 import orjson
 
-__all__ = ["read_model", "conversion_refusal", "bpe_tokenizer_json", "PIECE_NORMAL", "PIECE_UNKNOWN",
+__all__ = ["read_model", "eos_piece", "conversion_refusal", "bpe_tokenizer_json", "PIECE_NORMAL", "PIECE_UNKNOWN",
            "PIECE_CONTROL", "PIECE_USER_DEFINED", "MODEL_BPE"]
 
 
@@ -67,8 +72,9 @@ MODEL_BPE = 2
 
 def read_model(content: bytes) -> tuple[list[tuple[str, float, int]], dict]:
     """The pieces ``(piece, score, type)`` and the trainer and normalizer settings of a ``ModelProto``."""
-    pieces, settings = [], {"model_type": 1, "byte_fallback": False, "normalizer": "nmt_nfkc",
-                            "add_dummy_prefix": True, "remove_extra_whitespaces": True, "escape_whitespaces": True}
+    pieces, settings = [], {"model_type": 1, "byte_fallback": False, "treat_whitespace_as_suffix": False,
+                            "eos_piece": "</s>", "normalizer": "nmt_nfkc", "add_dummy_prefix": True,
+                            "remove_extra_whitespaces": True, "escape_whitespaces": True}
     for number, _, value in _protobuf_fields(content):
         if number == 1:  # SentencePiece: 1 piece, 2 score (float32), 3 type (default NORMAL)
             piece, score, kind = "", 0.0, PIECE_NORMAL
@@ -80,18 +86,28 @@ def read_model(content: bytes) -> tuple[list[tuple[str, float, int]], dict]:
                 elif sub == 3:
                     kind = sub_value
             pieces.append((piece, score, kind))
-        elif number == 2:  # TrainerSpec: 3 model_type, 35 byte_fallback
+        elif number == 2:  # TrainerSpec: 3 model_type, 24 treat_whitespace_as_suffix, 35 byte_fallback, 47 eos_piece
             for sub, _, sub_value in _protobuf_fields(value):
                 if sub == 3:
                     settings["model_type"] = sub_value
+                elif sub == 24:
+                    settings["treat_whitespace_as_suffix"] = bool(sub_value)
                 elif sub == 35:
                     settings["byte_fallback"] = bool(sub_value)
+                elif sub == 47:
+                    settings["eos_piece"] = sub_value.decode("utf-8")
         elif number == 3:  # NormalizerSpec: 1 name (2, its precompiled charsmap, goes with it), 3-5 the switches
             names = {1: "normalizer", 3: "add_dummy_prefix", 4: "remove_extra_whitespaces", 5: "escape_whitespaces"}
             for sub, _, sub_value in _protobuf_fields(value):
                 if sub in names:
                     settings[names[sub]] = sub_value.decode("utf-8") if sub == 1 else bool(sub_value)
     return pieces, settings
+
+
+def eos_piece(pieces: list[tuple[str, float, int]], settings: dict) -> str | None:
+    """The model's EOS piece as ``SentencePieceProcessor.eos_id()`` finds it (module docstring), or None."""
+    wanted = settings["eos_piece"]
+    return next((piece for piece, _, kind in pieces if piece == wanted and kind == PIECE_CONTROL), None)
 
 
 def conversion_refusal(pieces: list, settings: dict) -> str | None:
@@ -102,6 +118,8 @@ def conversion_refusal(pieces: list, settings: dict) -> str | None:
         return f"its normalizer is {settings['normalizer']!r}, not identity"
     if not settings["add_dummy_prefix"] or settings["remove_extra_whitespaces"] or not settings["escape_whitespaces"]:
         return "its whitespace settings are not Llama's (add_dummy_prefix, keep extra whitespace, escape it)"
+    if settings["treat_whitespace_as_suffix"]:
+        return "it puts whitespace at the end of pieces (treat_whitespace_as_suffix)"
     if any(kind == PIECE_USER_DEFINED for _, _, kind in pieces):
         return "it has user-defined pieces"
     return None

@@ -143,8 +143,10 @@ def _build_lines(plan: Plan, build: str) -> list[str]:
     lines = [f"  {build}: {_counts(meta)}", "    " + "; ".join(files)]
     tokenizer = meta.get("tokenizer")
     if isinstance(tokenizer, dict) and "eod_id" in tokenizer and tokenizer["eod_id"] is None:
-        lines.append(f"    warning: packed without an EOD (tokenizers.{plan.builds[build].tokenizer}.eod: null): its "
-                     f"documents run together in training")
+        name = plan.builds[build].tokenizer
+        said = f"tokenizers.{name}.eod: null" if "eod" in plan.config["tokenizers"][name] else \
+            f"tokenizers.{name} names no eod"  # (a tokenizer.json without a type: the config says nothing)
+        lines.append(f"    warning: packed without an EOD ({said}): its documents run together in training")
     caches = [folder for folder in plan.cache_dirs(build) if os.path.isdir(folder)]  # a run for one target has none
     if caches:
         hashed = plan.job_data_path(build)

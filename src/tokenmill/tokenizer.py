@@ -44,10 +44,10 @@ import orjson
 from tokenizers import Tokenizer
 
 from tokenmill.errors import TokenmillError
-from tokenmill.families import HF_TYPE, Family, TokenizerSpec, load_family
+from tokenmill.families import HF_TYPE, TOKENIZER_JSON_EOD_ABSENT, Family, TokenizerSpec, load_family
 
-__all__ = ["TokenizerInfo", "TYPE_EOD", "load_tokenizer", "token_width_for", "check_eod_in_file", "fast_engine_refusal",
-           "spec_of", "post_processor_ids"]
+__all__ = ["TokenizerInfo", "TYPE_EOD", "NO_TYPE_EOD_ADVICE", "load_tokenizer", "token_width_for",
+           "check_eod_in_file", "fast_engine_refusal", "spec_of", "post_processor_ids"]
 
 # The ``eod`` that asks for the tokenizer type's own end-of-document token (Megatron's ``tokenizer.eod``).
 TYPE_EOD = "<the type's EOD>"
@@ -153,18 +153,25 @@ def _is_plain_file(spec: TokenizerSpec) -> bool:
     return spec.type == HF_TYPE and not os.path.isdir(spec.path)
 
 
-def load_tokenizer(source: str | os.PathLike | TokenizerSpec, eod: str | None = None) -> TokenizerInfo:
+# What to do where :data:`TYPE_EOD` finds none: pack's and the config's ways to say it.
+NO_TYPE_EOD_ADVICE = "name one (pack --eod TOKEN; the config's eod: TOKEN) or pack without (--no-eod; eod: null)"
+
+
+def load_tokenizer(source: str | os.PathLike | TokenizerSpec, eod: str | None = None,
+                   no_type_eod_advice: str = NO_TYPE_EOD_ADVICE) -> TokenizerInfo:
     """Load a tokenizer and resolve the EOD token.
 
     Args:
         source: a Hugging Face ``tokenizer.json``, or a Megatron tokenizer type and its files.
         eod: the end-of-document token string (e.g. ``<|endoftext|>``); None for none;
-            :data:`TYPE_EOD` for the type's own (for a ``tokenizer.json`` without a folder: none).
+            :data:`TYPE_EOD` for the type's own (:mod:`tokenmill.families`), which must exist.
+        no_type_eod_advice: what the error says to do where the type has no EOD.
 
     Truncation and padding stored in the file are switched off (see the module docstring).
 
     Raises:
-        TokenmillError: the file is missing or not a tokenizer, or ``eod`` is not one token.
+        TokenmillError: the file is missing or not a tokenizer, ``eod`` is not one token, or it is
+            :data:`TYPE_EOD` and the type has none.
     """
     spec = spec_of(source)
     path, family = spec.path, None
@@ -179,7 +186,10 @@ def load_tokenizer(source: str | os.PathLike | TokenizerSpec, eod: str | None = 
         # sha256 names the type's files, text_sha256 the tokenizer.json text converted from them
         content, sha256, text_sha256 = family.hf_json.encode("utf-8"), family.sha256, family.hf_json_sha256
     if eod == TYPE_EOD:
-        eod = family.eod if family else None
+        if family is None or family.eod is None:
+            raise TokenmillError(f"{path}: {spec.type} names no end-of-document token: "
+                                 f"{family.eod_absent if family else TOKENIZER_JSON_EOD_ABSENT}; {no_type_eod_advice}")
+        eod = family.eod
     try:
         facts = _file_facts(content, text_sha256)
         tokenizer = _hf_from_str(content.decode("utf-8"))
