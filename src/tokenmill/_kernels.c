@@ -16,6 +16,13 @@
  *     The same rule with weights sizes[j] / total over the datasets not yet spent, until every
  *     dataset has given sizes[j] samples; the outputs hold sum(sizes) entries.
  *
+ * best_fit_bins(lengths:int64[], capacity, bins:int64[len(lengths)]) -> number of bins
+ *     Optimized Best-Fit Decreasing (Ding et al. 2024, App. B; tokenmill.packing.best_fit): documents in the
+ *     order given (longest first), each into the open bin whose remaining capacity is the smallest that
+ *     still holds it, the first opened of those (FIFO per capacity), else a new bin; bins[i] = document i's
+ *     bin, numbered as opened. A max segment tree over the remaining capacities 1..capacity finds that
+ *     capacity in O(log capacity): O(len(lengths) * log capacity) in all, O(capacity + bins) memory.
+ *
  * Arithmetic follows Megatron's helpers.cpp step for step (doubles, the same comparisons), so the
  * outputs are identical, not merely equivalent.
  *
@@ -310,7 +317,101 @@ static PyObject *first_risky_code_points(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* best_fit_bins's tree: leaf c (1..width) holds c while some bin has c tokens of room (the capacity's leaf
+ * always: a new bin), else 0; an inner node the largest of its leaves. */
+static void tree_set(int64_t *tree, int64_t width, int64_t leaf, int64_t value) {
+    int64_t node = width + leaf - 1;
+    tree[node] = value;
+    for (node /= 2; node >= 1; node /= 2)
+        tree[node] = tree[2 * node] > tree[2 * node + 1] ? tree[2 * node] : tree[2 * node + 1];
+}
+
+/* The smallest c whose leaf holds at least length (the leftmost such leaf); the caller knows tree[1] does. */
+static int64_t tree_smallest_fit(const int64_t *tree, int64_t width, int64_t length) {
+    int64_t node = 1;
+    while (node < width) node = tree[2 * node] >= length ? 2 * node : 2 * node + 1;
+    return node - width + 1;
+}
+
+static PyObject *best_fit_bins(PyObject *self, PyObject *args) {
+    PyObject *lengths_obj, *bins_obj;
+    long long capacity;
+    Py_buffer lengths_view, bins_view;
+    if (!PyArg_ParseTuple(args, "OLO", &lengths_obj, &capacity, &bins_obj)) return NULL;
+    if (capacity < 1) {
+        PyErr_SetString(PyExc_ValueError, "best_fit_bins: capacity must be positive");
+        return NULL;
+    }
+    if (get_buffer(lengths_obj, &lengths_view, 8, 0, "lengths") < 0) return NULL;
+    if (get_buffer(bins_obj, &bins_view, 8, 1, "bins") < 0) {
+        PyBuffer_Release(&lengths_view);
+        return NULL;
+    }
+    const int64_t *lengths = lengths_view.buf;
+    int64_t *bins = bins_view.buf;
+    Py_ssize_t count = lengths_view.len / 8;
+    int64_t num_bins = 0;
+    if (bins_view.len / 8 != count) {
+        PyErr_SetString(PyExc_ValueError, "best_fit_bins: bins must be as long as lengths");
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (lengths[i] < 1 || lengths[i] > capacity) {
+            PyErr_Format(PyExc_ValueError, "best_fit_bins: lengths[%zd] = %lld is not in 1..%lld", i,
+                         (long long)lengths[i], capacity);
+            goto done;
+        }
+    }
+    int64_t width = 1;
+    while (width < capacity) width *= 2;
+    /* tree: 2 * width nodes; queue heads and tails per capacity; each bin's successor in its queue */
+    int64_t *tree = calloc(2 * width, sizeof(int64_t));
+    int64_t *head = malloc((capacity + 1) * sizeof(int64_t)), *tail = malloc((capacity + 1) * sizeof(int64_t));
+    int64_t *next = malloc((count + 1) * sizeof(int64_t));
+    if (!tree || !head || !tail || !next) {
+        free(tree), free(head), free(tail), free(next);
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    for (int64_t c = 0; c <= capacity; c++) head[c] = tail[c] = -1;
+    tree_set(tree, width, capacity, capacity);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        int64_t room = tree_smallest_fit(tree, width, lengths[i]), bin;
+        if (room == capacity) {
+            bin = num_bins++;
+        } else {  /* the first bin queued with this room leaves its queue */
+            bin = head[room];
+            head[room] = next[bin];
+            if (head[room] < 0) {
+                tail[room] = -1;
+                tree_set(tree, width, room, 0);
+            }
+        }
+        bins[i] = bin;
+        int64_t left = room - lengths[i];
+        if (left > 0) {  /* queued last among the bins of that room */
+            next[bin] = -1;
+            if (tail[left] < 0) {
+                head[left] = bin;
+                tree_set(tree, width, left, left);
+            } else {
+                next[tail[left]] = bin;
+            }
+            tail[left] = bin;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    free(tree), free(head), free(tail), free(next);
+done:
+    PyBuffer_Release(&lengths_view);
+    PyBuffer_Release(&bins_view);
+    if (PyErr_Occurred()) return NULL;
+    return PyLong_FromLongLong(num_bins);
+}
+
 static PyMethodDef methods[] = {
+    {"best_fit_bins", best_fit_bins, METH_VARARGS, "Optimized Best-Fit Decreasing: each document's bin."},
     {"sample_index", sample_index, METH_VARARGS, "Megatron's sample index walk into an int64 (n+1, 2) buffer."},
     {"blending_index", blending_index, METH_VARARGS, "Greedy blending of weighted datasets."},
     {"exhaustive_blending_index", exhaustive_blending_index, METH_VARARGS, "Blending until every dataset is spent."},

@@ -398,6 +398,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_report_verb(verbs)
     _add_hf_tokenizer_folder_verb(verbs)
     _add_to_olmo_verb(verbs)
+    _add_best_fit_verb(verbs)
     return parser
 
 
@@ -623,6 +624,32 @@ def _add_to_olmo_verb(verbs) -> None:
     olmo.add_argument("--id-field", default="id", metavar="KEY",
                       help="the JSON field giving a document's id in the csv.gz (default: id; else its line number)")
     olmo.set_defaults(run=_to_olmo)
+
+
+def _add_best_fit_verb(verbs) -> None:
+    """The ``best-fit`` verb's arguments."""
+    best_fit = verbs.add_parser("best-fit", help="pack a Megatron dataset's documents whole into samples (OBFD): "
+                                                 "its packed index, per split, beside its GPTDataset caches")
+    best_fit.add_argument("prefix", help="Megatron dataset prefix (PREFIX.bin, PREFIX.idx)")
+    best_fit.add_argument("-o", "--output", required=True, metavar="DIR", help="the cache folder to write it into")
+    best_fit.add_argument("--seq-length", type=int, required=True, metavar="L", help="tokens per sample")
+    best_fit.add_argument("--seed", type=int, default=1234, help="orders the samples (default: 1234)")
+    best_fit.add_argument("--split", default="969,30,1", help="Megatron's --split (default: 969,30,1)")
+    best_fit.add_argument("--long-doc-strategy", choices=("truncate", "fragment"), default="truncate",
+                          help="documents over L tokens: their first L tokens (truncate, the default) or pieces "
+                               "of L tokens and a shorter last one (fragment)")
+    best_fit.set_defaults(run=_best_fit)
+
+
+def _best_fit(args: argparse.Namespace) -> None:
+    from tokenmill.packing.packed_index import build_packed_index
+
+    for split_name, figures in build_packed_index(prefix_of(args.prefix), args.output, args.seq_length, args.seed,
+                                                  args.split, args.long_doc_strategy).items():
+        print(f"{args.output}: {split_name}: {figures['documents']} documents in {figures['samples']} samples of "
+              f"{args.seq_length}: {figures['kept_whole']} whole ({figures['cut_by_concat']} that concatenation "
+              f"would cut), {figures['long']} longer ({args.long_doc_strategy}), padding "
+              f"{100 * figures['padding_share']:.2f} %", file=sys.stderr)
 
 
 def _add_report_verb(verbs) -> None:

@@ -198,6 +198,10 @@ class MMapIndexedDataset:
         stop = start - offset + int(self.sequence_lengths[i]) if length is None else start + length
         return self._tokens[start:stop]
 
+    def tokens_at(self, start: int, count: int) -> np.ndarray:
+        """``count`` tokens from token ``start`` of the ``.bin`` (sequences lie back to back), a view."""
+        return self._tokens[start:start + count]
+
     def __getitem__(self, i: int) -> np.ndarray:
         return self.get(i)
 

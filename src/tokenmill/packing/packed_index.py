@@ -1,0 +1,147 @@
+"""The packed index: best-fit samples over a Megatron ``.bin/.idx``, for any trainer that reads those files.
+
+For one dataset, sequence length ``L``, seed and split (Megatron's ``--split``: the same contiguous document
+ranges as GPTDataset's), the documents of the split are cut to ``L`` tokens by the long-document strategy and
+packed whole by OBFD (:mod:`tokenmill.packing.best_fit`, stable sort: the same bytes on every numpy), and the
+samples are put in the seed's order (``numpy.random.RandomState(seed).permutation``, whose stream numpy keeps
+fixed). Files, in the cache folder beside the GPTDataset caches (docs/formats.md, "Packed index")::
+
+    best_fit-<strategy>-<split>-pieces.npy          int64 (P, 3): per piece (document id, first token within
+                                                    the document, tokens), samples after one another in order
+    best_fit-<strategy>-<split>-sample_offsets.npy  int64 (S + 1,): sample k is pieces[offsets[k]:offsets[k+1]]
+    best_fit-<strategy>-<split>-description.json    what was packed (dataset, fingerprint of its .idx, L, seed,
+                                                    split, strategy) and what it bought (written last)
+
+A sample's tokens are its pieces back to back, then padding to ``L``
+(:class:`tokenmill.training.packed_samples.PackedSamples`).
+
+Cost: one read of the ``.idx`` (no token is read), the packing's O(D log D) sort and O(D log L) fit; memory
+~100 bytes per document.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from tokenmill.atomic import atomic_output
+from tokenmill.errors import TokenmillError
+from tokenmill.gpt_cache import dataset_fingerprint, load_npy
+from tokenmill.mmidx import MMapIndexedDataset
+from tokenmill.packing.best_fit import cut_long_documents, pack_best_fit
+from tokenmill.sample_index import SPLIT_NAMES, parse_split, split_matrix, split_ranges
+
+__all__ = ["PACKED_INDEX_FORMAT", "packed_index_names", "document_token_ranges", "build_packed_index",
+           "load_packed_index", "packing_figures"]
+
+PACKED_INDEX_FORMAT = "tokenmill-packed-index/1"
+
+
+def packed_index_names(strategy: str, split_name: str) -> dict[str, str]:
+    """The file names of one split's packed index (module docstring)."""
+    stem = f"best_fit-{strategy}-{split_name}"
+    return {"pieces": f"{stem}-pieces.npy", "sample_offsets": f"{stem}-sample_offsets.npy",
+            "description": f"{stem}-description.json"}
+
+
+def document_token_ranges(dataset: MMapIndexedDataset) -> tuple[np.ndarray, np.ndarray]:
+    """Each document's first token in the ``.bin`` and its token count: its sequences lie back to back, and the
+    sequences fill the ``.bin`` in order (the reader checks the pointers)."""
+    before = np.concatenate([[0], np.cumsum(dataset.sequence_lengths, dtype=np.int64)])[dataset.document_indices]
+    return before[:-1], np.diff(before)
+
+
+def packing_figures(lengths: np.ndarray, sequence_length: int, strategy: str, sample_lengths: np.ndarray) -> dict:
+    """What packing bought over concatenate-and-chunk, for documents of ``lengths`` tokens (document order).
+
+    ``cut_by_concat``: documents that samples cut back to back every ``L`` tokens would split (a document
+    ending exactly at a boundary is whole); ``kept_whole``: documents of at most ``L`` tokens, each in one
+    sample here; ``long``/``long_tokens_dropped``: documents over ``L`` and, with ``truncate``, the tokens
+    left out; ``padding``: tokens that fill samples up.
+    """
+    ends = np.cumsum(lengths, dtype=np.int64)
+    starts = ends - lengths
+    nonempty = lengths > 0
+    cut = int(np.count_nonzero(nonempty & (starts // sequence_length != (ends - 1) // sequence_length)))
+    long = lengths > sequence_length
+    samples = len(sample_lengths)
+    padding = int(samples * sequence_length - sample_lengths.sum())
+    return {"documents": int(np.count_nonzero(nonempty)), "tokens": int(lengths.sum()), "samples": samples,
+            "cut_by_concat": cut, "kept_whole": int(np.count_nonzero(nonempty & ~long)),
+            "long": int(np.count_nonzero(long)),
+            "long_tokens_dropped": int((lengths[long] - sequence_length).sum()) if strategy == "truncate" else 0,
+            "padding": padding, "padding_share": round(padding / (samples * sequence_length), 6) if samples else 0.0}
+
+
+def build_packed_index(prefix: str | os.PathLike, cache_dir: str | os.PathLike, sequence_length: int, seed: int,
+                       split: str = "969,30,1", strategy: str = "truncate") -> dict[str, dict]:
+    """Pack every split of ``prefix`` and write its packed index into ``cache_dir`` (module docstring); each
+    file atomically, the description last. Returns each split's description.
+
+    Raises:
+        TokenmillError: an unreadable dataset, a bad split, length or strategy.
+    """
+    if sequence_length < 1:
+        raise TokenmillError(f"sequence length {sequence_length}: must be positive")
+    dataset = MMapIndexedDataset(prefix)
+    token_starts, lengths = document_token_ranges(dataset)
+    cache_dir = Path(cache_dir)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    descriptions = {}
+    for split_name, documents in zip(SPLIT_NAMES, split_ranges(split_matrix(parse_split(split)),
+                                                                 dataset.num_documents)):
+        if documents is None:
+            continue
+        documents = documents[lengths[documents] > 0].astype(np.int64)
+        piece_starts, piece_ends, owners = cut_long_documents(token_starts[documents], token_starts[documents] +
+                                                              lengths[documents], sequence_length, strategy)
+        packed = pack_best_fit(piece_starts, piece_ends, sequence_length)
+        # the samples in the seed's order: each piece's sample by its new position, the pieces stably sorted by it
+        order = np.random.RandomState(seed).permutation(packed.num_samples)
+        position = np.empty(packed.num_samples, dtype=np.int64)
+        position[order] = np.arange(packed.num_samples)
+        counts = np.diff(packed.sample_offsets)
+        by_sample = packed.documents_by_sample[np.argsort(np.repeat(position, counts), kind="stable")]
+        piece_documents = documents[owners[packed.order[by_sample]]]
+        pieces = np.stack([piece_documents, packed.starts[by_sample] - token_starts[piece_documents],
+                           packed.ends[by_sample] - packed.starts[by_sample]], axis=1).astype(np.int64)
+        offsets = np.concatenate([[0], np.cumsum(counts[order])]).astype(np.int64)
+        description = {"format": PACKED_INDEX_FORMAT, "dataset": str(prefix), "fingerprint":
+                       dataset_fingerprint(dataset), "sequence_length": sequence_length, "seed": seed,
+                       "split": split, "split_name": split_name, "long_document_strategy": strategy,
+                       **packing_figures(lengths[documents], sequence_length, strategy, packed.sample_lengths())}
+        names = packed_index_names(strategy, split_name)
+        for key, array in (("pieces", pieces), ("sample_offsets", offsets)):
+            with atomic_output(cache_dir / names[key]) as temporary, open(temporary, "wb") as handle:
+                np.save(handle, array, allow_pickle=False)
+        with atomic_output(cache_dir / names["description"]) as temporary:
+            temporary.write_text(json.dumps(description, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        descriptions[split_name] = description
+    return descriptions
+
+
+def load_packed_index(cache_dir: str | os.PathLike, strategy: str,
+                      split_name: str) -> tuple[dict, np.ndarray, np.ndarray]:
+    """One split's ``(description, pieces, sample_offsets)``, the arrays memory-mapped.
+
+    Raises:
+        TokenmillError: a missing or unreadable file, or one that is not a packed index.
+    """
+    names = packed_index_names(strategy, split_name)
+    path = Path(cache_dir) / names["description"]
+    try:
+        description = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TokenmillError(f"{path}: no packed index (tokenmill best-fit builds it)") from None
+    except (OSError, ValueError) as exc:
+        raise TokenmillError(f"{path}: unreadable ({exc})") from None
+    if not isinstance(description, dict) or description.get("format") != PACKED_INDEX_FORMAT:
+        raise TokenmillError(f"{path}: not a {PACKED_INDEX_FORMAT} description")
+    pieces, offsets = (load_npy(Path(cache_dir) / names[key]) for key in ("pieces", "sample_offsets"))
+    if pieces.ndim != 2 or pieces.shape[1] != 3 or offsets.ndim != 1 or not len(offsets) or \
+            offsets[-1] != len(pieces):
+        raise TokenmillError(f"{Path(cache_dir) / names['pieces']}: does not match {names['sample_offsets']}")
+    return description, pieces, offsets
