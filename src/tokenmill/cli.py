@@ -628,28 +628,50 @@ def _add_to_olmo_verb(verbs) -> None:
 
 def _add_best_fit_verb(verbs) -> None:
     """The ``best-fit`` verb's arguments."""
-    best_fit = verbs.add_parser("best-fit", help="pack a Megatron dataset's documents whole into samples (OBFD): "
-                                                 "its packed index, per split, beside its GPTDataset caches")
-    best_fit.add_argument("prefix", help="Megatron dataset prefix (PREFIX.bin, PREFIX.idx)")
-    best_fit.add_argument("-o", "--output", required=True, metavar="DIR", help="the cache folder to write it into")
+    best_fit = verbs.add_parser(
+        "best-fit", help="pack documents whole into samples (OBFD): a Megatron dataset's packed index per split, "
+                         "or the packing caches OLMo-core's NumpyPackedFSLDataset finds for a folder of parts")
+    best_fit.add_argument("input", help="a Megatron dataset prefix (PREFIX.bin, PREFIX.idx), or a folder of "
+                                        "OLMo-core parts (tokenmill to-olmo)")
+    best_fit.add_argument("-o", "--output", required=True, metavar="DIR",
+                          help="the cache folder to write the packed index into; for parts, the job's work_dir")
     best_fit.add_argument("--seq-length", type=int, required=True, metavar="L", help="tokens per sample")
-    best_fit.add_argument("--seed", type=int, default=1234, help="orders the samples (default: 1234)")
-    best_fit.add_argument("--split", default="969,30,1", help="Megatron's --split (default: 969,30,1)")
     best_fit.add_argument("--long-doc-strategy", choices=("truncate", "fragment"), default="truncate",
                           help="documents over L tokens: their first L tokens (truncate, the default) or pieces "
                                "of L tokens and a shorter last one (fragment)")
+    megatron = best_fit.add_argument_group("a Megatron dataset")
+    megatron.add_argument("--seed", type=int, default=1234, help="orders the samples (default: 1234)")
+    megatron.add_argument("--split", default="969,30,1", help="Megatron's --split (default: 969,30,1)")
+    olmo = best_fit.add_argument_group("OLMo-core parts")
+    olmo.add_argument("--job-path-prefix", metavar="PATH",
+                      help="the parts' folder as the job spells it in its paths (hashed into the cache names; "
+                           "default: the folder as given here)")
+    olmo.add_argument("--source-group-size", type=int, default=1, metavar="N",
+                      help="parts packed together, as the job's source_group_size (default: 1)")
+    olmo.add_argument("--pad-id", type=int, metavar="ID", help="the job's pad_token_id (default: the EOS id)")
     best_fit.set_defaults(run=_best_fit)
 
 
 def _best_fit(args: argparse.Namespace) -> None:
+    if os.path.isdir(args.input):
+        from tokenmill.packing.olmo_cache import write_olmo_packing_for_parts
+
+        figures = write_olmo_packing_for_parts(args.input, args.output, args.seq_length, args.long_doc_strategy,
+                                               args.job_path_prefix, args.source_group_size, args.pad_id)
+        _say_packed(f"{args.output}: OLMo-core's packing", figures, args)
+        return
     from tokenmill.packing.packed_index import build_packed_index
 
-    for split_name, figures in build_packed_index(prefix_of(args.prefix), args.output, args.seq_length, args.seed,
+    for split_name, figures in build_packed_index(prefix_of(args.input), args.output, args.seq_length, args.seed,
                                                   args.split, args.long_doc_strategy).items():
-        print(f"{args.output}: {split_name}: {figures['documents']} documents in {figures['samples']} samples of "
-              f"{args.seq_length}: {figures['kept_whole']} whole ({figures['cut_by_concat']} that concatenation "
-              f"would cut), {figures['long']} longer ({args.long_doc_strategy}), padding "
-              f"{100 * figures['padding_share']:.2f} %", file=sys.stderr)
+        _say_packed(f"{args.output}: {split_name}", figures, args)
+
+
+def _say_packed(what: str, figures: dict, args: argparse.Namespace) -> None:
+    print(f"{what}: {figures['documents']} documents in {figures['samples']} samples of {args.seq_length}: "
+          f"{figures['kept_whole']} whole ({figures['cut_by_concat']} that concatenation would cut), "
+          f"{figures['long']} longer ({args.long_doc_strategy}), padding {100 * figures['padding_share']:.2f} %",
+          file=sys.stderr)
 
 
 def _add_report_verb(verbs) -> None:

@@ -1,0 +1,193 @@
+"""OLMo-core's packing caches: the three files ``NumpyPackedFSLDataset.prepare()`` (ai2-olmo-core 3.0.0) writes,
+byte for byte, under the names its job computes, so that the job finds them and packs nothing.
+
+Facts (``specs/olmo-packing.md``, checked on the peer's own files): for each group of ``source_group_size``
+consecutive parts, the job looks in ``{work_dir}/dataset-common/`` for::
+
+    document-indices-{L}-{h}.npy      uint64 (2·D,): each packed document's [start, end) token offsets in the
+                                      group's parts back to back, in sorted order (longest first)
+    instance-offsets-{L}-{h}.npy      uint64 (2·I,): each instance's [first, stop) into documents-by-instance
+    documents-by-instance-{L}-{h}.npy uint64 (D,): the sorted-order document numbers of instance 0, then 1, ...
+
+All three are raw little-endian arrays with no header (the ``.npy`` is only a name). ``h`` is the hex sha256
+of, with no separators: for each part of the group, its path exactly as the job spells it and its size in
+bytes (decimal), then the long-document strategy (``truncate``/``fragment``), then ``uint64``. The sequence
+length is only in the name; the EOS, pad and BOS ids are in neither.
+
+The packing: documents end at each EOS (included; tokens after a part's last EOS belong to none); long ones
+are cut by the strategy (:func:`tokenmill.packing.best_fit.cut_long_documents`); the pieces are sorted by
+``np.argsort(-lengths)`` with numpy's default kind, then packed by OBFD. That sort is not stable, and numpy
+orders equal lengths differently by version and CPU (AVX-512, AVX2 or neither): OLMo-core's own files differ
+between such machines in ``document-indices`` (which of equal-length documents comes first), never in the
+other two. So these files equal what the job would write on the machine that wrote them; a job elsewhere finds
+them all the same. The sequence length must be a power of two (OLMo-core asserts it).
+
+Beside them, in ``work_dir``: ``tokenmill-olmo-packing.yaml`` holds the ``NumpyPackedFSLDatasetConfig``
+fields that make a job find them (paths, sequence length, dtype, tokenizer ids with ``bos_token_id: null``,
+strategy, source group size, work_dir), and ``tokenmill-olmo-packing.meta.json`` what the packing bought
+(:func:`tokenmill.packing.packed_index.packing_figures`), the files written and the numpy that sorted.
+
+Cost: one read of each part (EOS found in 16 Mi-token blocks), then O(D log D) to sort and O(D log L) to pack;
+memory ~60 bytes per document.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from tokenmill.atomic import atomic_output
+from tokenmill.errors import TokenmillError
+from tokenmill.packing.best_fit import LONG_DOCUMENT_STRATEGIES, cut_long_documents, pack_best_fit
+from tokenmill.packing.packed_index import packing_figures
+
+__all__ = ["CACHE_FOLDER", "CONFIG_NAME", "SIDECAR_NAME", "olmo_cache_names", "document_ranges", "write_olmo_packing",
+           "write_olmo_packing_for_parts"]
+
+CACHE_FOLDER = "dataset-common"
+CONFIG_NAME = "tokenmill-olmo-packing.yaml"
+SIDECAR_NAME = "tokenmill-olmo-packing.meta.json"
+OLMO_PACKING_FORMAT = "tokenmill-olmo-packing/1"
+_KINDS = ("document-indices", "instance-offsets", "documents-by-instance")
+_BLOCK_TOKENS = 16 << 20
+
+
+def olmo_cache_names(job_paths: list[str], sizes: list[int], sequence_length: int, strategy: str) -> dict[str, str]:
+    """The three file names a job computes for one group of parts (module docstring)."""
+    digest = hashlib.sha256()
+    for path, size in zip(job_paths, sizes):
+        digest.update(str(path).encode())
+        digest.update(str(size).encode())
+    digest.update(strategy.encode())
+    digest.update(b"uint64")
+    return {kind: f"{kind}-{sequence_length}-{digest.hexdigest()}.npy" for kind in _KINDS}
+
+
+def document_ranges(part: str | os.PathLike, dtype: np.dtype, eos_id: int) -> tuple[np.ndarray, np.ndarray]:
+    """Each document's [start, end) in a part: from one EOS (excluded) to the next (included)."""
+    tokens = np.memmap(part, dtype=dtype, mode="r") if os.path.getsize(part) else np.zeros(0, dtype)
+    ends = np.concatenate([np.flatnonzero(tokens[first:first + _BLOCK_TOKENS] == eos_id) + first + 1
+                           for first in range(0, len(tokens), _BLOCK_TOKENS)] or [np.zeros(0, np.int64)])
+    ends = ends.astype(np.int64)
+    return np.concatenate([[0], ends[:-1]]).astype(np.int64), ends
+
+
+def write_olmo_packing(parts: list[str | os.PathLike], work_dir: str | os.PathLike, sequence_length: int,
+                       eos_id: int, pad_id: int, vocab_size: int, dtype: str, strategy: str = "truncate",
+                       job_paths: list[str] | None = None, source_group_size: int = 1) -> dict:
+    """Pack ``parts`` as OLMo-core would and write its three files per group into ``work_dir/dataset-common``,
+    each atomically, and the config fragment and sidecar beside them. Returns the sidecar.
+
+    Args:
+        parts: the token files, in the job's order.
+        work_dir: the job's ``work_dir``.
+        sequence_length: L, a power of two.
+        eos_id, pad_id, vocab_size, dtype: the parts' tokenizer and token dtype (``uint16``/``uint32``).
+        strategy: ``truncate`` or ``fragment``.
+        job_paths: the parts as the job spells them (hashed into the names); default: ``parts`` as given.
+        source_group_size: parts packed together.
+
+    Raises:
+        TokenmillError: L not a power of two, an unknown strategy or dtype, a missing part, or job paths that
+            do not match the parts.
+    """
+    if sequence_length < 1 or sequence_length & (sequence_length - 1):
+        raise TokenmillError(f"sequence length {sequence_length}: OLMo-core packs only powers of two "
+                             f"(e.g. {1 << max(sequence_length.bit_length() - 1, 0)} or "
+                             f"{1 << sequence_length.bit_length()})")
+    if strategy not in LONG_DOCUMENT_STRATEGIES:
+        raise TokenmillError(f"long-document strategy {strategy!r}: one of {', '.join(LONG_DOCUMENT_STRATEGIES)}")
+    if dtype not in ("uint16", "uint32"):
+        raise TokenmillError(f"dtype {dtype!r}: OLMo-core's parts are uint16 or uint32")
+    if source_group_size < 1:
+        raise TokenmillError(f"source group size {source_group_size}: must be at least 1")
+    parts = [str(part) for part in parts]
+    job_paths = [str(path) for path in (job_paths or parts)]
+    if len(job_paths) != len(parts):
+        raise TokenmillError(f"{len(job_paths)} job paths for {len(parts)} parts")
+    token_dtype = np.dtype(dtype).newbyteorder("<")
+    folder = Path(work_dir) / CACHE_FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    figures, written = [], []
+    for first in range(0, len(parts), source_group_size):
+        group = range(first, min(first + source_group_size, len(parts)))
+        sizes = [_size(parts[k]) for k in group]
+        starts, ends, lengths = [], [], []
+        offset = 0
+        for k, size in zip(group, sizes):
+            part_starts, part_ends = document_ranges(parts[k], token_dtype, eos_id)
+            starts.append(part_starts + offset)
+            ends.append(part_ends + offset)
+            lengths.append(part_ends - part_starts)
+            offset += size // token_dtype.itemsize
+        piece_starts, piece_ends, _ = cut_long_documents(np.concatenate(starts), np.concatenate(ends),
+                                                         sequence_length, strategy)
+        packed = pack_best_fit(piece_starts, piece_ends, sequence_length, sort="numpy")
+        bounds = packed.sample_offsets
+        arrays = {"document-indices": np.stack([packed.starts, packed.ends], axis=1),
+                  "instance-offsets": np.stack([bounds[:-1], bounds[1:]], axis=1),
+                  "documents-by-instance": packed.documents_by_sample}
+        names = olmo_cache_names([job_paths[k] for k in group], sizes, sequence_length, strategy)
+        for kind in _KINDS:
+            with atomic_output(folder / names[kind]) as temporary:
+                np.ascontiguousarray(arrays[kind], dtype="<u8").tofile(temporary)
+            written.append(f"{CACHE_FOLDER}/{names[kind]}")
+        figures.append(packing_figures(np.concatenate(lengths), sequence_length, strategy, packed.sample_lengths()))
+    fragment = {"paths": job_paths, "sequence_length": sequence_length, "long_doc_strategy": strategy,
+                "source_group_size": source_group_size, "dtype": dtype, "work_dir": str(work_dir),
+                "tokenizer": {"vocab_size": vocab_size, "eos_token_id": eos_id, "pad_token_id": pad_id,
+                              "bos_token_id": None}}
+    with atomic_output(Path(work_dir) / CONFIG_NAME) as temporary:
+        temporary.write_text("# NumpyPackedFSLDatasetConfig fields (ai2-olmo-core 3.0.0) that find the packing "
+                             "in work_dir/dataset-common\n" + yaml.safe_dump(fragment, sort_keys=False),
+                             encoding="utf-8")
+    sidecar = {"format": OLMO_PACKING_FORMAT, **fragment, "files": written, "numpy": np.__version__,
+               **_summed(figures, sequence_length)}
+    with atomic_output(Path(work_dir) / SIDECAR_NAME) as temporary:
+        temporary.write_text(json.dumps(sidecar, indent=1) + "\n", encoding="utf-8")
+    return sidecar
+
+
+def write_olmo_packing_for_parts(folder: str | os.PathLike, work_dir: str | os.PathLike, sequence_length: int,
+                                 strategy: str = "truncate", job_path_prefix: str | None = None,
+                                 source_group_size: int = 1, pad_id: int | None = None) -> dict:
+    """:func:`write_olmo_packing` for a folder of parts (``tokenmill to-olmo``): its ``metadata.json`` names
+    the parts, their dtype, EOS and vocabulary size; the job spells each part ``job_path_prefix/NAME``
+    (default: ``folder/NAME`` as given); the pad id defaults to the EOS id.
+
+    Raises:
+        TokenmillError: a folder without a readable tokenmill ``metadata.json`` (and as :func:`write_olmo_packing`).
+    """
+    try:
+        metadata = json.loads((Path(folder) / "metadata.json").read_bytes())
+        names, eos_id = [part["name"] for part in metadata["parts"]], int(metadata["eos_token_id"])
+        dtype, vocab_size = str(metadata["dtype"]), int(metadata["vocab_size"])
+    except FileNotFoundError:
+        raise TokenmillError(f"{folder}: no metadata.json; give a folder of parts that tokenmill to-olmo wrote") \
+            from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise TokenmillError(f"{Path(folder) / 'metadata.json'}: unreadable ({exc})") from None
+    prefix = str(folder) if job_path_prefix is None else job_path_prefix
+    return write_olmo_packing([Path(folder) / name for name in names], work_dir, sequence_length, eos_id,
+                              eos_id if pad_id is None else pad_id, vocab_size, dtype, strategy,
+                              [os.path.join(prefix, name) for name in names], source_group_size)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError as exc:
+        raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def _summed(figures: list[dict], sequence_length: int) -> dict:
+    """The groups' figures as one: counts summed, the padding share of all samples."""
+    total = {key: sum(figure[key] for figure in figures) for key in figures[0] if key != "padding_share"}
+    total["padding_share"] = round(total["padding"] / (total["samples"] * sequence_length), 6) \
+        if total["samples"] else 0.0
+    return total

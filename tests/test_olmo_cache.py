@@ -1,0 +1,166 @@
+"""OLMo-core's packing caches (tokenmill.packing.olmo_cache): the bytes and names ai2-olmo-core 3.0.0's
+NumpyPackedFSLDataset.prepare() writes, found by its job.
+
+Recipe of the reference (a throwaway venv: ``pip install torch==2.13.0 ai2-olmo-core==3.0.0``, numpy 2.4.6, on
+an x86-64 CPU with AVX-512): the demo packed with GPT-2 (``tokenmill pack data/raw/demo.jsonl --tokenizer
+data/tokenizers/gpt2.tokenizer.json --eod '<|endoftext|>'``), converted with ``tokenmill to-olmo demo.pbin -o
+parts --max-tokens 400000`` (3 parts, :data:`PARTS_SHA256`); then, from the folder holding ``parts``::
+
+    NumpyPackedFSLDataset("parts/part-00000.npy", "parts/part-00001.npy", "parts/part-00002.npy",
+                          sequence_length=L, pad_token_id=50256, eos_token_id=50256, vocab_size=50257,
+                          dtype=np.uint16, bos_token_id=None, long_doc_strategy=S)
+    dataset.work_dir = "work"; dataset.prepare()
+
+and the sha256 of each file it wrote under ``work/dataset-common``. Its sort is numpy's default argsort, whose
+order of equal lengths depends on the CPU numpy dispatches to: ``document-indices`` is compared byte for byte
+where numpy sorts with AVX-512 as the reference machine did, and elsewhere as its rows ordered by (length
+descending, start) — the second hash of each; the other two files never depend on it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import numpy as np
+import pytest
+import yaml
+from numpy._core._multiarray_umath import __cpu_features__
+
+from conftest import DEMO_JSONL, GPT2, GPT2_EOD, run_tokenmill
+from tokenmill.errors import TokenmillError
+from tokenmill.packing.olmo_cache import olmo_cache_names, write_olmo_packing_for_parts
+
+OLMO_CORE_FILES = {
+    (512, "fragment", 2009): {
+        "document-indices-512-2b4303dec9e4b64df697f65a4c15557cd4c6e0a770bac3ef2cb398fbc7c50e23":
+            ("6cce45bd6cc4bc92c0f76b58fa7ecd3a2df7afe6539afbc794b05f32d6247949",
+             "294a742e729cb60cd5c5727e22fa8d808e615367dc672b3288fb2c1a9eecbf06"),
+        "document-indices-512-6a84cdff6d5cdc13690712b04aa2a01bc7aba86d44921a786e0052a9505eed38":
+            ("15149990e2d0c790093ff4ac42fd9b3c774d234745901ce806c79f3f885c9295",
+             "9e0c04bc09df5cb93619f29d41378939ff6db4fca52219519d6674f837b379c0"),
+        "document-indices-512-8cc6247145c7543f273867124344e4bc351d2ef8002cba3c75e7c16952432a29":
+            ("7c5ea431d3061652caf7242b12743e115ff5a0a45f749aceaa41be6051e6a9b4",
+             "080eff7a4e76bdbbc3aed8e115177af4a58e67d36d2def55dad693ff00595b1d"),
+        "documents-by-instance-512-2b4303dec9e4b64df697f65a4c15557cd4c6e0a770bac3ef2cb398fbc7c50e23":
+            ("aac9d9296269051ae4c00d02d04fd79aea4c4aa9ac043287af77cfb9d0460cef",
+             None),
+        "documents-by-instance-512-6a84cdff6d5cdc13690712b04aa2a01bc7aba86d44921a786e0052a9505eed38":
+            ("5ab1e3156b2b3ddc8b8da6a2b9726b812a62bfb2819062de9356b51e144c850e",
+             None),
+        "documents-by-instance-512-8cc6247145c7543f273867124344e4bc351d2ef8002cba3c75e7c16952432a29":
+            ("c077bb91b5d0cfde198616f2ad9d18eb559d45e822f5826ff213883846a6d6a1",
+             None),
+        "instance-offsets-512-2b4303dec9e4b64df697f65a4c15557cd4c6e0a770bac3ef2cb398fbc7c50e23":
+            ("1f7ecd83d3450939d33e737bb211a52e4391a22f9d61747b15cecde401a4092f",
+             None),
+        "instance-offsets-512-6a84cdff6d5cdc13690712b04aa2a01bc7aba86d44921a786e0052a9505eed38":
+            ("aa43ecc8941d68c90f44e10fe675eae744a0474525aacb90abfca626d0d6fdb6",
+             None),
+        "instance-offsets-512-8cc6247145c7543f273867124344e4bc351d2ef8002cba3c75e7c16952432a29":
+            ("65b0241bd15cbf11ed140e1d5499f762e3c30f690bdd6d6423f58b8bdf8b9a53",
+             None),
+    },
+    (2048, "truncate", 271): {
+        "document-indices-2048-1e5064df01b845a79c1fec563b7e36636943f17cca9100367ba83f48f293e381":
+            ("15a8e59a76ae3daa7b75f90d71695c3bc832c357c0329caf9db01af07d191896",
+             "bdf28758a8477a256caebd4ecf16f8d7e3468386cc46fe77c861b3b49aed5077"),
+        "document-indices-2048-423032d9c6b3e3fed9eea8988b3a39cbaf36f1e52372c5c4862402108f57bfbd":
+            ("2647862c9988744fd80fad7c4082cb7e1a2f855c2463ac09120e1f1de71fe170",
+             "d5d095f5cb0796faf053bcaf41a59836ec8fc436883ae4230e31220b1670605d"),
+        "document-indices-2048-f50e111de5a26a4aed441bbbb978003cd27996f5b119e810619c1b43d1d22724":
+            ("71cab60ad7d7fdf74200d63296b5eba78d4bebbb50aec00cd13c2bdcab8acc8e",
+             "c1a75011e99817ce87ba3727b194da301e5bcb5e5335c0be7c844d27fbd361a1"),
+        "documents-by-instance-2048-1e5064df01b845a79c1fec563b7e36636943f17cca9100367ba83f48f293e381":
+            ("3a40dcb6865a17d9e000391dc2151c1fd457c8c0b11b829bc9458b8311f9946b",
+             None),
+        "documents-by-instance-2048-423032d9c6b3e3fed9eea8988b3a39cbaf36f1e52372c5c4862402108f57bfbd":
+            ("2111f7ab734e0bf475a48988b0db59317e84c41f1370bdd58076022dfa635831",
+             None),
+        "documents-by-instance-2048-f50e111de5a26a4aed441bbbb978003cd27996f5b119e810619c1b43d1d22724":
+            ("58dc5f05e51fd1032838e1fed77609cf19db45d893bf974f243a334fd44ae60a",
+             None),
+        "instance-offsets-2048-1e5064df01b845a79c1fec563b7e36636943f17cca9100367ba83f48f293e381":
+            ("f9f3a354c6025ceb3ba5b4a36f3ca2131d99042e32b5b88e6718f47122471352",
+             None),
+        "instance-offsets-2048-423032d9c6b3e3fed9eea8988b3a39cbaf36f1e52372c5c4862402108f57bfbd":
+            ("44e419e6a2e494f33b80c8cdd2f25a466b503b7e9f3d99bf7d90ddd0a3482d70",
+             None),
+        "instance-offsets-2048-f50e111de5a26a4aed441bbbb978003cd27996f5b119e810619c1b43d1d22724":
+            ("c0a94e369013dab92ddeb3f9a990ab30ad01f94eca529142db76709d1d3be258",
+             None),
+    },
+}
+PARTS_SHA256 = {
+    "part-00000.npy": "e58130cf8c10179973d7fbe122237febaecaba8e7cfc37fda3a13c59833f6d6c",
+    "part-00001.npy": "76112d85a284760ea9945d318e612c509b91d0a9aef96d7ba6af8f93f20bb3ee",
+    "part-00002.npy": "d2c51e6fd5853f75c902e0e69fc513bf96127a8d4145305a59a7ca8c3a8b46a7"
+}
+
+
+@pytest.fixture(scope="module")
+def parts(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("olmo-packing")
+    run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", folder / "demo.pbin")
+    run_tokenmill("to-olmo", folder / "demo.pbin", "-o", folder / "parts", "--max-tokens", "400000")
+    assert {name: hashlib.sha256((folder / "parts" / name).read_bytes()).hexdigest()
+            for name in PARTS_SHA256} == PARTS_SHA256
+    return folder
+
+
+def document_indices_digest(path) -> tuple[str, str]:
+    """The file's sha256, and that of its rows ordered by (length descending, start)."""
+    rows = np.fromfile(path, "<u8").reshape(-1, 2)
+    ordered = rows[np.lexsort((rows[:, 0], -(rows[:, 1] - rows[:, 0]).astype(np.int64)))]
+    return hashlib.sha256(path.read_bytes()).hexdigest(), hashlib.sha256(ordered.tobytes()).hexdigest()
+
+
+@pytest.mark.parametrize("sequence_length, strategy, instances", list(OLMO_CORE_FILES))
+def test_the_files_are_olmo_cores_under_the_names_its_job_computes(parts, sequence_length, strategy, instances,
+                                                                  monkeypatch):
+    monkeypatch.chdir(parts)  # the job spells the parts parts/part-0000N.npy
+    run_tokenmill("best-fit", "parts", "-o", f"work-{sequence_length}-{strategy}", "--seq-length",
+                  str(sequence_length), "--long-doc-strategy", strategy)
+    folder = parts / f"work-{sequence_length}-{strategy}"
+    expected = OLMO_CORE_FILES[(sequence_length, strategy, instances)]
+    assert sorted(path.stem for path in (folder / "dataset-common").iterdir()) == sorted(expected)
+    for name, (sha256, ordered_sha256) in expected.items():
+        path = folder / "dataset-common" / f"{name}.npy"
+        if ordered_sha256 is None:
+            assert hashlib.sha256(path.read_bytes()).hexdigest() == sha256, name
+        elif __cpu_features__.get("AVX512_SKX"):
+            assert document_indices_digest(path) == (sha256, ordered_sha256), name
+        else:
+            assert document_indices_digest(path)[1] == ordered_sha256, name
+    sidecar = json.loads((folder / "tokenmill-olmo-packing.meta.json").read_text())
+    assert sidecar["samples"] == instances and sidecar["documents"] == 2990
+    config = yaml.safe_load((folder / "tokenmill-olmo-packing.yaml").read_text())
+    assert config == {"paths": [f"parts/part-0000{k}.npy" for k in range(3)], "sequence_length": sequence_length,
+                      "long_doc_strategy": strategy, "source_group_size": 1, "dtype": "uint16",
+                      "work_dir": f"work-{sequence_length}-{strategy}",
+                      "tokenizer": {"vocab_size": 50257, "eos_token_id": 50256, "pad_token_id": 50256,
+                                    "bos_token_id": None}}
+
+
+def test_the_names_hash_the_paths_as_the_job_spells_them(parts):
+    """OLMo-core hashes str(path) as given, not the sequence length: another spelling of the same file is another
+    cache (the name below is the reference run's at L = 2048, the same hash)."""
+    sizes = [(parts / "parts" / f"part-0000{k}.npy").stat().st_size for k in range(3)]
+    relative = olmo_cache_names(["parts/part-00000.npy"], sizes[:1], 512, "truncate")
+    assert relative["document-indices"] == ("document-indices-512-"
+                                            "1e5064df01b845a79c1fec563b7e36636943f17cca9100367ba83f48f293e381.npy")
+    assert olmo_cache_names(["./parts/part-00000.npy"], sizes[:1], 512, "truncate") != relative
+    written = write_olmo_packing_for_parts(parts / "parts", parts / "prefixed", 512, job_path_prefix="/data/parts")
+    assert written["paths"][0] == "/data/parts/part-00000.npy"
+    names = olmo_cache_names(["/data/parts/part-00000.npy"], sizes[:1], 512, "truncate")
+    assert f"dataset-common/{names['instance-offsets']}" in written["files"]
+
+
+def test_a_sequence_length_that_is_no_power_of_two_is_refused(parts, tmp_path):
+    result = run_tokenmill("best-fit", parts / "parts", "-o", tmp_path / "work", "--seq-length", "1000",
+                           check=False)
+    assert result.returncode == 1 and result.stderr == ("tokenmill: error: sequence length 1000: OLMo-core packs only "
+                                                        "powers of two (e.g. 512 or 1024)\n")
+    assert not (tmp_path / "work").exists()
+    with pytest.raises(TokenmillError, match=r"no metadata.json; give a folder of parts that tokenmill to-olmo wrote"):
+        write_olmo_packing_for_parts(tmp_path, tmp_path / "work", 512)
