@@ -119,3 +119,35 @@ def test_an_index_of_another_idx_is_refused(demo, tmp_path):
         PackedSamples(tmp_path / "d", demo / "cache", "train")
     with pytest.raises(TokenmillError, match=r"best_fit-fragment-train-description.json: no packed index"):
         PackedSamples(demo / "demo", demo / "cache", "train", "fragment")
+
+
+def test_verify_finds_a_damaged_or_stale_packed_index(demo, tmp_path):
+    import shutil
+
+    assert run_tokenmill("verify", demo / "cache").stderr.endswith("1 file(s) verified, no problem found\n")
+    shutil.copytree(demo / "cache", tmp_path / "cache")
+    pieces_path = tmp_path / "cache/best_fit-truncate-valid-pieces.npy"
+    pieces = np.load(pieces_path)
+    pieces[[0, 1]] = pieces[[1, 0]]  # two pieces swapped: still whole, not the packer's order
+    np.save(pieces_path, pieces)
+    offsets_path = tmp_path / "cache/best_fit-truncate-test-sample_offsets.npy"
+    np.save(offsets_path, np.array([0, 0, 3]))  # an empty sample before the split's one
+    result = run_tokenmill("verify", tmp_path / "cache", check=False)
+    assert result.returncode == 1
+    assert f"{pieces_path}: not what the packer makes from {demo / 'demo'}" in result.stderr
+    assert "best_fit-truncate-test-description.json: sample 0 holds 0 tokens, not 1..512" in result.stderr
+
+
+def test_verify_checks_olmo_work_dirs_too(tmp_path):
+    run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "demo.pbin")
+    run_tokenmill("to-olmo", tmp_path / "demo.pbin", "-o", tmp_path / "parts", "--max-tokens", "400000")
+    run_tokenmill("best-fit", tmp_path / "parts", "-o", tmp_path / "work", "--seq-length", "1024")
+    assert run_tokenmill("verify", tmp_path / "work").returncode == 0
+    damaged = sorted((tmp_path / "work/dataset-common").glob("documents-by-instance-*"))[0]
+    damaged.write_bytes(damaged.read_bytes()[8:] + damaged.read_bytes()[:8])
+    missing = sorted((tmp_path / "work/dataset-common").glob("instance-offsets-*"))[1]
+    missing.unlink()
+    result = run_tokenmill("verify", tmp_path / "work", check=False)
+    parts = ", ".join(str(tmp_path / f"parts/part-0000{k}.npy") for k in range(3))
+    assert result.returncode == 1 and sorted(result.stderr.splitlines()[:2]) == sorted([
+        f"{damaged}: not what the packer makes from {parts}", f"{missing}: missing (the job would pack again)"])

@@ -49,6 +49,8 @@ from tokenmill.datatrove import (DatatroveFile, datatrove_documents, datatrove_p
                                  packed_post_processor_ids, token_size_for)
 from tokenmill.errors import TokenmillError
 from tokenmill.olmo import is_olmo_folder, verify_olmo
+from tokenmill.packing.olmo_cache import SIDECAR_NAME, olmo_packing_problems
+from tokenmill.packing.packed_index import packed_index_problems
 from tokenmill.provenance import tokens_per_source
 from tokenmill.reencode import verify_against_tokenizer
 from tokenmill.mmidx import MMapIndexedDataset, is_megatron_index, optimal_dtype, prefix_of
@@ -75,7 +77,8 @@ def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
 
     Args:
         path: a raw ``.idx``, a ``.pbin``, a Megatron prefix (or its ``.bin``/``.idx``), a datatrove
-            ``NAME.ds`` (or one of its files), an OLMo folder (``tokenmill to-olmo``), or a cache folder.
+            ``NAME.ds`` (or one of its files), an OLMo folder (``tokenmill to-olmo``), a cache folder (GPTDataset
+            caches, a packed index, or both), or an OLMo-core work dir of packing caches (``tokenmill best-fit``).
         jsonl: for a raw index, the JSONL it indexes.
         against_tokenizer: for a ``.pbin``, also re-encode this share of its documents from their
             JSONL lines with the Hugging Face tokenizer (see :func:`tokenmill.reencode.verify_against_tokenizer`).
@@ -90,8 +93,13 @@ def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
     path = Path(path)
     if is_olmo_folder(path):
         return verify_olmo(path)
+    if (path / SIDECAR_NAME).is_file():
+        return olmo_packing_problems(path)
     if path.is_dir():
-        return verify_cache(path)
+        if not any(path.glob("best_fit-*-description.json")):
+            return verify_cache(path)
+        # a packed index, alone or beside GPTDataset caches
+        return (verify_cache(path) if any(path.glob("*-description.txt")) else []) + packed_index_problems(path)
     if is_datatrove(path):
         return _verify_datatrove(path)
     if path.suffix == ".pbin":

@@ -47,7 +47,7 @@ from tokenmill.packing.best_fit import LONG_DOCUMENT_STRATEGIES, cut_long_docume
 from tokenmill.packing.packed_index import packing_figures
 
 __all__ = ["CACHE_FOLDER", "CONFIG_NAME", "SIDECAR_NAME", "olmo_cache_names", "document_ranges", "write_olmo_packing",
-           "write_olmo_packing_for_parts"]
+           "write_olmo_packing_for_parts", "olmo_packing_problems"]
 
 CACHE_FOLDER = "dataset-common"
 CONFIG_NAME = "tokenmill-olmo-packing.yaml"
@@ -110,34 +110,16 @@ def write_olmo_packing(parts: list[str | os.PathLike], work_dir: str | os.PathLi
     job_paths = [str(path) for path in (job_paths or parts)]
     if len(job_paths) != len(parts):
         raise TokenmillError(f"{len(job_paths)} job paths for {len(parts)} parts")
-    token_dtype = np.dtype(dtype).newbyteorder("<")
     folder = Path(work_dir) / CACHE_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
     figures, written = [], []
-    for first in range(0, len(parts), source_group_size):
-        group = range(first, min(first + source_group_size, len(parts)))
-        sizes = [_size(parts[k]) for k in group]
-        starts, ends, lengths = [], [], []
-        offset = 0
-        for k, size in zip(group, sizes):
-            part_starts, part_ends = document_ranges(parts[k], token_dtype, eos_id)
-            starts.append(part_starts + offset)
-            ends.append(part_ends + offset)
-            lengths.append(part_ends - part_starts)
-            offset += size // token_dtype.itemsize
-        piece_starts, piece_ends, _ = cut_long_documents(np.concatenate(starts), np.concatenate(ends),
-                                                         sequence_length, strategy)
-        packed = pack_best_fit(piece_starts, piece_ends, sequence_length, sort="numpy")
-        bounds = packed.sample_offsets
-        arrays = {"document-indices": np.stack([packed.starts, packed.ends], axis=1),
-                  "instance-offsets": np.stack([bounds[:-1], bounds[1:]], axis=1),
-                  "documents-by-instance": packed.documents_by_sample}
-        names = olmo_cache_names([job_paths[k] for k in group], sizes, sequence_length, strategy)
+    for names, arrays, group_figures in _packed_groups(parts, job_paths, sequence_length, eos_id, dtype, strategy,
+                                                        source_group_size):
         for kind in _KINDS:
             with atomic_output(folder / names[kind]) as temporary:
-                np.ascontiguousarray(arrays[kind], dtype="<u8").tofile(temporary)
+                arrays[kind].tofile(temporary)
             written.append(f"{CACHE_FOLDER}/{names[kind]}")
-        figures.append(packing_figures(np.concatenate(lengths), sequence_length, strategy, packed.sample_lengths()))
+        figures.append(group_figures)
     fragment = {"paths": job_paths, "sequence_length": sequence_length, "long_doc_strategy": strategy,
                 "source_group_size": source_group_size, "dtype": dtype, "work_dir": str(work_dir),
                 "tokenizer": {"vocab_size": vocab_size, "eos_token_id": eos_id, "pad_token_id": pad_id,
@@ -146,11 +128,63 @@ def write_olmo_packing(parts: list[str | os.PathLike], work_dir: str | os.PathLi
         temporary.write_text("# NumpyPackedFSLDatasetConfig fields (ai2-olmo-core 3.0.0) that find the packing "
                              "in work_dir/dataset-common\n" + yaml.safe_dump(fragment, sort_keys=False),
                              encoding="utf-8")
-    sidecar = {"format": OLMO_PACKING_FORMAT, **fragment, "files": written, "numpy": np.__version__,
+    sidecar = {"format": OLMO_PACKING_FORMAT, **fragment, "made_from": parts, "files": written,
+               "numpy": np.__version__,
                **_summed(figures, sequence_length)}
     with atomic_output(Path(work_dir) / SIDECAR_NAME) as temporary:
         temporary.write_text(json.dumps(sidecar, indent=1) + "\n", encoding="utf-8")
     return sidecar
+
+
+def _packed_groups(parts: list[str], job_paths: list[str], sequence_length: int, eos_id: int, dtype: str,
+                   strategy: str, source_group_size: int):
+    """Per group of parts: the three file names, their arrays (little-endian uint64) and the figures."""
+    token_dtype = np.dtype(dtype).newbyteorder("<")
+    for first in range(0, len(parts), source_group_size):
+        group = range(first, min(first + source_group_size, len(parts)))
+        sizes = [_size(parts[k]) for k in group]
+        ranges = [document_ranges(parts[k], token_dtype, eos_id) for k in group]
+        shifts = np.cumsum([0, *sizes[:-1]]) // token_dtype.itemsize  # the group's parts back to back
+        starts = np.concatenate([part_starts + shift for (part_starts, _), shift in zip(ranges, shifts)])
+        ends = np.concatenate([part_ends + shift for (_, part_ends), shift in zip(ranges, shifts)])
+        piece_starts, piece_ends, _ = cut_long_documents(starts, ends, sequence_length, strategy)
+        packed = pack_best_fit(piece_starts, piece_ends, sequence_length, sort="numpy")
+        bounds = packed.sample_offsets
+        arrays = {"document-indices": np.stack([packed.starts, packed.ends], axis=1),
+                  "instance-offsets": np.stack([bounds[:-1], bounds[1:]], axis=1),
+                  "documents-by-instance": packed.documents_by_sample}
+        yield (olmo_cache_names([job_paths[k] for k in group], sizes, sequence_length, strategy),
+               {kind: np.ascontiguousarray(array, dtype="<u8") for kind, array in arrays.items()},
+               packing_figures(ends - starts, sequence_length, strategy, packed.sample_lengths()))
+
+
+def olmo_packing_problems(work_dir: str | os.PathLike) -> list[str]:
+    """Every problem of a work dir :func:`write_olmo_packing` wrote, one line each: a sidecar that is not one,
+    a file missing, or one whose bytes are not what the packer makes from the parts it was made from (their
+    current bytes; a part changed since gives other names, and the old files are reported missing).
+    Cost: the packing again, in memory.
+    """
+    path = Path(work_dir) / SIDECAR_NAME
+    try:
+        sidecar = json.loads(path.read_text(encoding="utf-8"))
+        if sidecar.get("format") != OLMO_PACKING_FORMAT:
+            return [f"{path}: not a {OLMO_PACKING_FORMAT} sidecar"]
+        groups = list(_packed_groups(sidecar["made_from"], sidecar["paths"], int(sidecar["sequence_length"]),
+                                     int(sidecar["tokenizer"]["eos_token_id"]), sidecar["dtype"],
+                                     sidecar["long_doc_strategy"], int(sidecar["source_group_size"])))
+    except TokenmillError as exc:
+        return [str(exc)]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+        return [f"{path}: unreadable ({exc})"]
+    problems = []
+    for names, arrays, _ in groups:
+        for kind in _KINDS:
+            file = Path(work_dir) / CACHE_FOLDER / names[kind]
+            if not file.is_file():
+                problems.append(f"{file}: missing (the job would pack again)")
+            elif file.read_bytes() != arrays[kind].tobytes():
+                problems.append(f"{file}: not what the packer makes from {', '.join(sidecar['made_from'])}")
+    return problems
 
 
 def write_olmo_packing_for_parts(folder: str | os.PathLike, work_dir: str | os.PathLike, sequence_length: int,

@@ -35,7 +35,7 @@ from tokenmill.packing.best_fit import cut_long_documents, pack_best_fit
 from tokenmill.sample_index import SPLIT_NAMES, parse_split, split_matrix, split_ranges
 
 __all__ = ["PACKED_INDEX_FORMAT", "packed_index_names", "document_token_ranges", "build_packed_index",
-           "load_packed_index", "packing_figures"]
+           "packed_index_of", "packed_index_problems", "load_packed_index", "packing_figures"]
 
 PACKED_INDEX_FORMAT = "tokenmill-packed-index/1"
 
@@ -84,13 +84,33 @@ def build_packed_index(prefix: str | os.PathLike, cache_dir: str | os.PathLike, 
     Raises:
         TokenmillError: an unreadable dataset, a bad split, length or strategy.
     """
+    cache_dir = Path(cache_dir)
+    descriptions = {}
+    for split_name, (description, arrays) in packed_index_of(prefix, sequence_length, seed, split,
+                                                             strategy).items():
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        names = packed_index_names(strategy, split_name)
+        for key, array in arrays.items():
+            with atomic_output(cache_dir / names[key]) as temporary, open(temporary, "wb") as handle:
+                np.save(handle, array, allow_pickle=False)
+        with atomic_output(cache_dir / names["description"]) as temporary:
+            temporary.write_text(json.dumps(description, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        descriptions[split_name] = description
+    return descriptions
+
+
+def packed_index_of(prefix: str | os.PathLike, sequence_length: int, seed: int, split: str,
+                    strategy: str) -> dict[str, tuple[dict, dict[str, np.ndarray]]]:
+    """Each split's description and arrays (``pieces``, ``sample_offsets``), computed, not written.
+
+    Raises:
+        TokenmillError: an unreadable dataset, a bad split, length or strategy.
+    """
     if sequence_length < 1:
         raise TokenmillError(f"sequence length {sequence_length}: must be positive")
     dataset = MMapIndexedDataset(prefix)
     token_starts, lengths = document_token_ranges(dataset)
-    cache_dir = Path(cache_dir)
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    descriptions = {}
+    packed_splits = {}
     for split_name, documents in zip(SPLIT_NAMES, split_ranges(split_matrix(parse_split(split)),
                                                                  dataset.num_documents)):
         if documents is None:
@@ -113,14 +133,66 @@ def build_packed_index(prefix: str | os.PathLike, cache_dir: str | os.PathLike, 
                        dataset_fingerprint(dataset), "sequence_length": sequence_length, "seed": seed,
                        "split": split, "split_name": split_name, "long_document_strategy": strategy,
                        **packing_figures(lengths[documents], sequence_length, strategy, packed.sample_lengths())}
-        names = packed_index_names(strategy, split_name)
+        packed_splits[split_name] = description, {"pieces": pieces, "sample_offsets": offsets}
+    return packed_splits
+
+
+def packed_index_problems(cache_dir: str | os.PathLike) -> list[str]:
+    """Every problem of the packed indices in ``cache_dir``, one line each: a description that is not one, a
+    dataset changed since, a document of the split missing, twice, or not covered exactly by its pieces (its
+    first ``L`` tokens with ``truncate``), a sample over ``L`` tokens, or arrays other than the packer makes.
+    Cost: the packing again, in memory, per split.
+    """
+    problems = []
+    for path in sorted(Path(cache_dir).glob("best_fit-*-description.json")):
+        strategy, _, split_name = path.name[len("best_fit-"):-len("-description.json")].rpartition("-")
+        try:
+            description, pieces, offsets = load_packed_index(cache_dir, strategy, split_name)
+            dataset = MMapIndexedDataset(description["dataset"])
+            if description["fingerprint"] != dataset_fingerprint(dataset):
+                problems.append(f"{path}: {dataset.idx_path} changed since it was packed")
+                continue
+            length = int(description["sequence_length"])
+            problems += _piece_problems(path, pieces, offsets, document_token_ranges(dataset)[1], length, strategy)
+            expected, arrays = packed_index_of(description["dataset"], length, int(description["seed"]),
+                                               description["split"], strategy)[split_name]
+        except TokenmillError as exc:
+            problems.append(str(exc))
+            continue
+        except (KeyError, TypeError, ValueError) as exc:
+            problems.append(f"{path}: not a packed index description ({exc})")
+            continue
         for key, array in (("pieces", pieces), ("sample_offsets", offsets)):
-            with atomic_output(cache_dir / names[key]) as temporary, open(temporary, "wb") as handle:
-                np.save(handle, array, allow_pickle=False)
-        with atomic_output(cache_dir / names["description"]) as temporary:
-            temporary.write_text(json.dumps(description, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-        descriptions[split_name] = description
-    return descriptions
+            if not np.array_equal(array, arrays[key]):
+                problems.append(f"{path.with_name(packed_index_names(strategy, split_name)[key])}: not what the "
+                                f"packer makes from {description['dataset']}")
+        if {key: description.get(key) for key in expected} != expected:
+            problems.append(f"{path}: its figures are not the packing's")
+    return problems
+
+
+def _piece_problems(path: Path, pieces: np.ndarray, offsets: np.ndarray, lengths: np.ndarray, length: int,
+                    strategy: str) -> list[str]:
+    """Each document of the index whole in one sample (or its fragments covering it back to back), no sample
+    over ``length`` tokens."""
+    problems = []
+    totals = np.concatenate([[0], np.cumsum(pieces[:, 2])])[offsets]
+    totals = totals[1:] - totals[:-1]
+    over = np.flatnonzero((totals > length) | (totals < 1))
+    if len(over):
+        problems.append(f"{path}: sample {int(over[0])} holds {int(totals[over[0]])} tokens, not 1..{length}")
+    ordered = pieces[np.lexsort((pieces[:, 1], pieces[:, 0]))]
+    documents, first = np.unique(ordered[:, 0], return_index=True)
+    covered = np.add.reduceat(ordered[:, 2], first) if len(ordered) else np.zeros(0, np.int64)
+    wanted = np.minimum(lengths[documents], length) if strategy == "truncate" else lengths[documents]
+    back_to_back = np.ones(len(ordered), bool)
+    back_to_back[1:] = (ordered[1:, 0] != ordered[:-1, 0]) | (ordered[1:, 1] == ordered[:-1, 1] + ordered[:-1, 2])
+    back_to_back &= (ordered[:, 1] != 0) | np.isin(np.arange(len(ordered)), first)
+    wrong = np.flatnonzero(covered != wanted)
+    if len(wrong) or not back_to_back.all():
+        document = int(documents[wrong[0]]) if len(wrong) else int(ordered[np.argmin(back_to_back), 0])
+        problems.append(f"{path}: document {document} is not in its samples exactly once, whole")
+    return problems
 
 
 def load_packed_index(cache_dir: str | os.PathLike, strategy: str,
