@@ -151,3 +151,13 @@ def test_verify_checks_olmo_work_dirs_too(tmp_path):
     parts = ", ".join(str(tmp_path / f"parts/part-0000{k}.npy") for k in range(3))
     assert result.returncode == 1 and sorted(result.stderr.splitlines()[:2]) == sorted([
         f"{damaged}: not what the packer makes from {parts}", f"{missing}: missing (the job would pack again)"])
+
+
+def test_inspect_shows_a_packed_samples_documents(demo):
+    _, pieces, offsets = load_packed_index(demo / "cache", "truncate", "train")
+    shown = run_tokenmill("inspect", demo / "demo", "--sample", "5", "--cache", demo / "cache", "--best-fit",
+                          "truncate", "--tokenizer", GPT2).stdout.splitlines()
+    sample = pieces[offsets[5]:offsets[6]]
+    assert shown[0] == (f"sample 5 of train, best fit (seq 512, seed 7, truncate): {len(sample)} documents, "
+                        f"{sample[:, 2].sum()} tokens, {512 - sample[:, 2].sum()} padding")
+    assert [line.split(":")[0] for line in shown[1::2]] == [f"  document {document}" for document in sample[:, 0]]

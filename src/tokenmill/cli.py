@@ -194,7 +194,7 @@ def _inspect(args: argparse.Namespace) -> None:
 
     if args.sample is not None:
         prefix, cache = inspect.sample_target(args.path, args.cache, args.seq_length, args.seed)
-        lines = inspect.show_sample(prefix, args.sample, cache, args.split, args.tokenizer)
+        lines = inspect.show_sample(prefix, args.sample, cache, args.split, args.tokenizer, args.best_fit)
     elif args.doc is not None:
         lines = inspect.show_document(args.path, args.doc, args.tokenizer, args.id_field)
     else:
@@ -596,6 +596,9 @@ def _add_inspect_verb(verbs) -> None:
     inspect.add_argument("--seed", type=int, help="with --sample: see --seq-length")
     inspect.add_argument("--cache", help="with --sample: the cache folder (instead of --seq-length/--seed)")
     inspect.add_argument("--split", default="train", choices=("train", "valid", "test"))
+    inspect.add_argument("--best-fit", choices=("truncate", "fragment"), metavar="STRATEGY",
+                         help="with --sample: the sample of the packed index (tokenmill best-fit) of this "
+                              "long-document strategy, instead of the GPTDataset cache's")
     inspect.add_argument("--tokenizer", help="tokenizer.json for decoding (default: from the .pbin sidecar)")
     inspect.add_argument("--id-field", default="id", metavar="KEY",
                          help="with --doc: the JSON field of the document's line shown as its id (default: id)")

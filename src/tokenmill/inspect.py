@@ -356,7 +356,7 @@ def _descriptions(cache: Path, class_name: str, split: str, every_name: bool = F
 
 
 def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.PathLike, split: str = "train",
-                tokenizer_path: str | None = None) -> list[str]:
+                tokenizer_path: str | None = None, best_fit: str | None = None) -> list[str]:
     """Sample ``sample`` of a split: the pieces of sequences it is made of, decoded, with their sources.
 
     A blend cache folder traces the blend's sample to the dataset and sample it is drawn from first.
@@ -366,6 +366,8 @@ def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.P
         sample: the sample number as the trainer sees it (before the shuffle index maps it).
         cache: the folder with the split's GPTDataset or BlendedDataset cache.
         split: ``train``, ``valid`` or ``test``.
+        best_fit: the sample of the split's packed index of this long-document strategy instead
+            (:mod:`tokenmill.packing.packed_index`).
 
     Raises:
         TokenmillError: no (or more than one) cache of that split in ``cache``, or ``sample`` out of range.
@@ -373,6 +375,8 @@ def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.P
     from tokenmill.gpt_cache import load_cache
 
     cache = Path(cache)
+    if best_fit is not None:
+        return _packed_sample(prefix, sample, cache, split, best_fit, tokenizer_path)
     blends = _descriptions(cache, "BlendedDataset", split)
     if len(blends) > 1:
         raise TokenmillError(f"{cache}: {len(blends)} BlendedDataset {split} caches; expected one")
@@ -406,6 +410,36 @@ def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.P
     if prefix is None:
         prefix = _local_prefix(json.loads(text)["dataset_path"], cache)
     return _gpt_sample(Path(prefix), sample, cache, text, split, tokenizer_path)
+
+
+def _packed_sample(prefix: str | os.PathLike | None, sample: int, cache: Path, split: str, strategy: str,
+                   tokenizer_path: str | None) -> list[str]:
+    from tokenmill.packing.packed_index import load_packed_index
+
+    description, pieces, offsets = load_packed_index(cache, strategy, split)
+    prefix = Path(prefix if prefix is not None else description["dataset"])
+    dataset = MMapIndexedDataset(prefix)
+    if not 0 <= sample < len(offsets) - 1:
+        raise TokenmillError(f"{cache}: the {split} packed index has {len(offsets) - 1} samples, no sample {sample}")
+    pbin_path = pbin_of_megatron(prefix)
+    meta = _sidecar(pbin_path)
+    decode, no_text = _decoder(meta, tokenizer_path, pbin_path)
+    length = int(description["sequence_length"])
+    used = int(pieces[offsets[sample]:offsets[sample + 1], 2].sum())
+    lines = [f"sample {sample} of {split}, best fit (seq {length}, seed {description['seed']}, "
+             f"{strategy}): {offsets[sample + 1] - offsets[sample]} documents, {used} tokens, "
+             f"{length - used} padding"]
+    if not decode:
+        lines.append(f"  text: ({no_text})")
+    for document, offset, count in pieces[offsets[sample]:offsets[sample + 1]].tolist():
+        origin = _origin(meta, document)
+        where = f", from {origin[0]} {origin[1]}" if origin else ""
+        size = int(dataset.sizes[document])
+        whole = "whole" if count == size else f"tokens {offset}-{offset + count - 1} of {size}"
+        lines.append(f"  document {document}: {count} tokens ({whole}){where}")
+        if decode:
+            lines.append(f"    {_snippet(decode(dataset.get(document, offset, count)))}")
+    return lines
 
 
 def _check_cache_of(dataset: MMapIndexedDataset, prefix: Path, cache: Path, text: str, split: str,
