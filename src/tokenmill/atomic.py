@@ -31,7 +31,7 @@ def temporary_name(final_path: Path) -> Path:
     prefix = f".{final_path.name}.tmp"
     for stale in final_path.parent.glob(f"{glob.escape(prefix)}*"):
         pid = stale.name[len(prefix):]
-        if pid.isdigit() and not _running(int(pid)):
+        if pid.isdigit() and not process_running(int(pid)):
             stale.unlink(missing_ok=True)
     temporary = final_path.with_name(f"{prefix}{os.getpid()}")
     _TEMPORARIES.add(temporary)
@@ -51,7 +51,7 @@ def remove_temporaries() -> None:
     _TEMPORARIES.clear()
 
 
-def _running(pid: int) -> bool:
+def process_running(pid: int) -> bool:
     """Whether process ``pid`` exists and is not a zombie (a killed writer nobody reaped)."""
     try:
         os.kill(pid, 0)

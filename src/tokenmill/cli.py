@@ -223,14 +223,23 @@ def _prune(args: argparse.Namespace) -> None:
     import json
 
     from tokenmill.plan import Plan
-    from tokenmill.prune import STALE_FOLDER, move_stale
+    from tokenmill.prune import STALE_FOLDER, drop_old_runs, escaped, move_stale
 
-    moved = move_stale(Plan(json.loads(args.config_json)).all_targets())
+    config = json.loads(args.config_json)
+    # the flag, else the config's key (a config validated before the key existed: the schema's default)
+    keep = args.keep_stale_runs if args.keep_stale_runs is not None else \
+        config.get("keep_stale_runs", default("keep_stale_runs"))
+    keep = None if keep == "all" else keep
+    moved = move_stale(Plan(config).all_targets())
     print(f"moved {len(moved)} file(s) of an earlier plan to {STALE_FOLDER}/" if moved else
           "no file of an earlier plan in the output folders", file=sys.stderr)
-    if args.stamp:
+    if args.stamp:  # one path a line, escaped as in MOVED.txt: a name with a newline stays one line
         with atomic_output(args.stamp) as stamp:
-            stamp.write_text("".join(f"{path}\n" for path in moved), encoding="utf-8")
+            stamp.write_text("".join(f"{escaped(path)}\n" for path in moved), encoding="utf-8")
+    dropped = drop_old_runs(keep)
+    if dropped:
+        print(f"deleted {len(dropped)} path(s) that runs before the last {keep} moved to {STALE_FOLDER}/ "
+              f"(keep_stale_runs)", file=sys.stderr)
 
 
 def _report(args: argparse.Namespace) -> None:
@@ -482,7 +491,20 @@ def _add_prune_verb(verbs) -> None:
     prune = verbs.add_parser("prune", help="move the workflow's outputs that its plan no longer makes to data/stale/")
     prune.add_argument("--config-json", required=True, help="the workflow's validated config, as JSON")
     prune.add_argument("--stamp", help="write the paths moved this time here")
+    prune.add_argument("--keep-stale-runs", type=_stale_runs, metavar="N|all",
+                       help="keep in data/stale/ what the last N runs that moved something moved, deleting older "
+                            "runs' (all: keep everything; default: the config's keep_stale_runs, else "
+                            f"{default('keep_stale_runs')})")
     prune.set_defaults(run=_prune)
+
+
+def _stale_runs(text: str) -> int | str:
+    """``--keep-stale-runs``: a count of at least 1, or ``all``."""
+    if text == "all":
+        return text
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number of runs, at least 1, or all")
+    return int(text)
 
 
 def _add_preprocess_data_verb(verbs) -> None:

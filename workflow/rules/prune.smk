@@ -2,7 +2,8 @@
 
 
 # Runs once everything of the config is built (it needs every target), and again whenever the plan's
-# files change (its params and inputs): moves what the output folders hold beyond them to data/stale/.
+# files change (its params and inputs): moves what the output folders hold beyond them to data/stale/, and
+# deletes from there what runs before the last keep_stale_runs moved.
 rule prune:
     input:
         all_targets(),
@@ -20,7 +21,10 @@ rule prune:
         runtime=10,
     params:
         config=json.dumps(config, sort_keys=True),
+        # the bound on data/stale/: the last N runs' moves are kept (null in the config: all)
+        keep_stale_runs="all" if config["keep_stale_runs"] is None else config["keep_stale_runs"],
     message:
         "move files of an earlier plan to data/stale/ (log: {log})"
     shell:
-        "tokenmill prune --config-json {params.config:q} --stamp {output.stamp:q} > {log:q} 2>&1"
+        "tokenmill prune --config-json {params.config:q} --keep-stale-runs {params.keep_stale_runs} "
+        "--stamp {output.stamp:q} > {log:q} 2>&1"
