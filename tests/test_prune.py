@@ -18,7 +18,7 @@ from conftest import GPT2, GPT2_EOD, planned_jobs, run_snakemake, run_tokenmill
 from tokenmill.config import validate_config
 from tokenmill.errors import TokenmillError
 from tokenmill.plan import Plan
-from tokenmill.prune import (LAST_RUN_STAMP, MOVED_RECORD, drop_old_runs, escaped, move_stale, read_moves,
+from tokenmill.prune import (MOVED_RECORD, drop_old_runs, escaped, last_run_stamp, move_stale, read_moves,
                              stale_paths)
 
 
@@ -340,11 +340,10 @@ def test_the_cli_bounds_data_stale_by_the_flag_or_the_config_and_stamps_one_line
     for run in range(1, 5):
         _touch(tmp_path, "data/packed/old.pbin", "data/packed/a\nb.pbin")
         flags = ["--keep-stale-runs", "1"] if run == 4 else []
-        result = run_tokenmill("prune", "--config-json", json.dumps(config), "--stamp", LAST_RUN_STAMP, *flags,
-                               cwd=tmp_path)
+        stamp = last_run_stamp("config")
+        result = run_tokenmill("prune", "--config-json", json.dumps(config), "--stamp", stamp, *flags, cwd=tmp_path)
         assert "moved 2 file(s) of an earlier plan to data/stale/" in result.stderr
-        assert (tmp_path / LAST_RUN_STAMP).read_text().split("\n") == ["data/packed/a\\nb.pbin", "data/packed/old.pbin",
-                                                                      ""]
+        assert (tmp_path / stamp).read_text().split("\n") == ["data/packed/a\\nb.pbin", "data/packed/old.pbin", ""]
         assert {move.run for move in read_moves(tmp_path)} == {1, 2, 3, 4}.intersection(
             range(run - (1 if run == 4 else 2) + 1, run + 1))
     assert "deleted 4 path(s)" in result.stderr  # runs 2 and 3's

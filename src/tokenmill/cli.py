@@ -12,6 +12,7 @@ import os
 import signal
 import sys
 import traceback
+from pathlib import Path
 
 from tokenmill import __version__
 from tokenmill.config import default
@@ -223,23 +224,46 @@ def _prune(args: argparse.Namespace) -> None:
     import json
 
     from tokenmill.plan import Plan
-    from tokenmill.prune import STALE_FOLDER, drop_old_runs, escaped, move_stale
+    from tokenmill.plan.records import prune_for_config
+    from tokenmill.prune import STALE_FOLDER, escaped
 
-    config = json.loads(args.config_json)
+    config = json.loads(args.config_json) if args.config_json else _read_config(args.config)
     # the flag, else the config's key (a config validated before the key existed: the schema's default)
     keep = args.keep_stale_runs if args.keep_stale_runs is not None else \
         config.get("keep_stale_runs", default("keep_stale_runs"))
-    keep = None if keep == "all" else keep
-    moved = move_stale(Plan(config).all_targets())
+    name = config.get("name") or (Path(args.config).stem if args.config else "config")
+    moved, dropped = prune_for_config(Plan(config), name, None if keep == "all" else keep, args.dry_run)
+    if args.dry_run:
+        print("".join(f"{escaped(path)}\n" for path in moved), end="")
+        print(f"would move {len(moved)} file(s) of an earlier plan of '{name}' to {STALE_FOLDER}/", file=sys.stderr)
+        return
     print(f"moved {len(moved)} file(s) of an earlier plan to {STALE_FOLDER}/" if moved else
           "no file of an earlier plan in the output folders", file=sys.stderr)
     if args.stamp:  # one path a line, escaped as in MOVED.txt: a name with a newline stays one line
         with atomic_output(args.stamp) as stamp:
             stamp.write_text("".join(f"{escaped(path)}\n" for path in moved), encoding="utf-8")
-    dropped = drop_old_runs(keep)
     if dropped:
         print(f"deleted {len(dropped)} path(s) that runs before the last {keep} moved to {STALE_FOLDER}/ "
               f"(keep_stale_runs)", file=sys.stderr)
+
+
+def _read_config(path: str) -> dict:
+    """A workflow config file, validated, with its defaults.
+
+    Raises:
+        TokenmillError: an unreadable file or an invalid config.
+    """
+    import yaml
+
+    from tokenmill.config import validate_config
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            return validate_config(yaml.safe_load(handle), path)
+    except OSError as exc:
+        raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise TokenmillError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
 
 
 def _report(args: argparse.Namespace) -> None:
@@ -489,7 +513,12 @@ def _add_pack_verb(verbs) -> None:
 def _add_prune_verb(verbs) -> None:
     """The ``prune`` verb's arguments."""
     prune = verbs.add_parser("prune", help="move the workflow's outputs that its plan no longer makes to data/stale/")
-    prune.add_argument("--config-json", required=True, help="the workflow's validated config, as JSON")
+    config = prune.add_mutually_exclusive_group(required=True)
+    config.add_argument("--config", metavar="YAML", help="the workflow's config file (its plan is recorded under its "
+                                                         "name, else the file's stem)")
+    config.add_argument("--config-json", help="the workflow's validated config, as JSON (the prune rule's)")
+    prune.add_argument("--dry-run", "-n", action="store_true",
+                       help="list what would move (one path a line on stdout) and change nothing")
     prune.add_argument("--stamp", help="write the paths moved this time here")
     prune.add_argument("--keep-stale-runs", type=_stale_runs, metavar="N|all",
                        help="keep in data/stale/ what the last N runs that moved something moved, deleting older "

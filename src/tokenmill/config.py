@@ -69,6 +69,8 @@ def validate_config(config: object, source: str) -> dict:
         TokenmillError: the first violation, as ``source: key.path: what is wrong``.
     """
     _check(schema(), config, source)
+    if not config.get("datasets") and not config.get("sft"):  # either alone is a config: pretraining or SFT
+        raise TokenmillError(f"{source}: datasets: a config needs at least one dataset or sft set")
     return fill_defaults(schema(), copy.deepcopy(config))
 
 

@@ -58,7 +58,7 @@ character escaped (``\\n``), as are U+0085, U+2028 and U+2029 (so no line reader
 byte that is not UTF-8 written as Python's ``surrogateescape`` code point (``\\udcff`` for byte 0xFF):
 ``os.fsencode(json.loads(line)["from"])`` gives back the name's bytes. :func:`read_moves` parses the
 record; lines of the format before this one (``FROM -> TO``) are read as run 0. The workflow's stamp
-(:data:`LAST_RUN_STAMP`) lists the paths the last run moved, one a line, each spelled as in the record
+(:func:`last_run_stamp`) lists the paths the last run moved, one a line, each spelled as in the record
 without the quotes (:func:`escaped`).
 
 Bound. :func:`drop_old_runs` keeps the moves of the last ``keep_runs`` runs that moved something (the
@@ -96,7 +96,8 @@ from typing import NamedTuple
 from tokenmill.atomic import process_running, atomic_output, discard
 from tokenmill.errors import TokenmillError
 
-__all__ = ["OUTPUT_FOLDERS", "OUTPUT_SUFFIXES", "OUTPUT_NAMES", "STALE_FOLDER", "MOVED_RECORD", "LAST_RUN_STAMP",
+__all__ = ["OUTPUT_FOLDERS", "OUTPUT_SUFFIXES", "OUTPUT_NAMES", "STALE_FOLDER", "MOVED_RECORD",
+           "last_run_stamp",
            "Move", "is_output_name", "escaped", "stale_paths", "move_stale", "read_moves", "drop_old_runs"]
 
 # Where the workflow writes the files trainers and tools read (logs and benchmarks are not looked in).
@@ -116,7 +117,12 @@ _TEMPORARY = re.compile(r"\.(.+)\.tmp([0-9]+)", re.DOTALL)
 _COPY_TEMPORARY = re.compile(r"\..+\.prune-copy([0-9]+)", re.DOTALL)
 STALE_FOLDER = "data/stale"
 MOVED_RECORD = f"{STALE_FOLDER}/MOVED.txt"
-LAST_RUN_STAMP = f"{STALE_FOLDER}/moved-last-run.txt"  # what the last prune moved (the workflow's stamp)
+
+
+def last_run_stamp(name: str) -> str:
+    """The workflow's prune stamp of the config ``name`` (:mod:`tokenmill.plan.records`): what its last prune
+    moved; one per config, so that configs run in turn in one folder do not rerun each other's prune."""
+    return f"{STALE_FOLDER}/moved-last-run.{name}.txt"
 
 # Characters that some line readers (str.splitlines) take as line ends and JSON leaves as they are.
 _LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}

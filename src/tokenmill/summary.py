@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from tokenmill.prune import LAST_RUN_STAMP, MOVED_RECORD, STALE_FOLDER
+from tokenmill.prune import MOVED_RECORD, STALE_FOLDER, last_run_stamp
 from tokenmill.sidecar import SidecarRecord
 from tokenmill.atomic import write_if_changed
 from tokenmill.megatron_tokenizer import null_tokenizer_flags
@@ -197,7 +197,7 @@ def summary_lines(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
     if unbuilt:
         lines.append(f"  not built yet: {', '.join(unbuilt[:5])}{', ...' if len(unbuilt) > 5 else ''} "
                      f"(snakemake without targets builds the whole config)")
-    lines += _stale_lines()
+    lines += _stale_lines(plan.config.get("name") or "config")
 
     lines.append("Next:")
     if shell_dir and os.path.isdir(shell_dir) and not os.path.samefile(shell_dir, workdir):
@@ -205,18 +205,17 @@ def summary_lines(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
     return lines + _next_lines(plan, built[0] if built else None, report_command(configfiles, snakefile, workdir))
 
 
-def _stale_lines() -> list[str]:
+def _stale_lines(name: str) -> list[str]:
     """What the run's last job moved out of where trainers look (:mod:`tokenmill.prune`), and what
     earlier plans' outputs take in ``data/stale/``."""
-    stamp = Path(LAST_RUN_STAMP)
+    stamp = Path(last_run_stamp(name))
     moved = stamp.read_text(encoding="utf-8").splitlines() if stamp.is_file() else []
     # what a trainer reads first: Megatron's files and caches, then the other formats, parts and stamps
     shown_first = ("data/megatron/", "data/cache/", "data/packed/", "data/datatrove/", "data/sft/")
     moved.sort(key=lambda path: next((rank for rank, folder in enumerate(shown_first) if path.startswith(folder)),
                                      len(shown_first)))
-    records = {stamp, Path(MOVED_RECORD)}
-    stale_bytes = sum(path.stat().st_size for path in Path(STALE_FOLDER).rglob("*")
-                      if path.is_file() and path not in records)
+    stale_bytes = sum(path.stat().st_size for path in Path(STALE_FOLDER).rglob("*")  # (not the records)
+                      if path.is_file() and path != Path(MOVED_RECORD) and not path.name.startswith("moved-last-run"))
     lines = []
     if moved:
         lines.append(f"  moved {len(moved)} output(s) of an earlier plan to {STALE_FOLDER}/, out of where trainers "

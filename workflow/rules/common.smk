@@ -17,6 +17,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.pack import useful_workers
 from tokenmill.summary import report_front_page
 from tokenmill.plan import Plan
+from tokenmill.plan.records import tokenizer_folder_conflict
 from tokenmill.plan.layout import (
     blend_cache_name,
     cache_dir,
@@ -35,7 +36,7 @@ from tokenmill.plan.layout import (
     verified_sft_stamp,
     verified_stamp,
 )
-from tokenmill.prune import LAST_RUN_STAMP
+from tokenmill.prune import last_run_stamp
 from tokenmill.sidecar import sidecar_path
 
 STARTED = time.time()  # the run's start: the logs its failed jobs wrote are newer (onerror)
@@ -58,7 +59,13 @@ try:
     config.update(validate_config(config, _CONFIG_SOURCE))
     if STORAGE_ROOT:
         config.update(with_local_paths_absolute(config))
+    # the name this config's plan is recorded under, so that configs share a working folder (plan/records.py)
+    _first_config = str(workflow.overwrite_configfiles[0]) if workflow.overwrite_configfiles else "config/config.yaml"
+    config["name"] = config["name"] or os.path.splitext(os.path.basename(_first_config))[0]
     PLAN = Plan(config)
+    _clash = tokenizer_folder_conflict(config["name"], PLAN.tokenizer_folder_identities())
+    if _clash:
+        raise TokenmillError(_clash)
 except TokenmillError as exc:
     message = str(exc) if str(exc).startswith(_CONFIG_SOURCE) else f"{_CONFIG_SOURCE}: {exc}"
     print(f"tokenmill: error: {message}", file=sys.stderr)

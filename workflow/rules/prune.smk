@@ -8,7 +8,7 @@ rule prune:
     input:
         all_targets(),
     output:
-        stamp=LAST_RUN_STAMP,
+        stamp=last_run_stamp(config["name"]),
     log:
         "logs/prune.log",
     benchmark:

@@ -289,6 +289,14 @@ class Plan(Units):
                 if name in used and tokenizer["type"] is None and tokenizer.get("eod") is not None
                 and os.path.isfile(tokenizer["path"])]
 
+    def tokenizer_folder_identities(self) -> dict[str, str]:
+        """Each tokenizer folder this plan writes, with what it is written from (its file as the config spells
+        it and its EOD): two configs of one working folder must not write one folder differently
+        (:func:`tokenmill.plan.records.tokenizer_folder_conflict`)."""
+        return {hf_tokenizer_folder(name): f"{self.config['tokenizers'][name]['path']} with EOD "
+                                           f"{self.config['tokenizers'][name]['eod']!r}"
+                for name in self.hf_tokenizer_folders()}
+
     def hf_tokenizer_options(self, tokenizer: str) -> list[str]:
         """``tokenmill hf-tokenizer-folder`` arguments of a config tokenizer."""
         entry = self.config["tokenizers"][tokenizer]

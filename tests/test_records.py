@@ -1,0 +1,103 @@
+"""Configs that share a working folder (tokenmill.plan.records): each plan recorded under its name, prune keeping
+what another config's record names, a tokenizer folder two configs would write differently refused."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+import yaml
+
+from conftest import GPT2, planned_jobs, run_snakemake, run_tokenmill
+from tokenmill.config import validate_config
+from tokenmill.errors import TokenmillError
+from tokenmill.plan import Plan
+from tokenmill.plan.records import (plan_record_path, read_plan_records, targets_of_other_plans,
+                                    tokenizer_folder_conflict, write_plan_record)
+
+GPT2_FOLDER = "data/megatron/tokenizers/gpt2"
+
+
+def test_a_record_holds_the_plans_targets_and_tokenizer_folders(tmp_path):
+    write_plan_record("pre", ["data/packed/a.pbin", "data/index/a.idx", "data/packed/a.pbin"],
+                      {GPT2_FOLDER: "gpt2.json with EOD '<|endoftext|>'"}, tmp_path)
+    write_plan_record("sft", ["data/sft/chat.pbin"], {}, tmp_path)
+    assert json.loads((tmp_path / plan_record_path("pre")).read_text()) == {
+        "format": "tokenmill-plan/1", "name": "pre", "targets": ["data/index/a.idx", "data/packed/a.pbin"],
+        "tokenizer_folders": {GPT2_FOLDER: "gpt2.json with EOD '<|endoftext|>'"}}
+    assert targets_of_other_plans("sft", tmp_path) == ["data/index/a.idx", "data/packed/a.pbin"]
+    assert targets_of_other_plans("pre", tmp_path) == ["data/sft/chat.pbin"]
+    assert sorted(read_plan_records(tmp_path)) == ["pre", "sft"]
+
+
+def test_a_tokenizer_folder_written_differently_by_another_config_is_named(tmp_path):
+    write_plan_record("pre", [], {GPT2_FOLDER: "gpt2.json with EOD '<|endoftext|>'"}, tmp_path)
+    assert tokenizer_folder_conflict("pre", {GPT2_FOLDER: "gpt2.json with EOD 'Ċ'"}, tmp_path) is None  # its own
+    assert tokenizer_folder_conflict("sft", {GPT2_FOLDER: "gpt2.json with EOD '<|endoftext|>'"}, tmp_path) is None
+    assert tokenizer_folder_conflict("sft", {GPT2_FOLDER: "gpt2.json with EOD 'Ċ'"}, tmp_path) == (
+        f"{GPT2_FOLDER} is written by config 'pre' (data/plans/pre.json) from gpt2.json with EOD '<|endoftext|>', "
+        f"and by this config 'sft' from gpt2.json with EOD 'Ċ'; give one of the two tokenizers another name")
+
+
+def test_a_record_that_is_not_one_is_refused_by_name(tmp_path):
+    (tmp_path / "data/plans").mkdir(parents=True)
+    (tmp_path / "data/plans/x.json").write_text("[]")
+    with pytest.raises(TokenmillError, match=r"data/plans/x.json: not a tokenmill plan record \(delete it if no "
+                                             r"config uses it\)"):
+        targets_of_other_plans("y", tmp_path)
+
+
+def test_prune_keeps_what_another_config_makes_and_dry_run_moves_nothing(tmp_path, monkeypatch):
+    shutil.copy(GPT2, tmp_path / "gpt2.json")
+    monkeypatch.chdir(tmp_path)
+    config = {"tokenizers": {"gpt2": {"path": "gpt2.json", "eod": "<|endoftext|>"}},
+              "datasets": {"a": {"inputs": ["a.jsonl"], "tokenizer": "gpt2"}}}
+    (tmp_path / "a.jsonl").write_text('{"text": "x"}\n')
+    (tmp_path / "mine.yaml").write_text(yaml.safe_dump(config))
+    for path in ("data/packed/a.pbin", "data/packed/b.pbin", "data/packed/old.pbin"):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("x")
+    write_plan_record("theirs", ["data/packed/b.pbin"], {}, tmp_path)
+    dry = run_tokenmill("prune", "--config", "mine.yaml", "--dry-run", cwd=tmp_path)
+    assert dry.stdout == "data/packed/old.pbin\n" and (tmp_path / "data/packed/old.pbin").exists()
+    assert not (tmp_path / plan_record_path("mine")).exists()
+    run_tokenmill("prune", "--config", "mine.yaml", cwd=tmp_path)
+    assert sorted(path.name for path in (tmp_path / "data/packed").iterdir()) == ["a.pbin", "b.pbin"]
+    assert read_plan_records(tmp_path)["mine"]["targets"] == sorted(Plan(validate_config(config, "x")).all_targets())
+
+
+def test_a_config_needs_a_dataset_or_an_sft_set():
+    with pytest.raises(TokenmillError, match="^my.yaml: datasets: a config needs at least one dataset or sft set$"):
+        validate_config({"tokenizers": {"gpt2": {"path": "gpt2.json"}}}, "my.yaml")
+
+
+@pytest.mark.slow
+def test_two_configs_in_one_folder_leave_each_other_alone(built_demo):
+    """The demo config (pretraining and SFT) and an SFT-only config, run in turn three times in one folder: after
+    the first build of each, nothing is moved or rebuilt and data/stale/ stays empty; a third config whose
+    tokenizer folder would differ is refused at planning in one line."""
+    demo = yaml.safe_load((built_demo / "config/config.yaml").read_text())
+    sft = {"tokenizers": demo["tokenizers"], "sft": {"chat2": demo["sft"]["chat"]}}
+    (built_demo / "sft.yaml").write_text(yaml.safe_dump(sft))
+    run_snakemake(built_demo, "--configfile", "sft.yaml")
+    outputs = sorted(str(path.relative_to(built_demo)) for path in (built_demo / "data").rglob("*")
+                     if path.is_file() and "stale" not in path.parts)
+    for _ in range(3):
+        for configfile in ("config/config.yaml", "sft.yaml"):
+            assert planned_jobs(built_demo, "--configfile", configfile) == set(), configfile
+            run_snakemake(built_demo, "--configfile", configfile)
+    assert sorted(str(path.relative_to(built_demo)) for path in (built_demo / "data").rglob("*")
+                  if path.is_file() and "stale" not in path.parts) == outputs
+    assert not [path for path in (built_demo / "data/stale").rglob("*") if path.is_file()
+                and not path.name.startswith("moved-last-run")]
+    assert sorted(read_plan_records(built_demo)) == ["config", "sft"]
+    other = {**demo, "tokenizers": {"gpt2": {**demo["tokenizers"]["gpt2"], "eod": "Ċ"}}, "name": "newline"}
+    (built_demo / "other.yaml").write_text(yaml.safe_dump(other))
+    result = run_snakemake(built_demo, "--configfile", "other.yaml", "-n", check=False)
+    assert result.returncode == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"tokenmill: error: {built_demo / 'other.yaml'}: {GPT2_FOLDER} is written by config 'config' "
+        f"(data/plans/config.json) from data/tokenizers/gpt2.tokenizer.json with EOD '<|endoftext|>', and by this "
+        f"config 'newline' from data/tokenizers/gpt2.tokenizer.json with EOD 'Ċ'; give one of the two tokenizers "
+        f"another name")
