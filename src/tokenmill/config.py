@@ -76,7 +76,7 @@ def with_local_paths_absolute(config: dict) -> dict:
     """A validated config with its local files absolute: dataset and SFT inputs (globs included) and
     tokenizer paths; ``s3://`` URLs as given. The workflow plans with it on object storage, where jobs run
     in Snakemake's folder of local copies, not in the working directory those paths are relative to."""
-    from tokenmill.objects import is_url
+    from tokenmill.files.objects import is_url
 
     def absolute(path: str) -> str:
         return path if is_url(path) else os.path.abspath(path)

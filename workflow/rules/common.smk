@@ -14,8 +14,8 @@ from types import SimpleNamespace
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.config import validate_config, with_local_paths_absolute
 from tokenmill.errors import TokenmillError
-from tokenmill.pack import useful_workers
-from tokenmill.summary import report_front_page
+from tokenmill.pack.pretraining import useful_workers
+from tokenmill.plan.summary import report_front_page
 from tokenmill.plan import Plan
 from tokenmill.plan.layout import (
     blend_cache_name,
@@ -35,8 +35,8 @@ from tokenmill.plan.layout import (
     verified_sft_stamp,
     verified_stamp,
 )
-from tokenmill.prune import LAST_RUN_STAMP
-from tokenmill.sidecar import sidecar_path
+from tokenmill.plan.prune import LAST_RUN_STAMP
+from tokenmill.formats.sidecar import sidecar_path
 
 STARTED = time.time()  # the run's start: the logs its failed jobs wrote are newer (onerror)
 
@@ -234,7 +234,7 @@ def _job_text_mb(wildcards):
 
 
 def pack_threads(wildcards):
-    """Up to eight tokenizer threads, one per batch of the unit's text (tokenmill.pack.useful_workers)."""
+    """Up to eight tokenizer threads, one per batch of the unit's text (tokenmill.pack.pretraining.useful_workers)."""
     return useful_workers(_job_text_mb(wildcards) * 1e6, 8)
 
 

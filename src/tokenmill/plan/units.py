@@ -12,19 +12,19 @@ import os
 import re
 from dataclasses import dataclass
 
-from tokenmill.blend import check_weights
+from tokenmill.megatron.blend import check_weights
 from tokenmill.errors import TokenmillError
-from tokenmill.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS
-from tokenmill.jsonl import input_compression
-from tokenmill.megatron_tokenizer import DEFAULT_VERSION, SUPPORTED_TYPES, job_tokenizer
-from tokenmill.objects import ObjectIdentity, expand_url, is_url, pinned_identity
-from tokenmill.provenance import field_keys
-from tokenmill.parquet import row_group_units
+from tokenmill.tokenization.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS
+from tokenmill.inputs.jsonl import input_compression
+from tokenmill.megatron.job_tokenizer import DEFAULT_VERSION, SUPPORTED_TYPES, job_tokenizer
+from tokenmill.files.objects import ObjectIdentity, expand_url, is_url, pinned_identity
+from tokenmill.formats.provenance import field_keys
+from tokenmill.inputs.parquet import row_group_units
 from tokenmill.plan.layout import raw_index_path
-from tokenmill.prune import OUTPUT_FOLDERS, STALE_FOLDER
-from tokenmill.sample_index import parse_split
-from tokenmill.text import TextSelector
-from tokenmill.tokenizer import check_eod_in_file
+from tokenmill.plan.prune import OUTPUT_FOLDERS, STALE_FOLDER
+from tokenmill.megatron.gpt_indices import parse_split
+from tokenmill.inputs.text_selection import TextSelector
+from tokenmill.tokenization.tokenizer import check_eod_in_file
 
 __all__ = ["InputFile", "Unit", "Build", "Units", "parse_size", "job_flags_of"]
 
