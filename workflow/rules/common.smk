@@ -12,11 +12,12 @@ from shlex import join as shell_join, quote
 from types import SimpleNamespace
 
 from tokenmill import FORMAT_VERSIONS
-from tokenmill.config import validate_config, with_local_paths_absolute
+from tokenmill.config import validate_config
 from tokenmill.errors import TokenmillError
 from tokenmill.pack.pretraining import useful_workers
 from tokenmill.plan.summary import report_front_page
 from tokenmill.plan import Plan
+from tokenmill.plan.units import with_local_paths_absolute
 from tokenmill.plan.layout import (
     blend_cache_name,
     cache_dir,

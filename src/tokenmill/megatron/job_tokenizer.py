@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from tokenmill.errors import TokenmillError
 
 __all__ = ["VERSIONS", "DEFAULT_VERSION", "SUPPORTED_TYPES", "JobTokenizer", "parse_versions", "split_flags",
-           "add_tokenizer_flags",
+           "add_tokenizer_flags", "FlagParser",
            "job_tokenizer_identifiers", "job_tokenizer", "null_tokenizer_flags"]
 
 VERSIONS = {"0.19": "megatron-core 0.19.2", "main": "Megatron-LM main (2026-08)"}
@@ -97,7 +97,7 @@ class JobTokenizer:
         return None if self.flags is None else shlex.join(self.flags)
 
 
-class _FlagParser(argparse.ArgumentParser):
+class FlagParser(argparse.ArgumentParser):
     """argparse that reports a bad flag as one TokenmillError line instead of exiting."""
 
     def error(self, message: str):
@@ -105,9 +105,9 @@ class _FlagParser(argparse.ArgumentParser):
         raise TokenmillError(f"Megatron tokenizer flags: {message}; supported: {', '.join(names)}")
 
 
-def _parser(version: str) -> _FlagParser:
+def _parser(version: str) -> FlagParser:
     """Megatron's tokenizer argument group: the same names, types, defaults and nargs."""
-    return add_tokenizer_flags(_FlagParser(prog="megatron", allow_abbrev=False, add_help=False), version)
+    return add_tokenizer_flags(FlagParser(prog="megatron", allow_abbrev=False, add_help=False), version)
 
 
 def add_tokenizer_flags(parser: argparse.ArgumentParser, version: str) -> argparse.ArgumentParser:

@@ -44,7 +44,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.tokenization.families import HF_TYPE, TYPES, TokenizerSpec
 from tokenmill.files.identity import refuse_inputs_as_outputs
 from tokenmill.inputs.jsonl import iter_lines
-from tokenmill.megatron.job_tokenizer import _FlagParser, add_tokenizer_flags
+from tokenmill.megatron.job_tokenizer import FlagParser, add_tokenizer_flags
 from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder, optimal_dtype
 from tokenmill.tokenization.proof import DEFAULT_CHECK_FRACTION, ProofSample, ProofSampler
 from tokenmill.tokenization.tokenizer import TYPE_EOD, TokenizerInfo, load_tokenizer
@@ -56,7 +56,7 @@ _BATCH_BYTES = 4 << 20
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
     """``preprocess_data.py``'s flags, names, defaults and ``nargs`` (its tokenizer group included)."""
-    parser = parser or _FlagParser(prog="tokenmill preprocess-data", allow_abbrev=False)
+    parser = parser or FlagParser(prog="tokenmill preprocess-data", allow_abbrev=False)
     add_tokenizer_flags(parser, "0.19")
     data = parser.add_argument_group("input data")
     data.add_argument("--input", required=True, help="a JSONL file (with --partitions > 1: a glob of them)")

@@ -26,20 +26,19 @@ pack measures it, 20 on emoji-dense text to 55 on GPT-2 prose: :mod:`tokenmill.t
 from __future__ import annotations
 
 import hashlib
-import itertools
 import os
 import threading
 
 import numpy as np
 import tokenizers
-from tokenizers import Tokenizer
 
 from tokenmill.errors import TokenmillError
 from tokenmill.tokenization.families import TokenizerSpec, load_family
-from tokenmill.tokenization.tokenizer import TokenizerInfo, _first_line, _is_plain_file, _is_rust_panic, spec_of
+from tokenmill.tokenization.tokenizer import (TokenizerInfo, exception_first_line, is_plain_file, is_rust_panic,
+                                              spec_of)
 
 __all__ = ["ENGINES", "FAST_ENGINE_PAYS_BYTES", "choose_engine", "Encoder", "EncoderPickling", "FastEngineUnavailable",
-           "preload_fast_engine", "fast_engine_loading", "encode_batch_hf", "split_flat"]
+           "preload_fast_engine", "fast_engine_loading", "split_flat"]
 
 ENGINES = ("auto", "hf", "fastokens")
 # Loading fastokens takes 0.3-0.7 s (GPT-2) to 1.1-2.2 s (Tekken), about what Hugging Face needs for
@@ -155,7 +154,7 @@ class Encoder:
             loader = _fast_loads[self.info.engine_sha256]
             loader.join()
             if loader.error is not None:  # fastokens raises plain exceptions on what it does not support
-                raise FastEngineUnavailable(self.info.path, _first_line(loader.error))
+                raise FastEngineUnavailable(self.info.path, exception_first_line(loader.error))
             self._fast = loader.tokenizer
             self._fast.no_truncation()  # as load_tokenizer does for HF
             self._fast.no_padding()
@@ -245,7 +244,7 @@ class _FastLoad(threading.Thread):
         except Exception as exc:  # reported by Encoder when the tokenizer is needed
             self.error = exc
         except BaseException as exc:  # a Rust panic: a refusal like any other, not a thread traceback
-            if not _is_rust_panic(exc):
+            if not is_rust_panic(exc):
                 raise
             self.error = exc
         finally:
@@ -273,7 +272,7 @@ def preload_fast_engine(source: str | os.PathLike | TokenizerSpec) -> str | None
     """
     spec = spec_of(source)
     path = spec.path
-    if _is_plain_file(spec):
+    if is_plain_file(spec):
         try:
             with open(path, "rb") as handle:
                 content = handle.read()
@@ -297,15 +296,6 @@ def fast_engine_loading(path: str | os.PathLike) -> bool:
     """Whether fastokens' tokenizer for ``path`` is still loading in the background."""
     loader = _fast_loads.get(_latest_fast_load.get(str(path), ""))
     return loader is not None and loader.is_alive()
-
-
-def encode_batch_hf(tokenizer: Tokenizer, texts: list[str], add_special_tokens: bool) -> tuple[np.ndarray, np.ndarray]:
-    """:meth:`Encoder.encode_batch` with the HF tokenizer itself (no offsets computed)."""
-    encodings = tokenizer.encode_batch_fast(texts, add_special_tokens=add_special_tokens)
-    ids_per_text = [encoding.ids for encoding in encodings]
-    lengths = np.fromiter(map(len, ids_per_text), dtype=np.int64, count=len(ids_per_text))
-    ids = np.fromiter(itertools.chain.from_iterable(ids_per_text), dtype=np.int64, count=int(lengths.sum()))
-    return ids, lengths
 
 
 def split_flat(tokens: np.ndarray, lengths: np.ndarray, chosen: list[int] | None = None) -> list[np.ndarray]:

@@ -47,7 +47,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.tokenization.families import HF_TYPE, Family, TokenizerSpec, load_family
 
 __all__ = ["TokenizerInfo", "TYPE_EOD", "load_tokenizer", "token_width_for", "check_eod_in_file", "fast_engine_refusal",
-           "spec_of", "post_processor_ids"]
+           "spec_of", "post_processor_ids", "is_plain_file", "is_rust_panic", "exception_first_line"]
 
 # The ``eod`` that asks for the tokenizer type's own end-of-document token (Megatron's ``tokenizer.eod``).
 TYPE_EOD = "<the type's EOD>"
@@ -120,7 +120,7 @@ class TokenizerInfo:
         """``(ids, lengths)`` of ``texts`` by the reference library (what Megatron's tokenizer of this type gives)."""
         reference = self.family.reference if self.family else None
         if reference is None:
-            from tokenmill.tokenization.engine import encode_batch_hf
+            from tokenmill.tokenization.hf_reference import encode_batch_hf
 
             return encode_batch_hf(self.tokenizer, texts, add_special_tokens)
         return reference.encode_batch(texts)
@@ -148,7 +148,7 @@ def spec_of(source: str | os.PathLike | TokenizerSpec) -> TokenizerSpec:
     return source if isinstance(source, TokenizerSpec) else TokenizerSpec(str(source))
 
 
-def _is_plain_file(spec: TokenizerSpec) -> bool:
+def is_plain_file(spec: TokenizerSpec) -> bool:
     """Whether ``spec`` is a ``tokenizer.json`` named by path, loaded as it always was (no conversion)."""
     return spec.type == HF_TYPE and not os.path.isdir(spec.path)
 
@@ -168,7 +168,7 @@ def load_tokenizer(source: str | os.PathLike | TokenizerSpec, eod: str | None = 
     """
     spec = spec_of(source)
     path, family = spec.path, None
-    if _is_plain_file(spec):
+    if is_plain_file(spec):
         if not os.path.isfile(path):
             raise TokenmillError(f"{path}: tokenizer file not found")
         with open(path, "rb") as handle:  # read once: hashed, parsed for the facts below, and loaded
@@ -186,10 +186,10 @@ def load_tokenizer(source: str | os.PathLike | TokenizerSpec, eod: str | None = 
     except Exception as exc:  # tokenizers raises a bare Exception on a malformed file
         raise TokenmillError(f"{path}: not a Hugging Face tokenizer.json ({str(exc).splitlines()[0]})") from None
     except BaseException as exc:
-        if not _is_rust_panic(exc):
+        if not is_rust_panic(exc):
             raise
         raise TokenmillError(f"{path}: Hugging Face's tokenizers cannot load it (it panicked: "
-                             f"{_first_line(exc)})") from None
+                             f"{exception_first_line(exc)})") from None
     ignored_settings = {name: setting for name, setting in (("truncation", tokenizer.truncation),
                                                             ("padding", tokenizer.padding)) if setting}
     tokenizer.no_truncation()
@@ -257,7 +257,7 @@ def _eod_advice(tokenizer: Tokenizer, eod: str) -> str:
     return f" (the text encodes to {len(ids)} ids)"
 
 
-def _is_rust_panic(exc: BaseException) -> bool:
+def is_rust_panic(exc: BaseException) -> bool:
     """Whether ``exc`` is a Rust panic surfacing in Python (pyo3's ``PanicException``).
 
     Each pyo3 extension (tokenizers, fastokens) defines its own ``PanicException`` class, derived
@@ -268,7 +268,8 @@ def _is_rust_panic(exc: BaseException) -> bool:
     return kind.__name__ == "PanicException" and kind.__module__ == "pyo3_runtime"
 
 
-def _first_line(exc: BaseException) -> str:
+def exception_first_line(exc: BaseException) -> str:
+    """The first line of ``exc``'s message (its class name where it has none)."""
     return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
@@ -285,7 +286,7 @@ def _hf_from_str(text: str) -> Tokenizer:
 
     Raises:
         Exception: the loader's own error on a malformed file.
-        BaseException: pyo3's ``PanicException`` (see :func:`_is_rust_panic`).
+        BaseException: pyo3's ``PanicException`` (see :func:`is_rust_panic`).
     """
     sys.stderr.flush()
     try:
@@ -298,7 +299,7 @@ def _hf_from_str(text: str) -> Tokenizer:
         try:
             return Tokenizer.from_str(text)
         except BaseException as exc:
-            panicked = _is_rust_panic(exc)
+            panicked = is_rust_panic(exc)
             raise
         finally:
             os.dup2(saved_stderr, 2)
