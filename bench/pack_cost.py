@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
 from tokenmill.files import identity  # noqa: E402
-from tokenmill.pack import batches as batches_module  # noqa: E402
+from tokenmill.pack import batches as batches_module, settings as settings_module  # noqa: E402
 from tokenmill.tokenization import engine as engine_module, proof as proof_module  # noqa: E402
 from tokenmill.formats.pbin import PbinWriter  # noqa: E402
 from tokenmill.inputs.raw_index import scan_lines  # noqa: E402
@@ -113,7 +113,7 @@ def main() -> None:
     timed(batches_module.BatchTokenizer, "prepare", "reads, the loop over lines")
     timed(batches_module.BatchTokenizer, "finish", "EOD insertion, dtype")
 
-    settings = batches_module.PackSettings(str(args.tokenizer), eod=args.eod, check_fraction=args.check_fraction)
+    settings = settings_module.PackSettings(str(args.tokenizer), eod=args.eod, check_fraction=args.check_fraction)
     job = batches_module.BatchTokenizer(info, engine_module.Encoder(info, "fastokens"), settings)
     start = time.process_time()
     lines = scan_lines(str(args.corpus))

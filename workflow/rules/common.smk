@@ -14,7 +14,7 @@ from types import SimpleNamespace
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.config import validate_config
 from tokenmill.errors import TokenmillError
-from tokenmill.pack.pretraining import useful_workers
+from tokenmill.pack.settings import useful_workers
 from tokenmill.plan.summary import report_front_page
 from tokenmill.plan import Plan
 from tokenmill.plan.units import with_local_paths_absolute

@@ -49,8 +49,8 @@ from typing import Callable
 
 import numpy as np
 from tokenmill import FORMAT_VERSIONS
-from tokenmill.pack.batches import (BAD_LINE_POLICIES, BATCH_BYTES, MISMATCH_POLICIES, READ_AHEAD_BYTES, BatchTokenizer,
-                                    PackSettings, line_batches, ordered_results, start_engine, useful_workers)
+from tokenmill.pack.batches import READ_AHEAD_BYTES, BatchTokenizer, line_batches, ordered_results, start_engine
+from tokenmill.pack.settings import BAD_LINE_POLICIES, BATCH_BYTES, MISMATCH_POLICIES, PackSettings, useful_workers
 from tokenmill.formats.datatrove import DatatroveWriter, datatrove_paths, token_size_for
 from tokenmill.errors import TokenmillError
 from tokenmill.tokenization.engine import FastEngineUnavailable, choose_engine, fast_engine_loading
