@@ -25,7 +25,7 @@ from tokenmill.pack.pretraining import PackSettings, pack  # noqa: E402
 from tokenmill.inputs.parquet import columns_for, open_parquet, parse_row_groups, row_group_units  # noqa: E402
 from tokenmill.formats.merge import merge_pbin  # noqa: E402
 from tokenmill.plan import Plan  # noqa: E402
-from tokenmill.inputs.text_selection import compression_of  # noqa: E402
+from tokenmill.inputs.file_kind import compression_of  # noqa: E402
 from tokenmill.verify.checks import verify  # noqa: E402
 
 ROWS = 300

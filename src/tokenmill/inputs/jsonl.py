@@ -41,7 +41,7 @@ import numpy as np
 from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import file_sha256
 from tokenmill.files.objects import is_url, open_object, pinned_identity
-from tokenmill.inputs.text_selection import compression_of, head_bytes
+from tokenmill.inputs.file_kind import compression_of, head_bytes
 
 __all__ = ["READABLE_COMPRESSIONS", "input_compression", "lines_in_range", "parse_byte_range",
            "stream_line_batches", "iter_lines", "source_sha256"]

@@ -29,7 +29,8 @@ from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import refuse_inputs_as_outputs
 from tokenmill.files.objects import is_url, open_object, pinned_identity
 from tokenmill.progress import Progress
-from tokenmill.inputs.text_selection import describe_json_error, refuse_compressed
+from tokenmill.inputs.file_kind import refuse_compressed
+from tokenmill.inputs.text_selection import describe_json_error
 
 __all__ = ["scan_lines", "build_index", "index_file", "write_index", "read_index", "check_index_matches",
            "validate_json_lines"]

@@ -13,23 +13,18 @@ A Parquet row that cannot become JSON (a value Python cannot convert) travels as
 
 from __future__ import annotations
 
-import os
 import re
 
 import orjson
 
 from tokenmill.errors import TokenmillError
-from tokenmill.files.objects import is_url, pinned_identity, read_object_range
+from tokenmill.inputs.file_kind import compression_of, described
 
-__all__ = ["TextSelector", "bad_row_line", "compression_of", "describe_json_error", "refuse_compressed"]
+__all__ = ["TextSelector", "bad_row_line", "describe_json_error"]
 
 _NO_OUTPUT = object()
 _PLAIN_KEY = re.compile(r"^\.([A-Za-z_][A-Za-z0-9_]*)$")
 _BOM = b"\xef\xbb\xbf"
-# Leading bytes of the compressed formats corpora ship in (Dolma and RedPajama use gzip and zstd), and
-# of Parquet (Hugging Face datasets, FineWeb), which is read as a stream of rows, as they are.
-_COMPRESSION_MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"\xfd7zXZ\x00": "xz",
-                      b"BZh": "bzip2", b"PK\x03\x04": "zip", b"PAR1": "parquet"}
 # Starts the line of a row that could not be made JSON: a NUL byte, which no JSON text starts with.
 _BAD_ROW = b"\x00tokenmill: bad row\x00"
 
@@ -40,49 +35,11 @@ def bad_row_line(reason: str) -> bytes:
     return _BAD_ROW + reason.encode("utf-8")
 
 
-def compression_of(head: bytes) -> str | None:
-    """The compression format (or ``"parquet"``) whose magic bytes ``head`` starts with, or None."""
-    return next((name for magic, name in _COMPRESSION_MAGIC.items() if head.startswith(magic)), None)
-
-
-def _described(compression: str) -> str:
-    """``gzip-compressed data``, or ``a Parquet file``."""
-    return "a Parquet file" if compression == "parquet" else f"{compression}-compressed data"
-
-
-def head_bytes(path: str | os.PathLike, count: int = 8) -> bytes:
-    """The first ``count`` bytes of a file, or of an object (``s3://``, :mod:`tokenmill.files.objects`).
-
-    Raises:
-        TokenmillError: unreadable (naming it).
-    """
-    if is_url(path):
-        return read_object_range(pinned_identity(path), 0, count)
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(count)
-    except OSError as exc:
-        raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
-
-
-def refuse_compressed(path: str | os.PathLike) -> None:
-    """Stop at once on a compressed file given where plain JSONL is needed.
-
-    Raises:
-        TokenmillError: the file starts with the magic bytes of a compression format.
-    """
-    compression = compression_of(head_bytes(path))
-    if compression:
-        raise TokenmillError(f"{path}: {_described(compression)}: a raw index (byte offsets, as Modalities' "
-                             f"MemMapDataset reads them) exists only for plain JSONL; `tokenmill pack` reads "
-                             f"the file directly{'' if compression == 'parquet' else ', or decompress it first'}")
-
-
 def describe_json_error(line: bytes, error: orjson.JSONDecodeError) -> str:
     """Why orjson refused ``line``, in words a user can act on."""
     compression = compression_of(line)
     if compression:
-        return f"looks like {_described(compression)}, not JSON: " + (
+        return f"looks like {described(compression)}, not JSON: " + (
             "give the file itself as an input" if compression == "parquet" else "decompress the file first")
     if line.startswith(_BOM):
         return "starts with a UTF-8 byte-order mark (BOM), which JSON Lines forbid: remove it"
