@@ -35,11 +35,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
 from tokenmill.files import identity  # noqa: E402
-from tokenmill.pack import batches as batches_module, settings as settings_module  # noqa: E402
-from tokenmill.tokenization import engine as engine_module, proof as proof_module  # noqa: E402
 from tokenmill.formats.pbin import PbinWriter  # noqa: E402
 from tokenmill.inputs.raw_index import scan_lines  # noqa: E402
 from tokenmill.inputs.text_selection import TextSelector  # noqa: E402
+from tokenmill.pack import batches as batches_module, settings as settings_module  # noqa: E402
+from tokenmill.tokenization import engine as engine_module, proof as proof_module  # noqa: E402
 from tokenmill.tokenization.tokenizer import TokenizerInfo, load_tokenizer  # noqa: E402
 
 spent: dict[str, float] = defaultdict(float)

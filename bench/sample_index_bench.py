@@ -25,10 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmill.training.datasets import NanosetBuilder, NanosetConfig
 from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder
 from tokenmill.megatron.gpt_indices import GPTIndexSpec, build_gpt_indices, build_sample_index
 from tokenmill.megatron.index_cache import null_tokenizer_identifiers
+from tokenmill.training.datasets import NanosetBuilder, NanosetConfig
 
 SEQ, EPOCHS, READS = 2048, 4, 20_000
 

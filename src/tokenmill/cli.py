@@ -15,8 +15,8 @@ import traceback
 
 from tokenmill import __version__
 from tokenmill.config import default
-from tokenmill.files.atomic import atomic_output, remove_temporaries
 from tokenmill.errors import TokenmillError
+from tokenmill.files.atomic import atomic_output, remove_temporaries
 from tokenmill.files.identity import refuse_inputs_as_outputs
 from tokenmill.formats.mmidx import is_megatron_index, prefix_of
 

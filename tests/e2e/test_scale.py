@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, MIXED_JSONL, TEKKEN, run_snakemake, run_tokenmill
-from tokenmill.inputs.jsonl import stream_line_batches
 from tokenmill.formats.pbin import PbinFile, read_sidecar
+from tokenmill.inputs.jsonl import stream_line_batches
 
 
 try:

@@ -20,14 +20,14 @@ from tokenizers import Tokenizer
 
 from conftest import (DATA, GPT2, GPT2_EOD, GPT2_EOD_ID, MIXED_JSONL, run_tokenmill, tool_env,
                       write_jsonl_bytes)
-from tokenmill.training.datasets import (BlendedNanoset, MemMapDataset, Nanoset, NanosetBuilder, NanosetConfig,
-                                         PackedMemMapDatasetBase)
 from tokenmill.errors import TokenmillError
+from tokenmill.files.safe_pickle import loads_pairs
 from tokenmill.formats.mmidx import MMapIndexedDataset
 from tokenmill.formats.pbin import PbinFile, PbinWriter, read_sidecar
 from tokenmill.formats.sidecar import sidecar_path
-from tokenmill.files.safe_pickle import loads_pairs
 from tokenmill.megatron.index_cache import null_tokenizer_identifiers
+from tokenmill.training.datasets import (BlendedNanoset, MemMapDataset, Nanoset, NanosetBuilder, NanosetConfig,
+                                         PackedMemMapDatasetBase)
 
 MINILM = DATA / "minilm-bert.tokenizer.json"  # ships with truncation to 128 and padding to 128
 MINILM_PAD_ID = 0

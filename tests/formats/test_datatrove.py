@@ -57,19 +57,19 @@ import numpy as np
 import pytest
 
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, MIXED_JSONL, TEKKEN, run_snakemake, run_tokenmill
+from tokenmill import FORMAT_VERSIONS
+from tokenmill.errors import TokenmillError
 from tokenmill.formats.datatrove import (DatatroveFile, DatatroveWriter, datatrove_documents, datatrove_paths,
                                          metadata_text, packed_post_processor_ids, pbin_to_datatrove, si_count,
                                          token_size_for)
-from tokenmill import FORMAT_VERSIONS
-from tokenmill.errors import TokenmillError
-from tokenmill.views.inspect_file import describe, show_document
 from tokenmill.formats.mmidx import MMapIndexedDataset, MMapIndexedDatasetBuilder, optimal_dtype
-from tokenmill.pack.pretraining import PackSettings
-from tokenmill.pack.pretraining import pack as pack_files
 from tokenmill.formats.pbin import PbinFile, PbinWriter, read_sidecar
 from tokenmill.formats.sidecar import range_indices
+from tokenmill.pack.pretraining import PackSettings
+from tokenmill.pack.pretraining import pack as pack_files
 from tokenmill.tokenization.tokenizer import load_tokenizer
 from tokenmill.verify.checks import verify, verify_made_from
+from tokenmill.views.inspect_file import describe, show_document
 
 DATATROVE_DEMO200 = {  # out/demo200_00000_unshuffled.*
     ".ds": "814fc678b89b7324b6f37c511e92dd46c713f42d975bf9169c8cbd4f11748211",

@@ -22,8 +22,8 @@ from conftest import GPT2, GPT2_EOD, run_tokenmill
 from test_datatrove import write_variant
 from tokenmill.formats.datatrove import DatatroveFile, pbin_to_datatrove
 from tokenmill.formats.mmidx import MMapIndexedDataset, pbin_to_megatron
-from tokenmill.pack.pretraining import PackSettings, pack
 from tokenmill.formats.pbin import PbinFile, read_sidecar
+from tokenmill.pack.pretraining import PackSettings, pack
 
 from tokenmill.verify.checks import verify, verify_made_from
 

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from conftest import GPT2, GPT2_EOD, MIXED_JSONL, run_tokenmill
-from tokenmill.files.atomic import temporary_name
 from tokenmill.errors import TokenmillError
+from tokenmill.files.atomic import temporary_name
 from tokenmill.formats.pbin import LAYOUT_050, LAYOUT_LEGACY, PbinFile, PbinWriter, read_sidecar
 
 

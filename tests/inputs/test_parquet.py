@@ -19,14 +19,14 @@ pq = pytest.importorskip("pyarrow.parquet")
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, run_tokenmill  # noqa: E402
 from tokenmill.config import validate_config  # noqa: E402
 from tokenmill.errors import TokenmillError  # noqa: E402
-from tokenmill.views.inspect_file import show_document  # noqa: E402
-from tokenmill.inputs.jsonl import iter_lines  # noqa: E402
-from tokenmill.pack.pretraining import PackSettings, pack  # noqa: E402
-from tokenmill.inputs.parquet import columns_for, open_parquet, parse_row_groups, row_group_units  # noqa: E402
 from tokenmill.formats.merge import merge_pbin  # noqa: E402
-from tokenmill.plan import Plan  # noqa: E402
 from tokenmill.inputs.file_kind import compression_of  # noqa: E402
+from tokenmill.inputs.jsonl import iter_lines  # noqa: E402
+from tokenmill.inputs.parquet import columns_for, open_parquet, parse_row_groups, row_group_units  # noqa: E402
+from tokenmill.pack.pretraining import PackSettings, pack  # noqa: E402
+from tokenmill.plan import Plan  # noqa: E402
 from tokenmill.verify.checks import verify  # noqa: E402
+from tokenmill.views.inspect_file import show_document  # noqa: E402
 
 ROWS = 300
 GROUP = 64  # rows per row group: 300 rows are 5 groups (4 x 64 + 44)

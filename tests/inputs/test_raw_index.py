@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import DEMO_JSONL, run_tokenmill, write_jsonl_bytes
-from tokenmill.inputs import raw_index
 from tokenmill.errors import TokenmillError
+from tokenmill.inputs import raw_index
 
 # sha256 of Modalities 0.5.0 `create_raw_index data/raw/demo.jsonl`.
 MODALITIES_DEMO_IDX_SHA256 = "d426297bb5f43932f9c33df8f2db066785cca26795e77ba7acd529d5d75ce2ea"

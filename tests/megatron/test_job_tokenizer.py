@@ -55,8 +55,8 @@ from conftest import PART_B_PREFIX as PART_B
 from conftest import make_demo_megatron, run_tokenmill
 from tokenmill.errors import TokenmillError
 from tokenmill.megatron.handoff import SEQUENCES_NAME, write_sequences_per_dataset
-from tokenmill.megatron.job_tokenizer import job_tokenizer_identifiers
 from tokenmill.megatron.index_cache import null_tokenizer_identifiers
+from tokenmill.megatron.job_tokenizer import job_tokenizer_identifiers
 
 DEFAULT_TEXT = "megatron.core.tokenizers.text.models.default_tokenizer.DefaultTokenizerText"  # 0.19's class
 TOKENIZER_TEXT = "megatron.core.tokenizers.text.text_tokenizer.MegatronTokenizerText"  # main's class

@@ -53,12 +53,12 @@ import numpy as np
 import pytest
 
 from conftest import DEMO_PREFIX, GPT2_EOD_ID, PART_A_PREFIX, PART_B_PREFIX, make_demo_megatron, run_tokenmill
-from tokenmill.training.datasets import Nanoset, NanosetBuilder, NanosetConfig
 from tokenmill.errors import TokenmillError
 from tokenmill.formats.mmidx import MMapIndexedDataset
-from tokenmill.megatron.handoff import HANDOFF_NAME, SEQUENCES_NAME
 from tokenmill.megatron.gpt_indices import build_sample_index
+from tokenmill.megatron.handoff import HANDOFF_NAME, SEQUENCES_NAME
 from tokenmill.megatron.index_cache import build_gpt_cache, load_cache
+from tokenmill.training.datasets import Nanoset, NanosetBuilder, NanosetConfig
 
 # dataset paths as the training job spells them (hashed into the cache names), relative to the work folder
 DEMO, PART_A, PART_B = DEMO_PREFIX, PART_A_PREFIX, PART_B_PREFIX

@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tokenmill.tokenization.engine import FastEngineUnavailable
 from tokenmill.errors import TokenmillError
-from tokenmill.tokenization.families import TokenizerSpec, load_family
-from tokenmill.megatron.preprocess_data import preprocess_data
 from tokenmill.formats.mmidx import MMapIndexedDataset
+from tokenmill.megatron.preprocess_data import preprocess_data
+from tokenmill.tokenization.engine import FastEngineUnavailable
+from tokenmill.tokenization.families import TokenizerSpec, load_family
 from tokenmill.tokenization.tokenizer import TYPE_EOD, load_tokenizer
 
 DATA = Path(__file__).parents[1] / "data"

@@ -10,9 +10,9 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 from conftest import (DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, MIXED_JSONL, TEKKEN, run_tokenmill,
                       run_tokenmill_with_file_size_limit, write_jsonl_bytes)
 from tokenmill.errors import TokenmillError
-from tokenmill.pack.pretraining import PackSettings, pack
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.formats.sidecar import sidecar_path
+from tokenmill.pack.pretraining import PackSettings, pack
 
 # sha256 of Modalities 0.5.0 `pack_encoded_data` (jq .text) outputs for the same inputs.
 MODALITIES_PBIN_SHA256 = {

@@ -11,10 +11,10 @@ from hypothesis import strategies as st
 from conftest import GPT2, GPT2_EOD, REPO, TEKKEN, write_jsonl_bytes
 from tokenmill.errors import TokenmillError
 from tokenmill.formats.pbin import PbinFile
-from tokenmill.verify.checks import verify
+from tokenmill.pack.sft import write_sft
 from tokenmill.training.sft_datasets import (IGNORE_INDEX, InstructionCollator, InstructionDataset,
                                              PackedInstructionDataset, loss_mask_path)
-from tokenmill.pack.sft import write_sft
+from tokenmill.verify.checks import verify
 
 CHAT = REPO / "data/raw/chat.jsonl"
 FIELDS = [".role", ".instruction", ".conversations"]

@@ -14,9 +14,9 @@ import pytest
 from tokenizers import Tokenizer
 
 from conftest import DATA, DEMO_JSONL, GPT2, GPT2_EOD, MIXED_JSONL, TEKKEN, run_tokenmill, write_jsonl_bytes
-from tokenmill.pack.pretraining import EngineMismatch, PackSettings, pack
 from tokenmill.errors import TokenmillError
 from tokenmill.formats.pbin import PbinFile, PbinWriter, read_sidecar
+from tokenmill.pack.pretraining import EngineMismatch, PackSettings, pack
 
 from tokenmill.tokenization.engine import Encoder, FastEngineUnavailable
 from tokenmill.tokenization.proof import (DEFAULT_CHECK_FRACTION, EXCERPT_CHARACTERS, LONG_WINDOW_CHARACTERS,

@@ -5,10 +5,10 @@ import pytest
 import torch
 
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, run_tokenmill
-from tokenmill.training.datasets import (MemMapDataset, PackedMemMapDatasetBase, PackedMemMapDatasetContinuous,
-                                         PackedMemMapDatasetMegatron)
 from tokenmill.errors import TokenmillError
 from tokenmill.formats.pbin import PbinWriter
+from tokenmill.training.datasets import (MemMapDataset, PackedMemMapDatasetBase, PackedMemMapDatasetContinuous,
+                                         PackedMemMapDatasetMegatron)
 
 
 @pytest.fixture

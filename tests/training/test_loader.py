@@ -5,12 +5,12 @@ import pytest
 import torch
 from torch.utils.data import DataLoader
 
-from tokenmill.training.datasets import NanosetBuilder, NanosetConfig, PackedMemMapDatasetBase
 from tokenmill.errors import TokenmillError
-from tokenmill.training.loader import ResumableSampler, collate_documents, collate_samples
 from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder
 from tokenmill.formats.pbin import PbinWriter
 from tokenmill.megatron.index_cache import null_tokenizer_identifiers
+from tokenmill.training.datasets import NanosetBuilder, NanosetConfig, PackedMemMapDatasetBase
+from tokenmill.training.loader import ResumableSampler, collate_documents, collate_samples
 
 EOD = 99
 SEQ = 16

@@ -10,10 +10,10 @@ import pytest
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, run_tokenmill
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
-from tokenmill.pack.pretraining import PackSettings, pack
 from tokenmill.formats.pbin import read_sidecar
-from tokenmill.verify.exactly_once import coverage_problems
+from tokenmill.pack.pretraining import PackSettings, pack
 from tokenmill.verify.checks import verify
+from tokenmill.verify.exactly_once import coverage_problems
 
 
 @pytest.fixture

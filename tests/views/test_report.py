@@ -13,8 +13,8 @@ import pytest
 
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, run_tokenmill
 from tokenmill.errors import TokenmillError
-from tokenmill.views.report import length_histogram_svg
 from tokenmill.megatron.index_cache import load_npy
+from tokenmill.views.report import length_histogram_svg
 
 
 @pytest.fixture(scope="module")

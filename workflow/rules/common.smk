@@ -14,10 +14,9 @@ from types import SimpleNamespace
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.config import validate_config
 from tokenmill.errors import TokenmillError
+from tokenmill.formats.sidecar import sidecar_path
 from tokenmill.pack.settings import useful_workers
-from tokenmill.plan.summary import report_front_page
 from tokenmill.plan import Plan
-from tokenmill.plan.units import with_local_paths_absolute
 from tokenmill.plan.layout import (
     blend_cache_name,
     cache_dir,
@@ -37,7 +36,8 @@ from tokenmill.plan.layout import (
     verified_stamp,
 )
 from tokenmill.plan.prune import LAST_RUN_STAMP
-from tokenmill.formats.sidecar import sidecar_path
+from tokenmill.plan.summary import report_front_page
+from tokenmill.plan.units import with_local_paths_absolute
 
 STARTED = time.time()  # the run's start: the logs its failed jobs wrote are newer (onerror)
 

@@ -54,8 +54,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmill.files.atomic import AtomicWriter, discard, temporary_name
 from tokenmill.errors import TokenmillError
+from tokenmill.files.atomic import AtomicWriter, discard, temporary_name
 from tokenmill.files.identity import refuse_inputs_as_outputs
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.formats.sidecar import SidecarRecord, range_indices, resolve_sidecar_paths, sidecar_path

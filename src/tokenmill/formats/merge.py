@@ -18,8 +18,8 @@ from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import refuse_inputs_as_outputs
 from tokenmill.formats.pbin import LAYOUT_050, PbinFile, PbinWriter, read_sidecar
-from tokenmill.progress import Progress
 from tokenmill.formats.sidecar import SidecarRecord, resolve_sidecar_paths, sidecar_path
+from tokenmill.progress import Progress
 
 __all__ = ["merge_pbin"]
 

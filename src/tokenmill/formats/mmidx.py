@@ -31,8 +31,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmill.files.atomic import AtomicWriter, discard, temporary_name
 from tokenmill.errors import TokenmillError
+from tokenmill.files.atomic import AtomicWriter, discard, temporary_name
 from tokenmill.files.identity import FileIdentity, refuse_inputs_as_outputs
 from tokenmill.formats.pbin import PbinFile, copy_bytes, read_sidecar
 from tokenmill.formats.sidecar import range_indices, sidecar_path

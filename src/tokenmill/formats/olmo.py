@@ -41,9 +41,9 @@ from pathlib import Path
 import numpy as np
 
 from tokenmill import FORMAT_VERSIONS
-from tokenmill.files.atomic import atomic_output
 from tokenmill.config import default
 from tokenmill.errors import TokenmillError
+from tokenmill.files.atomic import atomic_output
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.formats.provenance import document_lines, field_values
 from tokenmill.formats.sidecar import SidecarRecord, SourceRecord, resolve_sidecar_paths

@@ -34,9 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
+from tokenmill.errors import TokenmillError
 from tokenmill.files import safe_pickle
 from tokenmill.files.atomic import AtomicWriter, discard, temporary_name
-from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import FileIdentity
 from tokenmill.formats.sidecar import SidecarRecord, kind_problem, record_sidecar_paths, sidecar_path, write_sidecar
 

@@ -19,8 +19,8 @@ import numpy as np
 import orjson
 
 from tokenmill.errors import TokenmillError
-from tokenmill.inputs.jsonl import iter_lines
 from tokenmill.formats.sidecar import SourceRecord
+from tokenmill.inputs.jsonl import iter_lines
 
 __all__ = ["document_lines", "tokens_per_source", "field_keys", "value_of", "field_values"]
 

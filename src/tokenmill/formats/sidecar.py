@@ -45,8 +45,8 @@ from typing import TypedDict, Union
 
 import numpy as np
 
-from tokenmill.files.atomic import atomic_output
 from tokenmill.errors import TokenmillError
+from tokenmill.files.atomic import atomic_output
 from tokenmill.files.objects import is_url
 
 __all__ = ["SKIPPED_LINES_KEPT", "SidecarRecord", "SourceRecord", "TokenizerRecord", "EngineRecord",

@@ -23,14 +23,14 @@ from pathlib import Path
 import numpy as np
 import orjson
 
+from tokenmill.errors import TokenmillError
 from tokenmill.files import safe_pickle
 from tokenmill.files.atomic import atomic_output
-from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import refuse_inputs_as_outputs
 from tokenmill.files.objects import is_url, open_object, pinned_identity
-from tokenmill.progress import Progress
 from tokenmill.inputs.file_kind import refuse_compressed
 from tokenmill.inputs.text_selection import describe_json_error
+from tokenmill.progress import Progress
 
 __all__ = ["scan_lines", "build_index", "index_file", "write_index", "read_index", "check_index_matches",
            "validate_json_lines"]

@@ -44,8 +44,8 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmill.files.atomic import write_if_changed
 from tokenmill.errors import TokenmillError
+from tokenmill.files.atomic import write_if_changed
 from tokenmill.megatron.job_tokenizer import VERSIONS, JobTokenizer
 
 __all__ = ["HANDOFF_NAME", "SEQUENCES_NAME", "megatron_args", "write_megatron_args", "sequences_per_dataset",

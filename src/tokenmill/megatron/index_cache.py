@@ -33,11 +33,11 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmill.files.atomic import atomic_output
 from tokenmill.errors import TokenmillError
-from tokenmill.megatron.job_tokenizer import DEFAULT_VERSION, job_tokenizer_identifiers, null_tokenizer_flags
+from tokenmill.files.atomic import atomic_output
 from tokenmill.megatron.gpt_indices import (SPLIT_NAMES, GPTIndexSpec, build_gpt_indices, check_sampling, parse_split,
                                             split_matrix, split_ranges)
+from tokenmill.megatron.job_tokenizer import DEFAULT_VERSION, job_tokenizer_identifiers, null_tokenizer_flags
 
 __all__ = ["description", "gpt_identifiers", "cache_file_names", "write_cache", "load_cache", "load_npy",
            "null_tokenizer_identifiers", "dataset_fingerprint", "read_fingerprint", "cache_fingerprint",

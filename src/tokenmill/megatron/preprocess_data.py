@@ -39,13 +39,13 @@ from dataclasses import dataclass
 import numpy as np
 import orjson
 
-from tokenmill.tokenization.engine import ENGINES, Encoder
 from tokenmill.errors import TokenmillError
-from tokenmill.tokenization.families import HF_TYPE, TYPES, TokenizerSpec
 from tokenmill.files.identity import refuse_inputs_as_outputs
+from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder, optimal_dtype
 from tokenmill.inputs.jsonl import iter_lines
 from tokenmill.megatron.job_tokenizer import FlagParser, add_tokenizer_flags
-from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder, optimal_dtype
+from tokenmill.tokenization.engine import ENGINES, Encoder
+from tokenmill.tokenization.families import HF_TYPE, TYPES, TokenizerSpec
 from tokenmill.tokenization.proof import DEFAULT_CHECK_FRACTION, ProofSample, ProofSampler
 from tokenmill.tokenization.tokenizer import TYPE_EOD, TokenizerInfo, load_tokenizer
 

@@ -27,11 +27,11 @@ from typing import Callable
 
 import numpy as np
 
-from tokenmill.tokenization.engine import Encoder, preload_fast_engine
 from tokenmill.formats.pbin import TOKEN_DTYPES
-from tokenmill.pack.settings import PackSettings
-from tokenmill.tokenization.proof import ProofSample, ProofSampler, ProofTally, input_key
 from tokenmill.inputs.text_selection import TextSelector
+from tokenmill.pack.settings import PackSettings
+from tokenmill.tokenization.engine import Encoder, preload_fast_engine
+from tokenmill.tokenization.proof import ProofSample, ProofSampler, ProofTally, input_key
 from tokenmill.tokenization.tokenizer import TokenizerInfo, load_tokenizer
 
 __all__ = ["READ_AHEAD_BYTES", "BatchTokenizer", "line_batches", "ordered_results", "start_engine"]

@@ -49,21 +49,21 @@ from typing import Callable
 
 import numpy as np
 from tokenmill import FORMAT_VERSIONS
-from tokenmill.pack.batches import READ_AHEAD_BYTES, BatchTokenizer, line_batches, ordered_results, start_engine
-from tokenmill.pack.settings import BAD_LINE_POLICIES, BATCH_BYTES, MISMATCH_POLICIES, PackSettings, useful_workers
-from tokenmill.formats.datatrove import DatatroveWriter, datatrove_paths, token_size_for
 from tokenmill.errors import TokenmillError
-from tokenmill.tokenization.engine import FastEngineUnavailable, choose_engine, fast_engine_loading
 from tokenmill.files.identity import FileIdentity, file_sha256, refuse_inputs_as_outputs
-from tokenmill.inputs.jsonl import input_compression, lines_in_range, stream_line_batches
-from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder, optimal_dtype
 from tokenmill.files.objects import ObjectIdentity, expand_url, is_url, pin, pinned_identity
-from tokenmill.inputs.parquet import parquet_source, row_line_batches
+from tokenmill.formats.datatrove import DatatroveWriter, datatrove_paths, token_size_for
+from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder, optimal_dtype
 from tokenmill.formats.pbin import LAYOUT_050, PbinWriter
 from tokenmill.formats.sidecar import SidecarRecord, SourceRecord, index_ranges, sidecar_path, skipped_summary
-from tokenmill.progress import Progress
+from tokenmill.inputs.jsonl import input_compression, lines_in_range, stream_line_batches
+from tokenmill.inputs.parquet import parquet_source, row_line_batches
 from tokenmill.inputs.raw_index import read_index, scan_lines
 from tokenmill.inputs.text_selection import TextSelector
+from tokenmill.pack.batches import READ_AHEAD_BYTES, BatchTokenizer, line_batches, ordered_results, start_engine
+from tokenmill.pack.settings import BAD_LINE_POLICIES, BATCH_BYTES, MISMATCH_POLICIES, PackSettings, useful_workers
+from tokenmill.progress import Progress
+from tokenmill.tokenization.engine import FastEngineUnavailable, choose_engine, fast_engine_loading
 from tokenmill.tokenization.proof import EngineMismatch, ProofTally, job_check_fraction
 from tokenmill.tokenization.tokenizer import TokenizerInfo
 

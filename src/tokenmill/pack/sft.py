@@ -20,16 +20,16 @@ import numpy as np
 
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.config import default, validate_sections
-from tokenmill.tokenization.engine import choose_engine
 from tokenmill.errors import BadLine, TokenmillError
-from tokenmill.tokenization.families import TokenizerSpec
 from tokenmill.files.identity import file_sha256, refuse_inputs_as_outputs
 from tokenmill.files.objects import expand_url, is_url, pinned_identity
 from tokenmill.formats.pbin import LAYOUT_050, PbinWriter
-from tokenmill.tokenization.proof import ProofTally
-from tokenmill.training.sft_datasets import InstructionCollator, InstructionDataset, loss_mask_path
 from tokenmill.formats.sidecar import SidecarRecord, SourceRecord, sidecar_path, skipped_summary
+from tokenmill.tokenization.engine import choose_engine
+from tokenmill.tokenization.families import TokenizerSpec
+from tokenmill.tokenization.proof import ProofTally
 from tokenmill.tokenization.tokenizer import TokenizerInfo, load_tokenizer
+from tokenmill.training.sft_datasets import InstructionCollator, InstructionDataset, loss_mask_path
 
 __all__ = ["write_sft"]
 

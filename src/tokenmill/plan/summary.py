@@ -33,12 +33,12 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-from tokenmill.plan.prune import LAST_RUN_STAMP, MOVED_RECORD, STALE_FOLDER
-from tokenmill.formats.sidecar import SidecarRecord
 from tokenmill.files.atomic import write_if_changed
+from tokenmill.formats.sidecar import SidecarRecord
 from tokenmill.megatron.job_tokenizer import null_tokenizer_flags
 from tokenmill.plan import (Plan, blend_cache_name, datatrove_name, hf_tokenizer_folder, job_flags_of, megatron_prefix,
                             olmo_folder, packed_path)
+from tokenmill.plan.prune import LAST_RUN_STAMP, MOVED_RECORD, STALE_FOLDER
 
 __all__ = ["MAX_BUILDS_SHOWN", "summary_lines", "print_summary", "report_command", "report_front_page", "failure_line",
            "failure_lines", "print_failures"]

@@ -13,18 +13,18 @@ import os
 import re
 from dataclasses import dataclass
 
-from tokenmill.megatron.blend import check_weights
 from tokenmill.errors import TokenmillError
-from tokenmill.tokenization.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS
-from tokenmill.inputs.jsonl import input_compression
-from tokenmill.megatron.job_tokenizer import DEFAULT_VERSION, SUPPORTED_TYPES, job_tokenizer
 from tokenmill.files.objects import ObjectIdentity, expand_url, is_url, pinned_identity
 from tokenmill.formats.provenance import field_keys
+from tokenmill.inputs.jsonl import input_compression
 from tokenmill.inputs.parquet import row_group_units
+from tokenmill.inputs.text_selection import TextSelector
+from tokenmill.megatron.blend import check_weights
+from tokenmill.megatron.gpt_indices import parse_split
+from tokenmill.megatron.job_tokenizer import DEFAULT_VERSION, SUPPORTED_TYPES, job_tokenizer
 from tokenmill.plan.layout import raw_index_path
 from tokenmill.plan.prune import OUTPUT_FOLDERS, STALE_FOLDER
-from tokenmill.megatron.gpt_indices import parse_split
-from tokenmill.inputs.text_selection import TextSelector
+from tokenmill.tokenization.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS
 from tokenmill.tokenization.tokenizer import check_eod_in_file
 
 __all__ = ["InputFile", "Unit", "Build", "Units", "parse_size", "job_flags_of", "path_identity",

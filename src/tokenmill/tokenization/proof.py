@@ -74,10 +74,10 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tokenmill.config import default
 from tokenmill._kernels import first_risky_code_points
-from tokenmill.tokenization.engine import Encoder, split_flat
+from tokenmill.config import default
 from tokenmill.errors import TokenmillError
+from tokenmill.tokenization.engine import Encoder, split_flat
 from tokenmill.tokenization.tokenizer import TokenizerInfo
 
 __all__ = ["DEFAULT_CHECK_FRACTION", "JOB_FLOOR_BYTES", "WHOLE_DOCUMENT_CHARACTERS", "EXCERPT_CHARACTERS",

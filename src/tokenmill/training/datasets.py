@@ -32,15 +32,15 @@ import os
 import numpy as np
 from torch.utils.data import Dataset
 
-from tokenmill.tokenization.engine import Encoder, EncoderPickling
 from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import FileIdentity
-from tokenmill.training.nanoset import BlendedNanoset, MappedIndices, Nanoset, NanosetBuilder, NanosetConfig
 from tokenmill.formats.pbin import PbinFile
-from tokenmill.tokenization.proof import DEFAULT_CHECK_FRACTION, ProofSampler, encode_proven
 from tokenmill.inputs.raw_index import read_index, scan_lines
 from tokenmill.inputs.text_selection import TextSelector
+from tokenmill.tokenization.engine import Encoder, EncoderPickling
+from tokenmill.tokenization.proof import DEFAULT_CHECK_FRACTION, ProofSampler, encode_proven
 from tokenmill.tokenization.tokenizer import load_tokenizer
+from tokenmill.training.nanoset import BlendedNanoset, MappedIndices, Nanoset, NanosetBuilder, NanosetConfig
 
 __all__ = ["MemMapDataset", "PackedMemMapDatasetBase", "PackedMemMapDatasetContinuous", "PackedMemMapDatasetMegatron",
            "NanosetConfig", "Nanoset", "NanosetBuilder", "BlendedNanoset", "MappedIndices", "ITEM_DTYPES"]

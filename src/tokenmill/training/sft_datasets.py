@@ -54,14 +54,14 @@ import numpy as np
 import orjson
 
 from tokenmill.errors import BadLine, TokenmillError
-from tokenmill.tokenization.engine import Encoder, EncoderPickling
 from tokenmill.files.objects import ObjectFile, is_url, pinned_identity
 from tokenmill.formats.pbin import PbinFile, file_identity_problem, read_sidecar
 from tokenmill.formats.sidecar import sidecar_path
 from tokenmill.inputs.raw_index import read_index, scan_lines
 from tokenmill.inputs.text_selection import describe_json_error
-from tokenmill.tokenization.proof import DEFAULT_CHECK_FRACTION, ProofSampler, ProofTally, encode_proven
+from tokenmill.tokenization.engine import Encoder, EncoderPickling
 from tokenmill.tokenization.families import TokenizerSpec
+from tokenmill.tokenization.proof import DEFAULT_CHECK_FRACTION, ProofSampler, ProofTally, encode_proven
 from tokenmill.tokenization.tokenizer import TokenizerInfo, load_tokenizer
 
 if TYPE_CHECKING:

@@ -44,20 +44,20 @@ from typing import Callable
 
 import numpy as np
 
-from tokenmill.verify.exactly_once import changed_source_problems, coverage_problems
+from tokenmill.errors import TokenmillError
+from tokenmill.files.identity import file_sha256
 from tokenmill.formats.datatrove import (DatatroveFile, datatrove_documents, datatrove_paths, is_datatrove,
                                          packed_post_processor_ids, token_size_for)
-from tokenmill.errors import TokenmillError
-from tokenmill.formats.olmo import is_olmo_folder, verify_olmo
-from tokenmill.formats.provenance import tokens_per_source
-from tokenmill.verify.reencode import verify_against_tokenizer
 from tokenmill.formats.mmidx import MMapIndexedDataset, is_megatron_index, optimal_dtype, prefix_of
+from tokenmill.formats.olmo import is_olmo_folder, verify_olmo
 from tokenmill.formats.pbin import PbinFile, file_identity_problem, read_sidecar
+from tokenmill.formats.provenance import tokens_per_source
 from tokenmill.formats.sidecar import SidecarRecord, range_indices, resolve_sidecar_paths, sidecar_path
 from tokenmill.inputs.raw_index import read_index
-from tokenmill.verify.index_caches import verify_cache
-from tokenmill.files.identity import file_sha256
 from tokenmill.tokenization.tokenizer import load_tokenizer
+from tokenmill.verify.exactly_once import changed_source_problems, coverage_problems
+from tokenmill.verify.index_caches import verify_cache
+from tokenmill.verify.reencode import verify_against_tokenizer
 
 __all__ = ["verify", "verify_made_from"]
 

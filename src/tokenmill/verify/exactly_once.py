@@ -16,9 +16,9 @@ from __future__ import annotations
 import os
 
 from tokenmill.errors import TokenmillError
-from tokenmill.inputs.jsonl import source_sha256
 from tokenmill.files.objects import is_url, pin
 from tokenmill.formats.sidecar import SidecarRecord, SourceRecord, resolve_sidecar_paths, resolved_against, sidecar_path
+from tokenmill.inputs.jsonl import source_sha256
 
 __all__ = ["coverage_problems", "changed_source_problems"]
 

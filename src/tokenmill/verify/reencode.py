@@ -14,15 +14,15 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmill.tokenization.engine import split_flat
 from tokenmill.errors import TokenmillError
-from tokenmill.tokenization.families import TokenizerSpec
-from tokenmill.inputs.jsonl import iter_lines, source_sha256
 from tokenmill.files.objects import is_url
 from tokenmill.formats.pbin import PbinFile, read_sidecar
-from tokenmill.tokenization.proof import ProofSampler, first_difference, input_key
 from tokenmill.formats.sidecar import resolve_sidecar_paths, resolved_against
+from tokenmill.inputs.jsonl import iter_lines, source_sha256
 from tokenmill.inputs.text_selection import TextSelector
+from tokenmill.tokenization.engine import split_flat
+from tokenmill.tokenization.families import TokenizerSpec
+from tokenmill.tokenization.proof import ProofSampler, first_difference, input_key
 from tokenmill.tokenization.tokenizer import load_tokenizer
 
 __all__ = ["verify_against_tokenizer"]

@@ -31,14 +31,14 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmill.formats.datatrove import DatatroveFile, is_datatrove
 from tokenmill.errors import TokenmillError
-from tokenmill.formats.mmidx import MMapIndexedDataset, is_megatron_index, prefix_of
 from tokenmill.files.objects import is_url
+from tokenmill.formats.datatrove import DatatroveFile, is_datatrove
+from tokenmill.formats.mmidx import MMapIndexedDataset, is_megatron_index, prefix_of
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.formats.sidecar import SidecarRecord, resolve_sidecar_paths, resolved_against
-from tokenmill.plan import build_of, cache_dir, megatron_prefix, packed_path
 from tokenmill.inputs.raw_index import read_index
+from tokenmill.plan import build_of, cache_dir, megatron_prefix, packed_path
 
 __all__ = ["describe", "describe_caches", "show_document", "show_sample", "sample_target", "source_of",
            "pbin_of_megatron"]

@@ -25,12 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmill.files.atomic import atomic_output
 from tokenmill.errors import TokenmillError
-from tokenmill.megatron.handoff import HANDOFF_NAME
+from tokenmill.files.atomic import atomic_output
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.formats.provenance import document_lines, field_values, tokens_per_source
 from tokenmill.formats.sidecar import SourceRecord, resolve_sidecar_paths
+from tokenmill.megatron.handoff import HANDOFF_NAME
 from tokenmill.megatron.index_cache import cache_file_names, load_npy
 
 __all__ = ["dataset_page", "blend_page", "length_histogram_svg"]
