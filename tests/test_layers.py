@@ -180,6 +180,28 @@ def test_at_most_eight_modules_sit_at_the_root():
     assert len(root - {name.split(".")[1] for name in DEPRECATED_ALIASES}) <= 8, sorted(root)
 
 
+def test_the_readme_s_map_has_a_line_per_room_and_module():
+    readme = (SRC.parent / "README.md").read_text(encoding="utf-8")
+    tree = readme[readme.index("    src/tokenmill/ "):readme.index("    src/snakemake_logger_plugin_tokenmill/")]
+    listed, room = set(), ""
+    for line in tree.splitlines()[3:]:
+        words = line.split()
+        if line.startswith("      ") and not line.startswith("        ") and words and words[0].endswith("/"):
+            room = words[0]
+        elif line.startswith("        ") and words and words[0].endswith(".py") and room:
+            listed.add(room + words[0])
+        elif line.startswith("      ") and words and not line[6:7].isspace():
+            room = ""
+            for word in words:  # "cli.py, __main__.py  the tokenmill command": the names, then the comment
+                listed.add(word.rstrip(","))
+                if not word.endswith(","):
+                    break
+    modules = {str(path.relative_to(SRC / "tokenmill")) for path in (SRC / "tokenmill").rglob("*.py")
+               if path.name != "__init__.py"} | {"_kernels.c"}
+    assert modules - listed == set(), "modules missing from README.md's map"
+    assert listed - modules == set(), "README.md's map names modules that are not there"
+
+
 @pytest.fixture
 def copy_of_src(tmp_path) -> Path:
     shutil.copytree(SRC / "tokenmill", tmp_path / "tokenmill", ignore=shutil.ignore_patterns("__pycache__"))
