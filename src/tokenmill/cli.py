@@ -18,6 +18,7 @@ from tokenmill.config import default
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import atomic_output, remove_temporaries
 from tokenmill.files.identity import refuse_inputs_as_outputs
+from tokenmill.formats.dtypes import MEGATRON_UINT16_BELOW, UINT16_VOCAB_LIMIT
 from tokenmill.formats.mmidx import is_megatron_index, prefix_of
 
 
@@ -508,7 +509,8 @@ def _add_to_megatron_verb(verbs) -> None:
     to_megatron.add_argument("input", help=".pbin file")
     to_megatron.add_argument("-o", "--output", required=True, help="output prefix (PREFIX.bin, PREFIX.idx)")
     to_megatron.add_argument("--vocab-size", type=int,
-                             help="vocabulary size that picks uint16 (< 65500) or int32 (default: from the sidecar)")
+                             help=f"vocabulary size that picks uint16 (< {MEGATRON_UINT16_BELOW}) or int32 (default: "
+                                  "from the sidecar)")
     to_megatron.set_defaults(run=_to_megatron)
 
 
@@ -523,7 +525,8 @@ def _add_to_datatrove_verb(verbs) -> None:
                               help="the tokenizer field of NAME.ds.metadata (default: the tokenizer path in the "
                                    "sidecar, as pack was given it)")
     to_datatrove.add_argument("--vocab-size", type=int,
-                              help="vocabulary size that picks uint16 (<= 65536) or uint32 (default: from the sidecar)")
+                              help=f"vocabulary size that picks uint16 (<= {UINT16_VOCAB_LIMIT}) or uint32 (default: "
+                                   "from the sidecar)")
     to_datatrove.set_defaults(run=_to_datatrove)
 
 

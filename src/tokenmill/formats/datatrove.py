@@ -57,6 +57,7 @@ import numpy as np
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import AtomicWriter, discard, temporary_name
 from tokenmill.files.identity import refuse_inputs_as_outputs
+from tokenmill.formats.dtypes import UINT16_VOCAB_LIMIT
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.formats.sidecar import SidecarRecord, range_indices, resolve_sidecar_paths, sidecar_path
 from tokenmill.progress import Progress
@@ -65,8 +66,6 @@ __all__ = ["DatatroveWriter", "DatatroveFile", "pbin_to_datatrove", "token_size_
            "metadata_text", "datatrove_paths", "is_datatrove", "UINT16_VOCAB_LIMIT", "datatrove_documents",
            "packed_post_processor_ids"]
 
-#: The largest vocabulary datatrove stores as uint16 (ids 0..65535); one token more and it takes uint32.
-UINT16_VOCAB_LIMIT = 65536
 _TOKEN_DTYPES = {2: np.dtype("<u2"), 4: np.dtype("<u4")}
 _INDEX_DTYPE = np.dtype("<u8")
 _BLOCK_TOKENS = 16 << 20

@@ -34,6 +34,7 @@ import numpy as np
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import AtomicWriter, discard, temporary_name
 from tokenmill.files.identity import FileIdentity, refuse_inputs_as_outputs
+from tokenmill.formats.dtypes import megatron_dtype_name
 from tokenmill.formats.pbin import PbinFile, copy_bytes, read_sidecar
 from tokenmill.formats.sidecar import range_indices, sidecar_path
 from tokenmill.progress import Progress
@@ -53,8 +54,9 @@ _CODE_OF = {np.dtype(dtype): code for code, dtype in DTYPE_CODES.items()}
 
 
 def optimal_dtype(vocab_size: int) -> np.dtype:
-    """uint16 if ``vocab_size < 65500`` else int32, exactly Megatron's threshold (not 65536)."""
-    return np.dtype(np.uint16) if vocab_size < 65500 else np.dtype(np.int32)
+    """uint16 if ``vocab_size < 65500`` else int32, exactly Megatron's threshold (not 65536;
+    :mod:`tokenmill.formats.dtypes`)."""
+    return np.dtype(megatron_dtype_name(vocab_size))
 
 
 def _map(path: Path) -> tuple[np.ndarray, FileIdentity]:

@@ -44,6 +44,7 @@ from tokenmill import FORMAT_VERSIONS
 from tokenmill.config import default
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import atomic_output
+from tokenmill.formats.dtypes import UINT16_VOCAB_LIMIT
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.formats.provenance import document_lines, field_values
 from tokenmill.formats.sidecar import SidecarRecord, SourceRecord, resolve_sidecar_paths
@@ -51,7 +52,6 @@ from tokenmill.formats.sidecar import SidecarRecord, SourceRecord, resolve_sidec
 __all__ = ["DEFAULT_MAX_TOKENS", "olmo_dtype", "pbin_to_olmo", "is_olmo_folder", "verify_olmo"]
 
 DEFAULT_MAX_TOKENS = default("datasets.*.olmo_max_tokens")  # dolma's cap per file, 512 Mi: 1 GiB of uint16
-_UINT16_IDS = 65536
 _BLOCK_TOKENS = 16 << 20  # tokens written or compared at once: a 512 Mi-token part is never copied whole
 # What this module writes (a user's other files in the folder stay)
 _PART_NAME = re.compile(r"part-[0-9]{5}\.(npy|csv\.gz|label_mask\.npy)")
@@ -59,7 +59,7 @@ _PART_NAME = re.compile(r"part-[0-9]{5}\.(npy|csv\.gz|label_mask\.npy)")
 
 def olmo_dtype(vocab_size: int) -> np.dtype:
     """The token dtype an OLMo-core config names for a vocabulary: uint16 up to 65,536 ids, else uint32."""
-    return np.dtype("<u2") if vocab_size <= _UINT16_IDS else np.dtype("<u4")
+    return np.dtype("<u2") if vocab_size <= UINT16_VOCAB_LIMIT else np.dtype("<u4")
 
 
 def _ids(source: SourceRecord, lines: list[int] | None, id_field: str | None, meta: SidecarRecord) -> list[str]:

@@ -46,6 +46,7 @@ import numpy as np
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import write_if_changed
+from tokenmill.formats.dtypes import UINT16_VOCAB_LIMIT
 from tokenmill.megatron.job_tokenizer import VERSIONS, JobTokenizer
 
 __all__ = ["HANDOFF_NAME", "SEQUENCES_NAME", "megatron_args", "write_megatron_args", "sequences_per_dataset",
@@ -53,7 +54,6 @@ __all__ = ["HANDOFF_NAME", "SEQUENCES_NAME", "megatron_args", "write_megatron_ar
 
 HANDOFF_NAME = "megatron_args.txt"
 SEQUENCES_NAME = "sequences_per_dataset.json"
-_UINT16_LIMIT = 65536  # Megatron's fast path reads int32 tokens above this vocab_size, uint16 up to it
 
 
 def _argument_lines(flags: tuple[str, ...]) -> list[str]:
@@ -106,7 +106,7 @@ def _sequences_lines(path: str, tokenizers: list[JobTokenizer], token_dtypes: se
     data = " and ".join(sorted(token_dtypes))
     if len(vocab_sizes) == 1 and None not in vocab_sizes:
         vocab_size = vocab_sizes.pop()
-        assumed = "int32" if vocab_size > _UINT16_LIMIT else "uint16"
+        assumed = "int32" if vocab_size > UINT16_VOCAB_LIMIT else "uint16"
         if token_dtypes != {assumed}:
             return [f"# no --per-dataset-sequences-path {path}: with it Megatron reads the tokens as {assumed} "
                     f"(vocab_size {vocab_size}) without the .idx header, and this data is {data}", refused]
@@ -114,8 +114,8 @@ def _sequences_lines(path: str, tokenizers: list[JobTokenizer], token_dtypes: se
     condition = "at most" if token_dtypes == {"uint16"} else "above"
     return [f"--per-dataset-sequences-path {path}",
             f"# with it Megatron reads the tokens without the .idx header, as int32 when the tokenizer's vocab_size is "
-            f"above {_UINT16_LIMIT}, else uint16; this data is {data}: keep it only if vocab_size is {condition} "
-            f"{_UINT16_LIMIT}", refused]
+            f"above {UINT16_VOCAB_LIMIT}, else uint16; this data is {data}: keep it only if vocab_size is {condition} "
+            f"{UINT16_VOCAB_LIMIT}", refused]
 
 
 def megatron_args(cache_dir: str | os.PathLike, data_path: list[str], seq_length: int, seed: int,

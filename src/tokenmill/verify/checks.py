@@ -48,6 +48,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import file_sha256
 from tokenmill.formats.datatrove import (DatatroveFile, datatrove_documents, datatrove_paths, is_datatrove,
                                          packed_post_processor_ids, token_size_for)
+from tokenmill.formats.dtypes import MEGATRON_UINT16_BELOW, UINT16_VOCAB_LIMIT
 from tokenmill.formats.mmidx import MMapIndexedDataset, is_megatron_index, optimal_dtype, prefix_of
 from tokenmill.formats.olmo import is_olmo_folder, verify_olmo
 from tokenmill.formats.pbin import PbinFile, file_identity_problem, read_sidecar
@@ -136,7 +137,8 @@ def _verify_datatrove(path: Path) -> list[str]:
     expected = token_size_for(tokenizer.vocab_size)
     if dataset.token_size != expected:
         problems.append(f"{dataset.paths['.ds']}: {dataset.token_size}-byte tokens, but datatrove writes "
-                        f"{expected}-byte tokens for {name} ({tokenizer.vocab_size} tokens; 4 bytes above 65,536)")
+                        f"{expected}-byte tokens for {name} ({tokenizer.vocab_size} tokens; 4 bytes above "
+                        f"{UINT16_VOCAB_LIMIT:,})")
     if dataset.loss is None:  # an SFT dataset keeps its conversations as they are
         problems += _kept_post_processor_ids(dataset, name, tokenizer.post_processor_ids,
                                              set(tokenizer.tokenizer.get_added_tokens_decoder()))
@@ -198,7 +200,7 @@ def verify_made_from(pbin_path: str | os.PathLike, megatron_prefix: str | os.Pat
         if dtype != expected:
             problems.append(f"{megatron_prefix}.bin: {dtype.name} tokens, but Megatron's preprocess_data.py writes "
                             f"{expected.name} for the vocabulary of {vocab_size} tokens of {pbin_path}'s sidecar "
-                            f"(uint16 below 65,500)")
+                            f"(uint16 below {MEGATRON_UINT16_BELOW:,})")
     if datatrove_name is not None:
         problems += _datatrove_made_from(pbin_path, pbin, meta, datatrove_name)
     if olmo_folder is not None:
@@ -219,7 +221,8 @@ def _datatrove_made_from(pbin_path: Path, pbin: PbinFile, meta: SidecarRecord, n
     expected = token_size_for(tokenizer["vocab_size"])
     if dataset.token_size != expected:
         return [f"{ds}: {dataset.token_size}-byte tokens, but datatrove writes {expected}-byte tokens for the "
-                f"vocabulary of {tokenizer['vocab_size']} tokens of {pbin_path}'s sidecar (4 bytes above 65,536)"]
+                f"vocabulary of {tokenizer['vocab_size']} tokens of {pbin_path}'s sidecar (4 bytes above "
+                f"{UINT16_VOCAB_LIMIT:,})"]
     if dataset.num_documents != pbin.num_documents:
         return [f"{ds}: {dataset.num_documents} documents, {pbin_path} has {pbin.num_documents}"]
     if "loss_mask" in meta:
