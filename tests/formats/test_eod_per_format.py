@@ -73,12 +73,12 @@ def test_a_sidecar_that_forgets_such_a_document_is_found(tmp_path):
 
 def test_documents_in_blocks_convert_as_one_pass(tmp_path, monkeypatch):
     """The slow path cuts documents in blocks: the bytes do not depend on where the cuts fall."""
-    from tokenmill.formats import mmidx
+    from tokenmill.formats import document_blocks, mmidx
 
     corpus = tmp_path / "many.jsonl"
     corpus.write_bytes(b"".join(TEXTS[i % 3] + b"\n" for i in range(300)))
     run_tokenmill("pack", corpus, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "many.pbin")
-    monkeypatch.setattr(mmidx, "_BLOCK_TOKENS", 7)
+    monkeypatch.setattr(document_blocks, "BLOCK_TOKENS", 7)
     mmidx.pbin_to_megatron(tmp_path / "many.pbin", tmp_path / "many")
     tokens = np.fromfile(tmp_path / "many.bin", dtype=np.uint16)
     assert tokens.tolist() == sum(MEGATRON_DOCUMENTS, []) * 100

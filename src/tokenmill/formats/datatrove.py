@@ -57,6 +57,7 @@ import numpy as np
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import AtomicWriter, discard, temporary_name
 from tokenmill.files.identity import refuse_inputs_as_outputs
+from tokenmill.formats.document_blocks import document_blocks
 from tokenmill.formats.dtypes import UINT16_VOCAB_LIMIT
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.formats.sidecar import SidecarRecord, range_indices, resolve_sidecar_paths, sidecar_path
@@ -68,7 +69,6 @@ __all__ = ["DatatroveWriter", "DatatroveFile", "pbin_to_datatrove", "token_size_
 
 _TOKEN_DTYPES = {2: np.dtype("<u2"), 4: np.dtype("<u4")}
 _INDEX_DTYPE = np.dtype("<u8")
-_BLOCK_TOKENS = 16 << 20
 _SUFFIXES = (".ds", ".ds.index", ".ds.loss", ".ds.metadata")
 
 
@@ -532,18 +532,12 @@ def pbin_to_datatrove(pbin_path: str | os.PathLike, name: str | os.PathLike, tok
     added = packed_post_processor_ids(meta, pbin_path)
     token_size = token_size_for(int(vocab_size))
     paths[".ds"].parent.mkdir(parents=True, exist_ok=True)
-    ends = np.cumsum(lengths)
     with DatatroveWriter(name, token_size, tokenizer_name, with_loss=mask is not None) as writer, \
             Progress(f"to-datatrove {pbin_path}", pbin.layout.data_bytes) as progress:
-        first = 0
-        while first < len(lengths):  # whole documents, about _BLOCK_TOKENS tokens at a time
-            start = int(ends[first - 1]) if first else 0
-            stop = max(first + 1, int(np.searchsorted(ends, start + _BLOCK_TOKENS, side="right")))
-            end = int(ends[stop - 1])
+        for first, stop, start, end in document_blocks(np.cumsum(lengths)):
             writer.add_batch(np.asarray(pbin.tokens[start:end]), lengths[first:stop], tokenizer.get("eod_id"),
                              np.flatnonzero(doubled[first:stop]),
                              None if mask is None else np.asarray(mask.tokens[start:end]), added)
             progress.update((end - start) * pbin.token_width, stop - first)
-            first = stop
     return {"documents": len(lengths), "tokens": writer.num_tokens, "token_size": token_size,
             "loss": mask is not None}

@@ -34,6 +34,7 @@ import numpy as np
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import AtomicWriter, discard, temporary_name
 from tokenmill.files.identity import FileIdentity, refuse_inputs_as_outputs
+from tokenmill.formats.document_blocks import BLOCK_TOKENS, document_blocks
 from tokenmill.formats.dtypes import megatron_dtype_name
 from tokenmill.formats.pbin import PbinFile, copy_bytes, read_sidecar
 from tokenmill.formats.sidecar import range_indices, sidecar_path
@@ -45,7 +46,6 @@ __all__ = ["MMapIndexedDataset", "MMapIndexedDatasetBuilder", "optimal_dtype", "
 _MAGIC = b"MMIDIDX\x00\x00"
 _VERSION = 1
 _HEADER = struct.Struct("<9sQBQQ")  # magic, version, dtype code, S, D: 34 bytes
-_BLOCK_TOKENS = 16 << 20
 
 #: Megatron's dtype codes (note 6 = float64, 7 = float32).
 DTYPE_CODES = {1: np.uint8, 2: np.int8, 3: np.int16, 4: np.int32, 5: np.int64, 6: np.float64, 7: np.float32,
@@ -356,8 +356,8 @@ class MMapIndexedDatasetBuilder(AtomicWriter):
             source.seek(offset)
             copy_bytes(source, self._bin, num_tokens * self.dtype.itemsize, on_copied=on_copied)
         else:
-            for start in range(0, num_tokens, _BLOCK_TOKENS):
-                count = min(_BLOCK_TOKENS, num_tokens - start)
+            for start in range(0, num_tokens, BLOCK_TOKENS):
+                count = min(BLOCK_TOKENS, num_tokens - start)
                 source.seek(offset + start * source_dtype.itemsize)
                 self._bin.write(np.fromfile(source, dtype=source_dtype, count=count).astype(self.dtype).data)
                 if on_copied is not None:
@@ -430,8 +430,8 @@ def pbin_to_megatron(pbin_path: str | os.PathLike, prefix: str | os.PathLike, vo
     if not np.can_cast(pbin.dtype, dtype):
         # Only a narrowing or a sign change (u4 → i4) can lose ids: check them block by block.
         ends = np.cumsum(lengths)
-        for start in range(0, pbin.num_tokens, _BLOCK_TOKENS):
-            _check_fits(pbin.tokens[start:start + _BLOCK_TOKENS], dtype,
+        for start in range(0, pbin.num_tokens, BLOCK_TOKENS):
+            _check_fits(pbin.tokens[start:start + BLOCK_TOKENS], dtype,
                         lambda position, start=start: f"{pbin_path} document "
                                                       f"{int(np.searchsorted(ends, start + position, side='right'))}")
     try:
@@ -450,17 +450,13 @@ def pbin_to_megatron(pbin_path: str | os.PathLike, prefix: str | os.PathLike, vo
 def _add_documents_doubling_eod(builder: MMapIndexedDatasetBuilder, pbin: PbinFile, second_eod: np.ndarray,
                                 eod_id: int, on_copied) -> None:
     """Append every document of ``pbin``, with one more ``eod_id`` after those flagged in ``second_eod``:
-    documents in blocks of about ``_BLOCK_TOKENS`` tokens, each block one vectorised insert."""
+    whole documents in blocks (:func:`~tokenmill.formats.document_blocks.document_blocks`), each block one
+    vectorised insert."""
     lengths = pbin.doc_lengths
-    ends = np.cumsum(lengths)
-    first = 0
-    while first < len(lengths):
-        start = int(ends[first - 1]) if first else 0
-        stop = max(first + 1, int(np.searchsorted(ends, start + _BLOCK_TOKENS, side="right")))
-        builder.add_batch(np.asarray(pbin.tokens[start:int(ends[stop - 1])]), lengths[first:stop], eod_id,
+    for first, stop, start, end in document_blocks(np.cumsum(lengths)):
+        builder.add_batch(np.asarray(pbin.tokens[start:end]), lengths[first:stop], eod_id,
                           np.flatnonzero(second_eod[first:stop]))
-        on_copied((int(ends[stop - 1]) - start) * pbin.dtype.itemsize)
-        first = stop
+        on_copied((end - start) * pbin.dtype.itemsize)
 
 
 def merge_megatron(out_prefix: str | os.PathLike, prefixes: list[str | os.PathLike], force: bool = False) -> dict:

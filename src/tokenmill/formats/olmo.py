@@ -44,6 +44,7 @@ from tokenmill import FORMAT_VERSIONS
 from tokenmill.config import default
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import atomic_output
+from tokenmill.formats.document_blocks import BLOCK_TOKENS as _BLOCK_TOKENS  # a 512 Mi-token part: never whole
 from tokenmill.formats.dtypes import UINT16_VOCAB_LIMIT
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.formats.provenance import document_lines, field_values
@@ -52,7 +53,6 @@ from tokenmill.formats.sidecar import SidecarRecord, SourceRecord, resolve_sidec
 __all__ = ["DEFAULT_MAX_TOKENS", "olmo_dtype", "pbin_to_olmo", "is_olmo_folder", "verify_olmo"]
 
 DEFAULT_MAX_TOKENS = default("datasets.*.olmo_max_tokens")  # dolma's cap per file, 512 Mi: 1 GiB of uint16
-_BLOCK_TOKENS = 16 << 20  # tokens written or compared at once: a 512 Mi-token part is never copied whole
 # What this module writes (a user's other files in the folder stay)
 _PART_NAME = re.compile(r"part-[0-9]{5}\.(npy|csv\.gz|label_mask\.npy)")
 

@@ -48,6 +48,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import file_sha256
 from tokenmill.formats.datatrove import (DatatroveFile, datatrove_documents, datatrove_paths, is_datatrove,
                                          packed_post_processor_ids, token_size_for)
+from tokenmill.formats.document_blocks import BLOCK_TOKENS, document_blocks
 from tokenmill.formats.dtypes import MEGATRON_UINT16_BELOW, UINT16_VOCAB_LIMIT
 from tokenmill.formats.mmidx import MMapIndexedDataset, is_megatron_index, optimal_dtype, prefix_of
 from tokenmill.formats.olmo import is_olmo_folder, verify_olmo
@@ -61,8 +62,6 @@ from tokenmill.verify.index_caches import verify_cache
 from tokenmill.verify.reencode import verify_against_tokenizer
 
 __all__ = ["verify", "verify_made_from"]
-
-_BLOCK_TOKENS = 16 << 20
 
 
 def _print_warning(message: str) -> None:
@@ -227,14 +226,11 @@ def _datatrove_made_from(pbin_path: Path, pbin: PbinFile, meta: SidecarRecord, n
         return [f"{ds}: {dataset.num_documents} documents, {pbin_path} has {pbin.num_documents}"]
     if "loss_mask" in meta:
         added = ((), ())
-    lengths, ends = pbin.doc_lengths, np.cumsum(pbin.doc_lengths)
-    first = 0
-    while first < len(lengths):  # whole documents, about _BLOCK_TOKENS tokens at a time
-        start = int(ends[first - 1]) if first else 0
-        stop = max(first + 1, int(np.searchsorted(ends, start + _BLOCK_TOKENS, side="right")))
+    lengths = pbin.doc_lengths
+    for first, stop, start, end in document_blocks(np.cumsum(lengths)):
         try:
             tokens, block_lengths, _ = datatrove_documents(
-                np.asarray(pbin.tokens[start:int(ends[stop - 1])], dtype=np.int64), lengths[first:stop],
+                np.asarray(pbin.tokens[start:end], dtype=np.int64), lengths[first:stop],
                 tokenizer.get("eod_id"), np.flatnonzero(doubled[first:stop]), added, first_document=first)
         except TokenmillError as exc:
             return [f"{pbin_path}: {exc}"]
@@ -251,7 +247,6 @@ def _datatrove_made_from(pbin_path: Path, pbin: PbinFile, meta: SidecarRecord, n
             return [f"{ds}: document {document} is not what datatrove writes for document {document} of {pbin_path} "
                     f"(the text's ids without its post-processor's {list(before)} before and {list(after)} after, "
                     f"then one EOS {tokenizer.get('eod_id')})"]
-        first = stop
     return []
 
 
@@ -300,8 +295,8 @@ def _verify_pbin(path: Path, inputs: list[str] | None = None,
     # ids stay below the vocabulary's size, or its highest id + 1 where its ids have gaps (id_limit)
     vocab_size, eod_id = tokenizer.get("id_limit", tokenizer.get("vocab_size")), tokenizer.get("eod_id")
     if vocab_size is not None:
-        for start in range(0, pbin.num_tokens, _BLOCK_TOKENS):
-            block = pbin.tokens[start:start + _BLOCK_TOKENS]
+        for start in range(0, pbin.num_tokens, BLOCK_TOKENS):
+            block = pbin.tokens[start:start + BLOCK_TOKENS]
             if len(block) and int(block.max()) >= vocab_size:
                 position = start + int(np.argmax(block >= vocab_size))
                 document = int(np.searchsorted(offsets + lengths, position, side="right"))
@@ -368,8 +363,8 @@ def _verify_loss_mask(path: Path, meta: SidecarRecord, pbin: PbinFile) -> list[s
         return [problem]
     if not np.array_equal(mask.doc_lengths, pbin.doc_lengths):
         return [f"{mask_path}: its documents differ from those of {path}"]
-    for start in range(0, mask.num_tokens, _BLOCK_TOKENS):
-        block = mask.tokens[start:start + _BLOCK_TOKENS]
+    for start in range(0, mask.num_tokens, BLOCK_TOKENS):
+        block = mask.tokens[start:start + BLOCK_TOKENS]
         if len(block) and int(block.max()) > 1:
             return [f"{mask_path}: flag {int(block.max())} at token {start + int(np.argmax(block > 1))}; "
                     f"a loss mask holds 0 or 1"]
@@ -393,8 +388,8 @@ def _suspicious_tokenizer(path: Path, tokenizer: dict, pbin: PbinFile, offsets: 
         return []
     if pad_id is None:
         return []
-    positions = np.concatenate([start + np.flatnonzero(pbin.tokens[start:start + _BLOCK_TOKENS] == pad_id)
-                                for start in range(0, pbin.num_tokens, _BLOCK_TOKENS)] or [np.empty(0, np.int64)])
+    positions = np.concatenate([start + np.flatnonzero(pbin.tokens[start:start + BLOCK_TOKENS] == pad_id)
+                                for start in range(0, pbin.num_tokens, BLOCK_TOKENS)] or [np.empty(0, np.int64)])
     if not len(positions):
         return []
     padded = np.unique(np.searchsorted(offsets + lengths, positions, side="right"))
