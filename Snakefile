@@ -52,7 +52,7 @@ rule all:
 # After a successful run (not a dry run, nor one with nothing to do): one screen of what was built
 # where and what to run next, the report command with this run's --configfile included.
 onsuccess:
-    from tokenmill.summary import print_summary
+    from tokenmill.plan.summary import print_summary
 
     print_summary(PLAN, workflow.overwrite_configfiles, workflow.main_snakefile, storage_prefix=STORAGE_PREFIX)
 
@@ -60,7 +60,7 @@ onsuccess:
 # After a failed run: each failed job's own one-line error and its log. (With `--logger tokenmill`, as the
 # default profile sets, that logger prints them instead, last, in place of Snakemake's error blocks.)
 onerror:
-    from tokenmill.summary import print_failures
+    from tokenmill.plan.summary import print_failures
 
     if "tokenmill" not in getattr(workflow.output_settings, "log_handler_settings", {}):
         print_failures(STARTED, os.path.join(STORAGE_ROOT, "logs"))

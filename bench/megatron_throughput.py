@@ -21,10 +21,10 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmill.mmidx import merge_megatron, pbin_to_megatron
-from tokenmill.merge import merge_pbin
-from tokenmill.pbin import PbinWriter
-from tokenmill.sidecar import write_sidecar
+from tokenmill.formats.merge import merge_pbin
+from tokenmill.formats.mmidx import merge_megatron, pbin_to_megatron
+from tokenmill.formats.pbin import PbinWriter
+from tokenmill.formats.sidecar import write_sidecar
 
 
 def synthetic_pbin(path: Path, num_tokens: int, rng: np.random.Generator, vocab_size: int = 50257) -> None:

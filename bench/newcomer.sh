@@ -381,8 +381,8 @@ item2() {
 import logging
 import sys
 
-from tokenmill.datasets import NanosetBuilder, NanosetConfig
-from tokenmill.sample_index import null_tokenizer_identifiers
+from tokenmill.training.datasets import NanosetBuilder, NanosetConfig
+from tokenmill.megatron.gpt_indices import null_tokenizer_identifiers
 
 logging.basicConfig(format="%(levelname)s %(message)s")
 prefix, cache = sys.argv[1:]
@@ -435,8 +435,8 @@ round_two() {
     local rc problems
     # II.1: the test command installs nothing unasked: the SLURM test sets SLURM up only with TOKENMILL_TEST_SLURM=1
     if grep -q 'TOKENMILL_TEST_SLURM=1' "$clone/README.md" && grep -q 'export TOKENMILL_TEST_SLURM=1' "$clone/.ci/run" \
-        && grep -q 'OPT_IN = "TOKENMILL_TEST_SLURM"' "$clone/tests/test_slurm.py"; then
-        pass "II.1: the README names TOKENMILL_TEST_SLURM, .ci/run sets it, tests/test_slurm.py skips without it"
+        && grep -q 'OPT_IN = "TOKENMILL_TEST_SLURM"' "$clone/tests/e2e/test_slurm.py"; then
+        pass "II.1: the README names TOKENMILL_TEST_SLURM, .ci/run sets it, tests/e2e/test_slurm.py skips without it"
     else
         fail "II.1: the SLURM opt-in is not documented, set by .ci/run and checked by the test"
     fi

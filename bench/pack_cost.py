@@ -15,7 +15,7 @@ wall time. Interpreter start-up and imports are timed in a fresh process (its CP
 Then: the proof's share of that CPU (every ``proof:`` row: the choice, Hugging Face's encode, the
 excerpts' fastokens encode, the comparison), what it checked (the sidecar's ``engine.proof``), and
 k, Hugging Face's cost per byte over fastokens' (from the same run: the proof's HF bytes and time,
-the text's bytes and the fast encode's time), which sizes the proof's budget (``tokenmill.proof``).
+the text's bytes and the fast encode's time), which sizes the proof's budget (``tokenmill.tokenization.proof``).
 """
 
 from __future__ import annotations
@@ -34,11 +34,13 @@ os.environ["RAYON_NUM_THREADS"] = "1"  # before either library starts its thread
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "src"))
 
-from tokenmill import batches as batches_module, engine as engine_module, identity, proof as proof_module  # noqa: E402
-from tokenmill.pbin import PbinWriter  # noqa: E402
-from tokenmill.raw_index import scan_lines  # noqa: E402
-from tokenmill.text import TextSelector  # noqa: E402
-from tokenmill.tokenizer import TokenizerInfo, load_tokenizer  # noqa: E402
+from tokenmill.files import identity  # noqa: E402
+from tokenmill.formats.pbin import PbinWriter  # noqa: E402
+from tokenmill.inputs.raw_index import scan_lines  # noqa: E402
+from tokenmill.inputs.text_selection import TextSelector  # noqa: E402
+from tokenmill.pack import batches as batches_module, settings as settings_module  # noqa: E402
+from tokenmill.tokenization import engine as engine_module, proof as proof_module  # noqa: E402
+from tokenmill.tokenization.tokenizer import TokenizerInfo, load_tokenizer  # noqa: E402
 
 spent: dict[str, float] = defaultdict(float)
 _running: list[list[float]] = []  # per timed call in progress: the time its timed callees took
@@ -77,7 +79,7 @@ def main() -> None:
     parser.add_argument("--check-fraction", type=float, default=proof_module.DEFAULT_CHECK_FRACTION)
     args = parser.parse_args()
 
-    subprocess.run([sys.executable, "-c", "import tokenmill.cli, tokenmill.pack"], check=True,
+    subprocess.run([sys.executable, "-c", "import tokenmill.cli, tokenmill.pack.pretraining"], check=True,
                    env={**os.environ, "PYTHONPATH": str(REPO / "src")})
     child = resource.getrusage(resource.RUSAGE_CHILDREN)
     spent["interpreter start-up and imports"] = child.ru_utime + child.ru_stime
@@ -111,7 +113,7 @@ def main() -> None:
     timed(batches_module.BatchTokenizer, "prepare", "reads, the loop over lines")
     timed(batches_module.BatchTokenizer, "finish", "EOD insertion, dtype")
 
-    settings = batches_module.PackSettings(str(args.tokenizer), eod=args.eod, check_fraction=args.check_fraction)
+    settings = settings_module.PackSettings(str(args.tokenizer), eod=args.eod, check_fraction=args.check_fraction)
     job = batches_module.BatchTokenizer(info, engine_module.Encoder(info, "fastokens"), settings)
     start = time.process_time()
     lines = scan_lines(str(args.corpus))

@@ -51,7 +51,7 @@ from pathlib import Path
 import orjson
 from tokenizers import Tokenizer
 
-from tokenmill.raw_index import scan_lines
+from tokenmill.inputs.raw_index import scan_lines
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -8,7 +8,7 @@ subprocess, on the same ``.npy``/``.bin``/``.idx`` files.
 
 1. Sample index: sizes of 100,000 sequences (1–2,000 tokens, ~1e8 tokens), seq 2048, 4 epochs,
    one shuffled document_index; megatron's C++ ``build_sample_idx`` against
-   :func:`tokenmill.sample_index.build_sample_index` (same output checked), best of 3 each.
+   :func:`tokenmill.megatron.gpt_indices.build_sample_index` (same output checked), best of 3 each.
    Also tokenmill's whole split build (document + sample + shuffle index).
 2. Random reads: 20,000 random samples of seq 2048 from a Megatron dataset of those sizes through
    megatron's ``GPTDataset`` and tokenmill's ``Nanoset`` over the same cache folder.
@@ -25,10 +25,10 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmill.datasets import NanosetBuilder, NanosetConfig
-from tokenmill.mmidx import MMapIndexedDatasetBuilder
-from tokenmill.sample_index import GPTIndexSpec, build_gpt_indices, build_sample_index
-from tokenmill.gpt_cache import null_tokenizer_identifiers
+from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder
+from tokenmill.megatron.gpt_indices import GPTIndexSpec, build_gpt_indices, build_sample_index
+from tokenmill.megatron.index_cache import null_tokenizer_identifiers
+from tokenmill.training.datasets import NanosetBuilder, NanosetConfig
 
 SEQ, EPOCHS, READS = 2048, 4, 20_000
 

@@ -3,7 +3,7 @@ workflow's default profile sets it).
 
 Snakemake reports a failed job with ~25 lines: the ``RuleException`` with the shell command, the job's
 error block with the command again, "look above", then ``WorkflowError``. Where the job is tokenmill's and
-its log ends in tokenmill's one-line error (:func:`tokenmill.summary.failure_line`), this handler leaves
+its log ends in tokenmill's one-line error (:func:`tokenmill.plan.summary.failure_line`), this handler leaves
 those out and ends the run with that line and its log instead::
 
     tokenmill: error: data/raw/bad.jsonl:6: invalid JSON (...)
@@ -24,7 +24,7 @@ import sys
 from snakemake_interface_logger_plugins.base import LogHandlerBase
 from snakemake_interface_logger_plugins.common import LogEvent
 
-from tokenmill.summary import failure_line
+from tokenmill.plan.summary import failure_line
 
 __all__ = ["LogHandler"]
 

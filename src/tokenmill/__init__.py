@@ -1,9 +1,21 @@
 """tokenmill: raw JSONL corpora → tokenized, packed, Megatron- and Modalities-compatible training data.
 
-Every stage is a plain function in one module (README.md, Layout) and a verb of the ``tokenmill`` CLI.
+Every stage is a plain function in one module and a verb of the ``tokenmill`` CLI. The modules live in rooms by
+concern, each a subpackage whose docstring says what it holds; a room imports only from the rooms below it
+(``tests/test_layers.py`` keeps the order, function-level imports included). Bottom to top:
+
+* the root's ``errors``, ``progress``, ``config`` (the schema and its defaults) and this module;
+* ``files`` → ``inputs`` → ``tokenization`` → ``formats`` → ``megatron`` → ``training`` → ``pack`` → ``verify``
+  → ``plan`` → ``views``;
+* ``cli`` (and ``__main__``, the console script) at the top.
+
 The Snakemake workflow imports the format versions below and puts them in each rule's ``params:``,
 so a change of an on-disk format reruns exactly the rules whose outputs it affects.
 """
+
+import importlib
+import sys
+import warnings
 
 __version__ = "0.1.0"
 
@@ -35,3 +47,13 @@ FORMAT_VERSIONS = {
     # OLMo-core 3.0.0's token files: raw ids, part-NNNNN.csv.gz of start,end,id,src,loc, metadata.json
     "olmo": "tokenmill-olmo/1",
 }
+
+
+def alias_moved_module(old: str, new: str) -> None:
+    """Make the old import path ``old`` (a module issue 41 moved into a room) the module ``new`` itself:
+    ``sys.modules[old] is sys.modules[new]``, so a name or a monkeypatch set through either is seen through both.
+    Warns once, a DeprecationWarning pointing at the code that imported ``old``."""
+    module = importlib.import_module(new)
+    # 3: the importer of the old path's module (warnings skips the import machinery's frames)
+    warnings.warn(f"{old} is deprecated: import {new}", DeprecationWarning, stacklevel=3)
+    sys.modules[old] = module

@@ -27,7 +27,7 @@
  * outputs are identical, not merely equivalent.
  *
  * first_risky_code_points(texts:list[str], positions:int64[len(texts)], widths:uint8[len(texts)])
- *     The proof's search for where engines are likeliest to differ (tokenmill.proof): positions[i] = the
+ *     The proof's search for where engines are likeliest to differ (tokenmill.tokenization.proof): positions[i] = the
  *     index of the first code point of texts[i] outside the BMP or in a combining-mark block, else -1;
  *     widths[i] = the bytes per code point CPython stores texts[i] in (1, 2 or 4). A text of 1 byte each
  *     holds neither kind and is not read; the others are read once, up to their first such code point,
@@ -240,7 +240,7 @@ static PyObject *exhaustive_blending_index(PyObject *self, PyObject *args) {
 }
 
 /* Combining-mark blocks: Combining Diacritical Marks, their Extended and Supplement blocks, for Symbols,
- * and Combining Half Marks (as tokenmill.proof's _COMBINING_MARKS). */
+ * and Combining Half Marks (as tokenmill.tokenization.proof's _COMBINING_MARKS). */
 static inline int is_combining_mark(uint32_t c) {
     return (c >= 0x0300 && c <= 0x036F) || (c >= 0x1AB0 && c <= 0x1AFF) || (c >= 0x1DC0 && c <= 0x1DFF) ||
            (c >= 0x20D0 && c <= 0x20FF) || (c >= 0xFE20 && c <= 0xFE2F);

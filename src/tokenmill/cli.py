@@ -16,15 +16,16 @@ from pathlib import Path
 
 from tokenmill import __version__
 from tokenmill.config import default
-from tokenmill.atomic import atomic_output, remove_temporaries
 from tokenmill.errors import TokenmillError
-from tokenmill.identity import refuse_inputs_as_outputs
-from tokenmill.mmidx import is_megatron_index, prefix_of
+from tokenmill.files.atomic import atomic_output, remove_temporaries
+from tokenmill.files.identity import refuse_inputs_as_outputs
+from tokenmill.formats.dtypes import MEGATRON_UINT16_BELOW, UINT16_VOCAB_LIMIT
+from tokenmill.formats.mmidx import is_megatron_index, prefix_of
 
 
 def _index(args: argparse.Namespace) -> None:
-    from tokenmill import raw_index
-    from tokenmill.objects import is_url
+    from tokenmill.inputs import raw_index
+    from tokenmill.files.objects import is_url
 
     if args.output is None and is_url(args.input):
         raise TokenmillError(f"{args.input}: give -o for an object's raw index (it is written here, not in the bucket)")
@@ -34,10 +35,10 @@ def _index(args: argparse.Namespace) -> None:
 
 
 def _pack(args: argparse.Namespace) -> None:
-    from tokenmill.jsonl import parse_byte_range
-    from tokenmill.pack import PackSettings, pack
-    from tokenmill.parquet import parse_row_groups
-    from tokenmill.tokenizer import TYPE_EOD
+    from tokenmill.inputs.jsonl import parse_byte_range
+    from tokenmill.pack.pretraining import PackSettings, pack
+    from tokenmill.inputs.parquet import parse_row_groups
+    from tokenmill.tokenization.tokenizer import TYPE_EOD
 
     if args.index and len(args.index) != len(args.inputs):
         raise TokenmillError(f"--index was given {len(args.index)} times for {len(args.inputs)} inputs")
@@ -66,7 +67,7 @@ def _pack(args: argparse.Namespace) -> None:
          megatron_prefix=prefix_of(args.megatron) if args.megatron else None, datatrove_name=args.datatrove,
          datatrove_tokenizer_name=args.datatrove_tokenizer_name)
     if args.olmo:
-        from tokenmill.olmo import pbin_to_olmo
+        from tokenmill.formats.olmo import pbin_to_olmo
 
         meta = pbin_to_olmo(args.output, args.olmo, args.olmo_max_tokens or default("datasets.*.olmo_max_tokens"),
                             default("datasets.*.id_field") if args.id_field is None else args.id_field or None)
@@ -94,13 +95,13 @@ def _merge(args: argparse.Namespace) -> None:
     if any(pbin_inputs) != all(pbin_inputs) or args.output.endswith(".pbin") != all(pbin_inputs):
         raise TokenmillError("merge takes either .pbin files only or Megatron prefixes only, output included")
     if all(pbin_inputs):
-        from tokenmill.merge import merge_pbin
+        from tokenmill.formats.merge import merge_pbin
 
         meta = merge_pbin(args.output, args.inputs, force=args.force)
         print(f"{args.output}: {meta['documents']} documents, {meta['tokens']} tokens from {len(args.inputs)} files",
               file=sys.stderr)
     else:
-        from tokenmill.mmidx import merge_megatron
+        from tokenmill.formats.mmidx import merge_megatron
 
         summary = merge_megatron(prefix_of(args.output), [prefix_of(path) for path in args.inputs], force=args.force)
         print(f"{args.output}: {summary['documents']} documents ({summary['dtype']}) from {len(args.inputs)} "
@@ -108,7 +109,7 @@ def _merge(args: argparse.Namespace) -> None:
 
 
 def _to_megatron(args: argparse.Namespace) -> None:
-    from tokenmill.mmidx import pbin_to_megatron
+    from tokenmill.formats.mmidx import pbin_to_megatron
 
     summary = pbin_to_megatron(args.input, prefix_of(args.output), vocab_size=args.vocab_size)
     print(f"{args.output}: {summary['documents']} documents, {summary['tokens']} tokens as {summary['dtype']}",
@@ -116,7 +117,7 @@ def _to_megatron(args: argparse.Namespace) -> None:
 
 
 def _to_datatrove(args: argparse.Namespace) -> None:
-    from tokenmill.datatrove import datatrove_paths, pbin_to_datatrove
+    from tokenmill.formats.datatrove import datatrove_paths, pbin_to_datatrove
 
     summary = pbin_to_datatrove(args.input, args.output, tokenizer_name=args.tokenizer_name,
                                 vocab_size=args.vocab_size)
@@ -125,7 +126,7 @@ def _to_datatrove(args: argparse.Namespace) -> None:
 
 
 def _blend(args: argparse.Namespace) -> None:
-    from tokenmill.blend import alias_blend_cache, build_blend_cache, parse_blend
+    from tokenmill.megatron.blend import alias_blend_cache, build_blend_cache, parse_blend
 
     if args.epochs not in (None, 1):
         raise TokenmillError("blend: --epochs supports 1 (each part one epoch); give sample counts otherwise")
@@ -155,7 +156,7 @@ def _blend(args: argparse.Namespace) -> None:
 def _write_handoff(args: argparse.Namespace, prefixes: list[str], paths: list[str], data_path: list[str],
                    num_samples: dict, tokenizers: list) -> None:
     """sequences_per_dataset.json and megatron_args.txt in the cache folder."""
-    from tokenmill.handoff import write_megatron_args, write_sequences_per_dataset
+    from tokenmill.megatron.handoff import write_megatron_args, write_sequences_per_dataset
 
     token_dtypes = write_sequences_per_dataset(args.output, prefixes, paths)
     write_megatron_args(args.output, data_path, args.seq_length, args.seed, args.split, num_samples, tokenizers,
@@ -163,7 +164,7 @@ def _write_handoff(args: argparse.Namespace, prefixes: list[str], paths: list[st
 
 
 def _verify(args: argparse.Namespace) -> None:
-    from tokenmill.verify import verify
+    from tokenmill.verify.checks import verify
 
     if args.stamp:
         refuse_inputs_as_outputs([args.stamp], [*args.paths, *([args.jsonl] if args.jsonl else [])])
@@ -171,10 +172,10 @@ def _verify(args: argparse.Namespace) -> None:
                 for problem in verify(path, jsonl=args.jsonl, against_tokenizer=args.against_tokenizer,
                                       inputs=args.inputs)]
     if args.made_from and not problems:
-        from tokenmill.verify import verify_made_from
+        from tokenmill.verify.checks import verify_made_from
 
         prefixes = [prefix_of(path) for path in args.paths if is_megatron_index(f"{prefix_of(path)}.idx")]
-        from tokenmill.olmo import is_olmo_folder
+        from tokenmill.formats.olmo import is_olmo_folder
 
         names = [path[:-len(".ds")] for path in args.paths if path.endswith(".ds")]
         olmo = [path for path in args.paths if is_olmo_folder(path)]
@@ -191,22 +192,22 @@ def _verify(args: argparse.Namespace) -> None:
 
 
 def _inspect(args: argparse.Namespace) -> None:
-    from tokenmill import inspect
+    from tokenmill.views import inspect_file
 
     if args.sample is not None:
-        prefix, cache = inspect.sample_target(args.path, args.cache, args.seq_length, args.seed)
-        lines = inspect.show_sample(prefix, args.sample, cache, args.split, args.tokenizer, args.best_fit)
+        prefix, cache = inspect_file.sample_target(args.path, args.cache, args.seq_length, args.seed)
+        lines = inspect_file.show_sample(prefix, args.sample, cache, args.split, args.tokenizer, args.best_fit)
     elif args.doc is not None:
-        lines = inspect.show_document(args.path, args.doc, args.tokenizer, args.id_field)
+        lines = inspect_file.show_document(args.path, args.doc, args.tokenizer, args.id_field)
     else:
-        lines = inspect.describe(args.path)
+        lines = inspect_file.describe(args.path)
     print("\n".join(lines))
 
 
 def _sft(args: argparse.Namespace) -> None:
     import yaml
 
-    from tokenmill.sft_writer import write_sft
+    from tokenmill.pack.sft import write_sft
 
     try:
         text = sys.stdin.read() if args.config == "-" else open(args.config, encoding="utf-8").read()
@@ -224,8 +225,8 @@ def _prune(args: argparse.Namespace) -> None:
     import json
 
     from tokenmill.plan import Plan
+    from tokenmill.plan.prune import STALE_FOLDER, escaped
     from tokenmill.plan.records import prune_for_config
-    from tokenmill.prune import STALE_FOLDER, escaped
 
     config = json.loads(args.config_json) if args.config_json else _read_config(args.config)
     # the flag, else the config's key (a config validated before the key existed: the schema's default)
@@ -267,7 +268,7 @@ def _read_config(path: str) -> dict:
 
 
 def _report(args: argparse.Namespace) -> None:
-    from tokenmill.report import blend_page, dataset_page
+    from tokenmill.views.report import blend_page, dataset_page
 
     if args.blend:
         blend_page(args.path, args.output)
@@ -291,7 +292,7 @@ def _job_tokenizers(args: argparse.Namespace) -> list:
     alone (no version, no flags known)."""
     import json
 
-    from tokenmill.megatron_tokenizer import JobTokenizer, job_tokenizer, null_tokenizer_flags, parse_versions
+    from tokenmill.megatron.job_tokenizer import JobTokenizer, job_tokenizer, null_tokenizer_flags, parse_versions
 
     if args.tokenizer_identifiers is not None:
         if args.megatron_version:
@@ -308,7 +309,7 @@ def _job_tokenizers(args: argparse.Namespace) -> list:
     if args.megatron_tokenizer_args is not None:
         flags = args.megatron_tokenizer_args
     elif args.vocab_size_from is not None:
-        from tokenmill.pbin import read_sidecar
+        from tokenmill.formats.pbin import read_sidecar
 
         meta = read_sidecar(args.vocab_size_from.removesuffix(".meta.json"))
         if not meta or "vocab_size" not in meta.get("tokenizer", {}):
@@ -320,7 +321,7 @@ def _job_tokenizers(args: argparse.Namespace) -> list:
 
 
 def _to_olmo(args: argparse.Namespace) -> None:
-    from tokenmill.olmo import pbin_to_olmo
+    from tokenmill.formats.olmo import pbin_to_olmo
 
     meta = pbin_to_olmo(args.input, args.output, args.max_tokens, args.id_field or None)
     print(f"{args.output}: {len(meta['parts'])} part(s), {meta['documents']} documents, {meta['tokens']} tokens "
@@ -328,15 +329,15 @@ def _to_olmo(args: argparse.Namespace) -> None:
 
 
 def _hf_tokenizer_folder(args: argparse.Namespace) -> None:
-    from tokenmill.handoff import write_hf_tokenizer_folder
+    from tokenmill.megatron.handoff import write_hf_tokenizer_folder
 
     print(f"{write_hf_tokenizer_folder(args.tokenizer, args.eod, args.output)}: tokenizer.json and "
           f"tokenizer_config.json (eos_token {args.eod!r})")
 
 
 def _sample_index(args: argparse.Namespace) -> None:
-    from tokenmill.sample_index import num_samples_for_epochs
-    from tokenmill.gpt_cache import alias_gpt_cache, build_gpt_cache
+    from tokenmill.megatron.gpt_indices import num_samples_for_epochs
+    from tokenmill.megatron.index_cache import alias_gpt_cache, build_gpt_cache
 
     prefix = prefix_of(args.prefix)
     tokenizers = _job_tokenizers(args)
@@ -389,7 +390,7 @@ def _add_index_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _add_tokenizer_type_arguments(parser: argparse.ArgumentParser) -> None:
-    from tokenmill.families import TIKTOKEN_DEFAULT_SPECIALS, TYPES
+    from tokenmill.tokenization.families import TIKTOKEN_DEFAULT_SPECIALS, TYPES
 
     parser.add_argument("--tokenizer-type", choices=TYPES, metavar="TYPE",
                         help="a Megatron tokenizer type; --tokenizer then names its files (a SentencePiece .model, "
@@ -403,7 +404,7 @@ def _add_tokenizer_type_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _preprocess_data(args: argparse.Namespace) -> None:
-    from tokenmill.megatron_preprocess import preprocess_data
+    from tokenmill.megatron.preprocess_data import preprocess_data
 
     summary = preprocess_data(args.flags)
     for key, prefix in summary.prefixes.items():
@@ -560,7 +561,8 @@ def _add_to_megatron_verb(verbs) -> None:
     to_megatron.add_argument("input", help=".pbin file")
     to_megatron.add_argument("-o", "--output", required=True, help="output prefix (PREFIX.bin, PREFIX.idx)")
     to_megatron.add_argument("--vocab-size", type=int,
-                             help="vocabulary size that picks uint16 (< 65500) or int32 (default: from the sidecar)")
+                             help=f"vocabulary size that picks uint16 (< {MEGATRON_UINT16_BELOW}) or int32 (default: "
+                                  "from the sidecar)")
     to_megatron.set_defaults(run=_to_megatron)
 
 
@@ -575,7 +577,8 @@ def _add_to_datatrove_verb(verbs) -> None:
                               help="the tokenizer field of NAME.ds.metadata (default: the tokenizer path in the "
                                    "sidecar, as pack was given it)")
     to_datatrove.add_argument("--vocab-size", type=int,
-                              help="vocabulary size that picks uint16 (<= 65536) or uint32 (default: from the sidecar)")
+                              help=f"vocabulary size that picks uint16 (<= {UINT16_VOCAB_LIMIT}) or uint32 (default: "
+                                   "from the sidecar)")
     to_datatrove.set_defaults(run=_to_datatrove)
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import copy
 import functools
-import os
 import re
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from tokenmill.errors import TokenmillError
 # on every command; the package is never installed zipped).
 _SCHEMA = Path(__file__).parent / "schemas" / "config.schema.yaml"
 
-__all__ = ["schema", "default", "validate_sections", "validate_config", "fill_defaults", "with_local_paths_absolute"]
+__all__ = ["schema", "default", "validate_sections", "validate_config", "fill_defaults"]
 
 
 @functools.cache
@@ -72,24 +71,6 @@ def validate_config(config: object, source: str) -> dict:
     if not config.get("datasets") and not config.get("sft"):  # either alone is a config: pretraining or SFT
         raise TokenmillError(f"{source}: datasets: a config needs at least one dataset or sft set")
     return fill_defaults(schema(), copy.deepcopy(config))
-
-
-def with_local_paths_absolute(config: dict) -> dict:
-    """A validated config with its local files absolute: dataset and SFT inputs (globs included) and
-    tokenizer paths; ``s3://`` URLs as given. The workflow plans with it on object storage, where jobs run
-    in Snakemake's folder of local copies, not in the working directory those paths are relative to."""
-    from tokenmill.objects import is_url
-
-    def absolute(path: str) -> str:
-        return path if is_url(path) else os.path.abspath(path)
-
-    config = copy.deepcopy(config)
-    for section in ("datasets", "sft"):
-        for entry in config.get(section, {}).values():
-            entry["inputs"] = [absolute(path) for path in entry["inputs"]]
-    for tokenizer in config.get("tokenizers", {}).values():
-        tokenizer["path"] = absolute(tokenizer["path"])
-    return config
 
 
 def fill_defaults(node_schema: dict, value: object) -> object:

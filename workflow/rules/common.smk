@@ -12,10 +12,10 @@ from shlex import join as shell_join, quote
 from types import SimpleNamespace
 
 from tokenmill import FORMAT_VERSIONS
-from tokenmill.config import validate_config, with_local_paths_absolute
+from tokenmill.config import validate_config
 from tokenmill.errors import TokenmillError
-from tokenmill.pack import useful_workers
-from tokenmill.summary import report_front_page
+from tokenmill.formats.sidecar import sidecar_path
+from tokenmill.pack.settings import useful_workers
 from tokenmill.plan import Plan
 from tokenmill.plan.records import tokenizer_folder_conflict
 from tokenmill.plan.layout import (
@@ -36,8 +36,9 @@ from tokenmill.plan.layout import (
     verified_sft_stamp,
     verified_stamp,
 )
-from tokenmill.prune import last_run_stamp
-from tokenmill.sidecar import sidecar_path
+from tokenmill.plan.prune import last_run_stamp
+from tokenmill.plan.summary import report_front_page
+from tokenmill.plan.units import with_local_paths_absolute
 
 STARTED = time.time()  # the run's start: the logs its failed jobs wrote are newer (onerror)
 
@@ -241,7 +242,7 @@ def _job_text_mb(wildcards):
 
 
 def pack_threads(wildcards):
-    """Up to eight tokenizer threads, one per batch of the unit's text (tokenmill.pack.useful_workers)."""
+    """Up to eight tokenizer threads, one per batch of the unit's text (tokenmill.pack.pretraining.useful_workers)."""
     return useful_workers(_job_text_mb(wildcards) * 1e6, 8)
 
 

@@ -1,8 +1,8 @@
-"""Best-fit packing: whole documents into samples of a fixed length, computed once, offline.
+"""Best-fit packing: whole documents into samples of a fixed length, computed once, offline. The packer
+(:mod:`~tokenmill.packing.best_fit`: OBFD over document lengths, in C), the packed index over a Megatron
+``.bin/.idx`` (:mod:`~tokenmill.packing.packed_index`) and the packing caches OLMo-core's
+``NumpyPackedFSLDataset`` finds (:mod:`~tokenmill.packing.olmo_cache`).
 
-Modules: :mod:`~tokenmill.packing.best_fit` (the OBFD packer over document lengths) and
-:mod:`~tokenmill.packing.olmo_cache` (the three index files OLMo-core's ``NumpyPackedFSLDataset`` looks for,
-named as its job names them).
-
-May import: the root (errors, progress), ``files``, ``formats`` and the C kernels; nothing above them.
+May import: the root's ``errors``, ``progress`` and ``config`` and the C kernels; ``files``, ``inputs``,
+``tokenization``, ``formats``, ``megatron``.
 """

@@ -41,8 +41,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from tokenmill.atomic import atomic_output
 from tokenmill.errors import TokenmillError
+from tokenmill.files.atomic import atomic_output
 from tokenmill.packing.best_fit import LONG_DOCUMENT_STRATEGIES, cut_long_documents, pack_best_fit
 from tokenmill.packing.packed_index import packing_figures
 

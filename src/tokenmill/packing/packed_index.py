@@ -27,12 +27,12 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmill.atomic import atomic_output
 from tokenmill.errors import TokenmillError
-from tokenmill.gpt_cache import dataset_fingerprint, load_npy
-from tokenmill.mmidx import MMapIndexedDataset
+from tokenmill.files.atomic import atomic_output
+from tokenmill.formats.mmidx import MMapIndexedDataset
+from tokenmill.megatron.gpt_indices import SPLIT_NAMES, parse_split, split_matrix, split_ranges
+from tokenmill.megatron.index_cache import dataset_fingerprint, load_npy
 from tokenmill.packing.best_fit import cut_long_documents, pack_best_fit
-from tokenmill.sample_index import SPLIT_NAMES, parse_split, split_matrix, split_ranges
 
 __all__ = ["PACKED_INDEX_FORMAT", "packed_index_names", "document_token_ranges", "build_packed_index",
            "packed_index_of", "packed_index_problems", "load_packed_index", "packing_figures"]

@@ -1,6 +1,13 @@
-"""The build plan, in three modules: :mod:`~tokenmill.plan.layout` (where every output lives),
-:mod:`~tokenmill.plan.units` (datasets → builds → units) and :mod:`~tokenmill.plan.commands` (each
-job's arguments). The build plan: from a validated workflow config, what is built, from which inputs, where, and with
+"""What the Snakemake side calls. The build plan, in three modules: :mod:`~tokenmill.plan.layout` (where every
+output lives), :mod:`~tokenmill.plan.units` (datasets → builds → units) and :mod:`~tokenmill.plan.commands` (each
+job's arguments); and what the plan does with the tree: :mod:`~tokenmill.plan.prune` (outputs no longer planned,
+moved aside), :mod:`~tokenmill.plan.records` (each config's plan by name, so that configs share a folder) and
+:mod:`~tokenmill.plan.summary` (the screens that end a build).
+
+May import: the root's ``errors``, ``progress`` and ``config``; ``files``, ``inputs``, ``tokenization``, ``formats``,
+``megatron``, ``packing``, ``training``, ``pack``, ``verify``. Nothing here imports Snakemake.
+
+The build plan: from a validated workflow config, what is built, from which inputs, where, and with
 which options. Pure: no Snakemake, no tokenizer load (an EOD token is looked up in the parsed ``tokenizer.json``);
 each input file is stat'ed once.
 

@@ -17,7 +17,7 @@ from tokenmill.plan.layout import (PARTS_FOLDER, blend_cache_name, brace_ranges,
                                    hf_tokenizer_folder, megatron_prefix, olmo_folder, packed_path, part_megatron_prefix,
                                    part_pbin_path, raw_index_path, report_page, sft_files, sft_olmo_folder,
                                    verified_blend_stamp, verified_sft_stamp, verified_stamp)
-from tokenmill.plan.units import _MAX_LISTED_INPUT_CHARS, Units, _identity, job_flags_of
+from tokenmill.plan.units import MAX_LISTED_INPUT_CHARS, Units, job_flags_of, path_identity
 
 __all__ = ["Plan"]
 
@@ -89,7 +89,7 @@ class Plan(Units):
         file = self.file(stem)
         if file.etag is not None:
             return f"{file.path}: {file.size} bytes, ETag {file.etag}"
-        return _identity(file.path, file.size, file.mtime_ns)
+        return path_identity(file.path, file.size, file.mtime_ns)
 
     def unit_identity(self, unit_name: str) -> str:
         """Size and modification time of the files a pack unit reads: its inputs and its tokenizer.
@@ -229,14 +229,14 @@ class Plan(Units):
         paths = [file.path for file in self.build_inputs(build)]
         # One shell command holds at most 128 KiB: past that verify checks the sidecar's sources among
         # themselves only (each file covered once, whole), not against the config's list.
-        if sum(len(path) + 3 for path in paths) < _MAX_LISTED_INPUT_CHARS:
+        if sum(len(path) + 3 for path in paths) < MAX_LISTED_INPUT_CHARS:
             arguments += ["--inputs", *paths]
         return arguments + ["--", *checked]
 
     def sft_identity(self, name: str) -> str:
         """Size and modification time of an SFT dataset's files and tokenizer, size and ETag of its objects
         (see :meth:`unit_identity`)."""
-        return "; ".join([*(_identity(path) for path in self.sft_inputs(name)),
+        return "; ".join([*(path_identity(path) for path in self.sft_inputs(name)),
                           *(f"{item.url}: {item.size} bytes, ETag {item.etag}" for item in self.sft_objects(name))])
 
     def sft_olmo_folders(self, name: str) -> list[str]:

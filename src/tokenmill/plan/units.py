@@ -7,26 +7,28 @@ Cost: one ``glob`` (or bucket listing) per pattern and one ``stat`` per input fi
 
 from __future__ import annotations
 
+import copy
 import glob
 import os
 import re
 from dataclasses import dataclass
 
-from tokenmill.blend import check_weights
 from tokenmill.errors import TokenmillError
-from tokenmill.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS
-from tokenmill.jsonl import input_compression
-from tokenmill.megatron_tokenizer import DEFAULT_VERSION, SUPPORTED_TYPES, job_tokenizer
-from tokenmill.objects import ObjectIdentity, expand_url, is_url, pinned_identity
-from tokenmill.provenance import field_keys
-from tokenmill.parquet import row_group_units
+from tokenmill.files.objects import ObjectIdentity, expand_url, is_url, pinned_identity
+from tokenmill.formats.provenance import field_keys
+from tokenmill.inputs.jsonl import input_compression
+from tokenmill.inputs.parquet import row_group_units
+from tokenmill.inputs.text_selection import TextSelector
+from tokenmill.megatron.blend import check_weights
+from tokenmill.megatron.gpt_indices import parse_split
+from tokenmill.megatron.job_tokenizer import DEFAULT_VERSION, SUPPORTED_TYPES, job_tokenizer
 from tokenmill.plan.layout import raw_index_path
-from tokenmill.prune import OUTPUT_FOLDERS, STALE_FOLDER
-from tokenmill.sample_index import parse_split
-from tokenmill.text import TextSelector
-from tokenmill.tokenizer import check_eod_in_file
+from tokenmill.plan.prune import OUTPUT_FOLDERS, STALE_FOLDER
+from tokenmill.tokenization.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS
+from tokenmill.tokenization.tokenizer import check_eod_in_file
 
-__all__ = ["InputFile", "Unit", "Build", "Units", "parse_size", "job_flags_of"]
+__all__ = ["InputFile", "Unit", "Build", "Units", "parse_size", "job_flags_of", "path_identity",
+           "MAX_LISTED_INPUT_CHARS", "with_local_paths_absolute"]
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ class Build:
     units: tuple[str, ...]
 
 
-_MAX_LISTED_INPUT_CHARS = 64 << 10
+MAX_LISTED_INPUT_CHARS = 64 << 10
 
 
 _SIZE = re.compile(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([KMGT]?)(i?)B?\s*", re.IGNORECASE)
@@ -124,11 +126,11 @@ def job_flags_of(tokenizer: dict) -> list[str] | None:
     return flags
 
 
-def _identity(path: str, size: int | None = None, mtime_ns: int | None = None) -> str:
+def path_identity(path: str, size: int | None = None, mtime_ns: int | None = None) -> str:
     """A file's size and modification time (stat'ed now unless given), as a params value; a missing
     file says so (Snakemake then names it). A folder's (a tokenizer type's files): each file's."""
     if size is None and os.path.isdir(path):
-        return "; ".join(_identity(os.path.join(path, name)) for name in sorted(os.listdir(path))
+        return "; ".join(path_identity(os.path.join(path, name)) for name in sorted(os.listdir(path))
                          if os.path.isfile(os.path.join(path, name))) or f"{path}: empty folder"
     if size is None:
         try:
@@ -210,7 +212,7 @@ class Units:
                 if kind != tokenizer["type"]:
                     raise TokenmillError(f"tokenizers.{name}.megatron.args: --tokenizer-type {kind} is not its type "
                                          f"{tokenizer['type']}")
-            self.tokenizer_identities[name] = _identity(path)
+            self.tokenizer_identities[name] = path_identity(path)
 
     def tokenizer_names(self, dataset: str) -> list[str]:
         """The tokenizers a dataset is packed with (``tokenizer`` is one name or a list)."""
@@ -304,7 +306,7 @@ class Units:
                 joins = text_bytes < group_bytes and not sharded
                 chars = len(file.path) + 3  # its path, quoted, in pack's command (grouped files have no index)
                 if group and (not joins or group_text_bytes + text_bytes > group_bytes
-                              or group_chars + chars > _MAX_LISTED_INPUT_CHARS
+                              or group_chars + chars > MAX_LISTED_INPUT_CHARS
                               or (self.files[group[0]].compression is None) != (file.compression is None)):
                     units.append(self._group_unit(build, group, len(files)))
                     group, group_text_bytes, group_chars = [], 0, 0
@@ -504,3 +506,20 @@ class Units:
         """
         return [pinned_identity(url) for pattern in self.config["sft"][name]["inputs"] if is_url(pattern)
                 for url in expand_url(pattern)]
+
+
+def with_local_paths_absolute(config: dict) -> dict:
+    """A validated config with its local files absolute: dataset and SFT inputs (globs included) and
+    tokenizer paths; ``s3://`` URLs as given. The workflow plans with it on object storage, where jobs run
+    in Snakemake's folder of local copies, not in the working directory those paths are relative to."""
+
+    def absolute(path: str) -> str:
+        return path if is_url(path) else os.path.abspath(path)
+
+    config = copy.deepcopy(config)
+    for section in ("datasets", "sft"):
+        for entry in config.get(section, {}).values():
+            entry["inputs"] = [absolute(path) for path in entry["inputs"]]
+    for tokenizer in config.get("tokenizers", {}).values():
+        tokenizer["path"] = absolute(tokenizer["path"])
+    return config

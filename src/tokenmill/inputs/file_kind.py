@@ -1,0 +1,57 @@
+"""What a file is by its first bytes: compressed (gzip, zstd, xz, bzip2, zip), Parquet, or neither (plain JSONL),
+for a local file or an object (``s3://``). A compressed or Parquet input is read as a stream; a raw index exists only
+for plain JSONL (:func:`refuse_compressed`); a bad line that is compressed data says so
+(:func:`tokenmill.inputs.text_selection.describe_json_error`).
+"""
+
+from __future__ import annotations
+
+import os
+
+from tokenmill.errors import TokenmillError
+from tokenmill.files.objects import is_url, pinned_identity, read_object_range
+
+__all__ = ["compression_of", "described", "head_bytes", "refuse_compressed"]
+
+# Leading bytes of the compressed formats corpora ship in (Dolma and RedPajama use gzip and zstd), and
+# of Parquet (Hugging Face datasets, FineWeb), which is read as a stream of rows, as they are.
+_COMPRESSION_MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"\xfd7zXZ\x00": "xz",
+                      b"BZh": "bzip2", b"PK\x03\x04": "zip", b"PAR1": "parquet"}
+
+
+def compression_of(head: bytes) -> str | None:
+    """The compression format (or ``"parquet"``) whose magic bytes ``head`` starts with, or None."""
+    return next((name for magic, name in _COMPRESSION_MAGIC.items() if head.startswith(magic)), None)
+
+
+def described(compression: str) -> str:
+    """``gzip-compressed data``, or ``a Parquet file``."""
+    return "a Parquet file" if compression == "parquet" else f"{compression}-compressed data"
+
+
+def head_bytes(path: str | os.PathLike, count: int = 8) -> bytes:
+    """The first ``count`` bytes of a file, or of an object (``s3://``, :mod:`tokenmill.files.objects`).
+
+    Raises:
+        TokenmillError: unreadable (naming it).
+    """
+    if is_url(path):
+        return read_object_range(pinned_identity(path), 0, count)
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(count)
+    except OSError as exc:
+        raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
+
+
+def refuse_compressed(path: str | os.PathLike) -> None:
+    """Stop at once on a compressed file given where plain JSONL is needed.
+
+    Raises:
+        TokenmillError: the file starts with the magic bytes of a compression format.
+    """
+    compression = compression_of(head_bytes(path))
+    if compression:
+        raise TokenmillError(f"{path}: {described(compression)}: a raw index (byte offsets, as Modalities' "
+                             f"MemMapDataset reads them) exists only for plain JSONL; `tokenmill pack` reads "
+                             f"the file directly{'' if compression == 'parquet' else ', or decompress it first'}")

@@ -1,0 +1,271 @@
+"""One batch of JSONL lines → token ids, in two stages that threads of one process run side by side.
+
+A job (:func:`start_engine`) loads its tokenizer once (fastokens in the background) and chooses its engine;
+:class:`BatchTokenizer` holds what every batch needs. :func:`line_batches` cuts indexed lines into batches
+of about ``batch_bytes`` of whole lines. :func:`ordered_results` runs, per batch, *prepare* (read its byte
+range in one ``pread``, parse each line: exactly one JSON value, orjson, then the ``jq`` package for a pattern
+other than a plain ``.key``; choose its proof sample and encode that with Hugging Face) and *finish*
+(tokenize the batch with the engine, compare the proof sample, append the EOD id to every document that
+does not already end with it, cast to the output dtype) in ``workers`` threads each; the engines release
+the GIL while they encode, so the threads share the cores. Results come back strictly in batch order,
+with a few batches per thread in flight (more while fastokens loads), so the bytes are the same for any
+worker count and memory stays at a few batches.
+
+Cost: see :mod:`tokenmill.pack.pretraining`; a batch's own memory is its bytes, their texts and ~125 bytes per byte
+in Hugging Face's buffers for its proof sample.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from tokenmill.formats.pbin import TOKEN_DTYPES
+from tokenmill.inputs.text_selection import TextSelector
+from tokenmill.pack.settings import PackSettings
+from tokenmill.tokenization.engine import Encoder, preload_fast_engine
+from tokenmill.tokenization.proof import ProofSample, ProofSampler, ProofTally, input_key
+from tokenmill.tokenization.tokenizer import TokenizerInfo, load_tokenizer
+
+__all__ = ["READ_AHEAD_BYTES", "BatchTokenizer", "line_batches", "ordered_results", "start_engine"]
+
+# Hugging Face's encoder on more than this much text: its big buffers are returned at once
+# (:func:`_free_big_buffers_at_once`).
+_HF_BIG_BUFFERS_BYTES = 8 << 20
+# Batches parsed ahead of the encoders while fastokens loads: 32 MB of JSONL is
+# about what parsing and proving get through during its longest load (Tekken, 1.1-2.2 s).
+READ_AHEAD_BYTES = 32 << 20
+
+
+# ---------------------------------------------------------------------------------------------
+# One batch of lines → token ids, in two stages that threads of this one process run side by side.
+
+# glibc's mallopt parameter for the size above which a buffer gets its own mapping.
+_M_MMAP_THRESHOLD = -3
+_BIG_BUFFER_BYTES = 1 << 20
+
+
+def _free_big_buffers_at_once() -> None:
+    """Have glibc's malloc give each buffer of 1 MiB or more its own mapping, returned when freed.
+
+    Hugging Face's encoder allocates ~125 bytes per input byte in short-lived buffers. By default
+    glibc raises its threshold after the first such buffer is freed and then serves them from the
+    heap, which fragments: Tekken with ``engine hf`` crept from 0.34 to 0.54 GiB over 100 MB; with the
+    threshold fixed before the tokenizer's load it peaks at 0.46 GiB, in the same time. Not done for
+    fastokens, where it cost 10 % in page faults for no need, nor for inputs under
+    :data:`_HF_BIG_BUFFERS_BYTES`, where the mappings cost more than the heap's creep (0.2 s of a 1 MB
+    job with Tekken). A no-op without glibc.
+    """
+    mallopt = getattr(ctypes.CDLL(None), "mallopt", None)
+    if mallopt is not None:
+        mallopt(_M_MMAP_THRESHOLD, _BIG_BUFFER_BYTES)
+
+
+def _limit_engine_threads(workers: int) -> None:
+    """Hold the engines' own thread pools to ``workers`` cores, set before they start (once per process).
+
+    Each of the ``workers`` encode threads runs fastokens on one thread of its own: on 2 cores its BPE
+    threads scale 1.2-1.4x, two callers on one thread each a little more, and each BPE thread's heap
+    grows with the text it has seen (bench/RESULTS.md). Hugging Face's encoder and proof share one rayon
+    pool of ``workers`` threads. A value the user set is kept.
+    """
+    os.environ.setdefault("FASTOKENS_BPE_THREADS", "1")
+    os.environ.setdefault("RAYON_NUM_THREADS", str(workers))
+
+
+@dataclass
+class _Prepared:
+    """A batch read, parsed and sampled, with Hugging Face's ids of its proof sample (stage 1)."""
+
+    path: str
+    engine: str
+    texts: list = field(default_factory=list)
+    text_lines: list = field(default_factory=list)
+    bad: list = field(default_factory=list)
+    proof: ProofSample | None = None  # with a fast engine
+
+
+class BatchTokenizer:
+    """What every batch of a job needs (the tokenizer, its encoders, the text selector, the proof's sampler,
+    the open inputs), shared by the threads that run :meth:`prepare` and :meth:`finish`.
+
+    Both stages are safe to run in several threads at once: the engines release the GIL while they
+    encode and share no per-call state, inputs are read with ``pread``.
+    """
+
+    def __init__(self, tokenizer: TokenizerInfo, encoder: Encoder, settings: PackSettings):
+        self.tokenizer, self.settings = tokenizer, settings
+        self.selector = TextSelector(settings.text)
+        self.sampler = ProofSampler(tokenizer.added_tokens(), settings.check_fraction)
+        self.chosen = encoder  # the job's engine (HF re-encodes an input after a mismatch)
+        self._encoders = {encoder.name: encoder}
+        self._files: dict[str, object] = {}
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        for handle in self._files.values():
+            handle.close()
+
+    def encoder(self, engine: str) -> Encoder:
+        with self._lock:
+            if engine not in self._encoders:
+                self._encoders[engine] = Encoder(self.tokenizer, engine)
+            return self._encoders[engine]
+
+    def _read_range(self, path: str, offset: int, length: int) -> bytes:
+        with self._lock:
+            handle = self._files.get(path)
+            if handle is None:
+                handle = self._files[path] = open(path, "rb")
+        return os.pread(handle.fileno(), length, offset)
+
+    def prepare(self, task: tuple[str, int, np.ndarray, str, bytes | None]) -> _Prepared:
+        """Stage 1 of a batch: read and parse its lines, choose its proof sample and encode that with HF.
+
+        Nothing here needs the fast engine, so this runs ahead while fastokens is still loading and
+        while it encodes earlier batches.
+
+        Args:
+            task: (path, 1-based number of the first line, ``(n, 2)`` offsets/lengths of the lines, engine,
+                and the lines' bytes when the parent read them (a compressed input; offsets are then
+                relative to them) or None to read them from ``path``).
+        """
+        path, first_line, lines, engine, block = task  # see _batches, _compressed_tasks
+        batch = _Prepared(path, engine)
+        max_bytes = self.settings.max_line_bytes
+        base = 0
+        if block is None and lines[:, 1].max() <= max_bytes:  # else (rare) read the lines one by one
+            base = int(lines[0, 0])
+            block = self._read_range(path, base, int(lines[-1, 0] + lines[-1, 1]) - base)
+            if len(block) < int(lines[-1, 0] + lines[-1, 1]) - base:
+                batch.bad = [(first_line, "file is shorter than its index says (stale index?)")]
+                return batch
+        for line_number, (offset, length) in enumerate(lines.tolist(), start=first_line):
+            if length > max_bytes:
+                text, reason = None, (f"line of {length} bytes, over max_line_bytes ({max_bytes}): tokenizing it "
+                                      f"would take ~125 bytes of memory per byte")
+            else:
+                line = (self._read_range(path, offset, length) if block is None
+                        else block[offset - base:offset - base + length])
+                text, reason = self.selector.select(line)
+            if reason is None:
+                batch.texts.append(text)
+                batch.text_lines.append(line_number)
+            else:
+                batch.bad.append((line_number, reason))
+                if self.settings.on_bad_line == "error":  # the run stops here; nothing to tokenize
+                    return batch
+        if engine != "hf":
+            batch.proof = ProofSample.of(batch.texts, self.sampler, self.tokenizer,
+                                         self.settings.add_special_tokens, np.array(batch.text_lines, np.int64),
+                                         input_key(path))
+        return batch
+
+    def finish(self, batch: _Prepared) -> tuple[np.ndarray, np.ndarray, list, ProofTally, np.ndarray]:
+        """Stage 2 of a batch: tokenize it with its engine, prove the fast engine's sample, add EODs.
+
+        Returns:
+            (tokens in the output dtype, tokens per kept document, [(line number, reason)] of bad lines,
+            what the proof checked with HF, the kept documents (0-based in the batch) whose own
+            ids already ended with the EOD id, so that none was appended).
+
+        Raises:
+            EngineMismatch: a proof document differs.
+        """
+        bad = batch.bad
+        if bad and self.settings.on_bad_line == "error":
+            return np.empty(0), np.empty(0, np.int64), bad, ProofTally(), np.empty(0, np.int64)
+        info, encoder = self.tokenizer, self.encoder(batch.engine)
+        tokens, lengths = encoder.encode_batch(batch.texts, self.settings.add_special_tokens)
+        checked = ProofTally()
+        if encoder.name != "hf":
+            checked = batch.proof.check(encoder, tokens, lengths, [f"{batch.path}:{line}" for line in batch.text_lines],
+                                        self.settings.add_special_tokens)
+        if (lengths == 0).any():  # e.g. only whitespace for a tokenizer that drops it
+            bad = sorted(bad + [(batch.text_lines[i], "text gives no tokens") for i in np.flatnonzero(lengths == 0)])
+            lengths = lengths[lengths > 0]  # they hold no tokens, so `tokens` stays as it is
+        eod_in_text = np.empty(0, np.int64)
+        if info.eod_id is not None and len(lengths):
+            doc_ends = np.cumsum(lengths)
+            # Modalities' rule: not doubled when a text already ends with it (Megatron's .bin doubles it:
+            # the sidecar lists these documents, see tokenmill.formats.pbin.EOD_IN_TEXT).
+            needs_eod = tokens[doc_ends - 1] != info.eod_id
+            eod_in_text = np.flatnonzero(~needs_eod)
+            tokens = np.insert(tokens, doc_ends[needs_eod], info.eod_id)
+            lengths = lengths + needs_eod
+        return tokens.astype(TOKEN_DTYPES[info.token_width]), lengths, bad, checked, eod_in_text
+
+
+# ---------------------------------------------------------------------------------------------
+# Parent side: batches in, ordered writes out.
+
+
+def line_batches(path: str, lines: np.ndarray, first_line: int, batch_bytes: int, engine: str, sizes: deque):
+    """Cut the indexed lines (the first is line ``first_line``) into tasks of about ``batch_bytes``
+    bytes of whole lines, appending each task's bytes to ``sizes``."""
+    if not len(lines):
+        return
+    line_ends = lines[:, 0] + lines[:, 1]
+    cut_points = np.searchsorted(line_ends - lines[0, 0], np.arange(batch_bytes, int(line_ends[-1] - lines[0, 0]),
+                                                                     batch_bytes), side="right")
+    bounds = sorted({0, *cut_points.tolist(), len(lines)})  # (np.unique would import numpy.ma: 20 ms)
+    for start, stop in zip(bounds[:-1], bounds[1:]):
+        sizes.append(int(line_ends[stop - 1] - lines[start, 0]) + 1)
+        yield path, first_line + int(start), lines[start:stop], engine, None
+
+
+def ordered_results(tasks, job: BatchTokenizer, workers: int, read_ahead: Callable[[], int]):
+    """Yield each task's result in task order: ``workers`` threads prepare batches (:meth:`~BatchTokenizer.prepare`:
+    parsing, sampling, HF's proof ids) and ``workers`` threads encode them (:meth:`~BatchTokenizer.finish`),
+    with ``read_ahead()`` batches beyond those in flight, far while fastokens loads (0.3-2.2 s).
+
+    One process, one load of each tokenizer: the engines release the GIL while they encode, so their
+    threads share the cores with the parsing, where worker processes each paid the imports and both
+    loads again (~0.85 s of CPU each; 56 % of a 100 MB job's CPU with two workers).
+    """
+    with ThreadPoolExecutor(workers, thread_name_prefix="tokenmill-prepare") as preparers, \
+            ThreadPoolExecutor(workers, thread_name_prefix="tokenmill-encode") as encoders:
+        in_flight: deque = deque()  # (prepared, finished) futures per batch, in task order
+        try:
+            for task in tasks:
+                prepared = preparers.submit(job.prepare, task)
+                in_flight.append((prepared, encoders.submit(_finish_when_prepared, job, prepared)))
+                if len(in_flight) > read_ahead() + workers - 1:
+                    yield in_flight.popleft()[1].result()
+            while in_flight:
+                yield in_flight.popleft()[1].result()
+        finally:  # stopped early (an error, Ctrl-C): drop what was not started, wait for the rest
+            for futures in in_flight:
+                for future in futures:
+                    future.cancel()
+
+
+def _finish_when_prepared(job: BatchTokenizer, prepared: Future) -> tuple:
+    return job.finish(prepared.result())
+
+
+def start_engine(settings: PackSettings, asked: str, input_bytes: float, estimate: str) -> BatchTokenizer:
+    """Load the job's tokenizer once, fastokens in the background (the first batch waits for it), and
+    choose its engine (see :func:`tokenmill.tokenization.engine.choose_engine`).
+
+    Raises:
+        TokenmillError: an unreadable tokenizer, or one whose EOD is not a single token.
+    """
+    _limit_engine_threads(settings.workers)
+    if settings.engine != "hf":
+        preload_fast_engine(settings.tokenizer_spec)
+    big_hf_job = input_bytes > _HF_BIG_BUFFERS_BYTES
+    if settings.engine == "hf" and big_hf_job:
+        _free_big_buffers_at_once()  # before the tokenizer's load, whose buffers are big too
+    tokenizer = load_tokenizer(settings.tokenizer_spec, settings.eod)
+    encoder = Encoder(tokenizer, asked, input_bytes=input_bytes, estimate=estimate)
+    if encoder.name == "hf" and settings.engine != "hf" and big_hf_job:  # auto took HF: an unproven tokenizer
+        _free_big_buffers_at_once()
+    return BatchTokenizer(tokenizer, encoder, settings)

@@ -1,0 +1,174 @@
+"""``tokenmill sft``: a config's conversation files → the ``.pbin`` / ``.loss_mask.pbin`` pair and its sidecar.
+
+Each kept conversation is one document in both files (same lengths), laid out and masked by
+:class:`tokenmill.training.sft_datasets.InstructionCollator`; conversations are truncated or dropped as it does,
+counted in the sidecar; bad lines are counted by reason with their first line numbers, as ``pack`` does. Inputs may be
+``s3://`` objects (globs listed), read forward. The loss mask is renamed first, then the sidecar (which records
+the mask's identity), then the tokens: a run killed in between leaves a pair whose sidecar check fails,
+never a mixed pair.
+
+Cost: tokenizing the messages (the fast engine where proven, the proof as ``pack``'s), one write per batch
+of conversations, and the sha256 of each input.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+from tokenmill import FORMAT_VERSIONS
+from tokenmill.config import default, validate_sections
+from tokenmill.errors import BadLine, TokenmillError
+from tokenmill.files.identity import file_sha256, refuse_inputs_as_outputs
+from tokenmill.files.objects import expand_url, is_url, pinned_identity
+from tokenmill.formats.pbin import LAYOUT_050, PbinWriter
+from tokenmill.formats.sidecar import SidecarRecord, SourceRecord, sidecar_path, skipped_summary
+from tokenmill.tokenization.engine import choose_engine
+from tokenmill.tokenization.families import TokenizerSpec
+from tokenmill.tokenization.proof import ProofTally
+from tokenmill.tokenization.tokenizer import TokenizerInfo, load_tokenizer
+from tokenmill.training.sft_datasets import InstructionCollator, InstructionDataset, loss_mask_path
+
+__all__ = ["write_sft"]
+
+
+def _input_size(path: str) -> int:
+    """Bytes of a conversation file or object.
+
+    Raises:
+        OSError, TokenmillError: it cannot be reached.
+    """
+    return pinned_identity(path).size if is_url(path) else os.path.getsize(path)
+
+
+def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conversations: int = 1000,
+              source: str = "config", engine: str | None = None) -> SidecarRecord:
+    """Tokenize ``config["sft"][name]`` into the ``.pbin`` / ``.loss_mask.pbin`` pair and a sidecar.
+
+    Each kept conversation is one document in both files (same lengths); conversations are
+    truncated or dropped exactly as :class:`InstructionCollator` does, counted in the sidecar;
+    skipped lines are counted by reason with their first line numbers, as ``pack`` does.
+
+    Args:
+        name: the entry of ``sft:`` to build.
+        config: the parsed configuration (its ``tokenizers`` and ``sft`` sections are validated
+            against the workflow's schema).
+        out_path: the tokens ``.pbin``.
+        batch_conversations: conversations per write.
+        source: names the configuration in errors.
+        engine: overrides the tokenizer's ``engine`` (default ``auto``); its ``check_fraction`` applies.
+
+    Raises:
+        TokenmillError: a config that breaks the schema or lacks the entry (naming the key), bad
+            lines under ``on_bad_line: error``, a message on which the fast engine disagrees with HF.
+    """
+    validate_sections(config, ("tokenizers", "sft"), source)
+    entry = _config_entry(config, ("sft", name))
+    tokenizer_config = _config_entry(config, ("tokenizers", entry["tokenizer"]))  # the schema checked the rest
+    messages = entry["message_construction"]
+    on_bad_line = entry.get("on_bad_line", default("sft.*.on_bad_line"))
+    sources, skipped, proof = [], {}, ProofTally()
+    inputs = [url for pattern in entry["inputs"] for url in (expand_url(pattern) if is_url(pattern) else [pattern])]
+    refuse_inputs_as_outputs([out_path, loss_mask_path(out_path), sidecar_path(out_path)],
+                             [*(path for path in inputs if not is_url(path)), tokenizer_config["path"]])
+    spec = TokenizerSpec.from_config(tokenizer_config)
+    tokenizer = load_tokenizer(spec)
+    asked = engine or tokenizer_config.get("engine", default("tokenizers.*.engine"))
+    check_fraction = tokenizer_config.get("check_fraction", default("tokenizers.*.check_fraction"))
+    input_bytes = sum(_input_size(path) for path in inputs if is_url(path) or os.path.isfile(path))
+    engine, reason = choose_engine(asked, tokenizer, input_bytes)
+    # The datasets get auto as asked, so that their encoders fall back to HF where fastokens cannot load.
+    dataset_engine = "hf" if engine == "hf" else asked
+    # The loss mask is renamed first, then the sidecar (which records the mask's identity), then the
+    # tokens: a run killed in between leaves a pair whose sidecar check fails, never a mixed pair.
+    with PbinWriter(out_path, tokenizer.token_width) as tokens_out:
+        with PbinWriter(loss_mask_path(out_path), 1) as mask_out:
+            collator = None
+            for source in inputs:
+                dataset = InstructionDataset(source, tokenizer, [f".{field}" for field in messages],
+                                             entry["special_tokens"], engine=dataset_engine,
+                                             check_fraction=check_fraction)
+                collator = collator or InstructionCollator(messages, entry.get("loss_masking_jq_patterns", []),
+                                                           entry["special_tokens"], entry["seq_length"],
+                                                           truncation=entry.get("truncation", "truncate"))
+                documents, tokens = _write_conversations(dataset, collator, tokens_out, mask_out,
+                                                         batch_conversations, on_bad_line, skipped)
+                sources.append({"path": str(source), "bytes": _input_size(source), "sha256": file_sha256(source),
+                                "lines": len(dataset), "documents": documents, "tokens": tokens,
+                                "checked_messages": dataset.checked,
+                                **({"object": pinned_identity(source).sidecar_entry()} if is_url(source) else {})})
+                proof += dataset.proof
+        tokens_out.sidecar = _sft_sidecar(entry, tokens_out, mask_out, tokenizer, dataset, collator,
+                                          {"chosen": engine, "reason": reason, "check_fraction": check_fraction},
+                                          proof, skipped, sources)
+    return {**tokens_out.sidecar, "file": tokens_out.identity}
+
+
+def _write_conversations(dataset: InstructionDataset, collator: InstructionCollator, tokens_out: PbinWriter,
+                         mask_out: PbinWriter, batch_conversations: int, on_bad_line: str,
+                         skipped: dict[str, list[int]]) -> tuple[int, int]:
+    """Write one input's conversations, ``batch_conversations`` lines at a time, to the pair of writers;
+    count its bad lines into ``skipped`` (or raise the first under ``on_bad_line: error``). Returns the
+    conversations kept and their tokens."""
+    documents = tokens = 0
+    for start in range(0, len(dataset), batch_conversations):
+        kept = []
+        for i in range(start, min(start + batch_conversations, len(dataset))):
+            try:
+                conversation = collator.conversation(dataset[i])
+            except BadLine as bad:
+                if on_bad_line == "error":
+                    raise
+                skipped.setdefault(bad.reason, []).append(bad.line)
+                continue
+            if conversation is not None:
+                kept.append(conversation)
+        if kept:
+            lengths = np.array([len(ids) for ids, _ in kept])
+            tokens_out.write(np.concatenate([ids for ids, _ in kept]), lengths)
+            mask_out.write(np.concatenate([trained for _, trained in kept]).astype(np.uint8), lengths)
+            documents, tokens = documents + len(kept), tokens + int(lengths.sum())
+    return documents, tokens
+
+
+def _sft_sidecar(entry: dict, tokens_out: PbinWriter, mask_out: PbinWriter, tokenizer: TokenizerInfo,
+                 dataset: InstructionDataset, collator: InstructionCollator, engine: dict, proof: ProofTally,
+                 skipped: dict[str, list[int]], sources: list[SourceRecord]) -> SidecarRecord:
+    """The sidecar of an SFT pair: format, both files, tokenizer and special ids, the engine and its proof,
+    the template, counts, skipped lines and sources. ``engine``: the one chosen, why, the check fraction."""
+    encoder = dataset.encoder
+    return {
+        "format": FORMAT_VERSIONS["sft"],
+        "layout": LAYOUT_050,
+        "loss_mask": Path(mask_out.path).name,
+        "loss_mask_file": mask_out.identity,
+        "tokenizer": {**tokenizer.sidecar_entry(), "special_tokens": entry["special_tokens"],
+                      "special_ids": dataset.special_ids},
+        "engine": {"name": encoder.name,
+                   "reason": engine["reason"] if encoder.name == engine["chosen"] else encoder.reason,
+                   "versions": encoder.versions(), "check_fraction": engine["check_fraction"],
+                   "checked_messages": sum(source["checked_messages"] for source in sources),
+                   "proof": proof.sidecar_entry(engine["check_fraction"], "messages")},
+        "token_width": tokenizer.token_width,
+        "message_construction": entry["message_construction"],
+        "loss_masking_jq_patterns": entry.get("loss_masking_jq_patterns", []),
+        "seq_length": entry["seq_length"],
+        "truncation": entry.get("truncation", "truncate"),
+        "documents": tokens_out.num_documents,
+        "tokens": tokens_out.num_tokens,
+        "dropped": collator.stats["dropped"],
+        "truncated": collator.stats["truncated"],
+        "skipped": skipped_summary(skipped),
+        "sources": sources,
+    }
+
+
+def _config_entry(config: dict, keys: tuple[str, ...], where: str = ""):
+    value = config
+    for key in keys:
+        if not isinstance(value, dict) or key not in value:
+            raise TokenmillError(f"config: missing {'.'.join(filter(None, [where, *keys]))}")
+        value = value[key]
+    return value

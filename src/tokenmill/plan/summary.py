@@ -1,0 +1,347 @@
+"""The one-screen summary that ends a successful workflow run: what was built where, and what to run next.
+
+The Snakefile's ``onsuccess`` handler calls :func:`print_summary` with the build plan. It prints, in at
+most about 25 lines whatever the size of the matrix:
+
+* per build (dataset × tokenizer): documents and tokens (and skipped lines, if any) from the ``.pbin``
+  sidecar, the ``.pbin`` with its size, the Megatron prefix (and ``--data-path`` as the training job
+  spells it, where ``sampling.megatron_path_prefix`` differs), its index cache folders and datatrove
+  folder; past :data:`MAX_BUILDS_SHOWN` builds, the rest as one line of totals;
+* per instruction-tuning dataset and per blend, one line;
+* builds of the config not built yet (a run that asked for one target, say);
+* the next commands, runnable as printed from the workflow's working directory (a ``cd`` line first
+  where the shell's directory is another), each followed by what it shows as a shell comment:
+  ``tokenmill inspect`` of a document and of a training sample, ``tokenmill verify``, ``snakemake
+  --report`` with the run's own ``-s`` and ``--configfile`` (without them Snakemake reports the
+  demo); then where the Megatron-LM arguments and the PyTorch DataLoader recipe are.
+
+tokenmill does not import Snakemake: the handler passes the plan, the config files
+(``workflow.overwrite_configfiles``) and the Snakefile (``workflow.main_snakefile``). Paths are
+relative to the working directory, as the plan's layout functions give them.
+
+Cost: one ``stat`` per built file and one read of each shown build's sidecar (JSON, kilobytes;
+a sidecar that cannot be read leaves its counts out rather than failing a finished run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from tokenmill.files.atomic import write_if_changed
+from tokenmill.formats.sidecar import SidecarRecord
+from tokenmill.megatron.job_tokenizer import null_tokenizer_flags
+from tokenmill.plan import (Plan, blend_cache_name, datatrove_name, hf_tokenizer_folder, job_flags_of, megatron_prefix,
+                            olmo_folder, packed_path)
+from tokenmill.plan.prune import MOVED_RECORD, STALE_FOLDER, last_run_stamp
+
+__all__ = ["MAX_BUILDS_SHOWN", "summary_lines", "print_summary", "report_command", "report_front_page", "failure_line",
+           "failure_lines", "print_failures"]
+
+#: Builds described one by one (three lines each); the others are summed up in one line.
+MAX_BUILDS_SHOWN = 3
+_MAX_OTHERS_SHOWN = 2  # instruction-tuning datasets, and blends, each listed before summing up
+
+
+def _size(path: str) -> str:
+    """A file's size for people (``2.1 MB``), or ``missing``."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return "missing"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size} B"
+
+
+def _sidecar(path: str) -> SidecarRecord:
+    """The sidecar of a ``.pbin``, or {} where it cannot be read (the summary then leaves counts out)."""
+    try:
+        return json.loads(Path(f"{path}.meta.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _skipped(meta: SidecarRecord) -> int:
+    """Lines skipped in all, from a sidecar's ``skipped`` (reason → count, or reason → {count, ...})."""
+    return sum(entry["count"] if isinstance(entry, dict) else entry for entry in meta.get("skipped", {}).values())
+
+
+def _counts(meta: SidecarRecord, items: str = "documents") -> str:
+    if "documents" not in meta:
+        return "counts unknown (no readable sidecar)"
+    skipped = _skipped(meta)
+    return (f"{meta['documents']:,} {items}, {meta.get('tokens', 0):,} tokens"
+            + (f", {skipped:,} lines skipped" if skipped else ""))
+
+
+def _folders(paths: list[str]) -> str:
+    """Cache folders of one build: ``data/cache/web/{seq512_seed1234,seq2048_seed1234}``, or a count."""
+    if len(paths) == 1:
+        return paths[0]
+    parent = os.path.dirname(paths[0])
+    if len(paths) > 3:
+        return f"{parent}/ ({len(paths)} folders)"
+    return f"{parent}/{{{','.join(os.path.basename(path) for path in paths)}}}"
+
+
+def _shown_path(path: str | os.PathLike, workdir: str) -> str:
+    """A path as typed in the working directory: relative inside it, absolute outside."""
+    absolute = os.path.abspath(path)
+    relative = os.path.relpath(absolute, workdir)
+    return absolute if relative.startswith("..") else relative
+
+
+def report_command(configfiles: Sequence[str | os.PathLike] = (), snakefile: str | os.PathLike | None = None,
+                   workdir: str | None = None) -> str:
+    """``snakemake --report report.html`` as the run that built the files must be repeated to report on
+    them, from ``workdir``: its ``-s`` where the Snakefile is not ``workdir/Snakefile``, and its
+    ``--configfile`` (Snakemake reports the demo config without it)."""
+    workdir = os.path.abspath(workdir or os.getcwd())
+    parts = ["snakemake"]
+    if snakefile is not None and os.path.abspath(snakefile) != os.path.join(workdir, "Snakefile"):
+        parts += ["-s", _shown_path(snakefile, workdir)]
+    if configfiles:
+        parts += ["--configfile", *(_shown_path(path, workdir) for path in configfiles)]
+    return shlex.join([*parts, "--report", "report.html"])
+
+
+def report_front_page(template: str | os.PathLike, out_path: str | os.PathLike,
+                      configfiles: Sequence[str | os.PathLike] = (), snakefile: str | os.PathLike | None = None) -> str:
+    """Write the report's front page (the Snakefile's ``report:``): ``template`` with its ``REPORT_COMMAND``
+    line as this run spells :func:`report_command`; rewritten only when it changes. Returns its absolute path.
+
+    Raises:
+        OSError: the template cannot be read or the page written.
+    """
+    text = Path(template).read_text(encoding="utf-8").replace("REPORT_COMMAND", report_command(configfiles, snakefile))
+    return str(write_if_changed(Path(out_path).absolute(), text))
+
+
+def _converted_folders(plan: Plan, build: str) -> list[str]:
+    """The folders of a build's formats converted from its ``.pbin`` (datatrove's, OLMo's)."""
+    formats = plan.formats(build)
+    return [*([f"datatrove {os.path.dirname(datatrove_name(build))}/"] if "datatrove" in formats else []),
+            *([f"OLMo {olmo_folder(build)}/"] if "olmo" in formats else [])]
+
+
+def _build_lines(plan: Plan, build: str) -> list[str]:
+    """Up to three lines: counts; the files; the cache folders (with ``--data-path`` as the job spells it)."""
+    pbin = packed_path(build)
+    formats = plan.formats(build)
+    files = [f"{pbin} ({_size(pbin)})"]
+    if "megatron" in formats:
+        files.append(f"Megatron {megatron_prefix(build)} ({_size(megatron_prefix(build) + '.bin')})")
+    files += _converted_folders(plan, build)
+    meta = _sidecar(pbin)
+    lines = [f"  {build}: {_counts(meta)}", "    " + "; ".join(files)]
+    tokenizer = meta.get("tokenizer")
+    if isinstance(tokenizer, dict) and "eod_id" in tokenizer and tokenizer["eod_id"] is None:
+        name = plan.builds[build].tokenizer
+        said = f"tokenizers.{name}.eod: null" if "eod" in plan.config["tokenizers"][name] else \
+            f"tokenizers.{name} names no eod"  # (a tokenizer.json without a type: the config says nothing)
+        lines.append(f"    warning: packed without an EOD ({said}): its documents run together in training")
+    caches = [folder for folder in plan.cache_dirs(build) if os.path.isdir(folder)]  # a run for one target has none
+    if caches:
+        hashed = plan.job_data_path(build)
+        lines.append(f"    caches {_folders(caches)}"
+                     + (f", for --data-path {hashed}" if hashed != megatron_prefix(build) else ""))
+    return lines
+
+
+def summary_lines(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
+                  snakefile: str | os.PathLike | None = None, shell_dir: str | None = None) -> list[str]:
+    """The summary as lines of text (see the module docstring); paths relative to the working
+    directory, the current one.
+
+    Args:
+        plan: the build plan of the run's config.
+        configfiles: the ``--configfile`` paths of the run (none for the demo config).
+        snakefile: the run's Snakefile.
+        shell_dir: the directory the user's shell is in (``$PWD``): where it is not the working
+            directory, the next commands start with ``cd`` to it.
+    """
+    workdir = os.getcwd()
+    built = [build for build in plan.builds if os.path.exists(packed_path(build))]
+    unbuilt = [build for build in plan.builds if build not in built]
+    sft = [name for name in plan.config["sft"] if os.path.exists(f"data/sft/{name}.pbin")]
+    blends = [name for name in plan.blends if all(map(os.path.isdir, plan.cache_dirs(blend_cache_name(name))))]
+    config_text = ", ".join(_shown_path(path, workdir) for path in configfiles) or "config/config.yaml"
+    lines = [f"tokenmill: {len(built)} dataset{'' if len(built) == 1 else 's'} of {config_text} in {workdir}:"]
+
+    for build in built[:MAX_BUILDS_SHOWN]:
+        lines += _build_lines(plan, build)
+    rest = built[MAX_BUILDS_SHOWN:]
+    if rest:
+        metas = [_sidecar(packed_path(build)) for build in rest]
+        lines.append(f"  and {len(rest)} more ({', '.join(rest[:3])}{', ...' if len(rest) > 3 else ''}): "
+                     f"{sum(meta.get('documents', 0) for meta in metas):,} documents, "
+                     f"{sum(meta.get('tokens', 0) for meta in metas):,} tokens, in data/packed/")
+    for name in sft[:_MAX_OTHERS_SHOWN]:
+        pbin = f"data/sft/{name}.pbin"
+        lines.append(f"  {name} (instruction tuning): {_counts(_sidecar(pbin), 'conversations')} -> {pbin} "
+                     f"+ {name}.loss_mask.pbin")
+    if len(sft) > _MAX_OTHERS_SHOWN:
+        lines.append(f"  and {len(sft) - _MAX_OTHERS_SHOWN} more instruction-tuning datasets in data/sft/")
+    for name in blends[:_MAX_OTHERS_SHOWN]:
+        lines.append(f"  blend {name} ({', '.join(plan.blends[name])}): caches "
+                     f"{_folders(plan.cache_dirs(blend_cache_name(name)))}")
+    if len(blends) > _MAX_OTHERS_SHOWN:
+        lines.append(f"  and {len(blends) - _MAX_OTHERS_SHOWN} more blends in data/cache/blend_*/")
+    if unbuilt:
+        lines.append(f"  not built yet: {', '.join(unbuilt[:5])}{', ...' if len(unbuilt) > 5 else ''} "
+                     f"(snakemake without targets builds the whole config)")
+    lines += _stale_lines(plan.config.get("name") or "config")
+
+    lines.append("Next:")
+    if shell_dir and os.path.isdir(shell_dir) and not os.path.samefile(shell_dir, workdir):
+        lines.append(f"  cd {shlex.quote(workdir)}")
+    return lines + _next_lines(plan, built[0] if built else None, report_command(configfiles, snakefile, workdir))
+
+
+def _stale_lines(name: str) -> list[str]:
+    """What the run's last job moved out of where trainers look (:mod:`tokenmill.plan.prune`), and what
+    earlier plans' outputs take in ``data/stale/``."""
+    stamp = Path(last_run_stamp(name))
+    moved = stamp.read_text(encoding="utf-8").splitlines() if stamp.is_file() else []
+    # what a trainer reads first: Megatron's files and caches, then the other formats, parts and stamps
+    shown_first = ("data/megatron/", "data/cache/", "data/packed/", "data/datatrove/", "data/sft/")
+    moved.sort(key=lambda path: next((rank for rank, folder in enumerate(shown_first) if path.startswith(folder)),
+                                     len(shown_first)))
+    stale_bytes = sum(path.stat().st_size for path in Path(STALE_FOLDER).rglob("*")  # (not the records)
+                      if path.is_file() and path != Path(MOVED_RECORD) and not path.name.startswith("moved-last-run"))
+    lines = []
+    if moved:
+        lines.append(f"  moved {len(moved)} output(s) of an earlier plan to {STALE_FOLDER}/, out of where trainers "
+                     f"look: {', '.join(moved[:3])}{', ...' if len(moved) > 3 else ''} ({MOVED_RECORD} lists all)")
+    if stale_bytes:
+        lines.append(f"  {STALE_FOLDER}/ holds {stale_bytes / 1e6:,.1f} MB of earlier plans' outputs "
+                     f"(rm -r {STALE_FOLDER} frees it)")
+    return lines
+
+
+def _next_lines(plan: Plan, build: str | None, report: str) -> list[str]:
+    """The next commands, on one build's files (the first), each with what it shows."""
+    commands = []
+    cache = next((folder for folder in plan.cache_dirs(build) if os.path.isdir(folder)), None) if build else None
+    if build:
+        commands.append((f"tokenmill inspect {packed_path(build)} --doc 0", "a document, with its file and line"))
+        if cache:
+            commands.append((f"tokenmill inspect {cache} --sample 0", "a training sample, document by document"))
+        commands.append((f"tokenmill verify {packed_path(build)} --against-tokenizer 0.05",
+                         "check again, re-encoding 5 % with Hugging Face"))
+    commands.append((report, "the HTML report of these datasets"))
+    # What each shows as a shell comment, so that a whole line can be pasted; aligned unless a command is long.
+    width = min(max(len(command) for command, _ in commands), 64)
+    lines = [f"  {command:<{width}}  # {why}" for command, why in commands]
+    if cache:
+        lines.append(f"  Megatron-LM: the arguments in {cache}/megatron_args.txt")
+        folder = hf_tokenizer_folder(plan.builds[build].tokenizer)
+        if os.path.isfile(f"{folder}/tokenizer_config.json"):  # what HuggingFaceTokenizer's --tokenizer-model needs
+            lines.append(f"    with --tokenizer-type HuggingFaceTokenizer: --tokenizer-model {folder} (its "
+                         f"tokenizer.json and the EOD as eos_token)")
+        # The caches are named for the job's spelling of the prefix: a Nanoset given only the local
+        # prefix would build a second set of caches beside them.
+        hashed = plan.job_data_path(build)
+        lines.append(f"  PyTorch: NanosetConfig on that folder with dataset_path={hashed!r} and")
+        lines.append(f"    {_identifiers_hint(plan, build)} (README, \"Training with it\")")
+    elif build:
+        lines.append(f"  PyTorch: tokenmill.training.datasets.PackedMemMapDatasetContinuous on {packed_path(build)}")
+    return lines
+
+
+def _identifiers_hint(plan: Plan, build: str) -> str:
+    """The ``tokenizer_identifiers`` a Nanoset needs to find a build's caches: those of the training job's
+    tokenizer flags, which the caches' names hash (as ``megatron_args.txt`` spells them)."""
+    tokenizer = plan.config["tokenizers"][plan.builds[build].tokenizer]
+    if tokenizer["megatron_identifiers"] is not None:
+        return f"tokenizer_identifiers=<tokenizers.{plan.builds[build].tokenizer}.megatron_identifiers>"
+    flags = tokenizer["megatron"].get("args") or shlex.join(job_flags_of(tokenizer) or [])
+    if not flags:  # the workflow's NullTokenizer of the packed vocabulary
+        meta = _sidecar(packed_path(build)).get("tokenizer", {})
+        flags = shlex.join(null_tokenizer_flags(int(meta.get("vocab_size", 0)), meta.get("eod_id")))
+    return f"tokenizer_identifiers=job_tokenizer_identifiers({tokenizer['megatron']['version'][0]!r}, {flags!r})"
+
+
+def storage_summary_lines(plan: Plan, prefix: str, configfiles: Sequence[str | os.PathLike] = ()) -> list[str]:
+    """The summary of a run on object storage (``--default-storage-prefix``): where each build's files
+    are under the prefix, laid out as a local build's tree. (Their counts are in the sidecars there: this
+    process holds no local copy to read them from.)"""
+    config_text = ", ".join(_shown_path(path, os.getcwd()) for path in configfiles) or "config/config.yaml"
+    lines = [f"tokenmill: the {len(plan.builds)} dataset{'' if len(plan.builds) == 1 else 's'} of {config_text} "
+             f"under {prefix}/ (laid out as a local build):"]
+    for build in list(plan.builds)[:MAX_BUILDS_SHOWN]:
+        files = [packed_path(build)]
+        if "megatron" in plan.formats(build):
+            files.append(f"Megatron {megatron_prefix(build)}")
+        files += _converted_folders(plan, build)
+        caches = plan.cache_dirs(build)
+        lines.append(f"  {build}: {'; '.join(files)}" + (f"; caches {_folders(caches)}" if caches else ""))
+    if len(plan.builds) > MAX_BUILDS_SHOWN:
+        lines.append(f"  and {len(plan.builds) - MAX_BUILDS_SHOWN} more in data/packed/")
+    lines += [f"  {name} (instruction tuning): data/sft/{name}.pbin + {name}.loss_mask.pbin"
+              for name in plan.config["sft"]]
+    lines += [f"  blend {name}: caches {_folders(plan.cache_dirs(blend_cache_name(name)))}" for name in plan.blends]
+    return lines + ["Next:", f"  aws s3 sync {prefix}/data data    # a local copy, for tokenmill inspect and training"]
+
+
+def print_summary(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
+                  snakefile: str | os.PathLike | None = None, stream: TextIO | None = None,
+                  storage_prefix: str = "") -> None:
+    """Print :func:`summary_lines` for the run in the current directory (the Snakefile's ``onsuccess``),
+    with the shell's directory taken from ``$PWD``; :func:`storage_summary_lines` for a run whose outputs
+    are under ``storage_prefix``."""
+    stream = stream or sys.stdout
+    lines = (storage_summary_lines(plan, storage_prefix, configfiles) if storage_prefix
+             else summary_lines(plan, configfiles, snakefile, os.environ.get("PWD")))
+    stream.write("\n".join(lines) + "\n")
+    stream.flush()
+
+
+# The last line a tokenmill job writes when it stops on an error or a signal (tokenmill.cli.main).
+_FAILURE_PREFIXES = ("tokenmill: error:", "tokenmill: interrupted", "tokenmill: terminated")
+
+
+def failure_line(log: str | os.PathLike) -> str | None:
+    """The last line of a job's log where it is tokenmill's own one-line error (or interruption), else None."""
+    try:
+        with open(log, "rb") as handle:
+            handle.seek(max(0, os.fstat(handle.fileno()).st_size - 4096))
+            last = next((line for line in reversed(handle.read().decode("utf-8", "replace").splitlines())
+                         if line.strip()), "")
+    except OSError:
+        return None
+    return last if last.startswith(_FAILURE_PREFIXES) else None
+
+
+def failure_lines(since: float, logs: str | os.PathLike = "logs") -> list[str]:
+    """Each failed job's own one-line error, then its log, for the jobs whose logs under ``logs`` were
+    written since ``since`` (a run's start, seconds since the epoch) and end in that line; in the order
+    they were written. A failure outside tokenmill (Snakemake's own) has no such log and no line here."""
+    found = []
+    for log in Path(logs).rglob("*.log"):
+        try:
+            written = log.stat().st_mtime
+        except OSError:
+            continue
+        line = failure_line(log) if written >= since else None
+        if line is not None:
+            found.append((written, line, str(log)))
+    return [text for _, line, log in sorted(found) for text in (line, f"  log: {log}")]
+
+
+def print_failures(since: float, logs: str | os.PathLike = "logs", stream: TextIO | None = None) -> None:
+    """Print :func:`failure_lines` last (the Snakefile's ``onerror``), so that a failed run ends with the
+    error a user acts on rather than Snakemake's traceback of the shell command."""
+    lines = failure_lines(since, logs)
+    if lines:
+        stream = stream or sys.stderr
+        stream.write("\n".join(lines) + "\n")
+        stream.flush()
+

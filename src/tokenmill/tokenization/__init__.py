@@ -1,0 +1,8 @@
+"""Text → token ids: a tokenizer of any Megatron type loaded, its EOD and widths
+(:mod:`~tokenmill.tokenization.tokenizer`, :mod:`~tokenmill.tokenization.families`,
+:mod:`~tokenmill.tokenization.sentencepiece_model`), the Hugging Face reference encoding
+(:mod:`~tokenmill.tokenization.hf_reference`), the engine a job encodes with (:mod:`~tokenmill.tokenization.engine`)
+and the proof that a fast engine gives the reference's ids (:mod:`~tokenmill.tokenization.proof`).
+
+May import: the root's ``errors``, ``progress`` and ``config``; ``files``, ``inputs``.
+"""

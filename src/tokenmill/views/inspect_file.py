@@ -1,0 +1,493 @@
+"""Human-readable views of tokenmill's files, down to one document or one training sample.
+
+* ``describe(path)``: header, layout, counts and sidecar facts (the EOD among them) of a raw index,
+  ``.pbin``, Megatron dataset or datatrove ``.ds``; of a cache folder, each split's cache: samples,
+  sequence length, seed and the dataset path it was built for.
+* ``show_document(path, i)``: document ``i`` decoded, with the source file and line (or Parquet row) it
+  came from, and that line's id (its ``id`` field, or another).
+* ``show_sample(prefix, k, cache)``: sample ``k`` of a split, resolved through the cached indices
+  into the (sequence, offset, length) pieces it is made of, each with its source file and line; a
+  blend's sample first through its ``dataset_index``/``dataset_sample_index`` to the dataset and
+  sample it is drawn from. ``sample_target`` finds the dataset and cache folder from a ``.pbin``,
+  a Megatron prefix or a cache folder.
+
+Provenance: the ``.pbin`` sidecar lists the sources in order with their document counts and the
+line numbers of skipped lines, so document ``i`` maps to a file and a line exactly (when more lines
+were skipped than the sidecar lists, the line is reported as unknown). A Megatron dataset written by
+``to-megatron`` has the same documents in the same order, so its sequence ``i`` is ``.pbin``
+document ``i``. The sidecar's relative paths (tokenizer, sources) count from its own folder
+(:func:`tokenmill.formats.pbin.resolve_sidecar_paths`), so every view is the same from any working directory;
+a file that is not found there is named, with where it was looked for, instead of being left out.
+Cost: O(1) per document or sample after reading the index; a cache folder's summary maps each
+split's shuffle index once.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from tokenmill.errors import TokenmillError
+from tokenmill.files.objects import is_url
+from tokenmill.formats.datatrove import DatatroveFile, is_datatrove
+from tokenmill.formats.mmidx import MMapIndexedDataset, is_megatron_index, prefix_of
+from tokenmill.formats.pbin import PbinFile, read_sidecar
+from tokenmill.formats.sidecar import SidecarRecord, resolve_sidecar_paths, resolved_against
+from tokenmill.inputs.raw_index import read_index
+from tokenmill.plan import build_of, cache_dir, megatron_prefix, packed_path
+
+__all__ = ["describe", "describe_caches", "show_document", "show_sample", "sample_target", "source_of",
+           "pbin_of_megatron"]
+
+_SNIPPET = 160
+
+
+def pbin_of_megatron(prefix: str | os.PathLike) -> Path | None:
+    """``data/megatron/<name>_text_document`` → ``data/packed/<name>.pbin`` when the layout is the
+    workflow's (:mod:`tokenmill.plan`) and that file exists."""
+    found = build_of(prefix)
+    if found is None:
+        return None
+    candidate = found[0] / packed_path(found[1])
+    return candidate if candidate.exists() else None
+
+
+def source_of(meta: SidecarRecord | None, document: int) -> tuple[str, int | None] | None:
+    """(source file, 1-based line or None if unknown) of a ``.pbin`` document, from its sidecar."""
+    if not meta or "sources" not in meta:
+        return None
+    for source in meta["sources"]:
+        if document < source["documents"]:
+            skipped = source.get("skipped", {})
+            if any(entry["count"] != len(entry["first_lines"]) for entry in skipped.values()):
+                return source["path"], None  # the sidecar lists only the first skipped lines
+            # a shard's lines (a Parquet shard's rows) are numbered as in its whole file
+            line = source.get("first_line", source.get("first_row", 1)) + document
+            for skipped_line in sorted(n for entry in skipped.values() for n in entry["first_lines"]):
+                if skipped_line <= line:
+                    line += 1
+            return source["path"], line
+        document -= source["documents"]
+    return None
+
+
+def _origin(meta: SidecarRecord | None, document: int) -> tuple[str, str] | None:
+    """(source file, ``line N``) of a ``.pbin`` document (``row N`` of a Parquet file, ``line unknown``)."""
+    origin = source_of(meta, document)
+    if origin is None:
+        return None
+    parquet = any(source["path"] == origin[0] and source.get("format") == "parquet" for source in meta["sources"])
+    return origin[0], f"{'row' if parquet else 'line'} {origin[1] if origin[1] else 'unknown'}"
+
+
+def _sidecar(pbin_path: Path | None) -> dict | None:
+    """The sidecar of ``pbin_path`` with its paths as reached from here, or None."""
+    meta = read_sidecar(pbin_path) if pbin_path else None
+    return resolve_sidecar_paths(meta, pbin_path) if meta else None
+
+
+def _decoder(meta: SidecarRecord | None, tokenizer_path: str | None, pbin_path: Path | None) -> tuple:
+    """``(decode, None)``, or ``(None, why there is no text)`` when no tokenizer file is known or found."""
+    path = tokenizer_path or (meta or {}).get("tokenizer", {}).get("path")
+    if not path:
+        return None, "no tokenizer known: pass --tokenizer tokenizer.json"
+    if not os.path.exists(path):
+        where = "as given" if tokenizer_path else resolved_against(meta, pbin_path)
+        return None, f"tokenizer not found: {path}, {where}; pass --tokenizer tokenizer.json"
+    from tokenmill.tokenization.families import TokenizerSpec
+    from tokenmill.tokenization.tokenizer import load_tokenizer
+
+    recorded = TokenizerSpec.from_config({**(meta or {}).get("tokenizer", {}), "path": path})
+    tokenizer = load_tokenizer(path if tokenizer_path else recorded).tokenizer
+    return (lambda ids: tokenizer.decode([int(i) for i in ids], skip_special_tokens=False)), None
+
+
+def _eod_line(meta: SidecarRecord) -> str:
+    """What ends each document: the EOD, or why nothing does."""
+    tokenizer = meta.get("tokenizer", {})
+    if "loss_mask" in meta:
+        return "eod: none appended (instruction tuning: each conversation ends as its template says)"
+    if tokenizer.get("eod_id") is None:
+        return ("eod: none (packed with --no-eod): documents run together in training, nothing marks where one "
+                "ends")
+    return f"eod: {tokenizer.get('eod_token')!r} = id {tokenizer['eod_id']}, ending every document"
+
+
+def _snippet(text: str) -> str:
+    text = json.dumps(text, ensure_ascii=False)[1:-1]
+    return text if len(text) <= _SNIPPET else text[:_SNIPPET] + f"... ({len(text)} chars)"
+
+
+def describe(path: str | os.PathLike) -> list[str]:
+    """Header and counts of a ``.pbin``, raw ``.idx`` or Megatron prefix, one fact per line.
+
+    Raises:
+        TokenmillError: unreadable or of no known kind.
+    """
+    path = Path(path)
+    if path.is_dir():
+        return describe_caches(path)
+    if is_datatrove(path):
+        return _describe_datatrove(path)
+    if path.suffix == ".pbin":
+        pbin, meta = PbinFile(path), _sidecar(path)
+        lines = [f"file: {path}", f"layout: {pbin.layout.name} (data at byte {pbin.layout.data_offset}, "
+                                  f"{pbin.layout.data_bytes} bytes)",
+                 f"token width: {pbin.token_width} bytes", f"documents: {pbin.num_documents}",
+                 f"tokens: {pbin.num_tokens}"]
+        if meta:
+            tokenizer = meta.get("tokenizer", {})
+
+            def found(file: str) -> str:  # (an object's URL is looked up by verify, not here)
+                return file if is_url(file) or os.path.exists(file) else \
+                    f"{file} (not found, {resolved_against(meta, path)})"
+
+            kind = f", {tokenizer['type']} (as {tokenizer.get('reference')} encodes)" if tokenizer.get("type") else ""
+            lines += [f"tokenizer: {found(str(tokenizer.get('path')))} "
+                      f"(sha256 {str(tokenizer.get('sha256'))[:16]}...), vocab {tokenizer.get('vocab_size')}{kind}",
+                      _eod_line(meta), f"skipped lines: {meta.get('skipped', {}) or 'none'}"]
+            lines += [f"source: {found(s['path'])} ({s['bytes']} bytes, {s['documents']} documents)"
+                      for s in meta.get("sources", [])]
+        return lines
+    prefix = Path(prefix_of(path))
+    index_file = prefix.with_name(prefix.name + ".idx")
+    if is_megatron_index(index_file):
+        dataset = MMapIndexedDataset(prefix)
+        return [f"dataset: {prefix} (Megatron MMIDIDX)", f"dtype: {dataset.dtype.name}",
+                f"sequences: {len(dataset)}", f"documents: {dataset.num_documents}",
+                f"tokens: {int(dataset.sizes.sum(dtype=np.int64))}"]
+    lines = read_index(index_file)
+    lengths = lines[:, 1]
+    return [f"file: {index_file} (raw line index)", f"lines: {len(lines)}",
+            f"line bytes: min {int(lengths.min()) if len(lines) else 0}, max {int(lengths.max()) if len(lines) else 0}"]
+
+
+def describe_caches(folder: str | os.PathLike) -> list[str]:
+    """A cache folder in short: per split and class, the samples, sequence length, seed and dataset path
+    each cache was built for (a blend: its datasets and weights), and any split holding two caches.
+
+    Raises:
+        TokenmillError: a folder without ``*-description.txt``, or a cache file that is not a plain ``.npy``.
+    """
+    from tokenmill.megatron.gpt_indices import SPLIT_NAMES
+    from tokenmill.megatron.index_cache import load_cache
+    from tokenmill.verify.index_caches import duplicate_caches
+
+    folder = Path(folder)
+    if not any(folder.glob("*-description.txt")):
+        raise TokenmillError(f"{folder}: a folder without *-description.txt: not an index cache folder")
+    lines = [f"cache folder: {folder}"]
+    for class_name, key in (("BlendedDataset", "dataset_index"), ("GPTDataset", "shuffle_index")):
+        for split in SPLIT_NAMES:
+            for description_path, text in _descriptions(folder, class_name, split):
+                try:
+                    identifiers = json.loads(text)
+                except ValueError:
+                    identifiers = None
+                if not isinstance(identifiers, dict):
+                    lines.append(f"  {description_path.name}: not a Megatron description (tokenmill verify says more)")
+                    continue
+                arrays = load_cache(folder, text, split, (key,), class_name)
+                samples = "incomplete (index files missing)" if arrays is None else f"{len(arrays[key])} samples"
+                md5 = description_path.name.split("-")[0]
+                if class_name == "BlendedDataset":
+                    datasets = identifiers.get("datasets") if isinstance(identifiers.get("datasets"), list) else []
+                    weights = identifiers.get("weights") or []
+                    parts = ", ".join(f"{dataset.get('dataset_path') if isinstance(dataset, dict) else dataset}"
+                                      + (f" {weight}" if weight is not None else "")
+                                      for dataset, weight in itertools.zip_longest(datasets, weights))
+                    lines.append(f"  {split} blend: {samples} of {len(datasets)} datasets ({parts}) [{md5}]")
+                    continue
+                asked = identifiers.get("num_samples")
+                if arrays is not None and asked is None:
+                    samples += " (one epoch)"
+                elif arrays is not None and asked != len(arrays[key]):  # Megatron builds whole epochs
+                    samples += f" ({asked} asked: whole epochs)"
+                lines.append(f"  {split}: {samples}, seq length {identifiers.get('sequence_length')}, seed "
+                             f"{identifiers.get('random_seed')}, split {identifiers.get('split')}, built for dataset "
+                             f"path {identifiers.get('dataset_path')} [{md5}]")
+    if (folder / "megatron_args.txt").exists():
+        lines.append(f"Megatron arguments that reuse these caches: {folder / 'megatron_args.txt'}")
+    lines += [f"problem: {problem}" for problem in duplicate_caches(folder).values()]
+    return lines
+
+
+def _describe_datatrove(path: Path) -> list[str]:
+    dataset = DatatroveFile(path)
+    metadata = dataset.metadata
+    lines = [f"dataset: {dataset.paths['.ds']} (datatrove/nanotron .ds)", f"token size: {dataset.token_size} bytes",
+             f"documents: {dataset.num_documents}", f"tokens: {dataset.num_tokens}",
+             f"loss flags: {'none' if dataset.loss is None else f'{int(dataset.loss.sum())} tokens trained'}"]
+    if metadata:
+        lines.append(f"metadata: tokenizer {metadata['tokenizer']!r}, {metadata['tokens_si']}")
+    return lines
+
+
+def _document_id(source: str, line: int, id_field: str) -> str | None:
+    """The ``id_field`` of line (Parquet row) ``line`` of a source, or None where the line lacks it or
+    the source cannot be read from here. Cost: a read of the source up to that line."""
+    from tokenmill.inputs.jsonl import iter_lines
+    from tokenmill.formats.provenance import field_keys, value_of
+
+    keys = field_keys(id_field)
+    try:
+        return next((value_of(text, keys) for number, text in iter_lines(source) if number == line), None)
+    except (OSError, TokenmillError):
+        return None
+
+
+def show_document(path: str | os.PathLike, document: int, tokenizer_path: str | None = None,
+                  id_field: str = "id") -> list[str]:
+    """Document ``document`` of a ``.pbin``, Megatron or datatrove dataset: length, ids, text, source and line,
+    and the line's ``id_field`` where it has one (a datatrove dataset names no source; decoding it needs
+    ``tokenizer_path``).
+
+    Raises:
+        TokenmillError: unreadable file or a document number out of range.
+    """
+    path = Path(path)
+    if is_datatrove(path):
+        pbin_path, tokens = None, DatatroveFile(path).document(document)
+    elif path.suffix == ".pbin":
+        pbin_path, tokens = path, None
+    else:
+        prefix = Path(prefix_of(path))
+        dataset = MMapIndexedDataset(prefix)
+        if not 0 <= document < len(dataset):
+            raise TokenmillError(f"{prefix}: no sequence {document} (it has {len(dataset)})")
+        tokens, pbin_path = dataset[document], pbin_of_megatron(prefix)
+    meta = _sidecar(pbin_path)
+    if tokens is None:
+        pbin = PbinFile(pbin_path)
+        if not 0 <= document < pbin.num_documents:
+            raise TokenmillError(f"{pbin_path}: no document {document} (it has {pbin.num_documents})")
+        tokens = pbin.document(document)
+    lines = [f"document {document}: {len(tokens)} tokens", f"ids: {tokens[:12].tolist()}"
+                                                          f"{' ...' if len(tokens) > 12 else ''}"]
+    decode, no_text = _decoder(meta, tokenizer_path, pbin_path)
+    lines.append(f"text: {_snippet(decode(tokens))}" if decode else f"text: ({no_text})")
+    origin = _origin(meta, document)
+    if origin:
+        lines.append(f"source: {origin[0]}, {origin[1]}")
+        line = source_of(meta, document)[1]
+        document_id = _document_id(origin[0], line, id_field) if line and id_field else None
+        if document_id is not None:  # named "id", with its field where that is another
+            lines.append(f"id: {document_id}" if id_field in ("id", ".id") else f"id ({id_field}): {document_id}")
+    return lines
+
+
+def sample_target(path: str | os.PathLike, cache: str | os.PathLike | None = None, seq_length: int | None = None,
+                  seed: int | None = None) -> tuple[Path | None, Path]:
+    """(Megatron prefix or None, cache folder) that ``inspect PATH --sample K`` reads.
+
+    ``path`` is a cache folder (its descriptions name the dataset), a Megatron prefix or a ``.pbin``
+    of the workflow's layout (``data/packed/<b>.pbin`` → ``data/megatron/<b>_text_document``); without
+    ``cache`` the folder is the workflow's ``data/cache/<b>/seq<L>_seed<S>``.
+
+    Raises:
+        TokenmillError: a ``.pbin`` without its Megatron dataset, or no way to find the cache folder.
+    """
+    path = Path(path)
+    if path.is_dir() and cache is None:
+        return None, path
+    if cache is not None and not Path(cache).is_dir():
+        raise TokenmillError(f"{cache}: no such cache folder")
+    if not path.exists() and not path.with_name(path.name + ".idx").exists():
+        raise TokenmillError(f"{path}: no such .pbin, Megatron dataset or cache folder")
+    found = build_of(path)
+    if path.suffix == ".pbin":
+        if found is None:
+            raise TokenmillError(f"{path}: samples come from its Megatron dataset; give its prefix (this .pbin is "
+                                 f"not in the workflow's data/packed/ to find it by)")
+        prefix = found[0] / megatron_prefix(found[1])
+        if not prefix.with_name(prefix.name + ".idx").exists():
+            raise TokenmillError(f"{path}: samples come from its Megatron dataset, and {prefix}.idx does not exist")
+    else:
+        prefix = Path(prefix_of(path))
+    if cache is None:
+        if seq_length is None or seed is None or found is None:
+            raise TokenmillError("--sample needs a cache folder: --cache, or --seq-length and --seed to find the "
+                                 "workflow's data/cache/<name>/seq<L>_seed<S>")
+        cache = found[0] / cache_dir(found[1], seq_length, seed)
+    return prefix, Path(cache)
+
+
+def _local_prefix(dataset_path: str, cache: Path) -> Path:
+    """The Megatron dataset a cache description names, here: for a cache folder of the workflow's layout,
+    the same name in its own ``data/megatron/`` (whose ``.pbin`` and sidecar give each document's text and
+    source), else the path as hashed (how the training job spells it, e.g. on a cluster file system, where a
+    copy of the files may lie without them)."""
+    candidates = [Path(dataset_path)]
+    found = build_of(cache) or build_of(cache.resolve())  # as given where it shows the layout: paths as spelled
+    if found is not None:  # data/cache/<build>/seq<L>_seed<S> → data/megatron/<the hashed path's name>
+        candidates.insert(0, found[0] / Path(megatron_prefix("")).parent / Path(dataset_path).name)
+    existing = [candidate for candidate in candidates if candidate.with_name(candidate.name + ".idx").exists()]
+    if existing:
+        spelled = Path(dataset_path).with_name(Path(dataset_path).name + ".idx")
+        if spelled.exists() and os.path.samefile(spelled, existing[0].with_name(existing[0].name + ".idx")):
+            return Path(dataset_path)  # the same files: as the description spells them
+        return existing[0]
+    raise TokenmillError(f"{cache}: its dataset {dataset_path} is not here (looked for "
+                         f"{' and '.join(f'{candidate}.idx' for candidate in candidates)}); name it: "
+                         f"tokenmill inspect PREFIX --sample K --cache {cache}")
+
+
+def _descriptions(cache: Path, class_name: str, split: str, every_name: bool = False) -> list[tuple[Path, str]]:
+    """The split's caches of a class, one per set of arrays (unless ``every_name``): a folder built for
+    several Megatron versions names the same arrays once per tokenizer identity, and those descriptions
+    differ only there."""
+    from tokenmill.megatron.index_cache import retokenize
+
+    found, seen = [], set()
+    for path in sorted(cache.glob(f"*-{class_name}-{split}-description.txt")):
+        text = path.read_text(encoding="utf-8")
+        try:
+            arrays = retokenize(text, {})
+        except (ValueError, AttributeError, TypeError):  # not Megatron's object: verify names it, keep it apart
+            arrays = text
+        if every_name or arrays not in seen:
+            seen.add(arrays)
+            found.append((path, text))
+    return found
+
+
+def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.PathLike, split: str = "train",
+                tokenizer_path: str | None = None, best_fit: str | None = None) -> list[str]:
+    """Sample ``sample`` of a split: the pieces of sequences it is made of, decoded, with their sources.
+
+    A blend cache folder traces the blend's sample to the dataset and sample it is drawn from first.
+
+    Args:
+        prefix: the Megatron dataset, or None to take it from the cache's description.
+        sample: the sample number as the trainer sees it (before the shuffle index maps it).
+        cache: the folder with the split's GPTDataset or BlendedDataset cache.
+        split: ``train``, ``valid`` or ``test``.
+        best_fit: the sample of the split's packed index of this long-document strategy instead
+            (:mod:`tokenmill.packing.packed_index`).
+
+    Raises:
+        TokenmillError: no (or more than one) cache of that split in ``cache``, or ``sample`` out of range.
+    """
+    from tokenmill.megatron.index_cache import load_cache
+
+    cache = Path(cache)
+    if best_fit is not None:
+        return _packed_sample(prefix, sample, cache, split, best_fit, tokenizer_path)
+    blends = _descriptions(cache, "BlendedDataset", split)
+    if len(blends) > 1:
+        raise TokenmillError(f"{cache}: {len(blends)} BlendedDataset {split} caches; expected one")
+    if blends and prefix is None:
+        (description_path, text), = blends
+        arrays = load_cache(cache, text, split, ("dataset_index", "dataset_sample_index"), "BlendedDataset")
+        if arrays is None:
+            raise TokenmillError(f"{description_path}: its dataset_index/dataset_sample_index files are missing")
+        if not 0 <= sample < len(arrays["dataset_index"]):
+            raise TokenmillError(f"{cache}: the {split} blend has {len(arrays['dataset_index'])} samples, "
+                                 f"no sample {sample}")
+        part, part_sample = int(arrays["dataset_index"][sample]), int(arrays["dataset_sample_index"][sample])
+        part_identifiers = json.loads(text)["datasets"][part]
+        matches = [(path, gpt_text) for path, gpt_text in _descriptions(cache, "GPTDataset", split, every_name=True)
+                   if json.loads(gpt_text) == part_identifiers]
+        if not matches:
+            raise TokenmillError(f"{description_path}: no GPTDataset cache of its dataset {part} in {cache}")
+        dataset_path = part_identifiers["dataset_path"]
+        return ([f"sample {sample} of the {split} blend = dataset {part} ({dataset_path}), its sample {part_sample}"]
+                + _gpt_sample(_local_prefix(dataset_path, cache), part_sample, cache, matches[0][1], split,
+                              tokenizer_path))
+    gpts = _descriptions(cache, "GPTDataset", split)
+    if not gpts:
+        raise TokenmillError(f"{cache}: no GPTDataset {split} cache (no *-GPTDataset-{split}-description.txt)")
+    if len(gpts) > 1:
+        from tokenmill.verify.index_caches import duplicate_caches
+
+        raise TokenmillError(duplicate_caches(cache).get(("GPTDataset", split))
+                             or f"{cache}: {len(gpts)} GPTDataset {split} caches; expected exactly one")
+    text = gpts[0][1]
+    if prefix is None:
+        prefix = _local_prefix(json.loads(text)["dataset_path"], cache)
+    return _gpt_sample(Path(prefix), sample, cache, text, split, tokenizer_path)
+
+
+def _packed_sample(prefix: str | os.PathLike | None, sample: int, cache: Path, split: str, strategy: str,
+                   tokenizer_path: str | None) -> list[str]:
+    from tokenmill.packing.packed_index import load_packed_index
+
+    description, pieces, offsets = load_packed_index(cache, strategy, split)
+    prefix = Path(prefix if prefix is not None else description["dataset"])
+    dataset = MMapIndexedDataset(prefix)
+    if not 0 <= sample < len(offsets) - 1:
+        raise TokenmillError(f"{cache}: the {split} packed index has {len(offsets) - 1} samples, no sample {sample}")
+    pbin_path = pbin_of_megatron(prefix)
+    meta = _sidecar(pbin_path)
+    decode, no_text = _decoder(meta, tokenizer_path, pbin_path)
+    length = int(description["sequence_length"])
+    used = int(pieces[offsets[sample]:offsets[sample + 1], 2].sum())
+    lines = [f"sample {sample} of {split}, best fit (seq {length}, seed {description['seed']}, "
+             f"{strategy}): {offsets[sample + 1] - offsets[sample]} documents, {used} tokens, "
+             f"{length - used} padding"]
+    if not decode:
+        lines.append(f"  text: ({no_text})")
+    for document, offset, count in pieces[offsets[sample]:offsets[sample + 1]].tolist():
+        origin = _origin(meta, document)
+        where = f", from {origin[0]} {origin[1]}" if origin else ""
+        size = int(dataset.sizes[document])
+        whole = "whole" if count == size else f"tokens {offset}-{offset + count - 1} of {size}"
+        lines.append(f"  document {document}: {count} tokens ({whole}){where}")
+        if decode:
+            lines.append(f"    {_snippet(decode(dataset.get(document, offset, count)))}")
+    return lines
+
+
+def _check_cache_of(dataset: MMapIndexedDataset, prefix: Path, cache: Path, text: str, split: str,
+                    arrays: dict) -> None:
+    """Refuse a cache built for another dataset: its fingerprint (tokenmill's caches), else its
+    document index reaching past the dataset (a cache Megatron built)."""
+    from tokenmill.megatron.index_cache import cache_fingerprint, dataset_fingerprint
+
+    fingerprint = cache_fingerprint(cache, text, split)
+    if fingerprint is not None and fingerprint != dataset_fingerprint(dataset):
+        raise TokenmillError(f"{cache}: its {split} cache was built from another dataset than {prefix} "
+                             f"(its fingerprint differs); name the cache folder of {prefix}")
+    document_index = arrays["document_index"]
+    if len(document_index) and int(document_index.max()) >= len(dataset):
+        raise TokenmillError(f"{cache}: its {split} cache names sequence {int(document_index.max())}, {prefix} "
+                             f"has {len(dataset)}: it was built from another dataset")
+
+
+def _gpt_sample(prefix: Path, sample: int, cache: Path, text: str, split: str,
+                tokenizer_path: str | None) -> list[str]:
+    from tokenmill.megatron.index_cache import load_cache
+    from tokenmill.megatron.sample_pieces import sample_pieces
+
+    identifiers = json.loads(text)
+    arrays = load_cache(cache, text, split)
+    if arrays is None:
+        raise TokenmillError(f"{cache}: the {split} cache of {identifiers['dataset_path']} misses index files")
+    dataset = MMapIndexedDataset(prefix)
+    _check_cache_of(dataset, prefix, cache, text, split, arrays)
+    samples = len(arrays["shuffle_index"])
+    if not 0 <= sample < samples:
+        raise TokenmillError(f"{cache}: the {split} split has {samples} samples, no sample {sample}")
+    pbin_path = pbin_of_megatron(prefix)
+    meta = _sidecar(pbin_path)
+    decode, no_text = _decoder(meta, tokenizer_path, pbin_path)
+    lines = [f"sample {sample} of {split} (seq {identifiers['sequence_length']}, seed {identifiers['random_seed']}) "
+             f"= built sample {int(arrays['shuffle_index'][sample])}"]
+    if not decode:
+        lines.append(f"  text: ({no_text})")
+    # extra=1: Megatron's add_extra_token, which the cache's sample_index assumes (as Nanoset's default)
+    pieces = sample_pieces(arrays["document_index"], arrays["sample_index"], arrays["shuffle_index"], dataset.sizes,
+                           sample, extra=1)
+    for sequence, offset, length in pieces:
+        origin = _origin(meta, sequence)
+        where = f", from {origin[0]} {origin[1]}" if origin else ""
+        # which tokens of which sequence (a Megatron sequence is the .pbin document of that number)
+        lines.append(f"  sequence {sequence}: tokens {offset}-{offset + length - 1} of its "
+                     f"{int(dataset.sizes[sequence])} ({length} tokens){where}")
+        if decode:
+            lines.append(f"    {_snippet(decode(dataset.get(sequence, offset, length)))}")
+    return lines

@@ -1,0 +1,358 @@
+"""Inputs in object storage, against a real S3 API server on 127.0.0.1.
+
+The server is moto's (``moto_server``, from the ``[test]`` extra), started per module on a free
+loopback port and stopped after: no traffic leaves the machine. tokenmill reaches it as any
+S3-compatible store, through ``AWS_ENDPOINT_URL`` and the ``AWS_*`` credentials, in-process (``cli.main``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from conftest import GPT2, GPT2_EOD, MIXED_JSONL
+from tokenmill import cli
+from tokenmill.files import objects
+from tokenmill.formats.pbin import read_sidecar
+from tokenmill.formats.sidecar import record_problems
+
+boto3 = pytest.importorskip("boto3", reason="the [s3] extra is not installed")
+SECRET = "secret-key-never-printed"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _start_moto(extra_env: dict | None = None) -> tuple[subprocess.Popen, str]:
+    server = shutil.which("moto_server", path=os.path.dirname(sys.executable))
+    if server is None:
+        pytest.skip("moto_server is not installed (pip install -e '.[test]')")
+    port = _free_port()
+    process = subprocess.Popen([server, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, env={**os.environ, **(extra_env or {})})
+    endpoint = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1)
+            return process, endpoint
+        except OSError:
+            assert process.poll() is None and time.monotonic() < deadline, "moto_server did not start"
+            time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def endpoint():
+    process, url = _start_moto()
+    yield url
+    process.terminate()
+    process.wait(10)
+
+
+def _use(monkeypatch, endpoint: str, key_id: str = "tokenmill-test") -> None:
+    for name, value in {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": key_id, "AWS_SECRET_ACCESS_KEY": SECRET,
+                        "AWS_DEFAULT_REGION": "us-east-1"}.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    objects._client.cache_clear()
+    objects._pinned.clear()
+
+
+@pytest.fixture
+def s3(monkeypatch, endpoint):
+    """A boto3 client of the server, with a fresh bucket ``corpora``; tokenmill's client points there too."""
+    _use(monkeypatch, endpoint)
+    client = boto3.client("s3")
+    bucket = f"corpora-{_free_port()}"
+    client.create_bucket(Bucket=bucket)
+    client.bucket = bucket
+    yield client
+    objects._client.cache_clear()
+
+
+def tokenmill(*args, capsys=None) -> tuple[int, str]:
+    code = cli.main([str(arg) for arg in args])
+    return code, capsys.readouterr().err if capsys else ""
+
+
+PACK = ("--tokenizer", GPT2, "--eod", GPT2_EOD, "--engine", "fastokens", "--check-fraction", "1")
+
+
+def test_objects_pack_to_the_bytes_of_the_same_files_on_disk_plain_gzip_zstd_and_parquet(s3, tmp_path, capsys):
+    pytest.importorskip("pyarrow")
+    import pyarrow
+    import pyarrow.parquet
+    from backports import zstd
+
+    text = MIXED_JSONL.read_bytes()
+    local = {"plain.jsonl": text, "gz.jsonl.gz": gzip.compress(text), "zst.jsonl.zst": zstd.compress(text)}
+    table = pyarrow.table({"text": [f"row {i}: {'word ' * i}" for i in range(300)]})
+    pyarrow.parquet.write_table(table, tmp_path / "rows.parquet", row_group_size=100)
+    local["rows.parquet"] = (tmp_path / "rows.parquet").read_bytes()
+    for name, content in local.items():
+        (tmp_path / name).write_bytes(content)
+        s3.put_object(Bucket=s3.bucket, Key=f"raw/{name}", Body=content)
+    names = sorted(local)
+    code, said = tokenmill("pack", *[tmp_path / name for name in names], *PACK, "-o", tmp_path / "local.pbin",
+                           "--on-bad-line", "skip", capsys=capsys)
+    assert code == 0, said
+    code, said = tokenmill("pack", f"s3://{s3.bucket}/raw/*", *PACK, "-o", tmp_path / "s3.pbin",
+                           "--on-bad-line", "skip", capsys=capsys)
+    assert code == 0, said
+    assert (tmp_path / "s3.pbin").read_bytes() == (tmp_path / "local.pbin").read_bytes()
+
+    sources = read_sidecar(tmp_path / "s3.pbin")["sources"]
+    assert [source["path"] for source in sources] == [f"s3://{s3.bucket}/raw/{name}" for name in names]
+    for source, name in zip(sources, names):
+        assert source["sha256"] == hashlib.sha256(local[name]).hexdigest()
+        assert source["object"] == {"etag": f'"{hashlib.md5(local[name]).hexdigest()}"', "version_id": None,
+                                    "size": len(local[name])}
+    assert record_problems(read_sidecar(tmp_path / "s3.pbin")) == []  # objects' entries are in the record
+    local_sources = read_sidecar(tmp_path / "local.pbin")["sources"]
+    assert [source["documents"] for source in sources] == [source["documents"] for source in local_sources]
+    assert SECRET not in (tmp_path / "s3.pbin.meta.json").read_text() and SECRET not in said
+    capsys.readouterr()
+    assert cli.main(["inspect", str(tmp_path / "s3.pbin")]) == 0
+    shown = capsys.readouterr().out
+    assert f"source: s3://{s3.bucket}/raw/" in shown and "not found" not in shown  # URLs: not looked up on disk
+
+
+def test_a_byte_range_shard_of_an_object_is_read_with_a_ranged_get_through_its_raw_index(s3, tmp_path, capsys):
+    s3.put_object(Bucket=s3.bucket, Key="raw/mixed.jsonl", Body=MIXED_JSONL.read_bytes())
+    url = f"s3://{s3.bucket}/raw/mixed.jsonl"
+    assert tokenmill("index", url, capsys=capsys) == (1, f"tokenmill: error: {url}: give -o for an object's raw "
+                                                         f"index (it is written here, not in the bucket)\n")
+    assert tokenmill("index", url, "-o", tmp_path / "s3.idx", capsys=capsys)[0] == 0
+    assert tokenmill("index", MIXED_JSONL, "-o", tmp_path / "local.idx", capsys=capsys)[0] == 0
+    assert (tmp_path / "s3.idx").read_bytes() == (tmp_path / "local.idx").read_bytes()
+    middle = MIXED_JSONL.stat().st_size // 2
+    for name, byte_range in (("a", f"0:{middle}"), ("b", f"{middle}:")):
+        for where, source in (("s3", url), ("local", MIXED_JSONL)):
+            code, said = tokenmill("pack", source, "--index", tmp_path / f"{where}.idx", "--byte-range", byte_range,
+                                   *PACK, "-o", tmp_path / f"{where}-{name}.pbin", "--on-bad-line", "skip",
+                                   capsys=capsys)
+            assert code == 0, said
+        assert (tmp_path / f"s3-{name}.pbin").read_bytes() == (tmp_path / f"local-{name}.pbin").read_bytes()
+        s3_source, local_source = (read_sidecar(tmp_path / f"{where}-{name}.pbin")["sources"][0]
+                                   for where in ("s3", "local"))
+        for key in ("byte_range", "first_line", "sha256", "lines", "documents"):
+            assert s3_source[key] == local_source[key], key
+
+    code, said = tokenmill("pack", url, "--byte-range", "0:100", *PACK, "-o", tmp_path / "x.pbin", capsys=capsys)
+    assert code == 1 and said.strip().endswith("a byte range of an object needs its raw index (--index; "
+                                               "tokenmill index URL -o FILE.idx writes it)")
+
+
+def test_verify_finds_an_object_replaced_under_the_same_key(s3, tmp_path, capsys):
+    s3.put_object(Bucket=s3.bucket, Key="raw/mixed.jsonl", Body=MIXED_JSONL.read_bytes())
+    url = f"s3://{s3.bucket}/raw/mixed.jsonl"
+    assert tokenmill("pack", url, *PACK, "-o", tmp_path / "a.pbin", "--on-bad-line", "skip", capsys=capsys)[0] == 0
+    code, said = tokenmill("verify", tmp_path / "a.pbin", capsys=capsys)
+    assert code == 0, said
+    # the same bytes uploaded in parts: another ETag, the same sha256, no change
+    upload = s3.create_multipart_upload(Bucket=s3.bucket, Key="raw/mixed.jsonl")
+    part = s3.upload_part(Bucket=s3.bucket, Key="raw/mixed.jsonl", UploadId=upload["UploadId"], PartNumber=1,
+                          Body=MIXED_JSONL.read_bytes())
+    s3.complete_multipart_upload(Bucket=s3.bucket, Key="raw/mixed.jsonl", UploadId=upload["UploadId"],
+                                 MultipartUpload={"Parts": [{"ETag": part["ETag"], "PartNumber": 1}]})
+    assert objects.object_identity(url).etag != read_sidecar(tmp_path / "a.pbin")["sources"][0]["object"]["etag"]
+    code, said = tokenmill("verify", tmp_path / "a.pbin", capsys=capsys)
+    assert code == 0, said
+    s3.put_object(Bucket=s3.bucket, Key="raw/mixed.jsonl", Body=MIXED_JSONL.read_bytes() + b'{"text": "one more"}\n')
+    code, said = tokenmill("verify", tmp_path / "a.pbin", capsys=capsys)
+    assert code == 1 and f"source {url} has changed since it was packed (ETag" in said
+
+
+def test_an_object_replaced_during_a_read_stops_it_with_one_line(s3):
+    s3.put_object(Bucket=s3.bucket, Key="raw/a.jsonl", Body=b'{"text": "old"}\n' * 1000)
+    url = f"s3://{s3.bucket}/raw/a.jsonl"
+    identity = objects.pin(url)
+    with objects.open_object(identity) as stream:
+        assert stream.read(100) == (b'{"text": "old"}\n' * 7)[:100]
+        s3.put_object(Bucket=s3.bucket, Key="raw/a.jsonl", Body=b'{"text": "new"}\n' * 1000)
+        stream._body.close()  # the connection drops: the read resumes pinned to the first version's ETag
+        with pytest.raises(objects.TokenmillError, match=rf"^{url}: the object changed during the read"):
+            stream.read()
+
+
+def test_missing_objects_empty_globs_bad_urls_and_a_silent_endpoint_are_one_line_each(s3, tmp_path, monkeypatch,
+                                                                                      capsys):
+    bucket = s3.bucket
+    cases = [
+        ((f"s3://{bucket}/raw/none.jsonl",), f"tokenmill: error: s3://{bucket}/raw/none.jsonl: no such object"),
+        ((f"s3://{bucket}/raw/*.jsonl",), f"tokenmill: error: s3://{bucket}/raw/*.jsonl: matches no object"),
+        (("s3://no-such-bucket-here/x/*.jsonl",), "tokenmill: error: s3://no-such-bucket-here/x/*.jsonl: "
+                                                  "no such bucket"),
+        (("s3://bucket-only",), "tokenmill: error: s3://bucket-only: not an object URL; give s3://BUCKET/KEY"),
+        (("s3://no-such-bucket-here/a.jsonl",), "tokenmill: error: s3://no-such-bucket-here/a.jsonl: no such bucket"),
+    ]
+    for inputs, expected in cases:
+        code, said = tokenmill("pack", *inputs, *PACK, "-o", tmp_path / "x.pbin", capsys=capsys)
+        assert (code, said.strip().splitlines()[-1]) == (1, expected)
+    assert list(tmp_path.iterdir()) == []
+    code, said = tokenmill("pack", "s3://Bad_Bucket!/x.jsonl", *PACK, "-o", tmp_path / "x.pbin", capsys=capsys)
+    assert code == 1 and said.startswith("tokenmill: error: s3://Bad_Bucket!/x.jsonl: ParamValidationError while "
+                                         "reading its metadata: Parameter validation failed: Invalid bucket name")
+    assert said.count("\n") == 1
+
+    _use(monkeypatch, f"http://127.0.0.1:{_free_port()}")  # nothing listens there
+    started = time.monotonic()
+    code, said = tokenmill("pack", f"s3://{bucket}/raw/a.jsonl", *PACK, "-o", tmp_path / "x.pbin", capsys=capsys)
+    assert code == 1 and said.strip() == (f"tokenmill: error: s3://{bucket}/raw/a.jsonl: the endpoint "
+                                          f"{os.environ['AWS_ENDPOINT_URL'][7:]} does not answer (3 attempts) while "
+                                          f"reading its metadata")
+    assert time.monotonic() - started < 30 and list(tmp_path.iterdir()) == []
+
+
+def test_a_store_that_refuses_the_credentials_is_named_and_the_secret_is_not(monkeypatch, tmp_path, capsys):
+    process, url = _start_moto({"INITIAL_NO_AUTH_ACTION_COUNT": "0"})  # moto checks keys against its IAM
+    try:
+        _use(monkeypatch, url, key_id="AKIAUNKNOWNKEY000000")
+        code, said = tokenmill("pack", "s3://corpora/raw/a.jsonl", *PACK, "-o", tmp_path / "x.pbin", capsys=capsys)
+    finally:
+        process.terminate()
+        process.wait(10)
+    assert code == 1 and said.startswith("tokenmill: error: s3://corpora/raw/a.jsonl: permission denied (")
+    assert "check the credentials (AWS_ACCESS_KEY_ID, AWS_PROFILE)" in said and SECRET not in said
+
+
+def test_globs_stay_within_one_level_unless_doubled(s3):
+    for key in ("raw/a.jsonl", "raw/b.jsonl", "raw/sub/c.jsonl", "raw/d.txt", "other/e.jsonl"):
+        s3.put_object(Bucket=s3.bucket, Key=key, Body=b"{}\n")
+    base = f"s3://{s3.bucket}/"
+    assert objects.expand_url(f"{base}raw/*.jsonl") == [f"{base}raw/a.jsonl", f"{base}raw/b.jsonl"]
+    assert objects.expand_url(f"{base}raw/**.jsonl") == [f"{base}raw/a.jsonl", f"{base}raw/b.jsonl",
+                                                         f"{base}raw/sub/c.jsonl"]
+    assert objects.expand_url(f"{base}raw/[ab].jsonl") == [f"{base}raw/a.jsonl", f"{base}raw/b.jsonl"]
+    assert objects.expand_url(f"{base}*/?.jsonl") == [f"{base}other/e.jsonl", f"{base}raw/a.jsonl",
+                                                      f"{base}raw/b.jsonl"]
+    assert objects.expand_url(f"{base}raw/d.txt") == [f"{base}raw/d.txt"]  # no wildcard: no listing
+
+
+def test_the_workflow_plans_objects_by_listing_and_reruns_a_pack_only_when_an_object_is_replaced(s3, workflow_dir):
+    import yaml
+
+    from conftest import DEMO_JSONL, run_snakemake
+
+    half = len(DEMO_JSONL.read_bytes().splitlines(keepends=True)) // 2
+    lines = DEMO_JSONL.read_bytes().splitlines(keepends=True)
+    parts = {"raw/part-0.jsonl": b"".join(lines[:half]), "raw/part-1.jsonl": gzip.compress(b"".join(lines[half:]))}
+    for key, content in parts.items():
+        s3.put_object(Bucket=s3.bucket, Key=key, Body=content)
+        (workflow_dir / "data" / key).write_bytes(content)
+    config = yaml.safe_load((workflow_dir / "config/config.yaml").read_text())
+    s3.put_object(Bucket=s3.bucket, Key="sft/chat.jsonl", Body=(workflow_dir / "data/raw/chat.jsonl").read_bytes())
+    config["sft"]["chat"]["inputs"] = [f"s3://{s3.bucket}/sft/*.jsonl"]
+    config["datasets"] = {"local": {"inputs": ["data/raw/part-*.jsonl"], "tokenizer": "gpt2"},
+                          "remote": {"inputs": [f"s3://{s3.bucket}/raw/part-*.jsonl"], "tokenizer": "gpt2"},
+                          "one": {"inputs": [f"s3://{s3.bucket}/raw/part-0.jsonl"], "tokenizer": "gpt2"}}
+    (workflow_dir / "config/config.yaml").write_text(yaml.safe_dump(config))
+    targets = [f"data/megatron/{name}_text_document.bin" for name in ("local", "remote")]
+    run_snakemake(workflow_dir)  # everything: verify and report included
+    for stamp in ("remote", "one", "sft/chat"):
+        assert (workflow_dir / f"data/verified/{stamp}.ok").exists(), stamp
+    for built in ("packed/{}.pbin", "megatron/{}_text_document.bin", "megatron/{}_text_document.idx"):
+        remote, local = (workflow_dir / "data" / built.format(name) for name in ("remote", "local"))
+        assert remote.read_bytes() == local.read_bytes(), built
+    sources = read_sidecar(workflow_dir / "data/packed/remote.pbin")["sources"]
+    assert [source["path"] for source in sources] == [f"s3://{s3.bucket}/raw/part-{k}.jsonl" for k in (0, 1)]
+
+    dry = run_snakemake(workflow_dir, "-n", *targets)
+    assert "Nothing to be done" in dry.stdout + dry.stderr
+    s3.put_object(Bucket=s3.bucket, Key="raw/part-0.jsonl", Body=parts["raw/part-0.jsonl"] + lines[0])
+    rerun = run_snakemake(workflow_dir, "-n", *targets)
+    planned = rerun.stdout + rerun.stderr
+    assert "remote.part0" in planned and "local.part" not in planned, planned
+
+
+def _objects_under(s3, prefix: str) -> dict[str, bytes]:
+    """Every object below ``prefix/`` of the test bucket, by its key's rest."""
+    found = {}
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=s3.bucket, Prefix=f"{prefix}/"):
+        for entry in page.get("Contents", []):
+            found[entry["Key"][len(prefix) + 1:]] = s3.get_object(Bucket=s3.bucket, Key=entry["Key"])["Body"].read()
+    return found
+
+
+def test_the_workflow_with_snakemakes_storage_flags_leaves_a_local_builds_bytes_under_the_prefix(s3, built_demo):
+    """`snakemake --default-storage-provider s3 --default-storage-prefix s3://bucket/run`: every output an
+    object under the prefix, the data and caches object for object a local build's, reruns incremental."""
+    import json
+
+    import yaml
+
+    from conftest import planned_jobs, run_snakemake
+
+    config = yaml.safe_load((built_demo / "config/config.yaml").read_text())
+    storage = ("--default-storage-provider", "s3", "--default-storage-prefix", f"s3://{s3.bucket}/run")
+    built = run_snakemake(built_demo, *storage)
+    assert f"under s3://{s3.bucket}/run/" in built.stdout, built.stdout
+
+    stored = _objects_under(s3, "run")
+    # (Snakemake stamps a folder it made with .snakemake_timestamp, locally too.)
+    data = {key: content for key, content in stored.items() if key.startswith("data/") and "/." not in key}
+    local = {str(path.relative_to(built_demo)): path.read_bytes() for path in (built_demo / "data").rglob("*")
+             if path.is_file() and not path.name.startswith(".") and not path.is_relative_to(built_demo / "data/raw")
+             and not path.is_relative_to(built_demo / "data/tokenizers") and "stale" not in path.parts}
+    assert set(data) == set(local)
+    assert {"data/packed/demo.pbin", "data/megatron/demo_text_document.idx",
+            "data/cache/demo/seq512_seed1234/megatron_args.txt"} <= set(data)
+    # Byte for byte but the sidecar, which names the config's own files absolute (jobs run in Snakemake's
+    # folder of local copies), and the report page that shows it.
+    differing = {key for key in data if data[key] != local[key]}
+    assert differing == {"data/packed/demo.pbin.meta.json", "data/report/demo.html", "data/sft/chat.pbin.meta.json"}
+    sidecars = [json.loads(text) for text in (data["data/packed/demo.pbin.meta.json"],
+                                             local["data/packed/demo.pbin.meta.json"])]
+    for sidecar in sidecars:
+        for record in [*sidecar["sources"], sidecar["tokenizer"]]:
+            record["path"] = os.path.normpath(built_demo / "data/packed" / record["path"])
+    assert sidecars[0] == sidecars[1]
+    assert not any(SECRET.encode() in content for content in stored.values())
+
+    dry = run_snakemake(built_demo, *storage, "-n")
+    assert "Nothing to be done" in dry.stdout + dry.stderr
+    config["sampling"]["seq_lengths"] = [512, 1024]
+    (built_demo / "config/config.yaml").write_text(yaml.safe_dump(config))
+    assert planned_jobs(built_demo, *storage) == {"sample_index", "verify", "report_dataset", "all"}
+
+
+def test_sft_from_an_object_equals_the_local_file_and_records_its_version(s3, tmp_path, capsys):
+    import json
+
+    import yaml
+
+    from conftest import REPO
+
+    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
+    chat = (REPO / "data/raw/chat.jsonl").read_bytes()
+    s3.put_object(Bucket=s3.bucket, Key="chat/part-0.jsonl", Body=chat)
+    config["tokenizers"]["gpt2"]["path"] = str(REPO / config["tokenizers"]["gpt2"]["path"])
+    for name, inputs in (("local", [str(REPO / "data/raw/chat.jsonl")]), ("remote", [f"s3://{s3.bucket}/chat/*"])):
+        config["sft"]["chat"]["inputs"] = inputs
+        (tmp_path / f"{name}.json").write_text(json.dumps({key: config[key] for key in ("tokenizers", "sft")}))
+        code, said = tokenmill("sft", tmp_path / f"{name}.json", "chat", "-o", tmp_path / f"{name}.pbin",
+                               capsys=capsys)
+        assert code == 0, said
+    for suffix in (".pbin", ".loss_mask.pbin"):
+        assert (tmp_path / f"remote{suffix}").read_bytes() == (tmp_path / f"local{suffix}").read_bytes()
+    [source] = read_sidecar(tmp_path / "remote.pbin")["sources"]
+    head = s3.head_object(Bucket=s3.bucket, Key="chat/part-0.jsonl")
+    assert source["path"] == f"s3://{s3.bucket}/chat/part-0.jsonl" and source["bytes"] == len(chat)
+    assert source["sha256"] == hashlib.sha256(chat).hexdigest() and source["object"]["etag"] == head["ETag"]
+    code, said = tokenmill("verify", tmp_path / "remote.pbin", capsys=capsys)
+    assert code == 0, said
+    s3.put_object(Bucket=s3.bucket, Key="chat/part-0.jsonl", Body=chat + chat[:100])
+    code, said = tokenmill("verify", tmp_path / "remote.pbin", capsys=capsys)
+    assert code == 1 and f"s3://{s3.bucket}/chat/part-0.jsonl" in said, said

@@ -1,0 +1,176 @@
+"""The summary that ends a build (tokenmill.plan.summary, the Snakefile's onsuccess), the quiet default
+profile, and a report of one's own config (issue 23, items 1 and 6)."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import DEMO_JSONL, GPT2, GPT2_EOD, REPO, run_snakemake, run_tokenmill
+from tokenmill.config import validate_config
+from tokenmill.plan import Plan
+from tokenmill.plan.summary import MAX_BUILDS_SHOWN, report_command, summary_lines
+
+
+def _config(names: list[str], **sampling) -> dict:
+    return {"tokenizers": {"gpt2": {"path": "tok/gpt2.json", "eod": GPT2_EOD}},
+            "datasets": {name: {"inputs": [f"raw/{name}.jsonl"], "tokenizer": "gpt2"} for name in names},
+            "sampling": {"seq_lengths": [128], "seeds": [7], **sampling}}
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch) -> Path:
+    """A working directory with GPT-2 and raw/a.jsonl (the demo's first 200 lines), packed as
+    data/packed/a.pbin with its Megatron files, and raw/b.jsonl, not packed."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "tok").mkdir()
+    for sub in ("data/packed", "data/megatron"):
+        (tmp_path / sub).mkdir(parents=True)
+    shutil.copy(GPT2, tmp_path / "tok/gpt2.json")
+    lines = DEMO_JSONL.read_bytes().splitlines(keepends=True)
+    (tmp_path / "raw/a.jsonl").write_bytes(b"".join(lines[:200]))
+    (tmp_path / "raw/b.jsonl").write_bytes(b"".join(lines[200:300]))
+    run_tokenmill("pack", "raw/a.jsonl", "--tokenizer", "tok/gpt2.json", "--eod", GPT2_EOD, "-o", "data/packed/a.pbin",
+                  "--megatron", "data/megatron/a_text_document", cwd=tmp_path)
+    return tmp_path
+
+
+def test_a_summary_names_each_builds_counts_and_files_and_the_report_command_of_the_config(folder):
+    plan = Plan(validate_config(_config(["a", "b"], megatron_path_prefix="/data/megatron/"), "my.yaml"))
+    (folder / "data/cache/a/seq128_seed7").mkdir(parents=True)
+    meta = json.loads((folder / "data/packed/a.pbin.meta.json").read_text())
+    lines = summary_lines(plan, [folder / "my.yaml"], REPO / "Snakefile", shell_dir=str(folder))
+
+    assert lines[0] == f"tokenmill: 1 dataset of my.yaml in {folder}:"
+    assert lines[1] == f"  a: {meta['documents']:,} documents, {meta['tokens']:,} tokens"
+    pbin_kb, bin_kb = ((folder / name).stat().st_size / 1e3 for name in ("data/packed/a.pbin",
+                                                                          "data/megatron/a_text_document.bin"))
+    assert lines[2] == (f"    data/packed/a.pbin ({pbin_kb:.1f} kB); Megatron data/megatron/a_text_document "
+                        f"({bin_kb:.1f} kB)")
+    assert lines[3] == "    caches data/cache/a/seq128_seed7, for --data-path /data/megatron/a_text_document"
+    assert lines[4].startswith("  not built yet: b ")
+    assert lines[5] == "Next:"  # the shell is in the working directory: no cd
+    commands = [line.split("  ")[1] for line in lines[6:10]]
+    assert commands == ["tokenmill inspect data/packed/a.pbin --doc 0",
+                        "tokenmill inspect data/cache/a/seq128_seed7 --sample 0",
+                        "tokenmill verify data/packed/a.pbin --against-tokenizer 0.05",
+                        f"snakemake -s {REPO / 'Snakefile'} --configfile my.yaml --report report.html"]
+    assert lines[10] == "  Megatron-LM: the arguments in data/cache/a/seq128_seed7/megatron_args.txt"
+    assert lines[11] == ("  PyTorch: NanosetConfig on that folder with "
+                         "dataset_path='/data/megatron/a_text_document' and")  # the job's spelling: no second cache
+    # and the job's tokenizer identifiers (the workflow's NullTokenizer of GPT-2's 50,257 ids): no second cache
+    assert lines[12] == ("    tokenizer_identifiers=job_tokenizer_identifiers('0.19', '--tokenizer-type NullTokenizer "
+                         "--vocab-size 50257') (README, \"Training with it\")")
+    assert len(lines) == 13
+
+    for command in (commands[0], commands[2]):  # they run as printed, from the working directory
+        run_tokenmill(*shlex.split(command)[1:], cwd=folder)
+
+
+def test_the_report_command_repeats_the_runs_snakefile_and_config_files_from_the_working_directory(tmp_path):
+    workdir = tmp_path / "run"
+    assert report_command((), workdir / "Snakefile", str(workdir)) == "snakemake --report report.html"
+    assert report_command([workdir / "cfg/my.yaml", tmp_path / "other dir/b.yaml"], tmp_path / "clone/Snakefile",
+                          str(workdir)) == (f"snakemake -s {tmp_path}/clone/Snakefile --configfile cfg/my.yaml "
+                                            f"'{tmp_path}/other dir/b.yaml' --report report.html")
+
+
+def test_a_shell_in_another_directory_is_told_to_cd_first(folder, tmp_path_factory):
+    plan = Plan(validate_config(_config(["a"]), "my.yaml"))
+    elsewhere = tmp_path_factory.mktemp("elsewhere")
+    lines = summary_lines(plan, [], folder / "Snakefile", shell_dir=str(elsewhere))
+    assert lines[lines.index("Next:") + 1] == f"  cd {folder}"
+    assert lines[-1].startswith("  PyTorch: tokenmill.training.datasets.PackedMemMapDatasetContinuous "
+                                "on data/packed/a.pbin")
+
+
+def test_thirty_builds_fit_one_screen_summed_up_past_the_first(folder):
+    names = [f"set{k:02d}" for k in range(30)]
+    for name in names:  # thirty builds: each a copy of a.pbin and its sidecar, under its own name
+        (folder / f"raw/{name}.jsonl").write_bytes((folder / "raw/a.jsonl").read_bytes())
+        shutil.copy(folder / "data/packed/a.pbin", folder / f"data/packed/{name}.pbin")
+        shutil.copy(folder / "data/packed/a.pbin.meta.json", folder / f"data/packed/{name}.pbin.meta.json")
+    meta = json.loads((folder / "data/packed/a.pbin.meta.json").read_text())
+    plan = Plan(validate_config(_config(names), "my.yaml"))
+    lines = summary_lines(plan, [folder / "my.yaml"], folder / "Snakefile", shell_dir=str(folder))
+    assert len(lines) <= 25
+    rest = len(names) - MAX_BUILDS_SHOWN
+    assert (f"  and {rest} more (set03, set04, set05, ...): {rest * meta['documents']:,} documents, "
+            f"{rest * meta['tokens']:,} tokens, in data/packed/") in lines
+    assert lines[0] == f"tokenmill: 30 datasets of my.yaml in {folder}:"
+
+
+def test_an_own_config_builds_quietly_ends_with_its_summary_and_its_printed_report_command_reports_it(
+        workflow_dir):
+    lines = (workflow_dir / "data/raw/demo.jsonl").read_bytes().splitlines(keepends=True)
+    (workflow_dir / "mine").mkdir()
+    for name, part in (("web", lines[:600]), ("code", lines[600:1200])):
+        (workflow_dir / f"mine/{name}.jsonl").write_bytes(b"".join(part))
+    config = {"tokenizers": {"gpt2": {"path": "data/tokenizers/gpt2.tokenizer.json", "eod": GPT2_EOD}},
+              "datasets": {name: {"inputs": [f"mine/{name}.jsonl"], "tokenizer": "gpt2"} for name in ("web", "code")},
+              "sampling": {"seq_lengths": [256], "seeds": [1], "num_samples": {"train": 300, "valid": 10, "test": 5}}}
+    (workflow_dir / "my.yaml").write_text(yaml.safe_dump(config))
+
+    result = run_snakemake(workflow_dir, "--profile", "workflow/profiles/default", "--configfile", "my.yaml")
+    output = result.stdout + result.stderr
+    assert "tokenmill pack" not in output and "Shell command" not in output  # no shell commands
+    assert "reason:" not in output and "Platform:" not in output  # no rerun reasons, no host banner
+    assert "log: logs/pack/web.log" in output  # where a running job writes its progress
+    summary = result.stdout[result.stdout.index("tokenmill: 2 datasets of my.yaml"):].splitlines()
+    assert len(summary) <= 25
+    assert any(line.startswith("  web: 600 documents, ") for line in summary)
+    assert any(line.startswith("  code: 600 documents, ") for line in summary)
+    report = next(line.split("  ")[1] for line in summary if line.startswith("  snakemake "))
+    assert report == "snakemake --configfile my.yaml --report report.html"
+
+    run_snakemake(workflow_dir, *shlex.split(report)[1:])  # as printed
+    page = (workflow_dir / "report.html").read_text()
+    assert "web.html" in page and "code.html" in page and "demo.html" not in page
+    front = re.search(r"This report is of the config it was made with: datasets\\n<strong>(.*?)</strong>", page)
+    assert set(front.group(1).split(", ")) == {"web", "code"}  # the front page names the datasets reported
+
+
+def test_the_summary_module_imports_no_snakemake():
+    """The Snakefile's onsuccess hands it the plan and the run's files: tokenmill stays free of Snakemake."""
+    result = subprocess.run([sys.executable, "-c",
+                             "import sys, tokenmill.plan.summary; print('snakemake' in sys.modules)"],
+                            capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"
+
+
+def test_a_build_packed_without_an_eod_is_warned_about_in_the_summary(folder):
+    run_tokenmill("pack", "raw/a.jsonl", "--tokenizer", "tok/gpt2.json", "--no-eod", "-o", "data/packed/a.pbin",
+                  cwd=folder)
+    config = _config(["a"])
+    config["tokenizers"]["gpt2"]["eod"] = None
+    lines = summary_lines(Plan(validate_config(config, "my.yaml")), [folder / "my.yaml"], REPO / "Snakefile")
+    assert lines[3] == ("    warning: packed without an EOD (tokenizers.gpt2.eod: null): its documents run together "
+                        "in training")
+    del config["tokenizers"]["gpt2"]["eod"]  # what a config without the key says, never a value it did not set
+    lines = summary_lines(Plan(validate_config(config, "my.yaml")), [folder / "my.yaml"], REPO / "Snakefile")
+    assert lines[3] == ("    warning: packed without an EOD (tokenizers.gpt2 names no eod): its documents run "
+                        "together in training")
+
+
+def test_the_reports_front_page_gives_the_command_as_the_run_spelled_it(tmp_path, monkeypatch):
+    from tokenmill.plan.summary import report_front_page
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "my.yaml").write_text("{}")
+    page = report_front_page(REPO / "workflow/report/workflow.rst", ".snakemake/tokenmill/workflow.rst",
+                             ["my.yaml"], REPO / "Snakefile")
+    assert page == str(tmp_path / ".snakemake/tokenmill/workflow.rst")
+    text = Path(page).read_text()
+    assert f"    snakemake -s {REPO / 'Snakefile'} --configfile my.yaml --report report.html\n" in text
+    assert "REPORT_COMMAND" not in text
+    assert text.replace(f"snakemake -s {REPO / 'Snakefile'} --configfile my.yaml --report report.html",
+                        "REPORT_COMMAND") == (REPO / "workflow/report/workflow.rst").read_text()

@@ -1,0 +1,93 @@
+"""`tokenmill verify`: sound files pass; each planted defect is found and named."""
+
+import json
+import pickle
+import shutil
+
+import numpy as np
+import pytest
+
+from conftest import GPT2, GPT2_EOD, MIXED_JSONL, run_tokenmill
+from tokenmill.verify.checks import verify
+
+
+@pytest.fixture(scope="module")
+def built_once(tmp_path_factory):
+    """Raw index, .pbin, Megatron files and a cache folder for the mixed fixture, built once, by relative
+    paths (the cache's description names the dataset as given), for :func:`built` to copy."""
+    folder = tmp_path_factory.mktemp("verify")
+    run_tokenmill("index", MIXED_JSONL, "-o", "mixed.idx", cwd=folder)
+    run_tokenmill("pack", MIXED_JSONL, "--index", "mixed.idx", "--tokenizer", GPT2, "--eod", GPT2_EOD,
+                  "-o", "mixed.pbin", cwd=folder)
+    run_tokenmill("to-megatron", "mixed.pbin", "-o", "mixed", cwd=folder)
+    run_tokenmill("sample-index", "mixed", "-o", "cache", "--seq-length", "16", "--seed", "1", "--split", "1,0,0",
+                  "--num-samples", "300", "--vocab-size", "50257", cwd=folder)
+    return folder
+
+
+@pytest.fixture
+def built(built_once, tmp_path, monkeypatch):
+    """A copy of :func:`built_once` of the test's own, the working directory, so that a test may damage it."""
+    shutil.copytree(built_once, tmp_path / "built")
+    monkeypatch.chdir(tmp_path / "built")
+    return tmp_path / "built"
+
+
+def test_sound_files_verify_clean_and_the_cli_writes_a_stamp(built):
+    paths = [built / "mixed.idx", built / "mixed.pbin", built / "mixed", built / "cache"]
+    assert [verify(path, jsonl=MIXED_JSONL) for path in paths] == [[], [], [], []]
+    run_tokenmill("verify", "--jsonl", MIXED_JSONL, *paths, "--stamp", built / "ok")
+    assert (built / "ok").read_text().count("ok ") == 4
+
+
+def test_pbin_sidecar_disagreements_are_found(built):
+    meta_path = built / "mixed.pbin.meta.json"
+    meta = json.loads(meta_path.read_text())
+    meta["documents"] += 1
+    meta["tokenizer"]["vocab_size"] = 1000
+    meta_path.write_text(json.dumps(meta))
+    problems = verify(built / "mixed.pbin")
+    assert any("sidecar says documents = 51, the file has 50" in p for p in problems)
+    assert any("beyond the vocabulary of 1000" in p for p in problems)
+
+
+def test_changed_source_and_missing_eod_are_found(built, tmp_path):
+    source = tmp_path / "source.jsonl"
+    source.write_bytes(MIXED_JSONL.read_bytes())
+    run_tokenmill("pack", source, "--tokenizer", GPT2, "--no-eod", "-o", tmp_path / "no_eod.pbin")
+    meta = json.loads((tmp_path / "no_eod.pbin.meta.json").read_text())
+    meta["tokenizer"]["eod_id"] = 50256
+    (tmp_path / "no_eod.pbin.meta.json").write_text(json.dumps(meta))
+    source.write_bytes(source.read_bytes() + b'{"text": "appended"}\n')
+    problems = verify(tmp_path / "no_eod.pbin")
+    assert any("50 documents do not end with the EOD id 50256" in p for p in problems)
+    assert any("has changed since it was packed" in p for p in problems)
+
+
+def test_cache_with_a_renamed_description_or_a_broken_shuffle_is_found(built):
+    cache = built / "cache"
+    shuffle = next(cache.glob("*-shuffle_index.npy"))
+    np.save(shuffle, np.zeros(len(np.load(shuffle)), dtype=np.uint32))
+    assert any("not a permutation" in p for p in verify(cache))
+    description = next(cache.glob("*-description.txt"))
+    description.write_text(description.read_text().replace('"random_seed": 1', '"random_seed": 2'))
+    assert any("its md5 is" in p for p in verify(cache))
+
+
+def test_overlapping_raw_index_and_pickled_code_are_found(tmp_path):
+    (tmp_path / "x.idx").write_bytes(pickle.dumps([(0, 10), (5, 3)]))
+    assert verify(tmp_path / "x.idx") == [f"{tmp_path / 'x.idx'}: line 2 starts at byte 5, inside or right at the "
+                                          f"end of the line before it"]
+
+
+def test_cli_exit_code_lists_every_problem(built):
+    (built / "mixed.bin").write_bytes((built / "mixed.bin").read_bytes()[:-2])
+    meta = json.loads((built / "mixed.pbin.meta.json").read_text())
+    meta["tokens"] = 1
+    (built / "mixed.pbin.meta.json").write_text(json.dumps(meta))
+    result = run_tokenmill("verify", built / "mixed", built / "mixed.pbin", check=False)
+    assert result.returncode == 1
+    lines = result.stderr.strip().splitlines()
+    assert "mixed.bin" in lines[0] and "bytes, but" in lines[0]
+    assert "sidecar says tokens = 1" in lines[1]
+    assert lines[-1] == "tokenmill: error: 2 problem(s) found in 2 file(s)"

@@ -1,0 +1,94 @@
+"""`tokenmill inspect`: counts, decoded documents and samples traced back to source file and line."""
+
+import json
+from pathlib import Path
+import shutil
+
+import pytest
+
+from conftest import GPT2, GPT2_EOD, run_tokenmill, write_jsonl_bytes
+from tokenmill.views.inspect_file import source_of
+
+
+def test_source_line_skips_the_skipped_lines():
+    meta = {"sources": [
+        {"path": "a.jsonl", "documents": 3, "skipped": {"blank line": {"count": 2, "first_lines": [2, 4]}}},
+        {"path": "b.jsonl", "documents": 2, "skipped": {}},
+    ]}
+    # a.jsonl lines: 1 doc0, 2 blank, 3 doc1, 4 blank, 5 doc2; then b.jsonl lines 1, 2
+    assert [source_of(meta, i) for i in range(5)] == [("a.jsonl", 1), ("a.jsonl", 3), ("a.jsonl", 5),
+                                                      ("b.jsonl", 1), ("b.jsonl", 2)]
+    meta["sources"][0]["skipped"]["blank line"]["count"] = 40  # more skipped lines than the sidecar lists
+    assert source_of(meta, 1) == ("a.jsonl", None)
+
+
+@pytest.mark.slow
+def test_document_and_sample_lead_back_to_their_lines(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    texts = [f"document number {i}: " + "word " * (i % 7 + 3) for i in range(400)]
+    lines = [json.dumps({"text": text, "id": f"doc-{i}", "n": i}).encode() for i, text in enumerate(texts)]
+    lines.insert(10, b"")  # line 11 is blank and skipped
+    write_jsonl_bytes(tmp_path / "x.jsonl", lines)
+    (tmp_path / "data/packed").mkdir(parents=True)
+    (tmp_path / "data/megatron").mkdir()
+    run_tokenmill("pack", "x.jsonl", "--tokenizer", GPT2, "--eod", GPT2_EOD, "--on-bad-line", "skip",
+                  "-o", "data/packed/x.pbin")
+    run_tokenmill("to-megatron", "data/packed/x.pbin", "-o", "data/megatron/x_text_document")
+
+    shown = run_tokenmill("inspect", "data/packed/x.pbin", "--doc", "10").stdout
+    assert "text: document number 10: word" in shown and "source: x.jsonl, line 12" in shown
+    assert shown.endswith("\nid: doc-10\n")  # the line's own id
+    shown = run_tokenmill("inspect", "data/megatron/x_text_document", "--doc", "10", "--id-field", "n").stdout
+    assert shown.endswith("source: x.jsonl, line 12\nid (n): 10\n")
+    without = run_tokenmill("inspect", "data/packed/x.pbin", "--doc", "10", "--id-field", "none").stdout
+    assert without.endswith("source: x.jsonl, line 12\n")
+    assert "skipped lines: {'blank line': 1}" in run_tokenmill("inspect", "data/packed/x.pbin").stdout
+
+    run_tokenmill("sample-index", "data/megatron/x_text_document", "-o", "data/cache/x/seq32_seed5", "--seq-length",
+                  "32", "--seed", "5", "--split", "1,0,0", "--epochs", "1", "--vocab-size", "50257")
+    sample = run_tokenmill("inspect", "data/megatron/x_text_document", "--sample", "0", "--seq-length", "32",
+                           "--seed", "5").stdout.splitlines()
+    assert sample[0].startswith("sample 0 of train (seq 32, seed 5) = built sample ")
+    pieces = [line for line in sample[1:] if line.startswith("  sequence ")]
+    texts_shown = [line.strip() for line in sample[1:] if line.startswith("    ")]
+    assert pieces and len(pieces) == len(texts_shown)
+    for piece, text in zip(pieces, texts_shown):
+        sequence = int(piece.split()[1].rstrip(":"))
+        line = int(piece.rsplit("line ", 1)[1])
+        assert line == sequence + 1 + (sequence >= 10)  # the blank line 11 shifts later documents
+        if ": tokens 0-" in piece:  # a piece from a document's start shows that document's own text
+            assert text.startswith(f"document number {sequence}:")
+
+    # the same sample from the .pbin (the workflow's layout leads to its Megatron dataset and cache) and
+    # from the cache folder alone (its description names the dataset)
+    by_pbin = run_tokenmill("inspect", "data/packed/x.pbin", "--sample", "0", "--seq-length", "32", "--seed", "5")
+    by_cache = run_tokenmill("inspect", "data/cache/x/seq32_seed5", "--sample", "0")
+    assert by_pbin.stdout.splitlines() == by_cache.stdout.splitlines() == sample
+
+    # a cache built for the job's spelling of the path, where a bare copy of the Megatron files lies on this
+    # machine too (no .pbin beside it to give text and source): the workflow's own files are shown
+    job = tmp_path / "job/megatron"
+    job.mkdir(parents=True)
+    for suffix in (".bin", ".idx"):
+        shutil.copy(f"data/megatron/x_text_document{suffix}", job / f"x_text_document{suffix}")
+    run_tokenmill("sample-index", "data/megatron/x_text_document", "-o", "data/cache/x/seq32_seed5", "--seq-length",
+                  "32", "--seed", "5", "--split", "1,0,0", "--epochs", "1", "--vocab-size", "50257",
+                  "--job-data-path", job / "x_text_document")
+    for description in Path("data/cache/x/seq32_seed5").glob("*description.txt"):  # only the job's cache left
+        if str(job) not in description.read_text():
+            for stale in Path("data/cache/x/seq32_seed5").glob(description.name.removesuffix("description.txt") + "*"):
+                stale.unlink()
+    assert run_tokenmill("inspect", "data/cache/x/seq32_seed5", "--sample", "0").stdout.splitlines() == sample
+    missing = run_tokenmill("inspect", "data/packed/x.pbin", "--sample", "0", check=False)
+    assert missing.returncode == 1 and "--sample needs a cache folder" in missing.stderr
+
+    # another dataset's cache is refused, never shown as pieces of this one
+    run_tokenmill("pack", "x.jsonl", "--tokenizer", GPT2, "--eod", GPT2_EOD, "--on-bad-line", "skip",
+                  "--jq", '.text + " twice " + .text', "-o", "data/packed/y.pbin")
+    run_tokenmill("to-megatron", "data/packed/y.pbin", "-o", "data/megatron/y_text_document")
+    wrong = run_tokenmill("inspect", "data/megatron/y_text_document", "--sample", "0", "--cache",
+                          "data/cache/x/seq32_seed5", check=False)
+    assert wrong.returncode == 1 and wrong.stderr == (
+        "tokenmill: error: data/cache/x/seq32_seed5: its train cache was built from another dataset than "
+        "data/megatron/y_text_document (its fingerprint differs); name the cache folder of "
+        "data/megatron/y_text_document\n")
