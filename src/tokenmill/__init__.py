@@ -46,6 +46,8 @@ FORMAT_VERSIONS = {
     "datatrove": "datatrove-ds-0.10.1/2",
     # OLMo-core 3.0.0's token files: raw ids, part-NNNNN.csv.gz of start,end,id,src,loc, metadata.json
     "olmo": "tokenmill-olmo/1",
+    # best-fit packing: the packed index over .bin/.idx, and OLMo-core 3.0.0's packing caches
+    "packing": "tokenmill-best-fit/1",
 }
 
 

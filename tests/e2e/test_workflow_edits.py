@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import DEMO_JSONL, GPT2, built_once, copy_built, run_snakemake
+from conftest import DEMO_JSONL, GPT2, built_once, copy_built, planned_jobs, run_snakemake
 from tokenmill.formats.pbin import read_sidecar
 
 pytestmark = pytest.mark.slow
@@ -174,3 +174,18 @@ def test_an_input_named_twice_is_refused_unless_allowed(tmp_path, inputs, messag
     _build(folder, allowed)
     meta = read_sidecar(folder / "data/packed/a.pbin")
     assert meta["allow_duplicate_inputs"] is True and len(meta["sources"]) == sources
+
+
+def test_best_fit_packing_is_added_and_edited_rebuilding_only_its_outputs(built_base, tmp_path):
+    """packing: best_fit on a built dataset runs the best-fit job alone (no pack, no caches again), verified in
+    the job; then its long-document strategy edited reruns that job only; each time equal to a fresh build."""
+    folder, config = built_base, copy.deepcopy(BASE_CONFIG)
+    for step, change in enumerate([lambda c: c["datasets"]["a"].update(packing="best_fit"),
+                                   lambda c: c["datasets"]["a"].update(long_doc_strategy="fragment")]):
+        config = _edit(config, change)
+        (folder / "my.yaml").write_text(yaml.safe_dump(config))
+        assert planned_jobs(folder, "--configfile", "my.yaml") == {"best_fit", "prune", "all"}, step
+        _build(folder, config)
+        strategy = config["datasets"]["a"].get("long_doc_strategy", "truncate")
+        assert (folder / f"data/cache/a/seq128_seed1_best_fit/best_fit-{strategy}-train-description.json").is_file()
+        _assert_same_as_fresh(folder, config, tmp_path / f"fresh{step}")

@@ -331,3 +331,27 @@ def test_a_merged_builds_commands_name_its_units_as_brace_ranges_in_order(folder
     assert plan.merge_commands("b") == "tokenmill merge data/parts/b.shard{0..2}.pbin -o data/packed/b.pbin --force"
     assert plan.merge_unit_megatron_files("b") == [] and len(plan.merge_unit_megatron_files("a")) == 6
     assert plan.merged_builds(megatron=True) == ["a"] and plan.merged_builds(megatron=False) == ["b"]
+
+
+def test_best_fit_packing_plans_a_packed_index_and_olmo_work_dirs(folder):
+    plan = plan_of(a={"inputs": ["raw/a.jsonl"], "packing": "best_fit", "formats": ["pbin", "megatron", "olmo"],
+                      "long_doc_strategy": "fragment"})
+    assert plan.best_fit_dirs("a") == ["data/cache/a/seq512_seed1_best_fit", "data/cache/a/seq512_seed2_best_fit",
+                                       "data/olmo/a.best_fit/seq512"]
+    assert set(plan.best_fit_dirs("a")) <= set(plan.all_targets())
+    assert plan.best_fit_options("a") == ["--long-doc-strategy", "fragment", "--split", "969,30,1"]
+    assert plan.olmo_best_fit_options("a") == ["--long-doc-strategy", "fragment", "--job-path-prefix", "data/olmo/a"]
+    assert plan_of(a={"inputs": ["raw/a.jsonl"]}).best_fit_dirs("a") == []
+
+
+def test_best_fit_packing_refuses_what_it_cannot_make(folder):
+    with pytest.raises(TokenmillError, match=r"^datasets.a.packing: best_fit packs for the megatron or olmo format; "
+                                             r"its formats are pbin$"):
+        plan_of(a={"inputs": ["raw/a.jsonl"], "packing": "best_fit", "formats": ["pbin"]})
+    config = {"tokenizers": {"gpt2": {"path": "gpt2.json", "eod": "<|endoftext|>"}},
+              "datasets": {"a": {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2", "packing": "best_fit",
+                                 "formats": ["pbin", "olmo"]}},
+              "sampling": {"seq_lengths": [1000, 2048]}}
+    with pytest.raises(TokenmillError, match=r"^datasets.a.packing: OLMo-core packs only sequence lengths that are "
+                                             r"powers of two; sampling.seq_lengths has 1000$"):
+        Plan(validate_config(config, "my.yaml"))

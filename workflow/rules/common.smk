@@ -25,6 +25,8 @@ from tokenmill.plan.layout import (
     hf_tokenizer_folder,
     megatron_prefix,
     olmo_folder,
+    olmo_packing_dir,
+    packed_index_dir,
     packed_path,
     part_megatron_prefix,
     part_pbin_path,
@@ -94,6 +96,7 @@ UNIT_OF_MERGED = {
 }
 DATATROVE = _alternatives(PLAN.builds_with(datatrove=True))
 OLMO = _alternatives(PLAN.builds_with(olmo=True))
+BEST_FIT = _alternatives([build for build in PLAN.builds if PLAN.best_fit_dirs(build)])
 BUILD = _alternatives(PLAN.builds)
 BLEND = _alternatives(PLAN.blends)
 SFT = _alternatives(config["sft"])
@@ -190,6 +193,8 @@ pack_inputs = _shell(PLAN.unit_inputs, "unit")  # files and s3:// objects (these
 build_megatron_prefix = _plan(megatron_prefix, "build")
 datatrove_options = _shell(PLAN.datatrove_options, "build")
 olmo_options = _shell(PLAN.olmo_options, "build")
+best_fit_options = _shell(PLAN.best_fit_options, "build")
+olmo_best_fit_options = _shell(PLAN.olmo_best_fit_options, "build")
 unit_identity = _plan(PLAN.unit_identity, "unit")
 file_identity = _plan(PLAN.file_identity, "stem")
 sample_index_options = _shell(PLAN.sample_index_options, "build")

@@ -28,7 +28,7 @@ strategy, source group size, work_dir), and ``tokenmill-olmo-packing.meta.json``
 (:func:`tokenmill.packing.packed_index.packing_figures`), the files written and the numpy that sorted.
 
 Cost: one read of each part (EOS found in 16 Mi-token blocks), then O(D log D) to sort and O(D log L) to pack;
-memory ~60 bytes per document.
+memory ~80 bytes per document at the peak (10 M documents: under 1 GiB, bench/RESULTS.md).
 """
 
 from __future__ import annotations
@@ -44,9 +44,9 @@ import yaml
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import atomic_output
 from tokenmill.packing.best_fit import LONG_DOCUMENT_STRATEGIES, cut_long_documents, pack_best_fit
-from tokenmill.packing.packed_index import packing_figures
+from tokenmill.packing.packed_index import document_figures, sample_figures
 
-__all__ = ["CACHE_FOLDER", "CONFIG_NAME", "SIDECAR_NAME", "olmo_cache_names", "document_ranges", "write_olmo_packing",
+__all__ = ["CACHE_FOLDER", "CONFIG_NAME", "SIDECAR_NAME", "olmo_cache_names", "document_ends", "write_olmo_packing",
            "write_olmo_packing_for_parts", "olmo_packing_problems"]
 
 CACHE_FOLDER = "dataset-common"
@@ -68,13 +68,17 @@ def olmo_cache_names(job_paths: list[str], sizes: list[int], sequence_length: in
     return {kind: f"{kind}-{sequence_length}-{digest.hexdigest()}.npy" for kind in _KINDS}
 
 
-def document_ranges(part: str | os.PathLike, dtype: np.dtype, eos_id: int) -> tuple[np.ndarray, np.ndarray]:
-    """Each document's [start, end) in a part: from one EOS (excluded) to the next (included)."""
-    tokens = np.memmap(part, dtype=dtype, mode="r") if os.path.getsize(part) else np.zeros(0, dtype)
-    ends = np.concatenate([np.flatnonzero(tokens[first:first + _BLOCK_TOKENS] == eos_id) + first + 1
-                           for first in range(0, len(tokens), _BLOCK_TOKENS)] or [np.zeros(0, np.int64)])
-    ends = ends.astype(np.int64)
-    return np.concatenate([[0], ends[:-1]]).astype(np.int64), ends
+def document_ends(part: str | os.PathLike, dtype: np.dtype, eos_id: int) -> np.ndarray:
+    """Where each document of a part ends (the token after its EOS), int64; a document starts where the one
+    before ends. Read in blocks, not mapped: the part's pages are not held."""
+    ends = [np.zeros(0, np.int64)]
+    with open(part, "rb") as handle:
+        first = 0
+        while block := handle.read(_BLOCK_TOKENS * dtype.itemsize):
+            tokens = np.frombuffer(block, dtype=dtype, count=len(block) // dtype.itemsize)
+            ends.append(np.flatnonzero(tokens == eos_id).astype(np.int64) + (first + 1))
+            first += len(tokens)
+    return np.concatenate(ends)
 
 
 def write_olmo_packing(parts: list[str | os.PathLike], work_dir: str | os.PathLike, sequence_length: int,
@@ -138,24 +142,34 @@ def write_olmo_packing(parts: list[str | os.PathLike], work_dir: str | os.PathLi
 
 def _packed_groups(parts: list[str], job_paths: list[str], sequence_length: int, eos_id: int, dtype: str,
                    strategy: str, source_group_size: int):
-    """Per group of parts: the three file names, their arrays (little-endian uint64) and the figures."""
+    """Per group of parts: the three file names, their arrays (little-endian uint64) and the figures. Each array
+    of the documents is let go once used (10 M documents: 80 MB each)."""
     token_dtype = np.dtype(dtype).newbyteorder("<")
     for first in range(0, len(parts), source_group_size):
         group = range(first, min(first + source_group_size, len(parts)))
         sizes = [_size(parts[k]) for k in group]
-        ranges = [document_ranges(parts[k], token_dtype, eos_id) for k in group]
         shifts = np.cumsum([0, *sizes[:-1]]) // token_dtype.itemsize  # the group's parts back to back
-        starts = np.concatenate([part_starts + shift for (part_starts, _), shift in zip(ranges, shifts)])
-        ends = np.concatenate([part_ends + shift for (_, part_ends), shift in zip(ranges, shifts)])
+        ends_of_parts = [document_ends(parts[k], token_dtype, eos_id) + shift for k, shift in zip(group, shifts)]
+        starts = np.concatenate([np.concatenate([[shift], part_ends[:-1]]).astype(np.int64)
+                                 for part_ends, shift in zip(ends_of_parts, shifts)])
+        ends = np.concatenate(ends_of_parts)
+        del ends_of_parts
+        figures = document_figures(ends - starts, sequence_length, strategy)
         piece_starts, piece_ends, _ = cut_long_documents(starts, ends, sequence_length, strategy)
+        del starts, ends
         packed = pack_best_fit(piece_starts, piece_ends, sequence_length, sort="numpy")
+        del piece_ends
+        indices = np.empty((len(packed.order), 2), dtype="<u8")
+        indices[:, 0] = piece_starts[packed.order]
+        del piece_starts
+        indices[:, 1] = indices[:, 0] + packed.sorted_lengths
+        figures.update(sample_figures(packed.sample_lengths(), sequence_length))
         bounds = packed.sample_offsets
-        arrays = {"document-indices": np.stack([packed.starts, packed.ends], axis=1),
-                  "instance-offsets": np.stack([bounds[:-1], bounds[1:]], axis=1),
-                  "documents-by-instance": packed.documents_by_sample}
         yield (olmo_cache_names([job_paths[k] for k in group], sizes, sequence_length, strategy),
-               {kind: np.ascontiguousarray(array, dtype="<u8") for kind, array in arrays.items()},
-               packing_figures(ends - starts, sequence_length, strategy, packed.sample_lengths()))
+               {"document-indices": indices,
+                "instance-offsets": np.stack([bounds[:-1], bounds[1:]], axis=1).astype("<u8"),
+                "documents-by-instance": packed.documents_by_sample.astype("<u8", copy=False)},
+               figures)
 
 
 def olmo_packing_problems(work_dir: str | os.PathLike) -> list[str]:

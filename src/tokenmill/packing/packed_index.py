@@ -35,7 +35,8 @@ from tokenmill.megatron.index_cache import dataset_fingerprint, load_npy
 from tokenmill.packing.best_fit import cut_long_documents, pack_best_fit
 
 __all__ = ["PACKED_INDEX_FORMAT", "packed_index_names", "document_token_ranges", "build_packed_index",
-           "packed_index_of", "packed_index_problems", "load_packed_index", "packing_figures"]
+           "packed_index_of", "packed_index_problems", "load_packed_index", "packing_figures", "document_figures",
+           "sample_figures"]
 
 PACKED_INDEX_FORMAT = "tokenmill-packed-index/1"
 
@@ -55,25 +56,32 @@ def document_token_ranges(dataset: MMapIndexedDataset) -> tuple[np.ndarray, np.n
 
 
 def packing_figures(lengths: np.ndarray, sequence_length: int, strategy: str, sample_lengths: np.ndarray) -> dict:
-    """What packing bought over concatenate-and-chunk, for documents of ``lengths`` tokens (document order).
+    """What packing bought over concatenate-and-chunk, for documents of ``lengths`` tokens (document order)
+    packed into samples of ``sample_lengths`` tokens: :func:`document_figures` and :func:`sample_figures`."""
+    return {**document_figures(lengths, sequence_length, strategy), **sample_figures(sample_lengths, sequence_length)}
 
-    ``cut_by_concat``: documents that samples cut back to back every ``L`` tokens would split (a document
-    ending exactly at a boundary is whole); ``kept_whole``: documents of at most ``L`` tokens, each in one
-    sample here; ``long``/``long_tokens_dropped``: documents over ``L`` and, with ``truncate``, the tokens
-    left out; ``padding``: tokens that fill samples up.
-    """
+
+def document_figures(lengths: np.ndarray, sequence_length: int, strategy: str) -> dict:
+    """``documents``, ``tokens``; ``cut_by_concat``: documents that samples cut back to back every ``L`` tokens
+    would split (a document ending exactly at a boundary is whole); ``kept_whole``: documents of at most ``L``
+    tokens, each in one sample when packed; ``long``/``long_tokens_dropped``: documents over ``L`` and, with
+    ``truncate``, the tokens left out."""
     ends = np.cumsum(lengths, dtype=np.int64)
     starts = ends - lengths
     nonempty = lengths > 0
     cut = int(np.count_nonzero(nonempty & (starts // sequence_length != (ends - 1) // sequence_length)))
     long = lengths > sequence_length
+    return {"documents": int(np.count_nonzero(nonempty)), "tokens": int(lengths.sum()), "cut_by_concat": cut,
+            "kept_whole": int(np.count_nonzero(nonempty & ~long)), "long": int(np.count_nonzero(long)),
+            "long_tokens_dropped": int((lengths[long] - sequence_length).sum()) if strategy == "truncate" else 0}
+
+
+def sample_figures(sample_lengths: np.ndarray, sequence_length: int) -> dict:
+    """``samples``; ``padding``: tokens that fill the samples up, and its ``padding_share`` of their tokens."""
     samples = len(sample_lengths)
     padding = int(samples * sequence_length - sample_lengths.sum())
-    return {"documents": int(np.count_nonzero(nonempty)), "tokens": int(lengths.sum()), "samples": samples,
-            "cut_by_concat": cut, "kept_whole": int(np.count_nonzero(nonempty & ~long)),
-            "long": int(np.count_nonzero(long)),
-            "long_tokens_dropped": int((lengths[long] - sequence_length).sum()) if strategy == "truncate" else 0,
-            "padding": padding, "padding_share": round(padding / (samples * sequence_length), 6) if samples else 0.0}
+    return {"samples": samples, "padding": padding,
+            "padding_share": round(padding / (samples * sequence_length), 6) if samples else 0.0}
 
 
 def build_packed_index(prefix: str | os.PathLike, cache_dir: str | os.PathLike, sequence_length: int, seed: int,
@@ -125,9 +133,10 @@ def packed_index_of(prefix: str | os.PathLike, sequence_length: int, seed: int, 
         position[order] = np.arange(packed.num_samples)
         counts = np.diff(packed.sample_offsets)
         by_sample = packed.documents_by_sample[np.argsort(np.repeat(position, counts), kind="stable")]
-        piece_documents = documents[owners[packed.order[by_sample]]]
-        pieces = np.stack([piece_documents, packed.starts[by_sample] - token_starts[piece_documents],
-                           packed.ends[by_sample] - packed.starts[by_sample]], axis=1).astype(np.int64)
+        given = packed.order[by_sample]  # each piece in sample order, as numbered when cut
+        piece_documents = documents[owners[given]]
+        pieces = np.stack([piece_documents, piece_starts[given] - token_starts[piece_documents],
+                           packed.sorted_lengths[by_sample]], axis=1).astype(np.int64)
         offsets = np.concatenate([[0], np.cumsum(counts[order])]).astype(np.int64)
         description = {"format": PACKED_INDEX_FORMAT, "dataset": str(prefix), "fingerprint":
                        dataset_fingerprint(dataset), "sequence_length": sequence_length, "seed": seed,

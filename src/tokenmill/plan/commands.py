@@ -14,9 +14,10 @@ import shlex
 
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.plan.layout import (PARTS_FOLDER, blend_cache_name, brace_ranges, cache_dir, datatrove_name,
-                                   hf_tokenizer_folder, megatron_prefix, olmo_folder, packed_path, part_megatron_prefix,
-                                   part_pbin_path, raw_index_path, report_page, sft_files, sft_olmo_folder,
-                                   verified_blend_stamp, verified_sft_stamp, verified_stamp)
+                                   hf_tokenizer_folder, megatron_prefix, olmo_folder, olmo_packing_dir,
+                                   packed_index_dir, packed_path, part_megatron_prefix, part_pbin_path, raw_index_path,
+                                   report_page, sft_files, sft_olmo_folder, verified_blend_stamp, verified_sft_stamp,
+                                   verified_stamp)
 from tokenmill.plan.units import MAX_LISTED_INPUT_CHARS, Units, job_flags_of, path_identity
 
 __all__ = ["Plan"]
@@ -166,6 +167,30 @@ class Plan(Units):
         return [cache_dir(name, seq_length, seed)
                 for seq_length in self.sampling["seq_lengths"] for seed in self.sampling["seeds"]]
 
+    def best_fit_dirs(self, build: str) -> list[str]:
+        """A build's best-fit packing outputs (dataset ``packing: best_fit``): a packed index per sequence length
+        and seed with the megatron format, an OLMo-core work dir per sequence length with the olmo format."""
+        if self.config["datasets"][self.builds[build].dataset]["packing"] != "best_fit":
+            return []
+        formats, sampling = self.formats(build), self.sampling
+        dirs = [packed_index_dir(build, seq_length, seed) for seq_length in sampling["seq_lengths"]
+                for seed in sampling["seeds"]] if "megatron" in formats else []
+        return dirs + ([olmo_packing_dir(build, seq_length) for seq_length in sampling["seq_lengths"]]
+                       if "olmo" in formats else [])
+
+    def best_fit_options(self, build: str) -> list[str]:
+        """``tokenmill best-fit`` options of a build's packed index (the rule gives its length, seed and output):
+        the long-document strategy and the split."""
+        dataset = self.config["datasets"][self.builds[build].dataset]
+        return ["--long-doc-strategy", dataset["long_doc_strategy"], "--split", self.sampling["split"]]
+
+    def olmo_best_fit_options(self, build: str) -> list[str]:
+        """``tokenmill best-fit`` options of a build's OLMo-core packing caches: the long-document strategy and
+        the parts' folder as the job spells it (``sampling.olmo_path_prefix``: hashed into the names)."""
+        dataset = self.config["datasets"][self.builds[build].dataset]
+        return ["--long-doc-strategy", dataset["long_doc_strategy"], "--job-path-prefix",
+                f"{self.sampling['olmo_path_prefix'].rstrip('/')}/{build}"]
+
     def job_data_path(self, build: str) -> str:
         """A build's Megatron prefix as the training job spells it (hashed into the cache names)."""
         return megatron_prefix(build, self.sampling["megatron_path_prefix"])
@@ -264,7 +289,8 @@ class Plan(Units):
         each is named here."""
         targets = [raw_index_path(stem) for stem in self.files if stem in self.indexed]
         for build in self.builds:
-            targets += [*self.built_files(build), *self.cache_dirs(build), verified_stamp(build), report_page(build)]
+            targets += [*self.built_files(build), *self.cache_dirs(build), *self.best_fit_dirs(build),
+                        verified_stamp(build), report_page(build)]
             if self.config["keep_parts"] and len(self.builds[build].units) > 1:  # kept, so rebuilt when deleted
                 megatron = "megatron" in self.formats(build)
                 targets += [path for unit in self.builds[build].units

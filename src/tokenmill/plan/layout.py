@@ -13,7 +13,7 @@ from pathlib import Path
 __all__ = ["raw_index_path", "packed_path", "PARTS_FOLDER", "part_pbin_path", "part_megatron_prefix",
            "megatron_prefix", "datatrove_name", "olmo_folder", "blend_cache_name", "cache_dir", "brace_ranges",
            "build_of", "verified_stamp", "verified_blend_stamp", "verified_sft_stamp", "sft_files", "report_page",
-           "hf_tokenizer_folder"]
+           "hf_tokenizer_folder", "packed_index_dir", "olmo_packing_dir"]
 
 # ---- The layout: where each output lives (relative to the workflow's working directory) ----------
 
@@ -69,6 +69,17 @@ def blend_cache_name(blend: str) -> str:
 def cache_dir(name: str, seq_length: int, seed: int) -> str:
     """The index cache folder of a build (or of :func:`blend_cache_name`) for one length and seed."""
     return f"data/cache/{name}/seq{seq_length}_seed{seed}"
+
+
+def packed_index_dir(build: str, seq_length: int, seed: int) -> str:
+    """A build's best-fit packed index for one length and seed (``tokenmill best-fit``), beside its caches."""
+    return f"data/cache/{build}/seq{seq_length}_seed{seed}_best_fit"
+
+
+def olmo_packing_dir(build: str, seq_length: int) -> str:
+    """The OLMo-core work dir holding a build's best-fit packing caches for one length (its
+    ``dataset-common/``), beside its parts."""
+    return f"data/olmo/{build}.best_fit/seq{seq_length}"
 
 
 def brace_ranges(names: list[str] | tuple[str, ...], folder: str, suffix: str) -> str:

@@ -152,7 +152,26 @@ def _build_lines(plan: Plan, build: str) -> list[str]:
         hashed = plan.job_data_path(build)
         lines.append(f"    caches {_folders(caches)}"
                      + (f", for --data-path {hashed}" if hashed != megatron_prefix(build) else ""))
+    packed = [folder for folder in plan.best_fit_dirs(build) if os.path.isdir(folder)]
+    for what, folders in (("best fit", [folder for folder in packed if folder.startswith("data/cache/")]),
+                          ("best fit, OLMo-core work_dir", [folder for folder in packed
+                                                           if not folder.startswith("data/cache/")])):
+        if folders:
+            lines.append(f"    {what} {_folders(folders)}{_padding(folders[0])}")
     return lines
+
+
+def _padding(folder: str) -> str:
+    """What a best-fit folder's packing bought, as its description (train split) or sidecar says, or ''."""
+    for name in ("best_fit-truncate-train-description.json", "best_fit-fragment-train-description.json",
+                 "tokenmill-olmo-packing.meta.json"):
+        try:
+            figures = json.loads(Path(folder, name).read_text(encoding="utf-8"))
+            return (f" (at {figures['sequence_length']}: {figures['kept_whole']:,} documents whole, of which "
+                    f"concatenation cuts {figures['cut_by_concat']:,}; padding {100 * figures['padding_share']:.1f} %)")
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return ""
 
 
 def summary_lines(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),

@@ -437,6 +437,16 @@ class Units:
         if self.config["blends"] and not {"train", "valid", "test"} <= set(sampling.get("num_samples") or {}):
             raise TokenmillError("blends: a weighted blend needs sampling.num_samples for every split "
                                  "(train, valid and test; 0 for an unused one)")
+        for name, dataset in self.config["datasets"].items():
+            if dataset["packing"] != "best_fit":
+                continue
+            if not {"megatron", "olmo"} & set(dataset["formats"]):
+                raise TokenmillError(f"datasets.{name}.packing: best_fit packs for the megatron or olmo format; "
+                                     f"its formats are {', '.join(dataset['formats'])}")
+            odd = [length for length in sampling["seq_lengths"] if length & (length - 1)]
+            if "olmo" in dataset["formats"] and odd:
+                raise TokenmillError(f"datasets.{name}.packing: OLMo-core packs only sequence lengths that are powers "
+                                     f"of two; sampling.seq_lengths has {', '.join(map(str, odd))}")
 
     def formats(self, build: str) -> list[str]:
         """The formats a build is made in (its dataset's ``formats``): ``pbin``, ``megatron``, ``datatrove``,

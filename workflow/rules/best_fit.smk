@@ -1,0 +1,69 @@
+# ---- Stage 4b: best-fit packing, for datasets with packing: best_fit -----------------------------
+
+
+# One packed index per build × sequence length × seed, beside the build's GPTDataset caches: which whole
+# documents (or fragments) fill each sample, per split, in the seed's order (tokenmill.training.packed_samples);
+# verified against the packer again before the job ends.
+rule best_fit:
+    input:
+        bin=f"{megatron_prefix('{build}')}.bin",
+        idx=f"{megatron_prefix('{build}')}.idx",
+    output:
+        index=directory(packed_index_dir("{build}", "{seq_length}", "{seed}")),
+    log:
+        "logs/best_fit/{build}/seq{seq_length}_seed{seed}.log",
+    benchmark:
+        "benchmarks/best_fit/{build}/seq{seq_length}_seed{seed}.tsv"
+    wildcard_constraints:
+        build=BEST_FIT,
+        seq_length=r"[0-9]+",
+        seed=r"[0-9]+",
+    conda:
+        "../envs/tokenmill.yaml"
+    threads: 1
+    resources:
+        mem_mb=cache_mem_mb,
+        runtime=copy_runtime,
+    params:
+        job=job_files,
+        format=FORMAT_VERSIONS["packing"],
+        prefix=build_megatron_prefix,
+        options=best_fit_options,
+    message:
+        "best-fit packing of {wildcards.build}, seq {wildcards.seq_length}, seed {wildcards.seed} -> {output.index} (log: {log})"
+    shell:
+        "({params.job.cd}tokenmill best-fit {params.prefix:q} -o {params.job.index:q}"
+        " --seq-length {wildcards.seq_length} --seed {wildcards.seed} {params.options}"
+        " && tokenmill verify {params.job.index:q}) > {log:q} 2>&1"
+
+
+# OLMo-core's packing caches of a build's parts for one sequence length, in the work_dir a job names
+# (its dataset-common/ files, the config fragment tokenmill-olmo-packing.yaml and the sidecar).
+rule olmo_best_fit:
+    input:
+        parts=olmo_folder("{build}"),
+    output:
+        work_dir=directory(olmo_packing_dir("{build}", "{seq_length}")),
+    log:
+        "logs/olmo_best_fit/{build}/seq{seq_length}.log",
+    benchmark:
+        "benchmarks/olmo_best_fit/{build}/seq{seq_length}.tsv"
+    wildcard_constraints:
+        build=BEST_FIT,
+        seq_length=r"[0-9]+",
+    conda:
+        "../envs/tokenmill.yaml"
+    threads: 1
+    resources:
+        mem_mb=cache_mem_mb,
+        runtime=copy_runtime,
+    params:
+        job=job_files,
+        format=FORMAT_VERSIONS["packing"],
+        options=olmo_best_fit_options,
+    message:
+        "OLMo-core packing of {wildcards.build}, seq {wildcards.seq_length} -> {output.work_dir} (log: {log})"
+    shell:
+        "({params.job.cd}tokenmill best-fit {params.job.parts:q} -o {params.job.work_dir:q}"
+        " --seq-length {wildcards.seq_length} {params.options}"
+        " && tokenmill verify {params.job.work_dir:q}) > {log:q} 2>&1"
