@@ -141,10 +141,16 @@ def test_merging_prefixes_of_different_tokenizers_is_refused(tmp_path):
                       "--megatron", tmp_path / name)
     result = run_tokenmill("merge", tmp_path / "gpt2", tmp_path / "bert", "-o", tmp_path / "out", check=False)
     assert result.returncode == 1 and result.stderr == (
-        f"tokenmill: error: {tmp_path / 'bert'}: every document ends with id 102, in {tmp_path / 'gpt2'} with "
-        f"50256: packed with different EODs (tokenizers); cannot merge\n")
+        f"tokenmill: error: {tmp_path / 'bert'}: packed with EOD id 102, {tmp_path / 'gpt2'} with EOD id 50256; "
+        f"parts of different tokenizers or EODs cannot be merged\n")
     assert not list(tmp_path.glob("out*"))
     run_tokenmill("merge", tmp_path / "gpt2", tmp_path / "gpt2b", "-o", tmp_path / "out")
+    run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--no-eod", "-o", tmp_path / "none.pbin", "--megatron",
+                  tmp_path / "none")
+    result = run_tokenmill("merge", tmp_path / "gpt2", tmp_path / "none", "-o", tmp_path / "out2", check=False)
+    assert result.returncode == 1 and result.stderr.startswith(
+        f"tokenmill: error: {tmp_path / 'none'}: packed without an EOD (documents end with different ids), "
+        f"{tmp_path / 'gpt2'} with EOD id 50256;")
     result = run_tokenmill("merge", tmp_path / "gpt2.pbin", tmp_path / "bert.pbin", "-o", tmp_path / "out.pbin",
                            check=False)  # the .pbin sidecars name the tokenizer itself
     assert result.returncode == 1 and "bert.pbin: packed with tokenizer sha256" in result.stderr

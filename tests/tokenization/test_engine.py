@@ -13,12 +13,14 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from conftest import DATA, DEMO_JSONL, GPT2, GPT2_EOD, MIXED_JSONL, TEKKEN, run_tokenmill, write_jsonl_bytes
+from conftest import (DATA, DEMO_JSONL, GPT2, GPT2_EOD, MIXED_JSONL, TEKKEN, run_tokenmill, train_sentencepiece,
+                      write_jsonl_bytes)
 from tokenmill.errors import TokenmillError
 from tokenmill.formats.pbin import PbinFile, PbinWriter, read_sidecar
 from tokenmill.pack.pretraining import EngineMismatch, PackSettings, pack
 
 from tokenmill.tokenization.engine import Encoder, FastEngineUnavailable
+from tokenmill.tokenization.families import TokenizerSpec
 from tokenmill.tokenization.proof import (DEFAULT_CHECK_FRACTION, EXCERPT_CHARACTERS, LONG_WINDOW_CHARACTERS,
                                           ProofSampler, detection_statement, input_key, ordinal_draws)
 from tokenmill.tokenization.tokenizer import fast_engine_refusal, load_tokenizer
@@ -597,3 +599,29 @@ def test_a_mismatch_names_the_reference_library_it_was_proven_against(tmp_path, 
     plant_mismatch(monkeypatch, " ")
     with pytest.raises(EngineMismatch, match=r"fast encoder disagrees .* \(fastokens \d+, sentencepiece \d+\)$"):
         pack([str(MIXED_JSONL)], str(tmp_path / "x.pbin"), settings, log=lambda message: None)
+
+
+def test_fastokens_is_refused_for_a_model_whose_control_spellings_it_reads_as_pieces(tmp_path):
+    """On a small byte-fallback SentencePiece model fastokens reads the text ``</s>`` (and ``<s>``, ``<unk>``,
+    ``<0x41>``) as the piece, where sentencepiece and Megatron encode the characters: one probe at the first batch
+    refuses it, and auto takes Hugging Face (equal to sentencepiece there); with Mistral's model it is kept."""
+    train_sentencepiece(tmp_path / "sp.model")
+    info = load_tokenizer(TokenizerSpec(str(tmp_path / "sp.model"), "Llama2Tokenizer"))
+    texts = ["a </s> b", "<0x41> and <unk>", "plain"]
+    encoder = Encoder(info, "auto", input_bytes=1e9, fall_back=True)
+    assert encoder.name == "fastokens"
+    ids, lengths = encoder.encode_batch(texts, False)
+    reference_ids, reference_lengths = info.encode_reference(texts, False)
+    assert ids.tolist() == reference_ids.tolist() and lengths.tolist() == reference_lengths.tolist()
+    assert encoder.name == "hf" and "it reads the text '<unk>' as that piece, which sentencepiece" in encoder.reason
+    with pytest.raises(FastEngineUnavailable, match=r"sp.model: fastokens cannot load it \(it reads the text "
+                                                    r"'<unk>' as that piece, which sentencepiece encodes as text\)"):
+        Encoder(info, "fastokens").encode_batch(texts, False)
+    mistral = load_tokenizer(TokenizerSpec(str(DATA / "mistral-v1.tokenizer.model"), "Llama2Tokenizer"))
+    assert Encoder(mistral, "fastokens").encode_batch(texts, False)[1].tolist() == \
+        mistral.encode_reference(texts, False)[1].tolist()
+
+
+def test_the_proof_checks_every_control_spelling_of_a_sentencepiece_model():
+    mistral = load_tokenizer(TokenizerSpec(str(DATA / "mistral-v1.tokenizer.model"), "Llama2Tokenizer"))
+    assert {"<s>", "</s>", "<unk>", "<0x41>"} <= set(mistral.added_tokens())

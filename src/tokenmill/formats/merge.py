@@ -72,7 +72,9 @@ def merge_pbin(out_path: str | os.PathLike, in_paths: list[str | os.PathLike],
 # What a merged sidecar states once for all parts: parts that differ in any of these would be
 # described wrongly (the first part's value for all), so they are refused.
 _SHARED_PACK_SETTINGS = ("text", "on_bad_line", "max_line_bytes")
-_SHARED_TOKENIZER_SETTINGS = ("sha256", "eod_id", "add_special_tokens")
+# (a type's options too: BertWordPieceCase and LowerCase read one vocab.txt of one sha256 and differ)
+_SHARED_TOKENIZER_SETTINGS = ("sha256", "eod_id", "add_special_tokens", "type", "tiktoken_pattern",
+                              "tiktoken_num_special_tokens", "vocab_size")
 
 
 def _refuse_unlike_parts(in_paths: list, metas: list[dict | None]) -> None:

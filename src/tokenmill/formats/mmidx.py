@@ -491,33 +491,38 @@ def merge_megatron(out_prefix: str | os.PathLike, prefixes: list[str | os.PathLi
 
 
 def document_end_token(dataset: MMapIndexedDataset) -> int | None:
-    """The id every non-empty document of ``dataset`` ends with (its EOD, where it was packed with one), or None
-    where they end differently or there is none. Cost: one gather of a token per document."""
+    """The id every non-empty document of ``dataset`` ends with (its EOD, where it was packed with one); -1 where
+    they end differently (packed without one); None where fewer than two documents cannot tell. Cost: one
+    gather of a token per document."""
     last_sequences = dataset.document_indices[1:] - 1
     last_sequences = last_sequences[(last_sequences >= 0) & (dataset.sequence_lengths[last_sequences] > 0)]
-    if not len(last_sequences):
+    if len(last_sequences) < 2:
         return None
     positions = (dataset.sequence_pointers[last_sequences] // dataset.dtype.itemsize
                  + dataset.sequence_lengths[last_sequences] - 1)
     ends = np.unique(dataset._tokens[positions])
-    return int(ends[0]) if len(ends) == 1 else None
+    return int(ends[0]) if len(ends) == 1 else -1
 
 
 def _refuse_unlike_datasets(datasets: list[MMapIndexedDataset]) -> None:
     """Refuse parts that another tokenizer made, as far as Megatron's files tell (they name no tokenizer): another
-    dtype (another vocabulary size class), or every document ending with another id (another EOD: GPT-2's 50256
-    beside BERT's [SEP] 102). Parts of two tokenizers with one dtype and one EOD id cannot be told apart here.
+    dtype (another vocabulary size class), or documents that end otherwise (another EOD: GPT-2's 50256 beside
+    BERT's [SEP] 102; or an EOD beside none). Parts of two tokenizers with one dtype and one EOD id cannot be told
+    apart here.
 
     Raises:
         TokenmillError: naming both parts and what differs.
     """
+    def described(end: int) -> str:
+        return "without an EOD (documents end with different ids)" if end < 0 else f"with EOD id {end}"
+
     first = datasets[0]
-    first_end = document_end_token(first)
+    known = [(dataset, end) for dataset in datasets if (end := document_end_token(dataset)) is not None]
     for dataset in datasets[1:]:
         if dataset.dtype != first.dtype:
             raise TokenmillError(f"{dataset.idx_path}: dtype {dataset.dtype.name}, {first.idx_path}: "
                                  f"{first.dtype.name}; parts of different tokenizers cannot be merged")
-        end = document_end_token(dataset)
-        if None not in (end, first_end) and end != first_end:
-            raise TokenmillError(f"{dataset.prefix}: every document ends with id {end}, in {first.prefix} with "
-                                 f"{first_end}: packed with different EODs (tokenizers); cannot merge")
+    for (dataset, end), (other, other_end) in zip(known, known[1:]):
+        if end != other_end:
+            raise TokenmillError(f"{other.prefix}: packed {described(other_end)}, {dataset.prefix} "
+                                 f"{described(end)}; parts of different tokenizers or EODs cannot be merged")

@@ -147,7 +147,8 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
         meta = {**writer.pbin.sidecar, "file": writer.pbin.identity}
     log(f"{' and '.join(filter(None, (out_path, megatron_prefix, datatrove_name)))}: {meta['documents']} documents, "
         f"{meta['tokens']} tokens, {sum(meta['skipped'].values())} lines skipped; {job.chosen.reason}, "
-        f"{meta['engine']['checked_documents']} documents checked against Hugging Face"
+        f"{meta['engine']['checked_documents']} documents checked against "
+        f"{'Hugging Face' if job.tokenizer.reference_library == 'tokenizers' else job.tokenizer.reference_library}"
         + (f"; {meta['engine']['mismatches']} of {len(read)} inputs re-encoded with Hugging Face after a mismatch"
            if meta['engine']['mismatches'] else ""))
     return meta

@@ -254,7 +254,7 @@ def _next_lines(plan: Plan, build: str | None, report: str) -> list[str]:
         if cache:
             commands.append((f"tokenmill inspect {cache} --sample 0", "a training sample, document by document"))
         commands.append((f"tokenmill verify {packed_path(build)} --against-tokenizer 0.05",
-                         "check again, re-encoding 5 % with Hugging Face"))
+                         "check again, re-encoding 5 % with the tokenizer's own library"))
     commands.append((report, "the HTML report of these datasets"))
     # What each shows as a shell comment, so that a whole line can be pasted; aligned unless a command is long.
     width = min(max(len(command) for command, _ in commands), 64)

@@ -155,10 +155,34 @@ class Encoder:
             loader.join()
             if loader.error is not None:  # fastokens raises plain exceptions on what it does not support
                 raise FastEngineUnavailable(self.info.path, exception_first_line(loader.error))
+            loader.tokenizer.no_truncation()  # as load_tokenizer does for HF
+            loader.tokenizer.no_padding()
+            self._refuse_literal_specials(loader.tokenizer)
             self._fast = loader.tokenizer
-            self._fast.no_truncation()  # as load_tokenizer does for HF
-            self._fast.no_padding()
         return self._fast
+
+    def _refuse_literal_specials(self, fast) -> None:
+        """Refuse fastokens where it reads a spelling the type's library takes as text (SentencePiece's
+        ``</s>``, ``<0x41>``) as the special piece: its ids would differ in every such document, and the proof
+        samples documents. One probe of each spelling between letters, once per encoder (a few hundred ids).
+
+        Raises:
+            FastEngineUnavailable: fastokens and the reference disagree on one of them.
+        """
+        literal = self.info.family.literal_specials if self.info.family else ()
+        if not literal:
+            return
+        probes = [f"a{spelling}b" for spelling in literal]
+        ids, offsets = fast.encode_batch_flat(probes, add_special_tokens=False, split_special_tokens=False)
+        fast_lengths = np.diff(np.frombuffer(offsets, dtype="<u8")).astype(np.int64)
+        reference, lengths = self.info.encode_reference(probes, False)
+        fast_ids = np.split(np.frombuffer(ids, dtype="<u4").astype(np.int64), np.cumsum(fast_lengths)[:-1])
+        wanted = np.split(np.asarray(reference, np.int64), np.cumsum(lengths)[:-1])
+        differing = [spelling for spelling, got, want in zip(literal, fast_ids, wanted)
+                     if not np.array_equal(got, want)]
+        if differing:
+            raise FastEngineUnavailable(self.info.path, f"it reads the text {differing[0]!r} as that piece, which "
+                                                        f"{self.info.reference_library} encodes as text")
 
     def fall_back_to_hf(self, unavailable: FastEngineUnavailable) -> None:
         """Take HF from now on, as ``auto`` does where fastokens cannot load the tokenizer; the

@@ -22,9 +22,10 @@ BertWordPieceLowerCase,    a WordPiece ``vocab.txt``                    tokenize
 BertWordPieceCase
 =========================  ===========================================  =============  ==================
 
-[1] As transformers' ``AutoTokenizer`` finds it, which Megatron's ``tokenizer.eod`` is: ``tokenizer_config.json``'s
-``eos_token``, else ``special_tokens_map.json``'s, else the default of its ``tokenizer_class``
-(:data:`CLASS_EOS_TOKENS`). A ``tokenizer.json`` alone has none: Megatron reads a folder.
+[1] As transformers' ``AutoTokenizer`` finds it (4.57 and 5.x), which Megatron's ``tokenizer.eod`` is:
+``special_tokens_map.json``'s ``eos_token`` where it has one (``null``: none), else ``tokenizer_config.json``'s, else
+the default of its ``tokenizer_class`` (:data:`CLASS_EOS_TOKENS`). A ``tokenizer.json`` alone has none: Megatron
+reads a folder.
 [2] ``SentencePieceProcessor.eos_id()``: the control piece the trainer named ``eos_piece`` (``</s>``, or another
 spelling such as ``<EOS>``); none for a model trained with ``eos_id=-1``.
 A type without an EOD packs only with one named or with none asked for
@@ -61,7 +62,8 @@ import numpy as np
 import orjson
 
 from tokenmill.errors import TokenmillError
-from tokenmill.tokenization.sentencepiece_model import bpe_tokenizer_json, conversion_refusal, eos_piece, read_model
+from tokenmill.tokenization.sentencepiece_model import (bpe_tokenizer_json, conversion_refusal, eos_piece,
+                                                        literal_pieces, read_model)
 
 __all__ = ["HF_TYPE", "CLASS_EOS_TOKENS", "TOKENIZER_JSON_EOD_ABSENT", "SENTENCEPIECE_TYPES", "TYPES",
            "TIKTOKEN_PATTERNS", "TIKTOKEN_SPECIAL_TOKENS",
@@ -186,6 +188,9 @@ class Family:
         sha256: hex sha256 of the files read (several: of their names and bytes).
         eod: the type's end-of-document token as Megatron takes it, or None.
         eod_absent: why ``eod`` is None (where the type looked for one), for the error that asks for one.
+        literal_specials: strings the type's library encodes as text that name special pieces of the converted
+            vocabulary (SentencePiece's ``</s>``, ``<0x41>``): where a fast engine must be checked (the proof's
+            risky spots) and where one that reads them as the pieces is refused.
         reference: the library Megatron encodes with, or None where that is Hugging Face's (``hf_json``).
     """
 
@@ -195,6 +200,7 @@ class Family:
     eod: str | None
     reference: ReferenceEncoder | None = field(default=None, repr=False)
     eod_absent: str = ""
+    literal_specials: tuple[str, ...] = ()
 
     @functools.cached_property
     def hf_json_sha256(self) -> str:
@@ -263,13 +269,19 @@ def _load_hf_folder(spec: TokenizerSpec) -> Family:
                       eod_absent=TOKENIZER_JSON_EOD_ABSENT)
     content = _read(os.path.join(spec.path, "tokenizer.json"), "tokenizer.json")
     config = _json_object_in(spec.path, "tokenizer_config.json")
-    eod = _eos_token_of(config) or _eos_token_of(_json_object_in(spec.path, "special_tokens_map.json"))
+    special_tokens = _json_object_in(spec.path, "special_tokens_map.json")
     tokenizer_class = config.get("tokenizer_class")
-    if eod is None and isinstance(tokenizer_class, str):
-        eod = CLASS_EOS_TOKENS.get(tokenizer_class)
+    # transformers: special_tokens_map.json's entry wins (null too), then tokenizer_config.json's, then the class's
+    if "eos_token" in special_tokens:
+        eod, absent = _eos_token_of(special_tokens), "its special_tokens_map.json sets eos_token to null"
+    elif "eos_token" in config:
+        eod, absent = _eos_token_of(config), "its tokenizer_config.json sets eos_token to null"
+    else:
+        eod = CLASS_EOS_TOKENS.get(tokenizer_class) if isinstance(tokenizer_class, str) else None
+        absent = (f"neither its tokenizer_config.json nor special_tokens_map.json names an eos_token, and its "
+                  f"tokenizer_class {tokenizer_class!r} has no default one")
     return Family(spec, content.decode("utf-8", "replace"), hashlib.sha256(content).hexdigest(), eod,
-                  eod_absent=f"neither its tokenizer_config.json nor special_tokens_map.json names an eos_token, "
-                             f"and its tokenizer_class {tokenizer_class!r} has no default one")
+                  eod_absent=absent)
 
 
 def _json_object_in(folder: str, name: str) -> dict:
@@ -312,8 +324,8 @@ def _load_sentencepiece(spec: TokenizerSpec) -> Family:
         raise TokenmillError(f"{spec.path}: {spec.type} model cannot be converted for tokenmill's engines: {refusal}")
     return Family(spec, bpe_tokenizer_json(pieces, settings["byte_fallback"]), hashlib.sha256(content).hexdigest(),
                   eos_piece(pieces, settings), _SentencePieceReference(content),
-                  eod_absent=f"the model has no EOS (its eos_piece {settings['eos_piece']!r} is no control piece: "
-                             f"sentencepiece's eos_id() is -1)")
+                  eod_absent=f"the model has no EOS (no control piece {settings['eos_piece']!r}, its eos_piece: "
+                             f"sentencepiece's eos_id() is -1)", literal_specials=literal_pieces(pieces))
 
 
 # ---- tiktoken --------------------------------------------------------------------------------------------------

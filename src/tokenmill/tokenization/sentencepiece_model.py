@@ -23,7 +23,7 @@ import numpy as np
 import orjson
 
 __all__ = ["read_model", "eos_piece", "conversion_refusal", "bpe_tokenizer_json", "PIECE_NORMAL", "PIECE_UNKNOWN",
-           "PIECE_CONTROL", "PIECE_USER_DEFINED", "MODEL_BPE"]
+           "PIECE_CONTROL", "PIECE_USER_DEFINED", "PIECE_BYTE", "MODEL_BPE", "literal_pieces"]
 
 
 def _varint(data: bytes, position: int) -> tuple[int, int]:
@@ -66,7 +66,7 @@ def _protobuf_fields(data: bytes):
 
 
 # SentencePiece.Type values read here (UNUSED = 5 and BYTE = 6 are kept as pieces, never merged)
-PIECE_NORMAL, PIECE_UNKNOWN, PIECE_CONTROL, PIECE_USER_DEFINED = 1, 2, 3, 4
+PIECE_NORMAL, PIECE_UNKNOWN, PIECE_CONTROL, PIECE_USER_DEFINED, PIECE_BYTE = 1, 2, 3, 4, 6
 MODEL_BPE = 2
 
 
@@ -108,6 +108,12 @@ def eos_piece(pieces: list[tuple[str, float, int]], settings: dict) -> str | Non
     """The model's EOS piece as ``SentencePieceProcessor.eos_id()`` finds it (module docstring), or None."""
     wanted = settings["eos_piece"]
     return next((piece for piece, _, kind in pieces if piece == wanted and kind == PIECE_CONTROL), None)
+
+
+def literal_pieces(pieces: list[tuple[str, float, int]]) -> tuple[str, ...]:
+    """The spellings of the control, unknown and byte pieces (``<s>``, ``</s>``, ``<unk>``, ``<0x41>``...):
+    SentencePiece encodes them in a text as text, so an engine that reads them as the pieces is wrong there."""
+    return tuple(piece for piece, _, kind in pieces if kind in (PIECE_CONTROL, PIECE_UNKNOWN, PIECE_BYTE))
 
 
 def conversion_refusal(pieces: list, settings: dict) -> str | None:

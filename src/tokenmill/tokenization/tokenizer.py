@@ -127,8 +127,10 @@ class TokenizerInfo:
         return reference.encode_batch(texts)
 
     def added_tokens(self) -> list[str]:
-        """The added-token strings (the proof checks excerpts around them)."""
-        return [token.content for token in self.tokenizer.get_added_tokens_decoder().values()]
+        """The added-token strings, and the type's spellings of special pieces that its library reads as text
+        (:attr:`Family.literal_specials`): the proof checks excerpts around them."""
+        return [*(token.content for token in self.tokenizer.get_added_tokens_decoder().values()),
+                *(self.family.literal_specials if self.family else ())]
 
     def sidecar_entry(self) -> dict:
         """What a sidecar records of this tokenizer (everything a rebuild must reproduce)."""
