@@ -43,6 +43,7 @@ import yaml
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import atomic_output
+from tokenmill.formats.document_blocks import BLOCK_TOKENS
 from tokenmill.packing.best_fit import LONG_DOCUMENT_STRATEGIES, cut_long_documents, pack_best_fit
 from tokenmill.packing.packed_index import document_figures, sample_figures
 
@@ -54,7 +55,6 @@ CONFIG_NAME = "tokenmill-olmo-packing.yaml"
 SIDECAR_NAME = "tokenmill-olmo-packing.meta.json"
 OLMO_PACKING_FORMAT = "tokenmill-olmo-packing/1"
 _KINDS = ("document-indices", "instance-offsets", "documents-by-instance")
-_BLOCK_TOKENS = 16 << 20
 
 
 def olmo_cache_names(job_paths: list[str], sizes: list[int], sequence_length: int, strategy: str) -> dict[str, str]:
@@ -74,7 +74,7 @@ def document_ends(part: str | os.PathLike, dtype: np.dtype, eos_id: int) -> np.n
     ends = [np.zeros(0, np.int64)]
     with open(part, "rb") as handle:
         first = 0
-        while block := handle.read(_BLOCK_TOKENS * dtype.itemsize):
+        while block := handle.read(BLOCK_TOKENS * dtype.itemsize):
             tokens = np.frombuffer(block, dtype=dtype, count=len(block) // dtype.itemsize)
             ends.append(np.flatnonzero(tokens == eos_id).astype(np.int64) + (first + 1))
             first += len(tokens)
