@@ -66,6 +66,8 @@ try:
     _first_config = str(workflow.overwrite_configfiles[0]) if workflow.overwrite_configfiles else "config/config.yaml"
     config["name"] = config["name"] or os.path.splitext(os.path.basename(_first_config))[0]
     PLAN = Plan(config)
+    for _note in PLAN.notes():
+        print(f"tokenmill: note: {_CONFIG_SOURCE}: {_note}", file=sys.stderr)
     _clash = tokenizer_folder_conflict(config["name"], PLAN.tokenizer_folder_identities())
     if _clash:
         raise TokenmillError(_clash)

@@ -188,6 +188,7 @@ class Units:
 
     def _check_tokenizers(self) -> None:
         self.tokenizer_identities = {}
+        self.ordinary_eods: dict[str, str] = {}  # tokenizer → an EOD that is an ordinary vocabulary token
         for name, tokenizer in self.config["tokenizers"].items():
             if re.fullmatch(r"(part|shard)[0-9]+", name):
                 raise TokenmillError(f"tokenizers.{name}: the name would read as a file part or shard in "
@@ -203,7 +204,8 @@ class Units:
             if (tokenizer["type"] is None and (eod is not None or os.path.isdir(path))) or \
                     (tokenizer["type"] == HF_TYPE and eod is not None):
                 try:
-                    check_eod_in_file(tokenizer_json, eod)
+                    if eod is not None and not check_eod_in_file(tokenizer_json, eod):
+                        self.ordinary_eods[name] = eod
                 except TokenmillError as exc:
                     raise TokenmillError(f"tokenizers.{name}: {exc}") from None
             if tokenizer["type"] is not None and job_flags_of(tokenizer) and tokenizer["megatron"].get("args"):
@@ -213,6 +215,13 @@ class Units:
                     raise TokenmillError(f"tokenizers.{name}.megatron.args: --tokenizer-type {kind} is not its type "
                                          f"{tokenizer['type']}")
             self.tokenizer_identities[name] = path_identity(path)
+
+    def notes(self) -> list[str]:
+        """What planning says without stopping (one line each): an EOD that is an ordinary vocabulary token."""
+        return [f"tokenizers.{name}.eod: {eod!r} is an ordinary token of the vocabulary, not a special one: text "
+                f"holding it ends a document for any reader that scans for the EOS" + (
+                    "" if self.config["tokenizers"][name]["ordinary_eod"] else " (ordinary_eod: true says it is meant)")
+                for name, eod in self.ordinary_eods.items()]
 
     def tokenizer_names(self, dataset: str) -> list[str]:
         """The tokenizers a dataset is packed with (``tokenizer`` is one name or a list)."""
@@ -438,6 +447,15 @@ class Units:
             raise TokenmillError("blends: a weighted blend needs sampling.num_samples for every split "
                                  "(train, valid and test; 0 for an unused one)")
         for name, dataset in self.config["datasets"].items():
+            scanned = {"olmo", "datatrove"} & set(dataset["formats"])  # readers that find documents by the EOS
+            for tokenizer in self.tokenizer_names(name):
+                if tokenizer in self.ordinary_eods and scanned and \
+                        not self.config["tokenizers"][tokenizer]["ordinary_eod"]:
+                    raise TokenmillError(
+                        f"tokenizers.{tokenizer}.eod: {self.ordinary_eods[tokenizer]!r} is an ordinary token of the "
+                        f"vocabulary, which text holds too, and datasets.{name} is made for {' and '.join(scanned)}, "
+                        f"whose readers end a document at every one; name a special token, or set "
+                        f"tokenizers.{tokenizer}.ordinary_eod: true")
             if dataset["packing"] != "best_fit":
                 continue
             if not {"megatron", "olmo"} & set(dataset["formats"]):

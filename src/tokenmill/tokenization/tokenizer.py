@@ -230,11 +230,12 @@ def load_tokenizer(source: str | os.PathLike | TokenizerSpec, eod: str | None = 
                          post_processor_ids=post_processor_ids(tokenizer, path))
 
 
-def check_eod_in_file(path: str | os.PathLike, eod: str) -> None:
+def check_eod_in_file(path: str | os.PathLike, eod: str) -> bool:
     """Check, without loading the tokenizer, that ``eod`` is one token of ``path``: an added
-    token or an entry of the model's vocabulary (what ``token_to_id`` finds). For the workflow's
-    planning, which must not pay a tokenizer load per parse; a file of another shape passes here
-    and is judged by :func:`load_tokenizer` in the job. Cost: parsing the JSON (~10 ms for GPT-2).
+    token or an entry of the model's vocabulary (what ``token_to_id`` finds); return whether it is an
+    added token (False: an ordinary vocabulary entry, which text holds too, such as GPT-2's ``Ċ``, a newline).
+    For the workflow's planning, which must not pay a tokenizer load per parse; a file of another shape passes
+    here and is judged by :func:`load_tokenizer` in the job. Cost: parsing the JSON (~10 ms for GPT-2).
 
     Raises:
         TokenmillError: a directory, a missing or unparsable file, or a token that is not in it.
@@ -258,6 +259,7 @@ def check_eod_in_file(path: str | os.PathLike, eod: str) -> None:
         except Exception:  # a file HF cannot load: load_tokenizer says why, in the job
             advice = ""
         raise TokenmillError(f"{path}: EOD token {eod!r} is not a single token of this tokenizer{advice}")
+    return eod in added or not isinstance(vocab, (dict, set))
 
 
 def _eod_advice(tokenizer: Tokenizer, eod: str) -> str:
