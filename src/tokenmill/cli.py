@@ -274,7 +274,7 @@ def _report(args: argparse.Namespace) -> None:
         blend_page(args.path, args.output)
     else:
         dataset_page(args.path, args.output, verify_stamp=args.verified, caches=args.cache or [],
-                     files=args.file or [], count_by=args.count_by)
+                     files=args.file or [], count_by=args.count_by, best_fit=args.best_fit or [])
 
 
 def _report_caches(cache_dir: str, results: dict) -> None:
@@ -738,6 +738,8 @@ def _add_report_verb(verbs) -> None:
     report.add_argument("-o", "--output", required=True, help="the HTML page to write")
     report.add_argument("--verified", metavar="STAMP", help="the build's verify stamp (data/verified/<name>.ok)")
     report.add_argument("--cache", action="append", metavar="DIR", help="an index cache folder of the build")
+    report.add_argument("--best-fit", action="append", metavar="DIR",
+                        help="a best-fit packing folder of the build (a packed index, or an OLMo-core work dir)")
     report.add_argument("--file", action="append", metavar="PATH",
                         help="a file of the build in another format (.bin, .idx, .ds...), listed with its size")
     report.add_argument("--count-by", metavar="FIELD",

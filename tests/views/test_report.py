@@ -181,3 +181,18 @@ def test_a_blend_page_says_how_many_epochs_of_each_dataset_the_blend_takes(tmp_p
     epochs = {Path(path).name: float(value) for path, value in rows}
     assert set(epochs) == {"a", "b"}
     assert 0.35 < epochs["a"] < 0.45 and 3.5 < epochs["b"] < 4.5  # 500 of ~1,250 and of ~125 samples an epoch
+
+
+def test_the_dataset_page_says_what_best_fit_packing_bought(tmp_path):
+    run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "d.pbin",
+                  "--megatron", tmp_path / "d")
+    run_tokenmill("best-fit", tmp_path / "d", "-o", tmp_path / "bf", "--seq-length", "512", "--split", "1")
+    description = json.loads((tmp_path / "bf/best_fit-truncate-train-description.json").read_text())
+    run_tokenmill("report", tmp_path / "d.pbin", "-o", tmp_path / "d.html", "--best-fit", tmp_path / "bf")
+    page = (tmp_path / "d.html").read_text()
+    row = re.search(r"<tr><td>[^<]*bf \(train\)</td>(.*?)</tr>", page.split("Best-fit packing")[1]).group(1)
+    cells = [html.unescape(cell) for cell in re.findall(r"<td[^>]*>([^<]*)</td>", row)]
+    assert cells == ["512", "truncate", f"{description['documents']:,}", f"{description['kept_whole']:,}",
+                     f"{description['cut_by_concat']:,}", f"{description['long']:,}", f"{description['samples']:,}",
+                     f"{description['padding']:,}", f"{description['padding_share']:.2%}"]
+    assert description["documents"] == 2990 and description["cut_by_concat"] > 0

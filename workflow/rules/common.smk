@@ -178,6 +178,7 @@ merge_unit_sidecars = _input(lambda build: [f"{path}.meta.json" for path in PLAN
 merge_unit_megatron_files = _input(PLAN.merge_unit_megatron_files, "build")
 verify_inputs = _input(PLAN.verify_files, "build")
 report_caches = _input(PLAN.cache_dirs, "build")
+report_best_fit = _input(PLAN.best_fit_dirs, "build")
 report_files = _input(lambda build: PLAN.built_files(build)[2:], "build")  # besides the .pbin and its sidecar
 blend_caches = _input(lambda blend: PLAN.cache_dirs(blend_cache_name(blend)), "blend")
 blend_megatron_files = _input(PLAN.blend_inputs, "blend")

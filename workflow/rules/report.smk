@@ -2,13 +2,14 @@
 
 
 # One page per build: counts, skipped lines, tokenizer and engine, verify result, length histogram,
-# and its index caches.
+# its index caches and what best-fit packing bought.
 rule report_dataset:
     input:
         pbin=packed_path("{build}"),
         meta=sidecar_path(packed_path("{build}")),
         verified=verified_stamp("{build}"),
         caches=report_caches,
+        best_fit=report_best_fit,
         files=report_files,
     output:
         page=report(

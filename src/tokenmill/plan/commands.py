@@ -134,10 +134,11 @@ class Plan(Units):
         return ["--max-tokens", str(dataset["olmo_max_tokens"]), "--id-field", dataset["id_field"] or ""]
 
     def report_options(self, build: str) -> list[str]:
-        """``tokenmill report`` arguments: the build's files in other formats, its cache folders, and the
-        field it counts by."""
+        """``tokenmill report`` arguments: the build's files in other formats, its cache and best-fit folders,
+        and the field it counts by."""
         count_by = self.config["datasets"][self.builds[build].dataset]["count_by"]
         return [*(part for cache in self.cache_dirs(build) for part in ("--cache", cache)),
+                *(part for folder in self.best_fit_dirs(build) for part in ("--best-fit", folder)),
                 *(part for path in self.built_files(build)[2:] for part in ("--file", path)),
                 *(["--count-by", count_by] if count_by else [])]
 

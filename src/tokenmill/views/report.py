@@ -33,7 +33,7 @@ from tokenmill.formats.sidecar import SourceRecord, resolve_sidecar_paths
 from tokenmill.megatron.handoff import HANDOFF_NAME
 from tokenmill.megatron.index_cache import cache_file_names, load_npy
 
-__all__ = ["dataset_page", "blend_page", "length_histogram_svg"]
+__all__ = ["best_fit_table", "dataset_page", "blend_page", "length_histogram_svg"]
 
 # Long lines of a <pre> (megatron_args.txt's comments) wrap, and so may a table's last column (a cache's md5
 # name) where the table is wider than the page: the report shows a page in a frame that cuts off what
@@ -100,10 +100,12 @@ def _text_bytes(source: SourceRecord) -> int:
 
 
 def dataset_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, verify_stamp: str | None = None,
-                 caches: list[str] = (), files: list[str] = (), count_by: str | None = None) -> None:
+                 caches: list[str] = (), files: list[str] = (), count_by: str | None = None,
+                 best_fit: list[str] = ()) -> None:
     """Write the report page of one build; ``files``: its files in the other formats (Megatron's
     ``.bin/.idx``, datatrove's ``.ds``...), listed with their sizes beside the ``.pbin``; ``count_by``: a
-    JSON field (``.meta.domain``) whose values get their documents and tokens counted (:func:`counts_by`).
+    JSON field (``.meta.domain``) whose values get their documents and tokens counted (:func:`counts_by`);
+    ``best_fit``: its best-fit packing folders, what each bought (:func:`best_fit_table`).
 
     Raises:
         TokenmillError: the ``.pbin`` or its sidecar is missing or unreadable, a source cannot be read for
@@ -160,7 +162,27 @@ def dataset_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, veri
     body += "<h2>Files</h2>" + _table([(str(path), _bytes(Path(path))) for path in built], ("file", "bytes"))
     for cache in caches:
         body += f"<h2>Index caches: {html.escape(str(cache))}</h2>" + _cache_table(Path(cache), pbin.num_documents)
+    if best_fit:
+        body += "<h2>Best-fit packing</h2>" + best_fit_table(best_fit)
     _write_page(out_path, f"Dataset {Path(pbin_path).stem}", body)
+
+
+def best_fit_table(folders: list[str]) -> str:
+    """What best-fit packing bought over concatenate-and-chunk, a row per packed index split or OLMo-core work
+    dir (their descriptions' and sidecars' figures: :func:`tokenmill.packing.packed_index.packing_figures`)."""
+    rows = []
+    for folder in folders:
+        for path in sorted(Path(folder).glob("best_fit-*-description.json")) + \
+                sorted(Path(folder).glob("tokenmill-olmo-packing.meta.json")):
+            figures = json.loads(path.read_text(encoding="utf-8"))
+            where = f"{folder} ({figures['split_name']})" if "split_name" in figures else f"{folder} (OLMo-core)"
+            rows.append((where, figures["sequence_length"], figures.get("long_document_strategy",
+                                                                      figures.get("long_doc_strategy")),
+                         figures["documents"], figures["kept_whole"], figures["cut_by_concat"], figures["long"],
+                         figures["samples"], figures["padding"], f"{figures['padding_share']:.2%}"))
+    return _table(rows, ("packing", "length", "long documents", "documents", "kept whole",
+                         "of which concatenation cuts", "longer than the length", "samples", "padding tokens",
+                         "padding share"))
 
 
 def _bytes(path: Path) -> int:

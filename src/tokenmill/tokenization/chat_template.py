@@ -1,0 +1,450 @@
+"""A model's own chat template: conversations rendered and tokenized as transformers' ``apply_chat_template`` does,
+with assistant-only loss masks.
+
+Template: ``chat_template: tokenizer`` reads the tokenizer's folder (the folder of its ``tokenizer.json``) as
+transformers does: ``chat_template.jinja`` if present, else ``tokenizer_config.json``'s ``chat_template`` (a string,
+or named templates: ``tool_use`` for a conversation with tools where there is one, else ``default``); any other
+value is the path of a ``.jinja`` file. The template sees ``messages``, ``tools``, ``documents`` (None),
+``add_generation_prompt`` and the folder's special tokens (``bos_token``, ``eos_token``, ``unk_token``,
+``sep_token``, ``pad_token``, ``cls_token``, ``mask_token`` from ``tokenizer_config.json``, else
+``special_tokens_map.json``).
+
+Jinja semantics are transformers' (5.x, ``utils/chat_template_utils.py``): an ``ImmutableSandboxedEnvironment``
+with ``trim_blocks`` and ``lstrip_blocks``, the ``loopcontrols`` extension and a ``{% generation %}`` tag;
+globals ``raise_exception`` (a ``TemplateError``), ``strftime_now``, a sandboxed ``dict`` and ``namespace``;
+the filter ``tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)`` (plain
+``json.dumps``, not Jinja's HTML-escaping one). Messages pass as transformers passes them: keys whose value is
+null are dropped, and a message's ``reasoning_content`` (or ``thinking``/``reasoning``) is given under both
+``reasoning_content`` and ``thinking``. The rendered text is tokenized with ``add_special_tokens=False`` and
+special-token strings parsed as tokens (as transformers' tokenizer call does), so a BOS appears exactly where the
+template writes ``{{ bos_token }}``, once.
+
+Conversations: an OpenAI ``messages`` list (``role`` system/user/assistant/tool, ``content`` a string or a list
+of parts, optional ``tool_calls``, ``reasoning_content``, ``name``, ``tool_call_id``) with the line's ``tools``
+if any; or a ShareGPT ``conversations`` list of ``{"from", "value"}`` whose ``from`` maps to a role by
+:data:`SHAREGPT_ROLES` (``human``/``user`` → user, ``gpt``/``assistant``/``chatgpt`` → assistant, ``system``,
+``tool``/``function``/``observation`` → tool).
+
+Loss mask (which tokens are trained):
+
+* ``train_on: all``: every token.
+* A template with ``{% generation %}…{% endgeneration %}``: exactly transformers' ``assistant_masks``
+  (``return_assistant_tokens_mask=True``): 1 on every token whose character offsets overlap a generated span.
+* Otherwise the prefix rule. For each assistant message ``i``, render ``messages[:i]`` with
+  ``add_generation_prompt=True`` (the prompt the model sees) and ``messages[:i+1]``; the assistant's span is the
+  text between their ends (its content and what the template closes the turn with, e.g. ``<|im_end|>\\n``).
+  Valid only where each such render is a prefix of the whole conversation's render and the span's ends fall on
+  token boundaries; a template that breaks it (one that drops earlier ``<think>`` blocks) is refused in one line
+  naming the conversation's file, line and turn and the template: never a silently wrong mask.
+* ``train_on: last_assistant``: the last assistant span only.
+
+Cost: one render of the conversation, plus two renders per assistant turn for the prefix rule (Jinja, ~20-50 µs a
+render for a ChatML template); the rendered texts are tokenized in batches by the Hugging Face ``tokenizers``
+library (``encode_batch``, in Rust threads, offsets included) — the library transformers itself calls, so the ids
+are its ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+from pathlib import Path
+
+import numpy as np
+
+from tokenmill.errors import BadLine, TokenmillError
+
+__all__ = ["ChatTemplate", "ChatTemplateEncoder", "load_chat_template", "conversation_of", "SHAREGPT_ROLES",
+           "TRAIN_ON", "SPECIAL_TOKEN_NAMES", "TOKENIZER_TEMPLATE"]
+
+TOKENIZER_TEMPLATE = "tokenizer"  # chat_template: tokenizer — the template of the tokenizer's own folder
+TRAIN_ON = ("assistant", "last_assistant", "all")
+SPECIAL_TOKEN_NAMES = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
+SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistant": "assistant",
+                  "chatgpt": "assistant", "system": "system", "tool": "tool", "function": "tool",
+                  "observation": "tool"}
+OPENAI_ROLES = ("system", "developer", "user", "assistant", "tool")
+_REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")  # transformers' names, in its order
+_GENERATION_TAG = re.compile(r"\{%-?\s*generation\s*-?%\}")  # transformers' test for generation markers
+
+
+@dataclass(frozen=True)
+class ChatTemplate:
+    """A chat template and what it is rendered with.
+
+    Attributes:
+        templates: the Jinja source by name (``default``, and ``tool_use`` where the folder has one).
+        source: where it was read: ``<folder>/chat_template.jinja``, ``<folder>/tokenizer_config.json`` or the
+            ``.jinja`` path (named in errors).
+        special_tokens: the special tokens the template sees, by name (``bos_token``, ...).
+    """
+
+    templates: dict[str, str]
+    source: str
+    special_tokens: dict[str, str] = field(default_factory=dict)
+
+    @cached_property
+    def sha256(self) -> str:
+        """sha256 of the templates (JSON, sorted by name) and special tokens: what the sidecar records."""
+        text = json.dumps({"templates": self.templates, "special_tokens": self.special_tokens}, sort_keys=True)
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+    def has_generation(self, name: str = "default") -> bool:
+        """Whether the template marks assistant text with ``{% generation %}`` (transformers' own test)."""
+        return bool(_GENERATION_TAG.search(self.templates[name]))
+
+    def name_for(self, tools: list | None) -> str:
+        """The template a conversation is rendered with: ``tool_use`` where it has tools and one exists."""
+        return "tool_use" if tools is not None and "tool_use" in self.templates else "default"
+
+    def render(self, messages: list[dict], tools: list | None = None, add_generation_prompt: bool = False,
+               name: str = "default") -> tuple[str, list[tuple[int, int]]]:
+        """``(text, spans)``: the rendered conversation and the ``[start, end)`` character spans of its
+        ``{% generation %}`` blocks, in order (empty for a template without).
+
+        Raises:
+            jinja2.TemplateError: what the template raises (``raise_exception``, an undefined call, ...).
+        """
+        compiled, tracker = _compiled(self.templates[name])
+        pieces: list[str] = []
+        spans: list[tuple[int, int]] = []
+        tracker.tracking = (pieces, spans)
+        try:
+            for piece in compiled.generate(messages=messages, tools=tools, documents=None,
+                                           add_generation_prompt=add_generation_prompt, **self.special_tokens):
+                pieces.append(piece)
+        finally:
+            tracker.tracking = None
+        return "".join(pieces), spans
+
+
+_COMPILED: dict[str, tuple[object, object]] = {}
+
+
+def _compiled(source: str):
+    """The template compiled in transformers' environment, and its generation tracker (cached by source)."""
+    if source not in _COMPILED:
+        _COMPILED[source] = _compile(source)
+    return _COMPILED[source]
+
+
+def _compile(source: str):
+    import jinja2
+    import jinja2.ext
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    class Tracker:
+        tracking = None  # (rendered pieces so far, spans) while a render records generation spans
+
+    tracker = Tracker()
+
+    class AssistantTracker(jinja2.ext.Extension):
+        """transformers' ``{% generation %}`` tag: records where the generated text starts and ends."""
+
+        tags = {"generation"}
+
+        def parse(self, parser):
+            lineno = next(parser.stream).lineno
+            body = parser.parse_statements(["name:endgeneration"], drop_needle=True)
+            return jinja2.nodes.CallBlock(self.call_method("_generation_support"), [], [], body).set_lineno(lineno)
+
+        @jinja2.pass_eval_context
+        def _generation_support(self, context, caller) -> str:
+            text = caller()
+            if tracker.tracking is not None:
+                pieces, spans = tracker.tracking
+                start = len("".join(pieces))
+                spans.append((start, start + len(text)))
+            return text
+
+    def raise_exception(message):
+        raise jinja2.exceptions.TemplateError(message)
+
+    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
+        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+
+    def strftime_now(format):
+        return datetime.now().strftime(format)
+
+    class TemplateDict:
+        def __call__(self, *args, **kwargs):
+            return dict(*args, **kwargs)
+
+        def fromkeys(self, *args, **kwargs):
+            return dict.fromkeys(*args, **kwargs)
+
+    class TemplateNamespace(jinja2.utils.Namespace):
+        def __init__(*args, **kwargs):
+            self, args = args[0], args[1:]
+            attrs = dict(*args, **kwargs)
+            for name in attrs:
+                TemplateNamespace.check_name(name)
+            jinja2.utils.Namespace.__init__(self, attrs)
+
+        def __setitem__(self, name, value):
+            TemplateNamespace.check_name(name)
+            jinja2.utils.Namespace.__setitem__(self, name, value)
+
+        @staticmethod
+        def check_name(name):
+            if isinstance(name, str) and name.startswith("_"):
+                raise jinja2.exceptions.SecurityError(f"a chat template cannot store {name!r} on a namespace")
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                        extensions=[AssistantTracker, jinja2.ext.loopcontrols])
+    env.filters["tojson"] = tojson
+    env.globals["raise_exception"] = raise_exception
+    env.globals["strftime_now"] = strftime_now
+    env.globals["dict"] = TemplateDict()
+    env.globals["namespace"] = TemplateNamespace
+    return env.from_string(source), tracker
+
+
+def _token_string(value: object) -> str | None:
+    """A special token as a tokenizer_config.json spells it: a string, or an AddedToken dict's ``content``."""
+    if isinstance(value, dict):
+        value = value.get("content")
+    return value if isinstance(value, str) else None
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise TokenmillError(f"{path}: cannot read it as JSON ({str(exc).splitlines()[0]})") from None
+    if not isinstance(data, dict):
+        raise TokenmillError(f"{path}: not a JSON object")
+    return data
+
+
+def load_chat_template(chat_template: str, tokenizer_path: str | os.PathLike) -> ChatTemplate:
+    """The chat template that ``chat_template`` names, with the tokenizer folder's special tokens.
+
+    Args:
+        chat_template: ``tokenizer`` (the template of the tokenizer's folder) or a ``.jinja`` file's path.
+        tokenizer_path: the ``tokenizer.json`` (its folder holds ``tokenizer_config.json``), or that folder.
+
+    Raises:
+        TokenmillError: no template in the folder, an unreadable file, a template that does not compile
+            (naming the file and line).
+    """
+    folder = Path(tokenizer_path) if os.path.isdir(tokenizer_path) else Path(tokenizer_path).parent
+    config_path = folder / "tokenizer_config.json"
+    config = _read_json(config_path) if config_path.is_file() else {}
+    special = {name: token for name in SPECIAL_TOKEN_NAMES
+               if (token := _token_string(config.get(name))) is not None}
+    legacy_path = folder / "special_tokens_map.json"
+    if legacy_path.is_file():
+        for name, value in _read_json(legacy_path).items():
+            if name in SPECIAL_TOKEN_NAMES and name not in special and _token_string(value) is not None:
+                special[name] = _token_string(value)
+    if chat_template != TOKENIZER_TEMPLATE:
+        source = str(chat_template)
+        templates = {"default": _read_text(Path(chat_template))}
+    elif (folder / "chat_template.jinja").is_file():
+        source = str(folder / "chat_template.jinja")
+        templates = {"default": _read_text(folder / "chat_template.jinja")}
+    else:
+        source = str(config_path)
+        value = config.get("chat_template")
+        if isinstance(value, list):  # named templates: [{"name": ..., "template": ...}]
+            value = {item.get("name"): item.get("template") for item in value if isinstance(item, dict)}
+        if isinstance(value, str):
+            templates = {"default": value}
+        elif isinstance(value, dict) and isinstance(value.get("default"), str):
+            templates = {name: text for name, text in value.items() if isinstance(text, str)}
+        else:
+            raise TokenmillError(f"{folder}: the tokenizer has no chat template (no chat_template.jinja, and "
+                                 f"{config_path.name} {'has no string' if config else 'missing or without a'} "
+                                 f"chat_template); name a .jinja file with chat_template: PATH")
+    template = ChatTemplate(templates, source, special)
+    for name, text in templates.items():
+        _check_compiles(text, source, name)
+    return template
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TokenmillError(f"{path}: cannot read the chat template ({exc.strerror or exc})") from None
+
+
+def _check_compiles(text: str, source: str, name: str) -> None:
+    import jinja2
+
+    try:
+        _compiled(text)
+    except jinja2.TemplateSyntaxError as exc:
+        where = f" ({name} template)" if name != "default" else ""
+        raise TokenmillError(f"{source}:{exc.lineno}: the chat template{where} does not compile "
+                             f"({exc.message})") from None
+
+
+def conversation_of(record: dict, path: str, line: int) -> tuple[list[dict], list | None]:
+    """``(messages, tools)`` of one line, as transformers passes them to the template.
+
+    OpenAI ``messages`` are taken as they are (null-valued keys dropped, reasoning aliased); ShareGPT
+    ``conversations`` become ``{"role", "content"}`` by :data:`SHAREGPT_ROLES`. A line with both uses ``messages``.
+
+    Raises:
+        BadLine: no ``messages``/``conversations`` list, an empty one, a turn that is not an object, a
+            missing or unknown role, content that is not a string, a list of parts or null; tools not a list.
+    """
+    tools = record.get("tools")
+    if tools is not None and not isinstance(tools, list):
+        raise BadLine(path, line, "tools is not a list")
+    if isinstance(record.get("messages"), list):
+        turns, key = record["messages"], "messages"
+    elif isinstance(record.get("conversations"), list):
+        turns, key = record["conversations"], "conversations"
+    else:
+        raise BadLine(path, line, "no messages or conversations list")
+    if not turns:
+        raise BadLine(path, line, f"empty {key}")
+    messages = []
+    for number, turn in enumerate(turns):
+        if not isinstance(turn, dict):
+            raise BadLine(path, line, f"{key}[{number}] is not an object")
+        if key == "conversations":
+            speaker = turn.get("from")
+            if not isinstance(speaker, str) or not isinstance(turn.get("value"), str):
+                raise BadLine(path, line, f"{key}[{number}] needs string 'from' and 'value'")
+            if speaker not in SHAREGPT_ROLES:
+                raise BadLine(path, line, f"{key}[{number}]: unknown 'from' {speaker!r} "
+                                          f"(known: {', '.join(SHAREGPT_ROLES)})")
+            messages.append({"role": SHAREGPT_ROLES[speaker], "content": turn["value"]})
+            continue
+        role = turn.get("role")
+        if role not in OPENAI_ROLES:
+            raise BadLine(path, line, f"{key}[{number}]: " + (f"unknown role {role!r} (known: "
+                                                             f"{', '.join(OPENAI_ROLES)})" if isinstance(role, str)
+                                                             else "no string 'role'"))
+        content = turn.get("content")
+        if content is not None and not isinstance(content, (str, list)):
+            raise BadLine(path, line, f"{key}[{number}]: content is not a string, a list of parts or null")
+        message = {name: value for name, value in turn.items() if value is not None}
+        reasoning = next((turn[name] for name in _REASONING_FIELDS if turn.get(name) is not None), None)
+        if reasoning is not None:
+            message = {"thinking": reasoning, **message, "reasoning_content": reasoning}
+        messages.append(message)
+    return messages, tools
+
+
+class ChatTemplateEncoder:
+    """Conversations → ``(ids, trained)`` through a chat template and a Hugging Face tokenizer.
+
+    Args:
+        template: the loaded template.
+        tokenizer: a ``tokenizers.Tokenizer`` (special-token strings in the rendered text are read as tokens:
+            its ``encode_special_tokens`` must be off, as loading leaves it).
+        train_on: ``assistant`` (every assistant turn), ``last_assistant`` or ``all``.
+
+    Raises:
+        TokenmillError: an unknown ``train_on``.
+    """
+
+    def __init__(self, template: ChatTemplate, tokenizer, train_on: str = "assistant"):
+        if train_on not in TRAIN_ON:
+            raise TokenmillError(f"train_on must be one of {', '.join(TRAIN_ON)}, not {train_on!r}")
+        self.template = template
+        self.tokenizer = tokenizer
+        self.train_on = train_on
+
+    def encode_batch(self, conversations: list[tuple[dict, str, int]]) -> list[tuple[np.ndarray, np.ndarray] | BadLine]:
+        """Each ``(record, path, line)`` as ``(ids int64, trained bool)``, or the :class:`BadLine` it is.
+
+        A line the template raises on (``raise_exception``, a missing key) is a bad line carrying the template's
+        message; a template that breaks the prefix rule raises at once (it is the template that is wrong).
+
+        Raises:
+            TokenmillError: the prefix rule fails on a conversation, or an assistant span does not fall on
+                token boundaries (naming file, line, turn and template).
+        """
+        rendered: list[tuple[str, list[tuple[int, int]]] | BadLine] = []
+        for record, path, line in conversations:
+            try:
+                rendered.append(self._render(record, path, line))
+            except BadLine as bad:
+                rendered.append(bad)
+        texts = [item[0] for item in rendered if not isinstance(item, BadLine)]
+        encodings = iter(self.tokenizer.encode_batch(texts, add_special_tokens=False) if texts else [])
+        results: list[tuple[np.ndarray, np.ndarray] | BadLine] = []
+        for (record, path, line), item in zip(conversations, rendered):
+            if isinstance(item, BadLine):
+                results.append(item)
+                continue
+            text, spans = item
+            encoding = next(encodings)
+            ids = np.asarray(encoding.ids, dtype=np.int64)
+            results.append((ids, self._mask(encoding.offsets, spans, len(text), path, line)))
+        return results
+
+    def _render(self, record: dict, path: str, line: int) -> tuple[str, list[tuple[int, int]]]:
+        """The conversation's text and its trained character spans (from generation blocks or the prefix rule)."""
+        import jinja2
+
+        messages, tools = conversation_of(record, path, line)
+        name = self.template.name_for(tools)
+        try:
+            text, spans = self.template.render(messages, tools, name=name)
+            if self.train_on == "all":
+                return text, [(0, len(text))]
+            if not self.template.has_generation(name):
+                spans = self._prefix_spans(messages, tools, name, text, path, line)
+        except jinja2.TemplateError as exc:
+            raise BadLine(path, line, f"the chat template raised: {exc.message or type(exc).__name__}") from None
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise BadLine(path, line, f"the chat template failed: {type(exc).__name__}: "
+                                      f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
+        if self.train_on == "last_assistant":
+            spans = spans[-1:]
+        return text, spans
+
+    def _prefix_spans(self, messages: list[dict], tools: list | None, name: str, text: str, path: str,
+                      line: int) -> list[tuple[int, int]]:
+        spans = []
+        for turn, message in enumerate(messages):
+            if message.get("role") != "assistant":
+                continue
+            prompt, _ = self.template.render(messages[:turn], tools, add_generation_prompt=True, name=name)
+            through, _ = self.template.render(messages[:turn + 1], tools, name=name)
+            for part, what in ((prompt, "with the generation prompt"), (through, "")):
+                if not text.startswith(part):
+                    raise TokenmillError(
+                        f"{path}:{line}: turn {turn}: the chat template {self.template.source} renders the "
+                        f"conversation up to this assistant turn{' ' + what if what else ''} as text that is not a "
+                        f"prefix of the whole conversation's (it rewrites earlier turns, e.g. drops <think> blocks), "
+                        f"so the assistant tokens cannot be found; use a template with {{% generation %}} blocks")
+            if not through.startswith(prompt):
+                raise TokenmillError(f"{path}:{line}: turn {turn}: the chat template {self.template.source}'s "
+                                     f"generation prompt is not where the assistant turn starts")
+            spans.append((len(prompt), len(through)))
+        return spans
+
+    def _mask(self, offsets: list[tuple[int, int]], spans: list[tuple[int, int]], length: int, path: str,
+              line: int) -> np.ndarray:
+        """1 on every token overlapping a span (transformers' ``assistant_masks`` walk); for the prefix rule's
+        spans, each span's ends must also be token boundaries."""
+        trained = np.zeros(len(offsets), dtype=bool)
+        span_index = 0
+        for token, (start, end) in enumerate(offsets):
+            while span_index < len(spans) and start >= spans[span_index][1]:
+                span_index += 1
+            if span_index == len(spans):
+                break
+            if end > spans[span_index][0]:
+                trained[token] = True
+        if self.train_on != "all" and not self.template.has_generation():
+            starts = {start for start, _ in offsets} | {length}
+            ends = {end for _, end in offsets} | {0}
+            for turn, (start, end) in enumerate(spans):
+                if start != end and (start not in starts or end not in ends):
+                    raise TokenmillError(f"{path}:{line}: assistant span {turn} (characters {start}-{end}) of the "
+                                         f"chat template {self.template.source} does not fall on token boundaries")
+        return trained
