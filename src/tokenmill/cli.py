@@ -214,11 +214,16 @@ def _sft(args: argparse.Namespace) -> None:
         config = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise TokenmillError(f"{args.config}: not YAML ({str(exc).splitlines()[0]})") from None
-    meta = write_sft(args.name, config, args.output, source=args.config, engine=args.engine)
+    meta = write_sft(args.name, config, args.output, source=args.config, engine=args.engine,
+                     chat_template=args.chat_template)
     skipped = sum(entry["count"] for entry in meta["skipped"].values())
+    checked = (f", {meta['engine']['checked_messages']} messages checked against Hugging Face"
+               if "checked_messages" in meta["engine"] else "")
+    template = (f"; chat template {meta['chat_template']['source']} (trained: {meta['chat_template']['train_on']})"
+                if "chat_template" in meta else "")
     print(f"{args.output}: {meta['documents']} conversations, {meta['tokens']} tokens, {meta['truncated']} truncated, "
-          f"{meta['dropped']} dropped, {skipped} lines skipped; {meta['engine']['reason']}, "
-          f"{meta['engine']['checked_messages']} messages checked against Hugging Face", file=sys.stderr)
+          f"{meta['dropped']} dropped, {skipped} lines skipped; {meta['engine']['reason']}{checked}{template}",
+          file=sys.stderr)
 
 
 def _prune(args: argparse.Namespace) -> None:
@@ -636,6 +641,10 @@ def _add_sft_verb(verbs) -> None:
     sft.add_argument("--engine", choices=("auto", "hf", "fastokens"), default=None,
                      help="tokenizer engine (default: the tokenizer's `engine` in the config, else auto); a fast "
                           "engine is proven on the config's check_fraction of the messages")
+    sft.add_argument("--chat-template", metavar="tokenizer|PATH", default=None,
+                     help="render conversations (OpenAI messages or ShareGPT conversations) with the model's chat "
+                          "template, as transformers' apply_chat_template: `tokenizer` (its folder's) or a .jinja "
+                          "file; overrides the entry's chat_template")
     sft.set_defaults(run=_sft)
 
 

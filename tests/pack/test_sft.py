@@ -166,3 +166,91 @@ def test_missing_config_key_is_named(tmp_path):
                            "sft": {"chat": {"inputs": [str(CHAT)], "tokenizer": "t", "special_tokens": SPECIAL,
                                             "message_construction": ORDER}}}, tmp_path / "x.pbin")
     assert not (tmp_path / "x.pbin").exists()
+
+
+# ---- chat_template: the model's own template (tokenmill.tokenization.chat_template) ----------------------------
+
+def chat_cases():
+    """tests/tokenization/chat_template_cases.py (folders, conversations), loaded by path: it lives with the
+    tokenization tests, whose reference ids it made."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("chat_template_cases",
+                                                  REPO / "tests/tokenization/chat_template_cases.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def chat_config(tmp_path, lines, **entry):
+    cases = chat_cases()
+    folder = cases.make_folder("chatml_tools", tmp_path / "tokenizer")
+    write_jsonl_bytes(tmp_path / "chats.jsonl", [json.dumps(line, ensure_ascii=False).encode() for line in lines])
+    return {"tokenizers": {"chatml": {"path": str(folder / "tokenizer.json"), "eod": None}},
+            "sft": {"chats": {"inputs": [str(tmp_path / "chats.jsonl")], "tokenizer": "chatml",
+                              "chat_template": "tokenizer", "seq_length": 256, **entry}}}
+
+
+def test_chat_template_pair_holds_transformers_ids_and_reads_downstream(tmp_path):
+    cases = chat_cases()
+    reference = json.loads((REPO / "tests/data/chat_template_reference.json").read_text(encoding="utf-8"))["cases"]
+    config = chat_config(tmp_path, [cases.CONVERSATIONS[n] for n in (0, 1, 2, 4)])
+    meta = write_sft("chats", config, tmp_path / "chats.pbin")
+    tokens, mask = PbinFile(tmp_path / "chats.pbin"), PbinFile(loss_mask_path(tmp_path / "chats.pbin"))
+    for document, number in enumerate((0, 1, 2, 4)):
+        assert tokens.document(document).tolist() == reference[f"chatml_tools/{number}"]["input_ids"]
+    assert mask.document(0).tolist()[-3:] == [1, 1, 1]  # "4." <|im_end|> "\n"
+    assert meta["chat_template"]["source"] == str(tmp_path / "tokenizer/chatml_tools/tokenizer_config.json")
+    assert len(meta["chat_template"]["sha256"]) == 64 and meta["chat_template"]["train_on"] == "assistant"
+    assert meta["tokenizer"]["special_ids"] == {"eos_token": 50258, "pad_token": 50256}
+    assert verify(tmp_path / "chats.pbin") == []
+    packed = PackedInstructionDataset(tmp_path / "chats.pbin", pack=True)
+    batch = packed.collate([packed[i] for i in range(len(packed))])
+    ids = batch["input_ids"][0, :len(reference["chatml_tools/0"]["input_ids"])]
+    assert ids.tolist() == reference["chatml_tools/0"]["input_ids"]
+    assert (batch["labels"] != IGNORE_INDEX).sum() == sum(int(mask.document(i)[1:].sum()) for i in range(4))
+
+
+def test_chat_template_bad_lines_and_lengths(tmp_path):
+    cases = chat_cases()
+    lines = [cases.CONVERSATIONS[0], {"messages": [{"role": "robot", "content": "x"}]}, cases.CONVERSATIONS[4]]
+    with pytest.raises(TokenmillError, match=r"chats.jsonl:2: messages\[0\]: unknown role 'robot'"):
+        write_sft("chats", chat_config(tmp_path, lines), tmp_path / "chats.pbin")
+    assert not (tmp_path / "chats.pbin").exists()
+    # skip counts it; the 163-token tool conversation is cut after its first assistant turn that fits, or dropped
+    meta = write_sft("chats", chat_config(tmp_path, lines, on_bad_line="skip", seq_length=140), tmp_path / "a.pbin")
+    assert (meta["documents"], meta["truncated"], meta["dropped"]) == (2, 1, 0)
+    assert meta["skipped"]["messages[0]: unknown role 'robot' (known: system, developer, user, assistant, tool)"][
+        "count"] == 1
+    truncated = PbinFile(loss_mask_path(tmp_path / "a.pbin")).document(1)
+    assert len(truncated) == 127 and truncated[-1] == 1  # through the tool call's "<|im_end|>\\n"
+    meta = write_sft("chats", chat_config(tmp_path, lines, on_bad_line="skip", seq_length=140, truncation="drop"),
+                     tmp_path / "b.pbin")
+    assert (meta["documents"], meta["truncated"], meta["dropped"]) == (1, 0, 1)
+
+
+def test_chat_template_config_and_cli(tmp_path, capsys):
+    from tokenmill import cli
+
+    config = chat_config(tmp_path, [chat_cases().CONVERSATIONS[0]])
+    del config["sft"]["chats"]["chat_template"]
+    # without a chat_template the config's rendering needs its keys
+    with pytest.raises(TokenmillError, match="config: sft.chats: 'special_tokens' is a required property"):
+        write_sft("chats", config, tmp_path / "x.pbin")
+    (tmp_path / "config.yaml").write_text(json.dumps(config), encoding="utf-8")
+    command = ["sft", str(tmp_path / "config.yaml"), "chats", "-o", str(tmp_path / "c.pbin"), "--chat-template"]
+    jinja = tmp_path / "llama.jinja"
+    jinja.write_text(chat_cases().LLAMA3, encoding="utf-8")
+    assert cli.main([*command, str(jinja)]) == 1  # Llama 3's writes bos_token, which this folder does not name
+    assert capsys.readouterr().err.endswith("chats.jsonl:1: the chat template raised: 'bos_token' is undefined\n")
+    jinja.write_text(chat_cases().CHATML_GENERATION, encoding="utf-8")
+    assert cli.main([*command, str(jinja)]) == 0
+    assert "1 conversations" in capsys.readouterr().err
+    reference = json.loads((REPO / "tests/data/chat_template_reference.json").read_text(encoding="utf-8"))["cases"]
+    assert PbinFile(tmp_path / "c.pbin").document(0).tolist() == reference["chatml_generation/0"]["input_ids"]
+    assert PbinFile(loss_mask_path(tmp_path / "c.pbin")).document(0).tolist() == \
+        reference["chatml_generation/0"]["assistant_masks"]
+    config["sft"]["chats"]["chat_template"] = "tokenizer"
+    config["sft"]["chats"]["train_on"] = "everything"
+    with pytest.raises(TokenmillError, match="sft.chats.train_on: 'everything' is not one of"):
+        write_sft("chats", config, tmp_path / "y.pbin")

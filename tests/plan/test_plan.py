@@ -375,3 +375,14 @@ def test_an_eod_that_is_an_ordinary_token_is_named_and_refused_where_readers_sca
                                              r"tokenizers.gpt2.ordinary_eod: true$"):
         plan("Ċ", ["pbin", "olmo"])
     assert len(plan("Ċ", ["pbin", "datatrove"], ordinary_eod=True).notes()) == 1
+
+
+def test_a_relative_tokenizer_model_hashed_into_the_cache_names_is_named_at_planning(folder):
+    config = {"tokenizers": {"sp": {"path": "sp.model", "type": "Llama2Tokenizer"}},
+              "datasets": {"a": {"inputs": ["raw/a.jsonl"], "tokenizer": "sp"}}, "sampling": {"seq_lengths": [512]}}
+    (folder / "sp.model").write_bytes(b"")  # planning reads no .model
+    assert Plan(validate_config(config, "my.yaml")).notes() == [
+        "tokenizers.sp.path: the caches are named for a job passing --tokenizer-model sp.model as spelled here; if "
+        "your job spells it otherwise (an absolute path), give its flags in tokenizers.sp.megatron.args"]
+    config["tokenizers"]["sp"]["megatron"] = {"args": "--tokenizer-type Llama2Tokenizer --tokenizer-model /m/sp.model"}
+    assert Plan(validate_config(config, "my.yaml")).notes() == []

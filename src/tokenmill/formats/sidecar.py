@@ -50,7 +50,8 @@ from tokenmill.files.atomic import atomic_output
 from tokenmill.files.objects import is_url
 
 __all__ = ["SKIPPED_LINES_KEPT", "SidecarRecord", "SourceRecord", "TokenizerRecord", "EngineRecord",
-           "FileIdentityRecord", "record_problems", "kind_problem", "sidecar_path", "write_sidecar",
+           "ChatTemplateRecord", "FileIdentityRecord", "record_problems", "kind_problem", "sidecar_path",
+           "write_sidecar",
            "record_sidecar_paths", "resolve_sidecar_paths", "resolved_against", "index_ranges", "range_indices",
            "skipped_summary"]
 
@@ -151,6 +152,14 @@ class PartRecord(TypedDict, total=False):
     tokens: int
 
 
+class ChatTemplateRecord(TypedDict, total=False):
+    """An SFT set rendered by a chat template: where it was read, its sha256, how the mask was found."""
+    source: str
+    sha256: str
+    generation_blocks: bool  # masks from {% generation %} blocks (else from the prefix rule)
+    train_on: str
+
+
 class SidecarRecord(TypedDict, total=False):
     """``<file>.pbin.meta.json``: see the module docstring."""
     format: str  # the record's version
@@ -173,6 +182,7 @@ class SidecarRecord(TypedDict, total=False):
     loss_mask_file: FileIdentityRecord
     message_construction: list[str]
     loss_masking_jq_patterns: list[str]
+    chat_template: ChatTemplateRecord
     seq_length: int
     truncation: str
     dropped: int

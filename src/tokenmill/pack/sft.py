@@ -28,8 +28,10 @@ from tokenmill.formats.sidecar import SidecarRecord, SourceRecord, sidecar_path,
 from tokenmill.tokenization.engine import choose_engine
 from tokenmill.tokenization.families import TokenizerSpec
 from tokenmill.tokenization.proof import ProofTally
-from tokenmill.tokenization.tokenizer import TokenizerInfo, load_tokenizer
-from tokenmill.training.sft_datasets import InstructionCollator, InstructionDataset, loss_mask_path
+from tokenmill.tokenization.chat_template import ChatTemplateEncoder, load_chat_template
+from tokenmill.tokenization.tokenizer import TokenizerInfo, is_plain_file, load_tokenizer
+from tokenmill.training.sft_datasets import (ConversationFile, InstructionCollator, InstructionDataset,
+                                             loss_mask_path)
 
 __all__ = ["write_sft"]
 
@@ -44,7 +46,7 @@ def _input_size(path: str) -> int:
 
 
 def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conversations: int = 1000,
-              source: str = "config", engine: str | None = None) -> SidecarRecord:
+              source: str = "config", engine: str | None = None, chat_template: str | None = None) -> SidecarRecord:
     """Tokenize ``config["sft"][name]`` into the ``.pbin`` / ``.loss_mask.pbin`` pair and a sidecar.
 
     Each kept conversation is one document in both files (same lengths); conversations are
@@ -59,14 +61,21 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
         batch_conversations: conversations per write.
         source: names the configuration in errors.
         engine: overrides the tokenizer's ``engine`` (default ``auto``); its ``check_fraction`` applies.
+        chat_template: overrides the entry's ``chat_template``: ``tokenizer`` or a ``.jinja`` path renders
+            each conversation with that template (:func:`write_chat_sft`); None keeps the entry's.
 
     Raises:
         TokenmillError: a config that breaks the schema or lacks the entry (naming the key), bad
             lines under ``on_bad_line: error``, a message on which the fast engine disagrees with HF.
     """
+    if chat_template is not None:  # the override, before validation: it frees the entry of the config's keys
+        entry = _config_entry(config, ("sft", name))
+        config = {**config, "sft": {**config["sft"], name: {**entry, "chat_template": chat_template}}}
     validate_sections(config, ("tokenizers", "sft"), source)
     entry = _config_entry(config, ("sft", name))
     tokenizer_config = _config_entry(config, ("tokenizers", entry["tokenizer"]))  # the schema checked the rest
+    if entry.get("chat_template") is not None:
+        return _write_chat_sft(name, entry, tokenizer_config, out_path, batch_conversations)
     messages = entry["message_construction"]
     on_bad_line = entry.get("on_bad_line", default("sft.*.on_bad_line"))
     sources, skipped, proof = [], {}, ProofTally()
@@ -104,6 +113,118 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
                                           {"chosen": engine, "reason": reason, "check_fraction": check_fraction},
                                           proof, skipped, sources)
     return {**tokens_out.sidecar, "file": tokens_out.identity}
+
+
+def _write_chat_sft(name: str, entry: dict, tokenizer_config: dict, out_path: str | os.PathLike,
+                    batch_conversations: int) -> SidecarRecord:
+    """``write_sft`` for an entry with a ``chat_template``: each conversation rendered by the model's template
+    and tokenized as transformers' ``apply_chat_template`` does, masked by
+    :class:`~tokenmill.tokenization.chat_template.ChatTemplateEncoder` (see its module for the rules).
+
+    Raises:
+        TokenmillError: a tokenizer that is not a Hugging Face ``tokenizer.json``, no template, bad lines under
+            ``on_bad_line: error``, a template that breaks the prefix rule.
+    """
+    import jinja2
+    import tokenizers
+
+    spec = TokenizerSpec.from_config(tokenizer_config)
+    if not is_plain_file(spec):
+        raise TokenmillError(f"sft.{name}.chat_template: needs a Hugging Face tokenizer.json (the folder transformers "
+                             f"loads), not a {spec.type} tokenizer")
+    template = load_chat_template(entry["chat_template"], spec.path)
+    inputs = [url for pattern in entry["inputs"] for url in (expand_url(pattern) if is_url(pattern) else [pattern])]
+    refuse_inputs_as_outputs([out_path, loss_mask_path(out_path), sidecar_path(out_path)],
+                             [*(path for path in inputs if not is_url(path)), spec.path, template.source])
+    tokenizer = load_tokenizer(spec)
+    tokenizer.tokenizer.encode_special_tokens = False  # the template's control tokens are tokens, as in transformers
+    encoder = ChatTemplateEncoder(template, tokenizer.tokenizer, entry.get("train_on", default("sft.*.train_on")))
+    on_bad_line = entry.get("on_bad_line", default("sft.*.on_bad_line"))
+    fit = _ChatFit(entry["seq_length"], entry.get("truncation", default("sft.*.truncation")))
+    sources, skipped = [], {}
+    with PbinWriter(out_path, tokenizer.token_width) as tokens_out:
+        with PbinWriter(loss_mask_path(out_path), 1) as mask_out:
+            for source in inputs:
+                conversations = ConversationFile(source)
+                documents = tokens = 0
+                for start in range(0, len(conversations), batch_conversations):
+                    batch = []
+                    for i in range(start, min(start + batch_conversations, len(conversations))):
+                        try:
+                            batch.append((conversations.record(i), conversations.path, i + 1))
+                        except BadLine as bad:
+                            _count_bad(bad, on_bad_line, skipped)
+                    kept = []
+                    for result in encoder.encode_batch(batch):
+                        if isinstance(result, BadLine):
+                            _count_bad(result, on_bad_line, skipped)
+                        elif (fitted := fit(*result)) is not None:
+                            kept.append(fitted)
+                    if kept:
+                        lengths = np.array([len(ids) for ids, _ in kept])
+                        tokens_out.write(np.concatenate([ids for ids, _ in kept]), lengths)
+                        mask_out.write(np.concatenate([trained for _, trained in kept]).astype(np.uint8), lengths)
+                        documents, tokens = documents + len(kept), tokens + int(lengths.sum())
+                sources.append({"path": str(source), "bytes": _input_size(source), "sha256": file_sha256(source),
+                                "lines": len(conversations), "documents": documents, "tokens": tokens,
+                                **({"object": pinned_identity(source).sidecar_entry()} if is_url(source) else {})})
+        special_ids = {key: token_id for key, token in template.special_tokens.items()
+                       if (token_id := tokenizer.tokenizer.token_to_id(token)) is not None}
+        tokens_out.sidecar = {
+            "format": FORMAT_VERSIONS["sft"],
+            "layout": LAYOUT_050,
+            "loss_mask": Path(mask_out.path).name,
+            "loss_mask_file": mask_out.identity,
+            "tokenizer": {**tokenizer.sidecar_entry(), "special_tokens": template.special_tokens,
+                          "special_ids": special_ids},
+            "engine": {"name": "hf", "reason": "a chat template's text is tokenized by Hugging Face tokenizers, "
+                                               "with offsets for the mask, as transformers does",
+                       "versions": {"tokenizers": tokenizers.__version__, "jinja2": jinja2.__version__}},
+            "token_width": tokenizer.token_width,
+            "chat_template": {"source": template.source, "sha256": template.sha256,
+                              "generation_blocks": template.has_generation(), "train_on": encoder.train_on},
+            "seq_length": entry["seq_length"],
+            "truncation": fit.truncation,
+            "documents": tokens_out.num_documents,
+            "tokens": tokens_out.num_tokens,
+            "dropped": fit.dropped,
+            "truncated": fit.truncated,
+            "skipped": skipped_summary(skipped),
+            "sources": sources,
+        }
+    return {**tokens_out.sidecar, "file": tokens_out.identity}
+
+
+def _count_bad(bad: BadLine, on_bad_line: str, skipped: dict[str, list[int]]) -> None:
+    """Raise ``bad`` under ``on_bad_line: error``, else count it by reason."""
+    if on_bad_line == "error":
+        raise bad
+    skipped.setdefault(bad.reason, []).append(bad.line)
+
+
+class _ChatFit:
+    """A rendered conversation fitted to ``seq_length``: ``drop`` leaves a longer one out; ``truncate`` cuts it
+    after its last trained run of tokens that fits (whole assistant turns), and drops it when none fits. A
+    conversation with nothing trained is dropped. Both are counted."""
+
+    def __init__(self, seq_length: int, truncation: str):
+        self.seq_length, self.truncation = seq_length, truncation
+        self.dropped = self.truncated = 0
+
+    def __call__(self, ids: np.ndarray, trained: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+        if len(ids) > self.seq_length:
+            # ends of trained runs: positions t where trained[t-1] and not trained[t] (or the end)
+            ends = np.flatnonzero(trained & ~np.append(trained[1:], False)) + 1
+            ends = ends[ends <= self.seq_length]
+            if self.truncation == "drop" or not len(ends):
+                self.dropped += 1
+                return None
+            ids, trained = ids[:ends[-1]], trained[:ends[-1]]
+            self.truncated += 1
+        if not trained.any():
+            self.dropped += 1
+            return None
+        return ids, trained
 
 
 def _write_conversations(dataset: InstructionDataset, collator: InstructionCollator, tokens_out: PbinWriter,

@@ -217,11 +217,22 @@ class Units:
             self.tokenizer_identities[name] = path_identity(path)
 
     def notes(self) -> list[str]:
-        """What planning says without stopping (one line each): an EOD that is an ordinary vocabulary token."""
-        return [f"tokenizers.{name}.eod: {eod!r} is an ordinary token of the vocabulary, not a special one: text "
-                f"holding it ends a document for any reader that scans for the EOS" + (
-                    "" if self.config["tokenizers"][name]["ordinary_eod"] else " (ordinary_eod: true says it is meant)")
-                for name, eod in self.ordinary_eods.items()]
+        """What planning says without stopping, one line each: an EOD that is an ordinary vocabulary token; a
+        relative spelling hashed into the cache names (a job that spells it otherwise misses every cache)."""
+        notes = [f"tokenizers.{name}.eod: {eod!r} is an ordinary token of the vocabulary, not a special one: text "
+                 f"holding it ends a document for any reader that scans for the EOS" + (
+                     "" if self.config["tokenizers"][name]["ordinary_eod"] else
+                     " (ordinary_eod: true says it is meant)")
+                 for name, eod in self.ordinary_eods.items()]
+        cached = {self.builds[build].tokenizer for build in self.builds_with(megatron=True)} \
+            if self.sampling["seq_lengths"] else set()
+        notes += [f"tokenizers.{name}.path: the caches are named for a job passing --tokenizer-model {entry['path']} "
+                  f"as spelled here; if your job spells it otherwise (an absolute path), give its flags in "
+                  f"tokenizers.{name}.megatron.args"
+                  for name, entry in self.config["tokenizers"].items()
+                  if name in cached and entry["type"] is not None and not entry["megatron"].get("args")
+                  and not entry["megatron_identifiers"] and not os.path.isabs(entry["path"])]
+        return notes
 
     def tokenizer_names(self, dataset: str) -> list[str]:
         """The tokenizers a dataset is packed with (``tokenizer`` is one name or a list)."""

@@ -366,7 +366,7 @@ class ChatTemplateEncoder:
             TokenmillError: the prefix rule fails on a conversation, or an assistant span does not fall on
                 token boundaries (naming file, line, turn and template).
         """
-        rendered: list[tuple[str, list[tuple[int, int]]] | BadLine] = []
+        rendered: list[tuple[str, list[tuple[int, int]], bool] | BadLine] = []
         for record, path, line in conversations:
             try:
                 rendered.append(self._render(record, path, line))
@@ -375,18 +375,19 @@ class ChatTemplateEncoder:
         texts = [item[0] for item in rendered if not isinstance(item, BadLine)]
         encodings = iter(self.tokenizer.encode_batch(texts, add_special_tokens=False) if texts else [])
         results: list[tuple[np.ndarray, np.ndarray] | BadLine] = []
-        for (record, path, line), item in zip(conversations, rendered):
+        for (_, path, line), item in zip(conversations, rendered):
             if isinstance(item, BadLine):
                 results.append(item)
                 continue
-            text, spans = item
+            text, spans, by_prefix = item
             encoding = next(encodings)
             ids = np.asarray(encoding.ids, dtype=np.int64)
-            results.append((ids, self._mask(encoding.offsets, spans, len(text), path, line)))
+            results.append((ids, self._mask(encoding.offsets, spans, len(text) if by_prefix else None, path, line)))
         return results
 
-    def _render(self, record: dict, path: str, line: int) -> tuple[str, list[tuple[int, int]]]:
-        """The conversation's text and its trained character spans (from generation blocks or the prefix rule)."""
+    def _render(self, record: dict, path: str, line: int) -> tuple[str, list[tuple[int, int]], bool]:
+        """The conversation's text, its trained character spans, and whether the prefix rule found them (so
+        their ends must be token boundaries)."""
         import jinja2
 
         messages, tools = conversation_of(record, path, line)
@@ -394,8 +395,9 @@ class ChatTemplateEncoder:
         try:
             text, spans = self.template.render(messages, tools, name=name)
             if self.train_on == "all":
-                return text, [(0, len(text))]
-            if not self.template.has_generation(name):
+                return text, [(0, len(text))], False
+            by_prefix = not self.template.has_generation(name)
+            if by_prefix:
                 spans = self._prefix_spans(messages, tools, name, text, path, line)
         except jinja2.TemplateError as exc:
             raise BadLine(path, line, f"the chat template raised: {exc.message or type(exc).__name__}") from None
@@ -404,7 +406,7 @@ class ChatTemplateEncoder:
                                       f"{str(exc).splitlines()[0] if str(exc) else ''}") from None
         if self.train_on == "last_assistant":
             spans = spans[-1:]
-        return text, spans
+        return text, spans, by_prefix
 
     def _prefix_spans(self, messages: list[dict], tools: list | None, name: str, text: str, path: str,
                       line: int) -> list[tuple[int, int]]:
@@ -427,10 +429,10 @@ class ChatTemplateEncoder:
             spans.append((len(prompt), len(through)))
         return spans
 
-    def _mask(self, offsets: list[tuple[int, int]], spans: list[tuple[int, int]], length: int, path: str,
+    def _mask(self, offsets: list[tuple[int, int]], spans: list[tuple[int, int]], length: int | None, path: str,
               line: int) -> np.ndarray:
         """1 on every token overlapping a span (transformers' ``assistant_masks`` walk); for the prefix rule's
-        spans, each span's ends must also be token boundaries."""
+        spans (``length``: the text's, else None), each span's ends must also be token boundaries."""
         trained = np.zeros(len(offsets), dtype=bool)
         span_index = 0
         for token, (start, end) in enumerate(offsets):
@@ -440,7 +442,7 @@ class ChatTemplateEncoder:
                 break
             if end > spans[span_index][0]:
                 trained[token] = True
-        if self.train_on != "all" and not self.template.has_generation():
+        if length is not None:
             starts = {start for start, _ in offsets} | {length}
             ends = {end for _, end in offsets} | {0}
             for turn, (start, end) in enumerate(spans):

@@ -68,7 +68,7 @@ if TYPE_CHECKING:
     import torch
 
 
-__all__ = ["InstructionDataset", "InstructionCollator", "PackedInstructionDataset", "collate",
+__all__ = ["ConversationFile", "InstructionDataset", "InstructionCollator", "PackedInstructionDataset", "collate",
            "loss_mask_path", "TRUNCATION_POLICIES", "IGNORE_INDEX", "Piece"]
 
 IGNORE_INDEX = -100
@@ -102,6 +102,59 @@ class Piece:
     prefix_ids: list[int]
     ids: list[int]
     value: object
+
+
+class ConversationFile:
+    """The lines of a conversations JSONL file (or ``s3://`` object), each read and parsed on access.
+
+    Args:
+        jsonl: the file or object.
+        index: its raw index (scanned now if None).
+
+    Raises:
+        TokenmillError: an unreadable file or index.
+    """
+
+    def __init__(self, jsonl: str | os.PathLike, index: str | os.PathLike | None = None):
+        self.path = str(jsonl)
+        self.lines = read_index(index, jsonl) if index is not None else scan_lines(jsonl)
+        self._mapped = None
+
+    def __len__(self) -> int:
+        return len(self.lines)
+
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_mapped": None}  # a map or an open object does not pickle: reopened on use
+
+    def _error(self, i: int, reason: str) -> BadLine:
+        return BadLine(self.path, i + 1, reason)
+
+    def record(self, i: int) -> dict:
+        """The parsed JSON object of line ``i``.
+
+        Raises:
+            TokenmillError: not a JSON object.
+        """
+        offset, length = (int(x) for x in self.lines[i])
+        if is_url(self.path):
+            # An object is read forward through an 8 MiB buffer (one ranged GET per refill), as conversations
+            # are taken in order; a jump outside the buffer costs one GET.
+            if self._mapped is None:
+                self._mapped = io.BufferedReader(ObjectFile(pinned_identity(self.path)), _OBJECT_BUFFER_BYTES)
+            self._mapped.seek(offset)
+            line = self._mapped.read(length)
+        else:
+            if self._mapped is None:
+                with open(self.path, "rb") as handle:
+                    self._mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+            line = self._mapped[offset:offset + length]
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            raise self._error(i, "blank line" if not line.strip() else describe_json_error(line, exc)) from None
+        if not isinstance(record, dict):
+            raise self._error(i, "not a conversation (not a JSON object)")
+        return record
 
 
 class InstructionDataset(EncoderPickling):
@@ -138,8 +191,8 @@ class InstructionDataset(EncoderPickling):
                  special_tokens: dict[str, str], index: str | os.PathLike | None = None,
                  speaker_template: str = "{speaker}: ", engine: str = "hf",
                  check_fraction: float = DEFAULT_CHECK_FRACTION):
-        self.path = str(jsonl)
-        self.lines = read_index(index, jsonl) if index is not None else scan_lines(jsonl)
+        self.file = ConversationFile(jsonl, index)
+        self.path, self.lines = self.file.path, self.file.lines
         self.info = tokenizer if isinstance(tokenizer, TokenizerInfo) else load_tokenizer(tokenizer)
         # Control-token strings in data stay text (HF's encode_special_tokens, fastokens' split_special_tokens).
         self.encoder = Encoder(self.info, engine, split_special_tokens=True, fall_back=True)
@@ -170,26 +223,7 @@ class InstructionDataset(EncoderPickling):
         Raises:
             TokenmillError: not a JSON object.
         """
-        offset, length = (int(x) for x in self.lines[i])
-        if is_url(self.path):
-            # An object is read forward through an 8 MiB buffer (one ranged GET per refill), as conversations
-            # are taken in order; a jump outside the buffer costs one GET.
-            if self._mapped is None:
-                self._mapped = io.BufferedReader(ObjectFile(pinned_identity(self.path)), _OBJECT_BUFFER_BYTES)
-            self._mapped.seek(offset)
-            line = self._mapped.read(length)
-        else:
-            if self._mapped is None:
-                with open(self.path, "rb") as handle:
-                    self._mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-            line = self._mapped[offset:offset + length]
-        try:
-            record = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise self._error(i, "blank line" if not line.strip() else describe_json_error(line, exc)) from None
-        if not isinstance(record, dict):
-            raise self._error(i, "not a conversation (not a JSON object)")
-        return record
+        return self.file.record(i)
 
     def __getitem__(self, i: int) -> dict:
         """``{"path", "line", "record", "special_tokens", "special_ids", "pieces": {field: [Piece, ...]}}``
@@ -407,7 +441,8 @@ class PackedInstructionDataset:
             if problem:
                 raise TokenmillError(problem)
         self.seq_length = meta["seq_length"]
-        self.eos = meta["tokenizer"]["special_ids"]["eos_token"]
+        # the padding id: the eos_token (a chat template's folder may name none: 0, never attended or trained)
+        self.eos = meta["tokenizer"].get("special_ids", {}).get("eos_token", 0)
         self.pack = pack
 
     def __len__(self) -> int:

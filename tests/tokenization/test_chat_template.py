@@ -1,0 +1,186 @@
+"""A model's chat template: ids equal transformers' ``apply_chat_template``, masks equal its ``assistant_masks`` where
+the template has ``{% generation %}`` blocks, and assistant-only masks by the prefix rule elsewhere.
+
+The expected ids and masks (``tests/data/chat_template_reference.json``) were made by transformers 5.24.0 in a
+throwaway venv, from the folders and conversations of ``chat_template_cases.py``::
+
+    python3 -m venv /tmp/tf && /tmp/tf/bin/pip install transformers==5.24.0 tokenizers jinja2
+    /tmp/tf/bin/python tests/tokenization/chat_template_cases.py > tests/data/chat_template_reference.json
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+import chat_template_cases as cases
+from conftest import REPO
+from tokenmill.errors import BadLine, TokenmillError
+from tokenmill.tokenization.chat_template import (ChatTemplateEncoder, conversation_of, load_chat_template)
+from tokenmill.tokenization.tokenizer import load_tokenizer
+
+REFERENCE = json.loads((REPO / "tests/data/chat_template_reference.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory):
+    root = tmp_path_factory.mktemp("chat_templates")
+    return {name: cases.make_folder(name, root) for name in cases.TEMPLATES}
+
+
+TOKENIZERS = {}  # loaded once per folder: the tests only read them
+
+
+def encoder(folder, train_on="assistant", template="tokenizer"):
+    if folder not in TOKENIZERS:
+        TOKENIZERS[folder] = load_tokenizer(folder / "tokenizer.json").tokenizer
+    tokenizer = TOKENIZERS[folder]
+    return ChatTemplateEncoder(load_chat_template(template, folder / "tokenizer.json"), tokenizer, train_on), tokenizer
+
+
+def encode(folder, conversation, **options):
+    chat, tokenizer = encoder(folder, **options)
+    [result] = chat.encode_batch([(conversation, "chats.jsonl", 1)])
+    return result, tokenizer
+
+
+@pytest.mark.parametrize("case", sorted(REFERENCE["cases"]))
+def test_ids_and_generation_masks_equal_transformers(folders, case):
+    name, number = case.split("/")
+    (ids, trained), _ = encode(folders[name], cases.CONVERSATIONS[int(number)])
+    expected = REFERENCE["cases"][case]
+    assert ids.tolist() == expected["input_ids"]
+    if "assistant_masks" in expected:  # the template with {% generation %}: transformers' own mask
+        assert trained.astype(int).tolist() == expected["assistant_masks"]
+
+
+def test_the_reference_was_made_by_the_transformers_named():
+    assert REFERENCE["transformers"] == "5.24.0"
+    assert len(REFERENCE["cases"]) == sum(map(len, cases.CASES.values())) == 23
+
+
+@pytest.mark.parametrize("name, end", [("chatml_tools", "<|im_end|>\n"), ("llama3", "<|eot_id|>"),
+                                       ("mistral", "</s>"), ("gemma", "<end_of_turn>\n")])
+def test_prefix_rule_trains_exactly_the_assistant_turns(folders, name, end):
+    """Worked example: the trained tokens are the assistant contents, each with the template's end of turn."""
+    conversation = {"messages": [{"role": "user", "content": "What is 2+2?"}, {"role": "assistant", "content": "4."},
+                                 {"role": "user", "content": "And 3+3?"}, {"role": "assistant", "content": "6."}]}
+    (ids, trained), tokenizer = encode(folders[name], conversation)
+    runs = np.split(ids[trained], np.flatnonzero(np.diff(np.flatnonzero(trained)) > 1) + 1)
+    assert [tokenizer.decode(run.tolist(), skip_special_tokens=False) for run in runs] == ["4." + end, "6." + end]
+    (_, last), _ = encode(folders[name], conversation, train_on="last_assistant")
+    assert last.sum() == len(runs[1]) and last[-len(runs[1]):].all()  # the last turn ends the conversation
+    (_, everything), _ = encode(folders[name], conversation, train_on="all")
+    assert everything.all()
+
+
+def test_generation_blocks_mark_what_they_wrap(folders):
+    """``{% generation %}`` wraps the content and ``<|im_end|>``: the ``\\n`` after it is not trained."""
+    (ids, trained), tokenizer = encode(folders["chatml_generation"], cases.CONVERSATIONS[0])
+    assert tokenizer.decode(ids[trained].tolist(), skip_special_tokens=False) == "4.<|im_end|>"
+
+
+def test_bos_comes_only_from_the_template(folders):
+    """Llama 3's template writes ``{{ bos_token }}``: exactly one BOS, first; ChatML's writes none: no BOS."""
+    (ids, _), _ = encode(folders["llama3"], cases.CONVERSATIONS[0])
+    assert ids[0] == 50259 and (ids == 50259).sum() == 1
+    (ids, _), _ = encode(folders["chatml_tools"], cases.CONVERSATIONS[0])
+    assert ids[0] == 50257  # <|im_start|>
+
+
+def test_sharegpt_conversations_map_to_roles(folders):
+    openai = cases.CONVERSATIONS[1]
+    sharegpt = {"conversations": [{"from": {"system": "system", "user": "human", "assistant": "gpt"}[m["role"]],
+                                   "value": m["content"]} for m in openai["messages"]]}
+    assert conversation_of(sharegpt, "x.jsonl", 1) == (openai["messages"], None)
+    (ids, trained), _ = encode(folders["chatml_tools"], sharegpt)
+    assert ids.tolist() == REFERENCE["cases"]["chatml_tools/1"]["input_ids"]
+    assert trained.sum() > 0
+
+
+def test_a_template_that_drops_earlier_reasoning_is_refused(folders):
+    """The reasoning template shows a ``<think>`` block only after the last user turn: rendering the first two
+    messages is not a prefix of the whole conversation, so no mask is guessed."""
+    with pytest.raises(TokenmillError, match=r"^chats.jsonl:1: turn 1: the chat template .*think/tokenizer_config"
+                                             r"\.json renders .* not a prefix .*drops <think> blocks"):
+        encode(folders["think"], cases.CONVERSATIONS[6])
+    # with generation blocks the same conversation needs no prefix rule; with train_on: all neither
+    (ids, trained), _ = encode(folders["think"], cases.CONVERSATIONS[6], train_on="all")
+    assert trained.all()
+
+
+@pytest.mark.parametrize("record, reason", [
+    ({"text": "hi"}, "no messages or conversations list"),
+    ({"messages": []}, "empty messages"),
+    ({"messages": [{"role": "robot", "content": "x"}]}, "messages[0]: unknown role 'robot'"),
+    ({"messages": [{"content": "x"}]}, "messages[0]: no string 'role'"),
+    ({"messages": [{"role": "user", "content": 3}]}, "messages[0]: content is not a string"),
+    ({"messages": ["hi"]}, "messages[0] is not an object"),
+    ({"conversations": [{"from": "alien", "value": "x"}]}, "conversations[0]: unknown 'from' 'alien'"),
+    ({"conversations": [{"from": "human"}]}, "conversations[0] needs string 'from' and 'value'"),
+    ({"messages": [{"role": "user", "content": "x"}], "tools": {}}, "tools is not a list"),
+])
+def test_bad_lines_name_file_and_line(folders, record, reason):
+    chat, _ = encoder(folders["chatml_tools"])
+    [bad] = chat.encode_batch([(record, "chats.jsonl", 7)])
+    assert isinstance(bad, BadLine)
+    assert str(bad).startswith("chats.jsonl:7: ")
+    assert bad.reason.startswith(reason)
+
+
+def test_what_the_template_raises_is_a_bad_line(folders):
+    """Mistral's template refuses a system message with ``raise_exception``: the line is bad, with its message."""
+    chat, _ = encoder(folders["mistral"])
+    good, bad = chat.encode_batch([(cases.CONVERSATIONS[0], "chats.jsonl", 1),
+                                   (cases.CONVERSATIONS[1], "chats.jsonl", 2)])
+    assert good[0].tolist() == REFERENCE["cases"]["mistral/0"]["input_ids"]
+    assert str(bad) == "chats.jsonl:2: the chat template raised: Conversation roles must alternate " \
+                       "user/assistant/user/assistant/..."
+
+
+def test_template_sources(tmp_path, folders):
+    """``tokenizer``: chat_template.jinja first, then tokenizer_config.json (named templates too); else a path."""
+    folder = folders["chatml_generation"]
+    assert load_chat_template("tokenizer", folder / "tokenizer.json").source == str(folder / "tokenizer_config.json")
+    assert load_chat_template("tokenizer", folder).has_generation()
+    jinja = tmp_path / "mine.jinja"
+    jinja.write_text(cases.LLAMA3, encoding="utf-8")
+    template = load_chat_template(str(jinja), folder / "tokenizer.json")
+    assert (template.source, template.templates["default"]) == (str(jinja), cases.LLAMA3)
+    assert template.special_tokens == {"eos_token": "<|im_end|>"}  # the tokenizer folder's, whatever the file
+    named = tmp_path / "named"
+    named.mkdir()
+    (named / "tokenizer_config.json").write_text(json.dumps({"chat_template": [
+        {"name": "default", "template": "{{ messages[0].content }}"},
+        {"name": "tool_use", "template": "tools: {{ tools | length }}"}]}), encoding="utf-8")
+    template = load_chat_template("tokenizer", named)
+    assert template.name_for(None) == "default" and template.name_for([{}]) == "tool_use"
+    (named / "chat_template.jinja").write_text("{{ 'jinja file' }}", encoding="utf-8")
+    assert load_chat_template("tokenizer", named).templates == {"default": "{{ 'jinja file' }}"}
+
+
+def test_template_errors_are_one_line(tmp_path):
+    (tmp_path / "tokenizer_config.json").write_text("{}", encoding="utf-8")
+    with pytest.raises(TokenmillError, match="the tokenizer has no chat template .*name a .jinja file"):
+        load_chat_template("tokenizer", tmp_path)
+    broken = tmp_path / "broken.jinja"
+    broken.write_text("{% for m in messages %}\n{{ m.content }\n{% endfor %}", encoding="utf-8")
+    with pytest.raises(TokenmillError, match=rf"^{broken}:2: the chat template does not compile \("):
+        load_chat_template(str(broken), tmp_path)
+    with pytest.raises(TokenmillError, match="missing.jinja: cannot read the chat template"):
+        load_chat_template(str(tmp_path / "missing.jinja"), tmp_path)
+    with pytest.raises(TokenmillError, match="train_on must be one of assistant, last_assistant, all"):
+        ChatTemplateEncoder(None, None, "users")
+
+
+def test_the_sandbox_and_transformers_filters(tmp_path):
+    """``tojson`` keeps non-ASCII and ``<`` as they are (Jinja's own escapes them), ``strftime_now`` works, and
+    the sandbox refuses attribute escapes."""
+    template = tmp_path / "t.jinja"
+    template.write_text("{{ messages | tojson }}|{{ strftime_now('%Y') | length }}", encoding="utf-8")
+    text, _ = load_chat_template(str(template), tmp_path).render([{"role": "user", "content": "<é>"}])
+    assert text == '[{"role": "user", "content": "<é>"}]|4'
+    template.write_text("{{ messages.__class__.__mro__ }}", encoding="utf-8")
+    from jinja2.exceptions import SecurityError, UndefinedError
+    with pytest.raises((SecurityError, UndefinedError)):
+        load_chat_template(str(template), tmp_path).render([])
