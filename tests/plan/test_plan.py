@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import copy
 import gzip
+import json
 import os
 import shutil
 from pathlib import Path
@@ -386,3 +387,21 @@ def test_a_relative_tokenizer_model_hashed_into_the_cache_names_is_named_at_plan
         "your job spells it otherwise (an absolute path), give its flags in tokenizers.sp.megatron.args"]
     config["tokenizers"]["sp"]["megatron"] = {"args": "--tokenizer-type Llama2Tokenizer --tokenizer-model /m/sp.model"}
     assert Plan(validate_config(config, "my.yaml")).notes() == []
+
+
+def test_an_sft_set_with_a_chat_template_needs_no_config_rendering_and_passes_it_to_its_job(folder):
+    """``chat_template`` frees an entry of ``special_tokens``/``message_construction``; the job's config (params,
+    so an edit reruns it) carries the template and ``train_on``, with their defaults filled in."""
+    config = {"tokenizers": {"gpt2": {"path": "gpt2.json"}},
+              "sft": {"chat": {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2", "chat_template": "tokenizer",
+                               "seq_length": 64}}}
+    plan = Plan(validate_config(config, "my.yaml"))
+    entry = json.loads(plan.sft_config("chat"))["sft"]["chat"]
+    assert (entry["chat_template"], entry["train_on"]) == ("tokenizer", "assistant")
+    assert "data/sft/chat.pbin" in plan.all_targets()
+    del config["sft"]["chat"]["chat_template"]
+    with pytest.raises(TokenmillError, match="my.yaml: sft.chat: 'special_tokens' is a required property"):
+        validate_config(config, "my.yaml")
+    config["sft"]["chat"].update(chat_template="tokenizer", train_on="users")
+    with pytest.raises(TokenmillError, match="my.yaml: sft.chat.train_on: 'users' is not one of"):
+        validate_config(config, "my.yaml")
