@@ -169,15 +169,24 @@ class Plan(Units):
                 for seq_length in self.sampling["seq_lengths"] for seed in self.sampling["seeds"]]
 
     def best_fit_dirs(self, build: str) -> list[str]:
-        """A build's best-fit packing outputs (dataset ``packing: best_fit``): a packed index per sequence length
-        and seed with the megatron format, an OLMo-core work dir per sequence length with the olmo format."""
-        if self.config["datasets"][self.builds[build].dataset]["packing"] != "best_fit":
+        """A build's best-fit packing outputs (dataset ``packing: best_fit``): :meth:`packed_index_dirs`, then
+        :meth:`olmo_packing_dirs`."""
+        return self.packed_index_dirs(build) + self.olmo_packing_dirs(build)
+
+    def packed_index_dirs(self, build: str) -> list[str]:
+        """A best-fit build's packed index per sequence length and seed (with the megatron format)."""
+        if self.config["datasets"][self.builds[build].dataset]["packing"] != "best_fit" or \
+                "megatron" not in self.formats(build):
             return []
-        formats, sampling = self.formats(build), self.sampling
-        dirs = [packed_index_dir(build, seq_length, seed) for seq_length in sampling["seq_lengths"]
-                for seed in sampling["seeds"]] if "megatron" in formats else []
-        return dirs + ([olmo_packing_dir(build, seq_length) for seq_length in sampling["seq_lengths"]]
-                       if "olmo" in formats else [])
+        return [packed_index_dir(build, seq_length, seed) for seq_length in self.sampling["seq_lengths"]
+                for seed in self.sampling["seeds"]]
+
+    def olmo_packing_dirs(self, build: str) -> list[str]:
+        """A best-fit build's OLMo-core work dir per sequence length (with the olmo format)."""
+        if self.config["datasets"][self.builds[build].dataset]["packing"] != "best_fit" or \
+                "olmo" not in self.formats(build):
+            return []
+        return [olmo_packing_dir(build, seq_length) for seq_length in self.sampling["seq_lengths"]]
 
     def best_fit_options(self, build: str) -> list[str]:
         """``tokenmill best-fit`` options of a build's packed index (the rule gives its length, seed and output):

@@ -10,12 +10,20 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["raw_index_path", "packed_path", "PARTS_FOLDER", "part_pbin_path", "part_megatron_prefix",
+__all__ = ["OUTPUT_FOLDERS", "STALE_FOLDER", "PLANS_FOLDER", "raw_index_path", "packed_path", "PARTS_FOLDER",
+           "part_pbin_path", "part_megatron_prefix",
            "megatron_prefix", "datatrove_name", "olmo_folder", "blend_cache_name", "cache_dir", "brace_ranges",
            "build_of", "verified_stamp", "verified_blend_stamp", "verified_sft_stamp", "sft_files", "report_page",
            "hf_tokenizer_folder", "packed_index_dir", "olmo_packing_dir"]
 
 # ---- The layout: where each output lives (relative to the workflow's working directory) ----------
+
+# The folders the workflow writes the files trainers and tools read (logs and benchmarks are not looked in):
+# its own, which prune keeps to the plan (tokenmill.plan.prune)
+OUTPUT_FOLDERS = ("data/index", "data/packed", "data/parts", "data/megatron", "data/datatrove", "data/olmo",
+                  "data/cache", "data/sft", "data/verified", "data/report")
+STALE_FOLDER = "data/stale"  # where prune moves the outputs of an earlier plan
+PLANS_FOLDER = "data/plans"  # each config's plan by name (tokenmill.plan.records)
 
 
 def raw_index_path(stem: str) -> str:

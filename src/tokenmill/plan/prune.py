@@ -95,14 +95,11 @@ from typing import NamedTuple
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import atomic_output, discard, process_running
+from tokenmill.plan.layout import OUTPUT_FOLDERS, STALE_FOLDER
 
-__all__ = ["OUTPUT_FOLDERS", "OUTPUT_SUFFIXES", "OUTPUT_NAMES", "STALE_FOLDER", "MOVED_RECORD",
-           "last_run_stamp",
+__all__ = ["OUTPUT_FOLDERS", "OUTPUT_SUFFIXES", "OUTPUT_NAMES", "STALE_FOLDER", "MOVED_RECORD", "last_run_stamp",
            "Move", "is_output_name", "escaped", "stale_paths", "move_stale", "read_moves", "drop_old_runs"]
 
-# Where the workflow writes the files trainers and tools read (logs and benchmarks are not looked in).
-OUTPUT_FOLDERS = ("data/index", "data/packed", "data/parts", "data/megatron", "data/datatrove", "data/olmo",
-                  "data/cache", "data/sft", "data/verified", "data/report")
 # The endings of the workflow's file names: a .pbin and its sidecar, Megatron's pair, datatrove's files,
 # OLMo-core's parts and label masks, stamps, report pages, the index caches' files (md5-named).
 OUTPUT_SUFFIXES = (".pbin", ".meta.json", ".bin", ".idx", ".ds", ".ds.index", ".ds.metadata", ".ds.loss", ".ok",
@@ -115,7 +112,6 @@ OUTPUT_NAMES = frozenset({"metadata.json", "megatron_args.txt", "sequences_per_d
 _TEMPORARY = re.compile(r"\.(.+)\.tmp([0-9]+)", re.DOTALL)
 # A copy across file systems on its way into data/stale/ (only prune names files so, only there).
 _COPY_TEMPORARY = re.compile(r"\..+\.prune-copy([0-9]+)", re.DOTALL)
-STALE_FOLDER = "data/stale"
 MOVED_RECORD = f"{STALE_FOLDER}/MOVED.txt"
 
 

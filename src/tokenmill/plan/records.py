@@ -23,12 +23,12 @@ from pathlib import Path
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import atomic_output
+from tokenmill.plan.layout import PLANS_FOLDER
 from tokenmill.plan.prune import drop_old_runs, move_stale, stale_paths
 
 __all__ = ["PLANS_FOLDER", "PLAN_RECORD_FORMAT", "plan_record_path", "write_plan_record", "read_plan_records",
            "targets_of_other_plans", "tokenizer_folder_conflict", "prune_for_config"]
 
-PLANS_FOLDER = "data/plans"
 PLAN_RECORD_FORMAT = "tokenmill-plan/1"
 
 

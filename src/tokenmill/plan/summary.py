@@ -37,8 +37,9 @@ from tokenmill.files.atomic import write_if_changed
 from tokenmill.formats.sidecar import SidecarRecord
 from tokenmill.megatron.job_tokenizer import null_tokenizer_flags
 from tokenmill.plan import (Plan, blend_cache_name, datatrove_name, hf_tokenizer_folder, job_flags_of, megatron_prefix,
-                            olmo_folder, packed_path)
-from tokenmill.plan.prune import MOVED_RECORD, STALE_FOLDER, last_run_stamp
+                            olmo_folder, packed_path, sft_files)
+from tokenmill.plan.layout import OUTPUT_FOLDERS, STALE_FOLDER
+from tokenmill.plan.prune import MOVED_RECORD, last_run_stamp
 
 __all__ = ["MAX_BUILDS_SHOWN", "summary_lines", "print_summary", "report_command", "report_front_page", "failure_line",
            "failure_lines", "print_failures"]
@@ -152,10 +153,9 @@ def _build_lines(plan: Plan, build: str) -> list[str]:
         hashed = plan.job_data_path(build)
         lines.append(f"    caches {_folders(caches)}"
                      + (f", for --data-path {hashed}" if hashed != megatron_prefix(build) else ""))
-    packed = [folder for folder in plan.best_fit_dirs(build) if os.path.isdir(folder)]
-    for what, folders in (("best fit", [folder for folder in packed if folder.startswith("data/cache/")]),
-                          ("best fit, OLMo-core work_dir", [folder for folder in packed
-                                                           if not folder.startswith("data/cache/")])):
+    for what, planned in (("best fit", plan.packed_index_dirs(build)),
+                          ("best fit, OLMo-core work_dir", plan.olmo_packing_dirs(build))):
+        folders = [folder for folder in planned if os.path.isdir(folder)]
         if folders:
             lines.append(f"    {what} {_folders(folders)}{_padding(folders[0])}")
     return lines
@@ -189,7 +189,7 @@ def summary_lines(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
     workdir = os.getcwd()
     built = [build for build in plan.builds if os.path.exists(packed_path(build))]
     unbuilt = [build for build in plan.builds if build not in built]
-    sft = [name for name in plan.config["sft"] if os.path.exists(f"data/sft/{name}.pbin")]
+    sft = [name for name in plan.config["sft"] if os.path.exists(sft_files(name)[0])]
     blends = [name for name in plan.blends if all(map(os.path.isdir, plan.cache_dirs(blend_cache_name(name))))]
     config_text = ", ".join(_shown_path(path, workdir) for path in configfiles) or "config/config.yaml"
     lines = [f"tokenmill: {len(built)} dataset{'' if len(built) == 1 else 's'} of {config_text} in {workdir}:"]
@@ -201,13 +201,15 @@ def summary_lines(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
         metas = [_sidecar(packed_path(build)) for build in rest]
         lines.append(f"  and {len(rest)} more ({', '.join(rest[:3])}{', ...' if len(rest) > 3 else ''}): "
                      f"{sum(meta.get('documents', 0) for meta in metas):,} documents, "
-                     f"{sum(meta.get('tokens', 0) for meta in metas):,} tokens, in data/packed/")
+                     f"{sum(meta.get('tokens', 0) for meta in metas):,} tokens, "
+                     f"in {os.path.dirname(packed_path(rest[0]))}/")
     for name in sft[:_MAX_OTHERS_SHOWN]:
-        pbin = f"data/sft/{name}.pbin"
+        pbin = sft_files(name)[0]
         lines.append(f"  {name} (instruction tuning): {_counts(_sidecar(pbin), 'conversations')} -> {pbin} "
                      f"+ {name}.loss_mask.pbin")
     if len(sft) > _MAX_OTHERS_SHOWN:
-        lines.append(f"  and {len(sft) - _MAX_OTHERS_SHOWN} more instruction-tuning datasets in data/sft/")
+        lines.append(f"  and {len(sft) - _MAX_OTHERS_SHOWN} more instruction-tuning datasets in "
+                     f"{os.path.dirname(sft_files(sft[-1])[0])}/")
     for name in blends[:_MAX_OTHERS_SHOWN]:
         lines.append(f"  blend {name} ({', '.join(plan.blends[name])}): caches "
                      f"{_folders(plan.cache_dirs(blend_cache_name(name)))}")
@@ -229,8 +231,7 @@ def _stale_lines(name: str) -> list[str]:
     earlier plans' outputs take in ``data/stale/``."""
     stamp = Path(last_run_stamp(name))
     moved = stamp.read_text(encoding="utf-8").splitlines() if stamp.is_file() else []
-    # what a trainer reads first: Megatron's files and caches, then the other formats, parts and stamps
-    shown_first = ("data/megatron/", "data/cache/", "data/packed/", "data/datatrove/", "data/sft/")
+    shown_first = tuple(f"{folder}/" for folder in OUTPUT_FOLDERS)  # in the order of the output folders
     moved.sort(key=lambda path: next((rank for rank, folder in enumerate(shown_first) if path.startswith(folder)),
                                      len(shown_first)))
     stale_bytes = sum(path.stat().st_size for path in Path(STALE_FOLDER).rglob("*")  # (not the records)

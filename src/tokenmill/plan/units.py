@@ -22,8 +22,7 @@ from tokenmill.inputs.text_selection import TextSelector
 from tokenmill.megatron.blend import check_weights
 from tokenmill.megatron.gpt_indices import parse_split
 from tokenmill.megatron.job_tokenizer import DEFAULT_VERSION, SUPPORTED_TYPES, job_tokenizer
-from tokenmill.plan.layout import raw_index_path
-from tokenmill.plan.prune import OUTPUT_FOLDERS, STALE_FOLDER
+from tokenmill.plan.layout import OUTPUT_FOLDERS, STALE_FOLDER, raw_index_path
 from tokenmill.tokenization.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS
 from tokenmill.tokenization.tokenizer import check_eod_in_file
 
