@@ -26,6 +26,6 @@ rule hf_tokenizer_folder:
         job=job_files,
         options=hf_tokenizer_options,
     message:
-        "tokenizer folder for Megatron's HuggingFaceTokenizer -> data/megatron/tokenizers/{wildcards.tokenizer}/ (log: {log})"
+        "tokenizer folder for Megatron's HuggingFaceTokenizer -> {output.tokenizer} (log: {log})"
     shell:
         "({params.job.cd}tokenmill hf-tokenizer-folder {params.options}) > {log:q} 2>&1"

@@ -24,7 +24,7 @@ rule prune:
         # the bound on data/stale/: the last N runs' moves are kept (null in the config: all)
         keep_stale_runs="all" if config["keep_stale_runs"] is None else config["keep_stale_runs"],
     message:
-        "move files of an earlier plan to data/stale/ (log: {log})"
+        "move files of an earlier plan out of where trainers look, beside {output.stamp} (log: {log})"
     shell:
         "tokenmill prune --config-json {params.config:q} --keep-stale-runs {params.keep_stale_runs} "
         "--stamp {output.stamp:q} > {log:q} 2>&1"
