@@ -57,12 +57,12 @@ def test_scan_matches_a_line_by_line_reference_across_block_edges(tmp_path_facto
     for line in data.split(b"\n")[:-1] if data.endswith(b"\n") else data.split(b"\n") if data else []:
         expected.append([offset, len(line)])
         offset += len(line) + 1
-    original = raw_index._BLOCK_BYTES
-    raw_index._BLOCK_BYTES = block_bytes  # small blocks put newlines on every block edge
+    original = raw_index.BLOCK
+    raw_index.BLOCK = block_bytes  # small blocks put newlines on every block edge
     try:
         assert raw_index.scan_lines(path).tolist() == expected
     finally:
-        raw_index._BLOCK_BYTES = original
+        raw_index.BLOCK = original
 
 
 def test_validate_names_the_first_bad_line(tmp_path):

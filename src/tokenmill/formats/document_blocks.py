@@ -14,10 +14,12 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from tokenmill.files.blocks import BLOCK
+
 __all__ = ["BLOCK_TOKENS", "document_blocks"]
 
 #: Tokens read, converted, written or compared at once (16 Mi: 32-64 MB of tokens).
-BLOCK_TOKENS = 16 << 20
+BLOCK_TOKENS = BLOCK
 
 
 def document_blocks(ends: np.ndarray, block_tokens: int | None = None) -> Iterator[tuple[int, int, int, int]]:

@@ -37,6 +37,7 @@ import numpy as np
 from tokenmill.errors import TokenmillError
 from tokenmill.files import safe_pickle
 from tokenmill.files.atomic import AtomicWriter, discard, temporary_name
+from tokenmill.files.blocks import BLOCK
 from tokenmill.files.identity import FileIdentity
 from tokenmill.formats.sidecar import SidecarRecord, kind_problem, record_sidecar_paths, sidecar_path, write_sidecar
 
@@ -48,7 +49,6 @@ LAYOUT_LEGACY = "legacy-8-byte-header"
 _HEADER_050 = struct.Struct("<QI")  # data bytes D, token width S
 _HEADER_LEGACY = struct.Struct("<Q")  # data bytes D; tokens are 4 bytes
 _PICKLE_PROTO = 0x80  # every pickle of protocol >= 2 starts with the PROTO opcode
-_COPY_BLOCK = 16 << 20
 
 #: On-disk dtype per token width.
 TOKEN_DTYPES = {1: np.dtype("<u1"), 2: np.dtype("<u2"), 4: np.dtype("<u4")}
@@ -427,9 +427,9 @@ def copy_bytes(source, target, length: int, digest=None, on_copied=None) -> None
     Raises:
         TokenmillError: ``source`` ends early.
     """
-    buffer = memoryview(bytearray(_COPY_BLOCK))
+    buffer = memoryview(bytearray(BLOCK))
     while length:
-        got = source.readinto(buffer[:min(length, _COPY_BLOCK)])
+        got = source.readinto(buffer[:min(length, BLOCK)])
         if not got:
             raise TokenmillError(f"{source.name}: file ended {length} bytes early while copying")
         if target is not None:

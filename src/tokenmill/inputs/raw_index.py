@@ -26,6 +26,7 @@ import orjson
 from tokenmill.errors import TokenmillError
 from tokenmill.files import safe_pickle
 from tokenmill.files.atomic import atomic_output
+from tokenmill.files.blocks import BLOCK
 from tokenmill.files.identity import refuse_inputs_as_outputs
 from tokenmill.files.objects import is_url, open_object, pinned_identity
 from tokenmill.inputs.file_kind import refuse_compressed
@@ -35,7 +36,6 @@ from tokenmill.progress import Progress
 __all__ = ["scan_lines", "build_index", "index_file", "write_index", "read_index", "check_index_matches",
            "validate_json_lines"]
 
-_BLOCK_BYTES = 16 << 20
 
 
 def scan_lines(path: str | os.PathLike, start: int = 0, end: int | None = None) -> np.ndarray:
@@ -60,11 +60,11 @@ def scan_lines(path: str | os.PathLike, start: int = 0, end: int | None = None) 
             end = size if end is None else min(end, size)
             if end <= start:
                 return np.empty((0, 2), dtype=np.int64)
-            buffer = np.empty(min(_BLOCK_BYTES, end - start), dtype=np.uint8)
+            buffer = np.empty(min(BLOCK, end - start), dtype=np.uint8)
             newlines = []
             with Progress(f"index {path}", end - start, item_name="lines") as progress:
-                for block_start in range(start, end, _BLOCK_BYTES):
-                    block = buffer[:min(_BLOCK_BYTES, end - block_start)]
+                for block_start in range(start, end, BLOCK):
+                    block = buffer[:min(BLOCK, end - block_start)]
                     got = os.preadv(handle.fileno(), [block], block_start)
                     if got < len(block):
                         raise TokenmillError(f"{path}: file shrank while it was read (at byte {block_start + got})")
@@ -92,7 +92,7 @@ def _scan_object_lines(url: str, start: int, end: int | None) -> np.ndarray:
     newlines, position = [], start
     with open_object(identity, start, end) as stream, \
             Progress(f"index {url}", end - start, item_name="lines") as progress:
-        while block := stream.read(_BLOCK_BYTES):
+        while block := stream.read(BLOCK):
             newlines.append(position + np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10))
             position += len(block)
             progress.update(len(block), len(newlines[-1]))
@@ -198,7 +198,7 @@ def check_index_matches(lines: np.ndarray, index_path: str | os.PathLike, data_p
                                  f"beyond the {size} bytes of {data_path} {stale}")
         last_end = int(ends.max()) if len(ends) else 0
         handle.seek(last_end)
-        while block := handle.read(_BLOCK_BYTES):
+        while block := handle.read(BLOCK):
             if block.strip():
                 raise TokenmillError(f"{index_path}: its last line ends at byte {last_end}, but {data_path} has "
                                      f"{size - last_end} more bytes with content after it {stale}")
