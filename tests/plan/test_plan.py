@@ -399,6 +399,11 @@ def test_an_sft_set_with_a_chat_template_needs_no_config_rendering_and_passes_it
     entry = json.loads(plan.sft_config("chat"))["sft"]["chat"]
     assert (entry["chat_template"], entry["train_on"]) == ("tokenizer", "assistant")
     assert "data/sft/chat.pbin" in plan.all_targets()
+    # the file the template comes from is an input: editing it rebuilds the set (a .jinja path, or the folder's)
+    assert plan.sft_inputs("chat") == ["raw/a.jsonl", "gpt2.json", "tokenizer_config.json"]
+    config["sft"]["chat"]["chat_template"] = "templates/chatml.jinja"
+    assert Plan(validate_config(config, "my.yaml")).sft_inputs("chat")[-1] == "templates/chatml.jinja"
+    config["sft"]["chat"]["chat_template"] = "tokenizer"
     del config["sft"]["chat"]["chat_template"]
     with pytest.raises(TokenmillError, match="my.yaml: sft.chat: 'special_tokens' is a required property"):
         validate_config(config, "my.yaml")

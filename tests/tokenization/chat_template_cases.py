@@ -1,10 +1,10 @@
 """Chat-template cases shared by tests/tokenization/test_chat_template.py and the recipe that made its reference ids.
 
-Six templates written after the shipped ones (ChatML with tools as Qwen 2.5's, a ChatML with ``{% generation %}``
-blocks, Llama 3's, Mistral's ``[INST]``, Gemma's, and a Qwen3-style reasoning template that shows a ``<think>``
-block only after the last user turn), each in a tokenizer folder made from ``data/tokenizers/gpt2.tokenizer.json``
-with their control tokens added, and a set of varied conversations (system, multi-turn, tools and tool calls,
-empty and unicode content, reasoning).
+Seven templates: Qwen 2.5-Instruct's own (verbatim, tools included), and six written after the shipped ones (a
+shorter ChatML with tools, a ChatML with ``{% generation %}`` blocks, Llama 3's, Mistral's ``[INST]``, Gemma's,
+and a Qwen3-style reasoning template that shows a ``<think>`` block only after the last user turn), each in a
+tokenizer folder made from ``data/tokenizers/gpt2.tokenizer.json`` with their control tokens added, and a set of
+varied conversations (system, multi-turn, tools and tool calls, empty and unicode content, reasoning).
 
 The reference ids and masks in ``tests/data/chat_template_reference.json`` were made by transformers itself, in a
 throwaway venv (it is not a dependency)::
@@ -122,9 +122,67 @@ THINK = """{%- set ns = namespace(last_user=-1) %}
 {%- endif %}
 """
 
+# Qwen2.5-Instruct's own template, verbatim (its tokenizer_config.json's chat_template, JSON-decoded)
+QWEN25 = r"""{%- if tools %}
+    {{- '<|im_start|>system\n' }}
+    {%- if messages[0]['role'] == 'system' %}
+        {{- messages[0]['content'] }}
+    {%- else %}
+        {{- 'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.' }}
+    {%- endif %}
+    {{- "\n\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>" }}
+    {%- for tool in tools %}
+        {{- "\n" }}
+        {{- tool | tojson }}
+    {%- endfor %}
+    {{- "\n</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call><|im_end|>\n" }}
+{%- else %}
+    {%- if messages[0]['role'] == 'system' %}
+        {{- '<|im_start|>system\n' + messages[0]['content'] + '<|im_end|>\n' }}
+    {%- else %}
+        {{- '<|im_start|>system\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\n' }}
+    {%- endif %}
+{%- endif %}
+{%- for message in messages %}
+    {%- if (message.role == "user") or (message.role == "system" and not loop.first) or (message.role == "assistant" and not message.tool_calls) %}
+        {{- '<|im_start|>' + message.role + '\n' + message.content + '<|im_end|>' + '\n' }}
+    {%- elif message.role == "assistant" %}
+        {{- '<|im_start|>' + message.role }}
+        {%- if message.content %}
+            {{- '\n' + message.content }}
+        {%- endif %}
+        {%- for tool_call in message.tool_calls %}
+            {%- if tool_call.function is defined %}
+                {%- set tool_call = tool_call.function %}
+            {%- endif %}
+            {{- '\n<tool_call>\n{"name": "' }}
+            {{- tool_call.name }}
+            {{- '", "arguments": ' }}
+            {{- tool_call.arguments | tojson }}
+            {{- '}\n</tool_call>' }}
+        {%- endfor %}
+        {{- '<|im_end|>\n' }}
+    {%- elif message.role == "tool" %}
+        {%- if (loop.index0 == 0) or (messages[loop.index0 - 1].role != "tool") %}
+            {{- '<|im_start|>user' }}
+        {%- endif %}
+        {{- '\n<tool_response>\n' }}
+        {{- message.content }}
+        {{- '\n</tool_response>' }}
+        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}
+            {{- '<|im_end|>\n' }}
+        {%- endif %}
+    {%- endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}
+    {{- '<|im_start|>assistant\n' }}
+{%- endif %}
+"""  # noqa: E501
+
 # name: (template, special tokens of its tokenizer_config.json)
 TEMPLATES = {
     "chatml_tools": (CHATML_TOOLS, {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}),
+    "qwen25": (QWEN25, {"eos_token": "<|im_end|>", "pad_token": "<|endoftext|>"}),
     "chatml_generation": (CHATML_GENERATION, {"eos_token": "<|im_end|>"}),
     "llama3": (LLAMA3, {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}),
     "mistral": (MISTRAL, {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<|endoftext|>"}),
@@ -165,6 +223,7 @@ CONVERSATIONS = [
 # name: the conversations (by index) it renders; the others it refuses or would render the same way
 CASES = {
     "chatml_tools": [0, 1, 2, 3, 4],
+    "qwen25": [0, 1, 2, 3, 4],
     "chatml_generation": [0, 1, 2, 3],
     "llama3": [0, 1, 2, 3],
     "mistral": [0, 2, 3],

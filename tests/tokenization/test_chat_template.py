@@ -16,7 +16,8 @@ import pytest
 import chat_template_cases as cases
 from conftest import REPO
 from tokenmill.errors import BadLine, TokenmillError
-from tokenmill.tokenization.chat_template import (ChatTemplateEncoder, conversation_of, load_chat_template)
+from tokenmill.tokenization.chat_template import ChatTemplateEncoder, conversation_of, load_chat_template
+from tokenmill.tokenization.engine import Encoder
 from tokenmill.tokenization.tokenizer import load_tokenizer
 
 REFERENCE = json.loads((REPO / "tests/data/chat_template_reference.json").read_text(encoding="utf-8"))
@@ -54,9 +55,28 @@ def test_ids_and_generation_masks_equal_transformers(folders, case):
         assert trained.astype(int).tolist() == expected["assistant_masks"]
 
 
+def test_the_fast_engine_gives_the_same_ids_and_masks(folders):
+    """fastokens encodes each rendered text whole (proven against HF on every one here) and cut at its span ends;
+    ids and masks equal the HF path's, and so transformers'."""
+    for name, numbers in cases.CASES.items():
+        info = load_tokenizer(folders[name] / "tokenizer.json")
+        template = load_chat_template("tokenizer", folders[name])
+        fast = ChatTemplateEncoder(template, info.tokenizer, engine=Encoder(info, "fastokens"), check_fraction=1.0)
+        slow = ChatTemplateEncoder(template, info.tokenizer)
+        batch = [(cases.CONVERSATIONS[number], "chats.jsonl", number + 1) for number in numbers]
+        for number, (ids, trained), (want_ids, want_trained) in zip(numbers, fast.encode_batch(batch),
+                                                                    slow.encode_batch(batch)):
+            assert ids.tolist() == REFERENCE["cases"][f"{name}/{number}"]["input_ids"]
+            assert ids.tolist() == want_ids.tolist() and trained.tolist() == want_trained.tolist(), (name, number)
+        # Llama 3's "<|end_header_id|>\n\n" + content: alone, "\n\n" is one token; before "4." GPT-2's pattern
+        # splits it in two, so the pieces do not join, and those conversations take HF's offsets
+        assert fast.by_offsets == (len(numbers) if name == "llama3" else 0), name
+        assert fast.proof.sidecar_entry(1.0, "conversations")["conversations"] == len(numbers)  # all proven
+
+
 def test_the_reference_was_made_by_the_transformers_named():
     assert REFERENCE["transformers"] == "5.24.0"
-    assert len(REFERENCE["cases"]) == sum(map(len, cases.CASES.values())) == 23
+    assert len(REFERENCE["cases"]) == sum(map(len, cases.CASES.values())) == 28
 
 
 @pytest.mark.parametrize("name, end", [("chatml_tools", "<|im_end|>\n"), ("llama3", "<|eot_id|>"),

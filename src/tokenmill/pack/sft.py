@@ -7,8 +7,14 @@ counted in the sidecar; bad lines are counted by reason with their first line nu
 the mask's identity), then the tokens: a run killed in between leaves a pair whose sidecar check fails,
 never a mixed pair.
 
+An entry with a ``chat_template`` (or ``--chat-template``) renders each conversation with the model's own
+template instead (:mod:`tokenmill.tokenization.chat_template`: the ids of transformers' ``apply_chat_template``,
+assistant-only masks); a conversation longer than ``seq_length`` is dropped, or cut after its last trained run
+that fits; the sidecar records the template's source and sha256 in ``chat_template``.
+
 Cost: tokenizing the messages (the fast engine where proven, the proof as ``pack``'s), one write per batch
-of conversations, and the sha256 of each input.
+of conversations, and the sha256 of each input; with a chat template, its renders (one per conversation, two
+more per assistant turn without generation blocks) and Hugging Face's batch encoding of the rendered texts.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from tokenmill.files.identity import file_sha256, refuse_inputs_as_outputs
 from tokenmill.files.objects import expand_url, is_url, pinned_identity
 from tokenmill.formats.pbin import LAYOUT_050, PbinWriter
 from tokenmill.formats.sidecar import SidecarRecord, SourceRecord, sidecar_path, skipped_summary
-from tokenmill.tokenization.engine import choose_engine
+from tokenmill.tokenization.engine import Encoder, choose_engine
 from tokenmill.tokenization.families import TokenizerSpec
 from tokenmill.tokenization.proof import ProofTally
 from tokenmill.tokenization.chat_template import ChatTemplateEncoder, load_chat_template
@@ -75,7 +81,7 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
     entry = _config_entry(config, ("sft", name))
     tokenizer_config = _config_entry(config, ("tokenizers", entry["tokenizer"]))  # the schema checked the rest
     if entry.get("chat_template") is not None:
-        return _write_chat_sft(name, entry, tokenizer_config, out_path, batch_conversations)
+        return _write_chat_sft(name, entry, tokenizer_config, out_path, batch_conversations, engine)
     messages = entry["message_construction"]
     on_bad_line = entry.get("on_bad_line", default("sft.*.on_bad_line"))
     sources, skipped, proof = [], {}, ProofTally()
@@ -116,7 +122,7 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
 
 
 def _write_chat_sft(name: str, entry: dict, tokenizer_config: dict, out_path: str | os.PathLike,
-                    batch_conversations: int) -> SidecarRecord:
+                    batch_conversations: int, engine: str | None) -> SidecarRecord:
     """``write_sft`` for an entry with a ``chat_template``: each conversation rendered by the model's template
     and tokenized as transformers' ``apply_chat_template`` does, masked by
     :class:`~tokenmill.tokenization.chat_template.ChatTemplateEncoder` (see its module for the rules).
@@ -126,7 +132,6 @@ def _write_chat_sft(name: str, entry: dict, tokenizer_config: dict, out_path: st
             ``on_bad_line: error``, a template that breaks the prefix rule.
     """
     import jinja2
-    import tokenizers
 
     spec = TokenizerSpec.from_config(tokenizer_config)
     if not is_plain_file(spec):
@@ -138,7 +143,11 @@ def _write_chat_sft(name: str, entry: dict, tokenizer_config: dict, out_path: st
                              [*(path for path in inputs if not is_url(path)), spec.path, template.source])
     tokenizer = load_tokenizer(spec)
     tokenizer.tokenizer.encode_special_tokens = False  # the template's control tokens are tokens, as in transformers
-    encoder = ChatTemplateEncoder(template, tokenizer.tokenizer, entry.get("train_on", default("sft.*.train_on")))
+    check_fraction = tokenizer_config.get("check_fraction", default("tokenizers.*.check_fraction"))
+    fast = Encoder(tokenizer, engine or tokenizer_config.get("engine", default("tokenizers.*.engine")), fall_back=True,
+                   input_bytes=sum(_input_size(path) for path in inputs if is_url(path) or os.path.isfile(path)))
+    encoder = ChatTemplateEncoder(template, tokenizer.tokenizer, entry.get("train_on", default("sft.*.train_on")),
+                                  fast, check_fraction)
     on_bad_line = entry.get("on_bad_line", default("sft.*.on_bad_line"))
     fit = _ChatFit(entry["seq_length"], entry.get("truncation", default("sft.*.truncation")))
     sources, skipped = [], {}
@@ -177,9 +186,9 @@ def _write_chat_sft(name: str, entry: dict, tokenizer_config: dict, out_path: st
             "loss_mask_file": mask_out.identity,
             "tokenizer": {**tokenizer.sidecar_entry(), "special_tokens": template.special_tokens,
                           "special_ids": special_ids},
-            "engine": {"name": "hf", "reason": "a chat template's text is tokenized by Hugging Face tokenizers, "
-                                               "with offsets for the mask, as transformers does",
-                       "versions": {"tokenizers": tokenizers.__version__, "jinja2": jinja2.__version__}},
+            "engine": {"name": fast.name, "reason": fast.reason,
+                       "versions": {**fast.versions(), "jinja2": jinja2.__version__}, "check_fraction": check_fraction,
+                       "proof": encoder.proof.sidecar_entry(check_fraction, "conversations")},
             "token_width": tokenizer.token_width,
             "chat_template": {"source": template.source, "sha256": template.sha256,
                               "generation_blocks": template.has_generation(), "train_on": encoder.train_on},

@@ -530,11 +530,16 @@ class Units:
                 raise TokenmillError(f"sft.{name}.inputs: {exc}") from None
 
     def sft_inputs(self, name: str) -> list[str]:
-        """The conversation files and the tokenizer of an SFT dataset (its ``s3://`` objects are read by
-        its job, which no input of Snakemake's names: :meth:`sft_objects`)."""
+        """The conversation files, the tokenizer and the chat template's file of an SFT dataset (its ``s3://``
+        objects are read by its job, which no input of Snakemake's names: :meth:`sft_objects`): an edit of
+        the template rebuilds the set."""
+        from tokenmill.tokenization.chat_template import chat_template_file  # (its engine imports: SFT sets only)
+
         entry = self.config["sft"][name]
-        return [*(path for path in entry["inputs"] if not is_url(path)),
-                self.config["tokenizers"][entry["tokenizer"]]["path"]]
+        tokenizer_path = self.config["tokenizers"][entry["tokenizer"]]["path"]
+        template = chat_template_file(entry.get("chat_template"), tokenizer_path)
+        return [*(path for path in entry["inputs"] if not is_url(path)), tokenizer_path,
+                *([template] if template is not None and template != tokenizer_path else [])]
 
     def sft_objects(self, name: str) -> list[ObjectIdentity]:
         """The ``s3://`` objects of an SFT dataset's inputs (globs listed), each as first seen.

@@ -2,7 +2,8 @@
 (:mod:`~tokenmill.tokenization.tokenizer`, :mod:`~tokenmill.tokenization.families`,
 :mod:`~tokenmill.tokenization.sentencepiece_model`), the Hugging Face reference encoding
 (:mod:`~tokenmill.tokenization.hf_reference`), the engine a job encodes with (:mod:`~tokenmill.tokenization.engine`)
-and the proof that a fast engine gives the reference's ids (:mod:`~tokenmill.tokenization.proof`).
+the proof that a fast engine gives the reference's ids (:mod:`~tokenmill.tokenization.proof`), and conversations
+rendered with a model's own chat template (:mod:`~tokenmill.tokenization.chat_template`).
 
 May import: the root's ``errors``, ``progress`` and ``config``; ``files``, ``inputs``.
 """
