@@ -120,101 +120,94 @@ class ChatTemplate:
         Raises:
             jinja2.TemplateError: what the template raises (``raise_exception``, an undefined call, ...).
         """
-        compiled, tracker = _compiled(self.templates[name])
+        compiled, recorder = _compiled(self.templates[name])
         pieces: list[str] = []
-        spans: list[tuple[int, int]] = []
-        tracker.tracking = (pieces, spans)
+        recorder.pieces, recorder.spans = pieces, []
         try:
             for piece in compiled.generate(messages=messages, tools=tools, documents=None,
                                            add_generation_prompt=add_generation_prompt, **self.special_tokens):
                 pieces.append(piece)
+            return "".join(pieces), recorder.spans
         finally:
-            tracker.tracking = None
-        return "".join(pieces), spans
+            recorder.pieces = None
 
 
 _COMPILED: dict[str, tuple[object, object]] = {}
 
 
 def _compiled(source: str):
-    """The template compiled in transformers' environment, and its generation tracker (cached by source)."""
+    """The template compiled in transformers' environment, and its generation-span recorder (cached by source)."""
     if source not in _COMPILED:
         _COMPILED[source] = _compile(source)
     return _COMPILED[source]
 
 
+class _GenerationSpans:
+    """Where the ``{% generation %}`` blocks of the render under way start and end (one render at a time per
+    compiled template: tokenmill renders in one thread)."""
+
+    def __init__(self):
+        self.pieces: list[str] | None = None  # the render's output so far, while spans are recorded
+        self.spans: list[tuple[int, int]] = []
+
+    def mark(self, text: str) -> str:
+        """A block's rendered text, its span recorded at the end of the output so far."""
+        if self.pieces is not None:
+            start = sum(map(len, self.pieces))
+            self.spans.append((start, start + len(text)))
+        return text
+
+
 def _compile(source: str):
+    """``source`` compiled as transformers compiles a chat template: Jinja's immutable sandbox with trimmed and
+    left-stripped blocks and loop controls; the ``generation`` block tag; ``raise_exception``, ``strftime_now``,
+    a ``tojson`` filter that keeps non-ASCII text, and ``dict``/``namespace`` that refuse private names."""
     import jinja2
     import jinja2.ext
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    class Tracker:
-        # (rendered pieces so far, spans) while a render records generation spans: one render at a time per
-        # template in a process (transformers keeps it in a ContextVar; tokenmill renders in one thread)
-        tracking = None
+    recorder = _GenerationSpans()
 
-    tracker = Tracker()
-
-    class AssistantTracker(jinja2.ext.Extension):
-        """transformers' ``{% generation %}`` tag: records where the generated text starts and ends."""
-
+    class GenerationBlock(jinja2.ext.Extension):
         tags = {"generation"}
 
-        def parse(self, parser):
-            lineno = next(parser.stream).lineno
-            body = parser.parse_statements(["name:endgeneration"], drop_needle=True)
-            return jinja2.nodes.CallBlock(self.call_method("_generation_support"), [], [], body).set_lineno(lineno)
+        def parse(self, parser):  # {% generation %} ... {% endgeneration %}: the body through recorder.mark
+            line = next(parser.stream).lineno
+            body = parser.parse_statements(("name:endgeneration",), drop_needle=True)
+            return jinja2.nodes.CallBlock(self.call_method("record"), [], [], body).set_lineno(line)
 
-        @jinja2.pass_eval_context
-        def _generation_support(self, context, caller) -> str:
-            text = caller()
-            if tracker.tracking is not None:
-                pieces, spans = tracker.tracking
-                start = len("".join(pieces))
-                spans.append((start, start + len(text)))
-            return text
+        def record(self, caller) -> str:
+            return recorder.mark(caller())
 
-    def raise_exception(message):
+    def fail(message):
         raise jinja2.exceptions.TemplateError(message)
 
-    def tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False):
-        return json.dumps(x, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+    def refuse_private(name) -> None:
+        if isinstance(name, str) and name.startswith("_"):
+            raise jinja2.exceptions.SecurityError(f"a chat template cannot store {name!r} on a namespace")
 
-    def strftime_now(format):
-        return datetime.now().strftime(format)
-
-    class TemplateDict:
-        def __call__(self, *args, **kwargs):
-            return dict(*args, **kwargs)
-
-        def fromkeys(self, *args, **kwargs):
-            return dict.fromkeys(*args, **kwargs)
-
-    class TemplateNamespace(jinja2.utils.Namespace):
+    class SafeNamespace(jinja2.utils.Namespace):
         def __init__(*args, **kwargs):
-            self, args = args[0], args[1:]
-            attrs = dict(*args, **kwargs)
-            for name in attrs:
-                TemplateNamespace.check_name(name)
-            jinja2.utils.Namespace.__init__(self, attrs)
+            attributes = dict(*args[1:], **kwargs)
+            for name in attributes:
+                refuse_private(name)
+            jinja2.utils.Namespace.__init__(args[0], attributes)
 
         def __setitem__(self, name, value):
-            TemplateNamespace.check_name(name)
+            refuse_private(name)
             jinja2.utils.Namespace.__setitem__(self, name, value)
 
-        @staticmethod
-        def check_name(name):
-            if isinstance(name, str) and name.startswith("_"):
-                raise jinja2.exceptions.SecurityError(f"a chat template cannot store {name!r} on a namespace")
+    class DictMaker:  # dict(...) and dict.fromkeys(...), the two uses templates make of it
+        __call__ = staticmethod(dict)
+        fromkeys = staticmethod(dict.fromkeys)
 
     env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                        extensions=[AssistantTracker, jinja2.ext.loopcontrols])
-    env.filters["tojson"] = tojson
-    env.globals["raise_exception"] = raise_exception
-    env.globals["strftime_now"] = strftime_now
-    env.globals["dict"] = TemplateDict()
-    env.globals["namespace"] = TemplateNamespace
-    return env.from_string(source), tracker
+                                        extensions=[GenerationBlock, jinja2.ext.loopcontrols])
+    env.filters["tojson"] = lambda value, ensure_ascii=False, indent=None, separators=None, sort_keys=False: \
+        json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
+    env.globals.update(raise_exception=fail, strftime_now=lambda format: datetime.now().strftime(format),
+                       dict=DictMaker(), namespace=SafeNamespace)
+    return env.from_string(source), recorder
 
 
 def _token_string(value: object) -> str | None:
