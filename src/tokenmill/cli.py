@@ -205,16 +205,10 @@ def _inspect(args: argparse.Namespace) -> None:
 
 
 def _sft(args: argparse.Namespace) -> None:
-    import yaml
-
+    from tokenmill.config import read_config_file
     from tokenmill.pack.sft import write_sft
 
-    try:
-        text = sys.stdin.read() if args.config == "-" else open(args.config, encoding="utf-8").read()
-        config = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise TokenmillError(f"{args.config}: not YAML ({str(exc).splitlines()[0]})") from None
-    meta = write_sft(args.name, config, args.output, source=args.config, engine=args.engine,
+    meta = write_sft(args.name, read_config_file(args.config), args.output, source=args.config, engine=args.engine,
                      chat_template=args.chat_template)
     skipped = sum(entry["count"] for entry in meta["skipped"].values())
     checked = (f", {meta['engine']['checked_messages']} messages checked against Hugging Face"
@@ -229,11 +223,13 @@ def _sft(args: argparse.Namespace) -> None:
 def _prune(args: argparse.Namespace) -> None:
     import json
 
+    from tokenmill.config import read_config_file, validate_config
     from tokenmill.plan import Plan
     from tokenmill.plan.prune import STALE_FOLDER, escaped
     from tokenmill.plan.records import prune_for_config
 
-    config = json.loads(args.config_json) if args.config_json else _read_config(args.config)
+    config = json.loads(args.config_json) if args.config_json else \
+        validate_config(read_config_file(args.config), args.config)
     # the flag, else the config's key (a config validated before the key existed: the schema's default)
     keep = args.keep_stale_runs if args.keep_stale_runs is not None else \
         config.get("keep_stale_runs", default("keep_stale_runs"))
@@ -251,25 +247,6 @@ def _prune(args: argparse.Namespace) -> None:
     if dropped:
         print(f"deleted {len(dropped)} path(s) that runs before the last {keep} moved to {STALE_FOLDER}/ "
               f"(keep_stale_runs)", file=sys.stderr)
-
-
-def _read_config(path: str) -> dict:
-    """A workflow config file, validated, with its defaults.
-
-    Raises:
-        TokenmillError: an unreadable file or an invalid config.
-    """
-    import yaml
-
-    from tokenmill.config import validate_config
-
-    try:
-        with open(path, encoding="utf-8") as handle:
-            return validate_config(yaml.safe_load(handle), path)
-    except OSError as exc:
-        raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        raise TokenmillError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None
 
 
 def _report(args: argparse.Namespace) -> None:

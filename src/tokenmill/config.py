@@ -23,7 +23,7 @@ from tokenmill.errors import TokenmillError
 # on every command; the package is never installed zipped).
 _SCHEMA = Path(__file__).parent / "schemas" / "config.schema.yaml"
 
-__all__ = ["schema", "default", "validate_sections", "validate_config", "fill_defaults"]
+__all__ = ["schema", "default", "validate_sections", "validate_config", "fill_defaults", "read_config_file"]
 
 
 @functools.cache
@@ -106,3 +106,22 @@ def _check(full_schema: dict, config: object, source: str) -> None:
         message = f"unknown key {unexpected[0]!r}" + (f" (did you mean {nearest[0]!r}?)" if nearest else
                                                       f" (valid keys: {', '.join(known)})")
     raise TokenmillError(f"{source}: {where}: {message}")
+
+
+def read_config_file(path: str) -> object:
+    """The YAML of a config file (``-``: standard input), not yet validated.
+
+    Raises:
+        TokenmillError: an unreadable file or one that is not YAML, naming it.
+    """
+    import sys
+
+    try:
+        if path == "-":
+            return yaml.safe_load(sys.stdin.read())
+        with open(path, encoding="utf-8") as handle:
+            return yaml.safe_load(handle)
+    except OSError as exc:
+        raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
+    except yaml.YAMLError as exc:
+        raise TokenmillError(f"{path}: not YAML ({str(exc).splitlines()[0]})") from None

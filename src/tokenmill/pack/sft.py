@@ -169,11 +169,7 @@ def _write_chat_sft(name: str, entry: dict, tokenizer_config: dict, out_path: st
                             _count_bad(result, on_bad_line, skipped)
                         elif (fitted := fit(*result)) is not None:
                             kept.append(fitted)
-                    if kept:
-                        lengths = np.array([len(ids) for ids, _ in kept])
-                        tokens_out.write(np.concatenate([ids for ids, _ in kept]), lengths)
-                        mask_out.write(np.concatenate([trained for _, trained in kept]).astype(np.uint8), lengths)
-                        documents, tokens = documents + len(kept), tokens + int(lengths.sum())
+                    documents, tokens = documents + len(kept), tokens + _write_pairs(kept, tokens_out, mask_out)
                 sources.append({"path": str(source), "bytes": _input_size(source), "sha256": file_sha256(source),
                                 "lines": len(conversations), "documents": documents, "tokens": tokens,
                                 **({"object": pinned_identity(source).sidecar_entry()} if is_url(source) else {})})
@@ -249,18 +245,22 @@ def _write_conversations(dataset: InstructionDataset, collator: InstructionColla
             try:
                 conversation = collator.conversation(dataset[i])
             except BadLine as bad:
-                if on_bad_line == "error":
-                    raise
-                skipped.setdefault(bad.reason, []).append(bad.line)
+                _count_bad(bad, on_bad_line, skipped)
                 continue
             if conversation is not None:
                 kept.append(conversation)
-        if kept:
-            lengths = np.array([len(ids) for ids, _ in kept])
-            tokens_out.write(np.concatenate([ids for ids, _ in kept]), lengths)
-            mask_out.write(np.concatenate([trained for _, trained in kept]).astype(np.uint8), lengths)
-            documents, tokens = documents + len(kept), tokens + int(lengths.sum())
+        documents, tokens = documents + len(kept), tokens + _write_pairs(kept, tokens_out, mask_out)
     return documents, tokens
+
+
+def _write_pairs(kept: list[tuple[np.ndarray, np.ndarray]], tokens_out: PbinWriter, mask_out: PbinWriter) -> int:
+    """Write conversations' ``(ids, trained)`` to the pair of writers, one write each; returns the tokens."""
+    if not kept:
+        return 0
+    lengths = np.array([len(ids) for ids, _ in kept])
+    tokens_out.write(np.concatenate([ids for ids, _ in kept]), lengths)
+    mask_out.write(np.concatenate([trained for _, trained in kept]).astype(np.uint8), lengths)
+    return int(lengths.sum())
 
 
 def _sft_sidecar(entry: dict, tokens_out: PbinWriter, mask_out: PbinWriter, tokenizer: TokenizerInfo,
