@@ -178,16 +178,22 @@ def test_an_input_named_twice_is_refused_unless_allowed(tmp_path, inputs, messag
 
 def test_best_fit_packing_is_added_and_edited_rebuilding_only_its_outputs(built_base, tmp_path):
     """packing: best_fit on a built dataset runs the best-fit job alone (no pack, no caches again), verified in
-    the job, and the report page; then its long-document strategy edited reruns those only; each time equal to a
-    fresh build."""
+    the job, and the report page; its long-document strategy edited reruns those only; packing back to concat
+    moves the packed index out of where trainers look; each time equal to a fresh build."""
     folder, config = built_base, copy.deepcopy(BASE_CONFIG)
-    for step, change in enumerate([lambda c: c["datasets"]["a"].update(packing="best_fit"),
-                                   lambda c: c["datasets"]["a"].update(long_doc_strategy="fragment")]):
+    steps = [(lambda c: c["datasets"]["a"].update(packing="best_fit"), {"best_fit", "report_dataset", "prune", "all"}),
+             (lambda c: c["datasets"]["a"].update(long_doc_strategy="fragment"),
+              {"best_fit", "report_dataset", "prune", "all"}),
+             (lambda c: c["datasets"]["a"].update(packing="concat"), {"report_dataset", "prune", "all"})]
+    for step, (change, jobs) in enumerate(steps):
         config = _edit(config, change)
         (folder / "my.yaml").write_text(yaml.safe_dump(config))
-        # (and the build's report page, which says what the packing bought)
-        assert planned_jobs(folder, "--configfile", "my.yaml") == {"best_fit", "report_dataset", "prune", "all"}, step
+        assert planned_jobs(folder, "--configfile", "my.yaml") == jobs, step
         _build(folder, config)
-        strategy = config["datasets"]["a"].get("long_doc_strategy", "truncate")
-        assert (folder / f"data/cache/a/seq128_seed1_best_fit/best_fit-{strategy}-train-description.json").is_file()
+        packed_index = folder / "data/cache/a/seq128_seed1_best_fit"
+        if config["datasets"]["a"]["packing"] == "best_fit":
+            strategy = config["datasets"]["a"].get("long_doc_strategy", "truncate")
+            assert (packed_index / f"best_fit-{strategy}-train-description.json").is_file()
+        else:
+            assert not packed_index.exists()
         _assert_same_as_fresh(folder, config, tmp_path / f"fresh{step}")
