@@ -25,6 +25,7 @@ may not, from any other module.
 from __future__ import annotations
 
 import ast
+import functools
 import shutil
 from pathlib import Path
 
@@ -67,7 +68,7 @@ def imports_of(module: str, path: Path, known: set[str]) -> list[tuple[int, str,
     the name taken from the target (None for a module imported as a whole)."""
     is_package = path.name == "__init__.py"
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+    for node in _import_nodes(path.read_text(encoding="utf-8")):
         if isinstance(node, ast.Import):
             found += [(node.lineno, alias.name, None) for alias in node.names
                       if alias.name.split(".")[0] == "tokenmill"]
@@ -85,6 +86,13 @@ def imports_of(module: str, path: Path, known: set[str]) -> list[tuple[int, str,
                 found.append((node.lineno, submodule, None) if submodule in known
                              else (node.lineno, source, alias.name))
     return found
+
+
+@functools.lru_cache(maxsize=None)
+def _import_nodes(text: str) -> tuple[ast.Import | ast.ImportFrom, ...]:
+    """The import statements of a module's text, at any depth: parsed once per text (the planted checks below
+    copy the whole package and parse it again)."""
+    return tuple(node for node in ast.walk(ast.parse(text)) if isinstance(node, (ast.Import, ast.ImportFrom)))
 
 
 def owner(target: str, known: set[str]) -> str:

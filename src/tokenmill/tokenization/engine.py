@@ -106,8 +106,8 @@ class Encoder:
         info: the loaded tokenizer (its HF ``Tokenizer`` is the reference).
         engine: ``auto``, ``hf`` or ``fastokens``.
         split_special_tokens: special-token strings in texts stay text (for conversations, whose
-            data must not smuggle in control tokens); sets ``encode_special_tokens`` on
-            ``info.tokenizer``, which HF then applies everywhere.
+            data must not smuggle in control tokens): the encoder's ``info`` is then
+            :meth:`~tokenmill.tokenization.tokenizer.TokenizerInfo.reading_specials_as_text`'s copy.
         fall_back: under ``auto``, when fastokens cannot load the tokenizer, take HF in place, on
             the batch that found it out (for callers that encode in this process). Without it,
             :class:`FastEngineUnavailable` is raised for the caller to fall back (pack re-encodes
@@ -136,7 +136,7 @@ class Encoder:
         self._fast = None
         self.split_special_tokens = split_special_tokens
         if split_special_tokens:
-            info.tokenizer.encode_special_tokens = True
+            self.info = info.reading_specials_as_text()
 
     def _fast_tokenizer(self):
         """fastokens' tokenizer (see :func:`preload_fast_engine`), with truncation and padding off.

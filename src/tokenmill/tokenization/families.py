@@ -45,8 +45,8 @@ Conversions (facts of the formats; measured equal on real files, and proven per 
   tokens, ranked by the token's rank, then by the halves' ranks.
 
 Cost: a conversion reads the files once and derives merges in O(total token length): ~0.5 s for a
-32k SentencePiece model, ~2 s for a 130k tiktoken vocabulary, once per process (memoised by the
-files' sha256).
+32k SentencePiece model, ~2 s for a 130k tiktoken vocabulary, once per process and file content (memoised
+by the file's sha256).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ import functools
 import hashlib
 import itertools
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import orjson
@@ -209,8 +209,9 @@ class Family:
         return hashlib.sha256(self.hf_json.encode("utf-8")).hexdigest()
 
 
-# Conversions of single-file types by spec and the file's (inode, size, mtime): a job loads its tokenizer
-# in the background for the fast engine and again for the reference, and converts once.
+# Conversions of single-file types by their options and the file's sha256: a job loads its tokenizer in the
+# background for the fast engine and again for the reference, and converts once; so does a process that
+# loads copies of one file (the tests' in-process CLI).
 _converted: dict[tuple, Family] = {}
 
 
@@ -223,12 +224,15 @@ def load_family(spec: TokenizerSpec) -> Family:
     if spec.type not in TYPES:
         raise TokenmillError(f"tokenizer type {spec.type!r}: supported are {', '.join(TYPES)}")
     try:
-        stat = os.stat(spec.path)
-        key = (spec, stat.st_ino, stat.st_size, stat.st_mtime_ns) if not os.path.isdir(spec.path) else None
+        if os.path.isdir(spec.path) or spec.merge_file is not None:
+            key = None  # several files: converted each time (cheap: no merges to derive)
+        else:
+            with open(spec.path, "rb") as handle:
+                key = (replace(spec, path=""), hashlib.sha256(handle.read()).hexdigest())
     except OSError:
         key = None  # the loader reports it
     if key in _converted:
-        return _converted[key]
+        return replace(_converted[key], spec=spec)
     loader = {"TikTokenizer": _load_tiktoken, "GPT2BPETokenizer": _load_gpt2_bpe, HF_TYPE: _load_hf_folder,
               **dict.fromkeys(SENTENCEPIECE_TYPES, _load_sentencepiece),
               **dict.fromkeys(WORDPIECE_TYPES, _load_wordpiece)}[spec.type]

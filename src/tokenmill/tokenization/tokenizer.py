@@ -28,8 +28,8 @@ one of Megatron's tokenizer types and its files, which :mod:`tokenmill.tokenizat
 The engine that encodes with this tokenizer is :mod:`tokenmill.tokenization.engine`; the proof that its fast
 engine gives the reference's ids is :mod:`tokenmill.tokenization.proof`.
 
-Cost: parsing the JSON file (~0.1–1 s for 50k–130k vocabularies; once per process and text) and
-Hugging Face's load of it; the fast engine loads it once more.
+Cost: parsing the JSON file (~0.1–1 s for 50k–130k vocabularies) and Hugging Face's load of it, each once per
+process and text (a tokenizer loaded again is the same object); the fast engine loads it once more.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import hashlib
 import os
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import orjson
 from tokenizers import Tokenizer
@@ -126,6 +126,15 @@ class TokenizerInfo:
             return encode_batch_hf(self.tokenizer, texts, add_special_tokens)
         return reference.encode_batch(texts)
 
+    def reading_specials_as_text(self) -> TokenizerInfo:
+        """This tokenizer with a Hugging Face tokenizer of its own that reads special-token strings in texts as
+        text (``encode_special_tokens``), for conversations, whose data must not smuggle in control tokens. A copy
+        (one parse): the loaded tokenizer is shared by every load of the same text in this process
+        (:func:`load_tokenizer`) and never changed."""
+        own = Tokenizer.from_str(self.tokenizer.to_str())
+        own.encode_special_tokens = True
+        return replace(self, tokenizer=own)
+
     def added_tokens(self) -> list[str]:
         """The added-token strings, and the type's spellings of special pieces that its library reads as text
         (:attr:`Family.literal_specials`): the proof checks excerpts around them."""
@@ -195,7 +204,7 @@ def load_tokenizer(source: str | os.PathLike | TokenizerSpec, eod: str | None = 
         eod = family.eod
     try:
         facts = _file_facts(content, text_sha256)
-        tokenizer = _hf_from_str(content.decode("utf-8"))
+        tokenizer, ignored_settings = _parsed_tokenizer(content, text_sha256)
     except Exception as exc:  # tokenizers raises a bare Exception on a malformed file
         raise TokenmillError(f"{path}: not a Hugging Face tokenizer.json ({str(exc).splitlines()[0]})") from None
     except BaseException as exc:
@@ -203,10 +212,6 @@ def load_tokenizer(source: str | os.PathLike | TokenizerSpec, eod: str | None = 
             raise
         raise TokenmillError(f"{path}: Hugging Face's tokenizers cannot load it (it panicked: "
                              f"{exception_first_line(exc)})") from None
-    ignored_settings = {name: setting for name, setting in (("truncation", tokenizer.truncation),
-                                                            ("padding", tokenizer.padding)) if setting}
-    tokenizer.no_truncation()
-    tokenizer.no_padding()
     vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)  # len(tokenizer): ids as numbered on load
     model_ids = facts[0]
     if model_ids is None:  # a model without a vocabulary in the file: ask the tokenizer
@@ -235,7 +240,7 @@ def check_eod_in_file(path: str | os.PathLike, eod: str) -> bool:
     token or an entry of the model's vocabulary (what ``token_to_id`` finds); return whether it is an
     added token (False: an ordinary vocabulary entry, which text holds too, such as GPT-2's ``Ċ``, a newline).
     For the workflow's planning, which must not pay a tokenizer load per parse; a file of another shape passes
-    here and is judged by :func:`load_tokenizer` in the job. Cost: parsing the JSON (~10 ms for GPT-2).
+    here and is judged by :func:`load_tokenizer` in the job. Cost: parsing the JSON once per process and text.
 
     Raises:
         TokenmillError: a directory, a missing or unparsable file, or a token that is not in it.
@@ -244,22 +249,44 @@ def check_eod_in_file(path: str | os.PathLike, eod: str) -> bool:
         raise TokenmillError(f"{path}: is a directory; give the tokenizer.json file in it")
     try:
         with open(path, "rb") as handle:
-            config = orjson.loads(handle.read())
+            content = handle.read()
     except OSError as exc:
         raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
-    except orjson.JSONDecodeError as exc:
-        raise TokenmillError(f"{path}: not a Hugging Face tokenizer.json ({exc})") from None
-    added = {token.get("content") for token in config.get("added_tokens") or [] if isinstance(token, dict)}
-    vocab = (config.get("model") or {}).get("vocab")
-    if isinstance(vocab, list):  # Unigram: [[piece, score], ...]
-        vocab = {entry[0] for entry in vocab if isinstance(entry, list) and entry}
-    if isinstance(vocab, (dict, set)) and eod not in added and eod not in vocab:
+    added, vocab = _token_strings(content, path)
+    if vocab is not None and eod not in added and eod not in vocab:
         try:  # only on the way to an error: the advice needs the tokenizer itself
             advice = _eod_advice(Tokenizer.from_file(str(path)), eod)
         except Exception:  # a file HF cannot load: load_tokenizer says why, in the job
             advice = ""
         raise TokenmillError(f"{path}: EOD token {eod!r} is not a single token of this tokenizer{advice}")
-    return eod in added or not isinstance(vocab, (dict, set))
+    return eod in added or vocab is None
+
+
+# The token strings of each tokenizer.json this process checked, by the sha256 of its text (a plan checks every
+# tokenizer's EOD, some of them copies of one file).
+_token_strings_by_sha256: dict[str, tuple[frozenset, frozenset | None]] = {}
+
+
+def _token_strings(content: bytes, path: str | os.PathLike) -> tuple[frozenset, frozenset | None]:
+    """``(added, vocabulary)``: the added tokens' strings and the model's vocabulary strings (None: the file has
+    none to check against) of a ``tokenizer.json`` text, parsed once per process and text.
+
+    Raises:
+        TokenmillError: not JSON.
+    """
+    sha256 = hashlib.sha256(content).hexdigest()
+    if sha256 not in _token_strings_by_sha256:
+        try:
+            config = orjson.loads(content)
+        except orjson.JSONDecodeError as exc:
+            raise TokenmillError(f"{path}: not a Hugging Face tokenizer.json ({exc})") from None
+        added = frozenset(token.get("content") for token in config.get("added_tokens") or []
+                          if isinstance(token, dict))
+        vocab = (config.get("model") or {}).get("vocab")
+        if isinstance(vocab, list):  # Unigram: [[piece, score], ...]
+            vocab = frozenset(entry[0] for entry in vocab if isinstance(entry, list) and entry)
+        _token_strings_by_sha256[sha256] = added, frozenset(vocab) if isinstance(vocab, (dict, frozenset)) else None
+    return _token_strings_by_sha256[sha256]
 
 
 def _eod_advice(tokenizer: Tokenizer, eod: str) -> str:
@@ -343,6 +370,34 @@ def _file_facts(content: bytes, sha256: str) -> tuple[int | None, str | None]:
         config = orjson.loads(content)
         _facts_by_sha256[sha256] = _model_id_limit(config), fast_engine_refusal(config)
     return _facts_by_sha256[sha256]
+
+
+# The Hugging Face tokenizers this process loaded, by the sha256 of their text, with the truncation and padding
+# the file set (switched off on load): a tokenizer loaded again (a job's parent and its reference, a notebook,
+# the tests' in-process CLI) is the same object, parsed once (0.15 s for GPT-2, ~0.6 s for 131k tokens). No one
+# changes a loaded tokenizer (TokenizerInfo.reading_specials_as_text copies). The last few are kept.
+_parsed_by_sha256: dict[str, tuple[Tokenizer, dict]] = {}
+_PARSED_KEPT = 4
+
+
+def _parsed_tokenizer(content: bytes, sha256: str) -> tuple[Tokenizer, dict]:
+    """``(tokenizer, ignored_settings)`` of a ``tokenizer.json`` text, loaded once per process, truncation and
+    padding off.
+
+    Raises:
+        Exception: Hugging Face's error on a malformed file; BaseException: its panic (see :func:`_hf_from_str`).
+    """
+    if sha256 not in _parsed_by_sha256:
+        tokenizer = _hf_from_str(content.decode("utf-8"))
+        ignored_settings = {name: setting for name, setting in (("truncation", tokenizer.truncation),
+                                                                ("padding", tokenizer.padding)) if setting}
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        while len(_parsed_by_sha256) >= _PARSED_KEPT:
+            del _parsed_by_sha256[next(iter(_parsed_by_sha256))]
+        _parsed_by_sha256[sha256] = tokenizer, ignored_settings
+    tokenizer, ignored_settings = _parsed_by_sha256[sha256]
+    return tokenizer, dict(ignored_settings)
 
 
 def _model_id_limit(config: dict) -> int | None:

@@ -66,6 +66,7 @@ from tokenmill.tokenization.tokenizer import TokenizerInfo, load_tokenizer
 
 if TYPE_CHECKING:
     import torch
+    from tokenizers import Tokenizer
 
 
 __all__ = ["ConversationFile", "InstructionDataset", "InstructionCollator", "PackedInstructionDataset", "collate",
@@ -199,7 +200,6 @@ class InstructionDataset(EncoderPickling):
         self.sampler = ProofSampler(self.info.added_tokens(), check_fraction)
         self.checked = 0
         self.proof = ProofTally()
-        self.tokenizer = self.info.tokenizer
         self.special_tokens = dict(special_tokens)
         self.special_ids = _special_ids(self.tokenizer, special_tokens)
         self.fields = []
@@ -210,6 +210,11 @@ class InstructionDataset(EncoderPickling):
         self.speaker_template = speaker_template
         self._prefixes: dict[str, list[int]] = {}
         self._mapped = None
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        """The Hugging Face tokenizer that reads special-token strings as text (the encoder's own copy)."""
+        return self.encoder.info.tokenizer
 
     def __len__(self) -> int:
         return len(self.lines)
