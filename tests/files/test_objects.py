@@ -21,7 +21,7 @@ import pytest
 
 from conftest import GPT2, GPT2_EOD, MIXED_JSONL
 from tokenmill import cli
-from tokenmill.files import objects
+from tokenmill.files import objects, s3 as s3_scheme
 from tokenmill.formats.pbin import read_sidecar
 from tokenmill.formats.sidecar import record_problems
 
@@ -66,7 +66,7 @@ def _use(monkeypatch, endpoint: str, key_id: str = "tokenmill-test") -> None:
                         "AWS_DEFAULT_REGION": "us-east-1"}.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
-    objects._client.cache_clear()
+    s3_scheme._client.cache_clear()
     objects._pinned.clear()
 
 
@@ -79,7 +79,7 @@ def s3(monkeypatch, endpoint):
     client.create_bucket(Bucket=bucket)
     client.bucket = bucket
     yield client
-    objects._client.cache_clear()
+    s3_scheme._client.cache_clear()
 
 
 def tokenmill(*args, capsys=None) -> tuple[int, str]:
