@@ -19,6 +19,7 @@ thread, bound to 127.0.0.1 on a free port, stopped by the context manager. Nothi
 from __future__ import annotations
 
 import contextlib
+import email.message
 import email.utils
 import hashlib
 import json
@@ -53,7 +54,7 @@ class RangeServer:
     def __init__(self, files: dict[str, bytes] | None = None, ranges: bool = True):
         self.files = dict(files or {})
         self.ranges = ranges
-        self.requests: list[tuple[str, str, dict[str, str]]] = []
+        self.requests: list[tuple[str, str, email.message.Message]] = []
         self.modified = "Wed, 21 Oct 2026 07:28:00 GMT"
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._server.owner = self
@@ -69,7 +70,7 @@ class RangeServer:
         self._server.server_close()
 
     def record(self, handler: BaseHTTPRequestHandler) -> None:
-        self.requests.append((handler.command, handler.path, dict(handler.headers)))
+        self.requests.append((handler.command, handler.path, handler.headers))  # (headers: case-blind get)
 
     @staticmethod
     def reply(handler: BaseHTTPRequestHandler, status: int, body: bytes = b"", head: bool = False,

@@ -39,7 +39,7 @@ class InputFile:
     compression: str | None  # None: plain JSONL, read through its raw index; "parquet": a Parquet file
     size: int
     mtime_ns: int
-    etag: str | None = None  # an object's (an input by URL): its version (ObjectIdentity.tag), where a file has its mtime
+    etag: str | None = None  # an input by URL's version (ObjectIdentity.tag), where a file has its mtime
 
 
 @dataclass(frozen=True)
