@@ -151,3 +151,35 @@ def test_a_missing_dataset_revision_or_file_and_a_hub_that_does_not_answer_are_o
     assert code == 1 and said == (f"tokenmill: error: {url}: the Hub {address[7:]} does not answer (ConnectError) "
                                   f"while resolving its revision\n")
     assert list(tmp_path.iterdir()) == [tmp_path / "hf-home"] or list(tmp_path.iterdir()) == []
+
+
+def test_the_workflow_builds_a_hub_dataset_to_its_local_copies_bytes_and_repacks_when_the_branch_moves(
+        hub, workflow_dir, tmp_path):
+    import yaml
+
+    from conftest import run_snakemake
+
+    files = _parquet_files(tmp_path)
+    for name, content in files.items():
+        (workflow_dir / "data/raw" / name.removeprefix("data/")).write_bytes(content)
+    hub.commit(REPO, files)
+    config = yaml.safe_load((workflow_dir / "config/config.yaml").read_text())
+    config["datasets"] = {"local": {"inputs": ["data/raw/part-*.parquet"], "tokenizer": "gpt2"},
+                          "hub": {"inputs": [f"hf://datasets/{REPO}/data/*.parquet"], "tokenizer": "gpt2"}}
+    (workflow_dir / "config/config.yaml").write_text(yaml.safe_dump(config))
+    targets = [f"data/megatron/{name}_text_document.bin" for name in ("local", "hub")]
+    run_snakemake(workflow_dir, *targets)
+    for built in ("packed/{}.pbin", "megatron/{}_text_document.bin", "megatron/{}_text_document.idx"):
+        hub_file, local_file = (workflow_dir / "data" / built.format(name) for name in ("hub", "local"))
+        assert hub_file.read_bytes() == local_file.read_bytes(), built
+    sources = read_sidecar(workflow_dir / "data/packed/hub.pbin")["sources"]
+    assert {source["object"]["revision"] for source in sources} == {hub.branches[REPO]["main"]}
+    logs = b"".join(path.read_bytes() for path in (workflow_dir / "logs").rglob("*") if path.is_file())
+    assert logs and TOKEN.encode() not in logs
+
+    dry = run_snakemake(workflow_dir, "-n", *targets)
+    assert "Nothing to be done" in dry.stdout + dry.stderr
+    hub.commit(REPO, {**files, "README.md": b"# moved\n"})  # main moves on; the Parquet files are the same
+    rerun = run_snakemake(workflow_dir, "-n", *targets)
+    planned = rerun.stdout + rerun.stderr
+    assert "pack hub ->" in planned and "pack local" not in planned, planned  # (small files: one pack each)
