@@ -1,13 +1,13 @@
-"""Inputs by URL: objects in storage (``s3://``), files on a web server (``https://``, ``http://``) and files
-of a Hugging Face Hub dataset (``hf://datasets/...``), listed, identified and read as streams.
+"""Inputs by URL: objects in storage (``s3://``, ``gs://``), files on a web server (``https://``, ``http://``)
+and files of a Hugging Face Hub dataset (``hf://datasets/...``), listed, identified and read as streams.
 
 One interface for every scheme (:mod:`tokenmill.files.remote`): this module picks the scheme's module by the
-URL's prefix (:mod:`~tokenmill.files.s3`, :mod:`~tokenmill.files.https`, :mod:`~tokenmill.files.hf`), and
-keeps the version of each object a process reads.
+URL's prefix (:mod:`~tokenmill.files.s3`, :mod:`~tokenmill.files.gs`, :mod:`~tokenmill.files.https`,
+:mod:`~tokenmill.files.hf`), and keeps the version of each object a process reads.
 
-* **Globs.** ``s3://`` keys and ``hf://`` paths may hold ``*``, ``?`` and ``[...]``; ``*`` stays within one
-  ``/`` level and ``**`` crosses levels; the matches are taken in sorted order. A web server has no listing:
-  an ``https://`` URL names one file (its ``?`` is a query).
+* **Globs.** ``s3://`` and ``gs://`` keys and ``hf://`` paths may hold ``*``, ``?`` and ``[...]``; ``*``
+  stays within one ``/`` level and ``**`` crosses levels; the matches are taken in sorted order. A web
+  server has no listing: an ``https://`` URL names one file (its ``?`` is a query).
 * **Identity.** An object is one version of its URL (:class:`~tokenmill.files.remote.ObjectIdentity`): size
   and ETag (S3, a web server, with its ``Last-Modified``), or the commit a Hub revision resolves to and the
   file's content id. A job pins each input as it starts (:func:`pin`) and reads only that version: an object
@@ -37,12 +37,12 @@ from tokenmill.files.remote import ATTEMPTS, ObjectIdentity, ObjectStream, read_
 __all__ = ["SCHEMES", "ATTEMPTS", "is_url", "ObjectIdentity", "object_identity", "pin", "pinned_identity",
            "expand_url", "open_object", "ObjectFile", "read_object_range"]
 
-SCHEMES = ("s3://", "https://", "http://", "hf://")
+SCHEMES = ("s3://", "gs://", "https://", "http://", "hf://")
 
 
 def is_url(path: str | os.PathLike) -> bool:
-    """Whether ``path`` names an object by URL (``s3://``, ``https://``, ``http://``, ``hf://``) rather than
-    a local file."""
+    """Whether ``path`` names an object by URL (``s3://``, ``gs://``, ``https://``, ``http://``, ``hf://``)
+    rather than a local file."""
     return isinstance(path, str) and path.startswith(SCHEMES)
 
 
@@ -61,7 +61,10 @@ def _scheme(url: str) -> ModuleType:
     if url.startswith("hf://"):
         from tokenmill.files import hf
         return hf
-    raise TokenmillError(f"{url}: not a URL tokenmill reads (give s3://, https://, http:// or hf://)")
+    if url.startswith("gs://"):
+        from tokenmill.files import gs
+        return gs
+    raise TokenmillError(f"{url}: not a URL tokenmill reads (give s3://, gs://, https://, http:// or hf://)")
 
 
 def object_identity(url: str) -> ObjectIdentity:
