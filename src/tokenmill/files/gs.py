@@ -23,10 +23,11 @@ Cost: one metadata request per input, a listing page per 1,000 keys of a glob's 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import lru_cache
 
 from tokenmill.errors import TokenmillError
-from tokenmill.files.remote import CONNECT_SECONDS, READ_SECONDS, WILDCARDS, ObjectIdentity, key_pattern
+from tokenmill.files.remote import CONNECT_SECONDS, READ_SECONDS, ObjectIdentity, expand_glob
 
 __all__ = ["PREFIXES", "RETRY_SECONDS", "split_url", "identity", "expand", "open_range"]
 
@@ -118,20 +119,16 @@ def expand(url: str) -> list[str]:
         TokenmillError: a glob that matches nothing, or a listing that fails (naming the URL).
     """
     bucket, key = split_url(url)
-    wildcard = WILDCARDS.search(key)
-    if wildcard is None:
-        return [url]
-    prefix, pattern = key[:wildcard.start()], key_pattern(key)
+
+    def keys(prefix: str) -> Iterator[str]:
+        return (blob.name for blob in _client().list_blobs(bucket, prefix=prefix, **_call_options()))
+
     try:
-        keys = [blob.name for blob in _client().list_blobs(bucket, prefix=prefix, **_call_options())
-                if pattern.fullmatch(blob.name)]
+        return expand_glob(url, key, keys)
     except _client_errors() as exc:
         failure = _failure(url, exc, "listing the bucket")
         raise (TokenmillError(f"{url}: no such bucket") if str(failure).endswith(": no such object") else failure) \
             from None
-    if not keys:
-        raise TokenmillError(f"{url}: matches no object")
-    return [f"gs://{bucket}/{name}" for name in sorted(keys)]
 
 
 class _Body:

@@ -27,11 +27,12 @@ from __future__ import annotations
 import importlib
 import os
 import re
+from collections.abc import Iterator
 from functools import lru_cache
 from urllib.parse import unquote, urlsplit
 
 from tokenmill.errors import TokenmillError
-from tokenmill.files.remote import ATTEMPTS, CONNECT_SECONDS, READ_SECONDS, WILDCARDS, ObjectIdentity, key_pattern
+from tokenmill.files.remote import ATTEMPTS, CONNECT_SECONDS, READ_SECONDS, ObjectIdentity, expand_glob
 
 __all__ = ["PREFIXES", "split_url", "identity", "expand", "open_range"]
 
@@ -156,21 +157,17 @@ def expand(url: str) -> list[str]:
         TokenmillError: a glob that matches nothing, or a listing that fails (naming the URL).
     """
     repo, _, path = split_url(url)
-    wildcard = WILDCARDS.search(path)
-    if wildcard is None:
-        return [url]
-    _, commit, _ = _resolved(url)
-    folder, pattern = path[:wildcard.start()].rpartition("/")[0], key_pattern(path)
+
+    def files(prefix: str) -> Iterator[str]:
+        _, commit, _ = _resolved(url)
+        tree = _api().list_repo_tree(repo, path_in_repo=prefix.rpartition("/")[0] or None, revision=commit,
+                                     repo_type="dataset", recursive=True)
+        return (item.path for item in tree if hasattr(item, "size"))  # files: a folder has no size
+
     try:
-        tree = _api().list_repo_tree(repo, path_in_repo=folder or None, revision=commit, repo_type="dataset",
-                                     recursive=True)
-        names = sorted(item.path for item in tree if hasattr(item, "size") and pattern.fullmatch(item.path))
+        return expand_glob(url, path, files, "file")
     except _hub_errors() as exc:
         raise _failure(url, exc, "listing the dataset") from None
-    if not names:
-        raise TokenmillError(f"{url}: matches no file")
-    base = url[:len(url) - len(path)]
-    return [base + name for name in names]
 
 
 class _Body:

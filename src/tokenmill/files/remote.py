@@ -10,7 +10,8 @@ three functions, and :mod:`~tokenmill.files.objects` dispatches to them by the U
   where the connection was lost, and ``close()``.
 
 What is shared lives here: :class:`ObjectIdentity` (what the sidecar and the plan record of an object),
-:func:`key_pattern` (``*`` within one ``/`` level, ``**`` across, ``?``, ``[...]``), :class:`ObjectStream`
+:func:`key_pattern` (``*`` within one ``/`` level, ``**`` across, ``?``, ``[...]``) and :func:`expand_glob`
+(a glob over the names a listing gives), :class:`ObjectStream`
 (a body read in reads of at most 8 MiB; a lost or short connection resumes with a request for the rest,
 pinned to the same version, up to :data:`ATTEMPTS` times) and :class:`ObjectFile` (a seekable view, each read
 a ranged request: Parquet reads its footer, then the column chunks it needs).
@@ -22,14 +23,14 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
 from tokenmill.errors import TokenmillError
 
 __all__ = ["ATTEMPTS", "CONNECT_SECONDS", "READ_SECONDS", "READ_BYTES", "WILDCARDS", "ObjectIdentity", "Body",
-           "key_pattern", "ObjectStream", "ObjectFile", "read_all"]
+           "key_pattern", "expand_glob", "ObjectStream", "ObjectFile", "read_all"]
 
 ATTEMPTS = 3
 # A store that accepts the connection but sends nothing for this long is not answering: ATTEMPTS tries then
@@ -91,6 +92,24 @@ def key_pattern(pattern: str) -> re.Pattern:
         position = match.end()
     parts.append(re.escape(pattern[position:]))
     return re.compile("".join(parts))
+
+
+def expand_glob(url: str, path: str, list_names: Callable[[str], Iterable[str]], kind: str = "object") -> list[str]:
+    """``[url]`` where ``path`` (the part of ``url`` a glob may be in: a key, a path in a repository) holds no
+    wildcard; else the URLs of the names ``list_names(prefix)`` gives (every name below the prefix before the
+    first wildcard) that match ``path``'s glob, sorted.
+
+    Raises:
+        TokenmillError: a glob that matches nothing; what ``list_names`` raises.
+    """
+    wildcard = WILDCARDS.search(path)
+    if wildcard is None:
+        return [url]
+    pattern = key_pattern(path)
+    names = sorted(name for name in list_names(path[:wildcard.start()]) if pattern.fullmatch(name))
+    if not names:
+        raise TokenmillError(f"{url}: matches no {kind}")
+    return [url[:len(url) - len(path)] + name for name in names]
 
 
 OpenRange = Callable[[ObjectIdentity, int, int], Body]

@@ -22,11 +22,12 @@ Cost: a ``HEAD`` per input, a ``LIST`` page per 1,000 keys of a glob's prefix, a
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from functools import lru_cache
 from urllib.parse import urlsplit
 
 from tokenmill.errors import TokenmillError
-from tokenmill.files.remote import ATTEMPTS, CONNECT_SECONDS, READ_SECONDS, WILDCARDS, ObjectIdentity, key_pattern
+from tokenmill.files.remote import ATTEMPTS, CONNECT_SECONDS, READ_SECONDS, ObjectIdentity, expand_glob
 
 __all__ = ["PREFIXES", "split_url", "identity", "expand", "open_range"]
 
@@ -138,19 +139,15 @@ def expand(url: str) -> list[str]:
         TokenmillError: a glob that matches nothing, or a listing that fails (naming the URL).
     """
     bucket, key = split_url(url)
-    wildcard = WILDCARDS.search(key)
-    if wildcard is None:
-        return [url]
-    prefix, pattern = key[:wildcard.start()], key_pattern(key)
-    keys = []
-    try:
+
+    def keys(prefix: str) -> Iterator[str]:
         for page in _client().get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-            keys += [entry["Key"] for entry in page.get("Contents", []) if pattern.fullmatch(entry["Key"])]
+            yield from (entry["Key"] for entry in page.get("Contents", []))
+
+    try:
+        return expand_glob(url, key, keys)
     except _boto_errors() as exc:
         raise _failure(url, exc, "listing the bucket") from None
-    if not keys:
-        raise TokenmillError(f"{url}: matches no object")
-    return [f"s3://{bucket}/{name}" for name in sorted(keys)]
 
 
 @lru_cache(maxsize=1)
