@@ -20,17 +20,13 @@ import urllib.request
 
 import pytest
 
-from conftest import GPT2, GPT2_EOD, MIXED_JSONL
-from tokenmill import cli
+from url_inputs import PACK, pack_equal, tokenmill
+
+from conftest import MIXED_JSONL
 from tokenmill.files import objects
-from tokenmill.formats.pbin import read_sidecar
-from tokenmill.formats.sidecar import record_problems
 
 pytest.importorskip("google.cloud.storage", reason="the [gs] extra is not installed")
 gs = pytest.importorskip("tokenmill.files.gs")
-
-PACK = ("--tokenizer", GPT2, "--eod", GPT2_EOD, "--engine", "fastokens", "--check-fraction", "1")
-
 
 def _free_port() -> int:
     with socket.socket() as probe:
@@ -76,11 +72,6 @@ def bucket(monkeypatch, emulator):
     objects._pinned.clear()
 
 
-def tokenmill(*args, capsys) -> tuple[int, str]:
-    code = cli.main([str(arg) for arg in args])
-    return code, capsys.readouterr().err
-
-
 def test_a_gs_dataset_of_jsonl_objects_packs_to_the_bytes_of_its_local_copies(bucket, tmp_path, capsys):
     text = MIXED_JSONL.read_bytes()
     half = len(text.splitlines(keepends=True)) // 2
@@ -91,26 +82,19 @@ def test_a_gs_dataset_of_jsonl_objects_packs_to_the_bytes_of_its_local_copies(bu
         bucket.blob(f"raw/{name}").upload_from_string(content)
     bucket.blob("raw/sub/other.jsonl").upload_from_string(b"{}\n")
     names = sorted(local)
-    code, said = tokenmill("pack", *[tmp_path / name for name in names], *PACK, "-o", tmp_path / "local.pbin",
-                           "--on-bad-line", "skip", capsys=capsys)
-    assert code == 0, said
-    code, said = tokenmill("pack", f"gs://{bucket.name}/raw/part-*", *PACK, "-o", tmp_path / "gs.pbin",
-                           "--on-bad-line", "skip", capsys=capsys)
-    assert code == 0, said
-    assert (tmp_path / "gs.pbin").read_bytes() == (tmp_path / "local.pbin").read_bytes()
-    sidecar = read_sidecar(tmp_path / "gs.pbin")
-    assert record_problems(sidecar) == []
+    sidecar, _ = pack_equal(tmp_path, [tmp_path / name for name in names], [f"gs://{bucket.name}/raw/part-*"], capsys,
+                            "--on-bad-line", "skip")
     for source, name in zip(sidecar["sources"], names):
         blob = bucket.get_blob(f"raw/{name}")
         assert source["path"] == f"gs://{bucket.name}/raw/{name}"
         assert source["sha256"] == hashlib.sha256(local[name]).hexdigest()
         assert source["object"] == {"etag": blob.etag, "version_id": str(blob.generation), "size": len(local[name])}
 
-    code, said = tokenmill("verify", tmp_path / "gs.pbin", capsys=capsys)
+    code, said = tokenmill("verify", tmp_path / "url.pbin", capsys=capsys)
     assert code == 0, said
     bucket.blob("raw/part-0.jsonl").upload_from_string(local["part-0.jsonl"] + b'{"text": "one more"}\n')
     objects._pinned.clear()
-    code, said = tokenmill("verify", tmp_path / "gs.pbin", capsys=capsys)
+    code, said = tokenmill("verify", tmp_path / "url.pbin", capsys=capsys)
     assert code == 1 and f"source gs://{bucket.name}/raw/part-0.jsonl has changed since it was packed" in said
 
 

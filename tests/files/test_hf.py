@@ -16,16 +16,15 @@ import hashlib
 import pytest
 from loopback_servers import FakeHub, nothing_listening
 
-from conftest import GPT2, GPT2_EOD, MIXED_JSONL
-from tokenmill import cli
+from url_inputs import PACK, pack_equal, tokenmill
+
+from conftest import MIXED_JSONL
 from tokenmill.files import objects
 from tokenmill.formats.pbin import read_sidecar
-from tokenmill.formats.sidecar import record_problems
 
 pytest.importorskip("huggingface_hub", reason="the [hf] extra is not installed")
 hf = pytest.importorskip("tokenmill.files.hf")
 
-PACK = ("--tokenizer", GPT2, "--eod", GPT2_EOD, "--engine", "fastokens", "--check-fraction", "1")
 TOKEN = "hf_secretTokenNeverPrinted0123456789"
 REPO = "tokenmill/corpus"
 
@@ -60,27 +59,13 @@ def hub(monkeypatch, tmp_path):
     hf._commit.cache_clear()
 
 
-def tokenmill(*args, capsys) -> tuple[int, str]:
-    code = cli.main([str(arg) for arg in args])
-    captured = capsys.readouterr()
-    return code, captured.err + captured.out
-
-
 def test_a_hub_dataset_of_parquet_files_packs_to_the_bytes_of_its_local_copies(hub, tmp_path, capsys):
     files = _parquet_files(tmp_path)
     files["data/notes.jsonl.gz"] = gzip.compress(MIXED_JSONL.read_bytes())
     files["README.md"] = b"# corpus\n"
     sha = hub.commit(REPO, files)
     local = [tmp_path / "part-0.parquet", tmp_path / "part-1.parquet"]
-    code, said = tokenmill("pack", *local, *PACK, "-o", tmp_path / "local.pbin", capsys=capsys)
-    assert code == 0, said
-    url = f"hf://datasets/{REPO}/data/*.parquet"
-    code, said = tokenmill("pack", url, *PACK, "-o", tmp_path / "hub.pbin", capsys=capsys)
-    assert code == 0, said
-    assert (tmp_path / "hub.pbin").read_bytes() == (tmp_path / "local.pbin").read_bytes()
-
-    sidecar = read_sidecar(tmp_path / "hub.pbin")
-    assert record_problems(sidecar) == []
+    sidecar, said = pack_equal(tmp_path / "parquet", local, [f"hf://datasets/{REPO}/data/*.parquet"], capsys)
     for source, name in zip(sidecar["sources"], ("data/part-0.parquet", "data/part-1.parquet")):
         assert source["path"] == f"hf://datasets/{REPO}/{name}"  # as the config spells it: no sha in the path
         assert source["object"] == {"etag": hashlib.sha256(files[name]).hexdigest(), "version_id": None,
@@ -89,17 +74,13 @@ def test_a_hub_dataset_of_parquet_files_packs_to_the_bytes_of_its_local_copies(h
     assert reads and all(f"/resolve/{sha}/" in path and headers.get("Range") for path, headers in reads)
     assert all(headers.get("Authorization") == f"Bearer {TOKEN}" for _, path, headers in hub.requests
                if path.startswith(("/api/datasets/", "/datasets/")))  # the token is sent to the Hub...
-    written = b"".join(path.read_bytes() for path in tmp_path.iterdir() if path.is_file())
+    written = b"".join(path.read_bytes() for path in (tmp_path / "parquet").iterdir())
     assert TOKEN.encode() not in written and TOKEN not in said  # ...and written nowhere
 
     # compressed JSONL from the Hub (a plain git file: no redirect) streams like the local file
     (tmp_path / "notes.jsonl.gz").write_bytes(files["data/notes.jsonl.gz"])
-    for where, source in (("local-notes", tmp_path / "notes.jsonl.gz"),
-                          ("hub-notes", f"hf://datasets/{REPO}@main/data/notes.jsonl.gz")):
-        code, said = tokenmill("pack", source, *PACK, "-o", tmp_path / f"{where}.pbin", "--on-bad-line", "skip",
-                               capsys=capsys)
-        assert code == 0, said
-    assert (tmp_path / "hub-notes.pbin").read_bytes() == (tmp_path / "local-notes.pbin").read_bytes()
+    pack_equal(tmp_path / "notes", [tmp_path / "notes.jsonl.gz"], [f"hf://datasets/{REPO}@main/data/notes.jsonl.gz"],
+               capsys, "--on-bad-line", "skip")
 
 
 def test_a_branch_is_resolved_to_its_commit_and_a_moved_branch_is_a_changed_input(hub, tmp_path, capsys):

@@ -11,25 +11,16 @@ import hashlib
 import pytest
 from loopback_servers import RangeServer, nothing_listening
 
-from conftest import GPT2, GPT2_EOD, MIXED_JSONL
-from tokenmill import cli
+from url_inputs import CHAT, PACK, pack_equal, sft_equal, tokenmill
+
+from conftest import MIXED_JSONL
 from tokenmill.files import objects
-from tokenmill.formats.pbin import read_sidecar
-from tokenmill.formats.sidecar import record_problems
-
-PACK = ("--tokenizer", GPT2, "--eod", GPT2_EOD, "--engine", "fastokens", "--check-fraction", "1")
-
 
 @pytest.fixture(autouse=True)
 def fresh_pins():
     objects._pinned.clear()
     yield
     objects._pinned.clear()
-
-
-def tokenmill(*args, capsys) -> tuple[int, str]:
-    code = cli.main([str(arg) for arg in args])
-    return code, capsys.readouterr().err
 
 
 def _parquet(path) -> bytes:
@@ -52,25 +43,18 @@ def test_files_on_a_web_server_pack_to_the_bytes_of_the_same_files_on_disk(tmp_p
         (tmp_path / name).write_bytes(content)
     names = sorted(local)
     with RangeServer({f"/raw/{name}": content for name, content in local.items()}) as server:
-        code, said = tokenmill("pack", *[tmp_path / name for name in names], *PACK, "-o", tmp_path / "local.pbin",
-                               "--on-bad-line", "skip", capsys=capsys)
-        assert code == 0, said
         urls = [f"{server.url}/raw/{name}" for name in names]
-        code, said = tokenmill("pack", *urls, *PACK, "-o", tmp_path / "web.pbin", "--on-bad-line", "skip",
-                               capsys=capsys)
-        assert code == 0, said
+        sidecar, _ = pack_equal(tmp_path, [tmp_path / name for name in names], urls, capsys, "--on-bad-line", "skip")
         parquet_reads = [headers.get("Range") for method, path, headers in server.requests
                          if method == "GET" and path == "/raw/rows.parquet"]
-    assert (tmp_path / "web.pbin").read_bytes() == (tmp_path / "local.pbin").read_bytes()
     # Parquet by ranged reads (the footer first, then column chunks), not one GET of the whole file
     assert parquet_reads and all(parquet_reads) and parquet_reads[0] != f"bytes=0-{len(local['rows.parquet']) - 1}"
-    sources = read_sidecar(tmp_path / "web.pbin")["sources"]
+    sources = sidecar["sources"]
     assert [source["path"] for source in sources] == urls
     for source, name in zip(sources, names):
         assert source["sha256"] == hashlib.sha256(local[name]).hexdigest()
         assert source["object"] == {"etag": f'"{hashlib.md5(local[name]).hexdigest()}"', "version_id": None,
                                     "size": len(local[name]), "last_modified": server.modified}
-    assert record_problems(read_sidecar(tmp_path / "web.pbin")) == []
 
 
 def test_a_byte_range_shard_reads_its_range_through_the_raw_index_and_verify_finds_a_replaced_file(tmp_path,
@@ -131,23 +115,6 @@ def test_a_missing_file_a_refused_connection_and_a_server_without_ranges_are_one
 
 
 def test_sft_reads_a_file_on_a_web_server_as_the_local_file(tmp_path, capsys):
-    import json
-
-    import yaml
-
-    from conftest import REPO
-
-    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    chat = (REPO / "data/raw/chat.jsonl").read_bytes()
-    config["tokenizers"]["gpt2"]["path"] = str(REPO / config["tokenizers"]["gpt2"]["path"])
-    with RangeServer({"/chat.jsonl": chat}) as server:
-        for name, inputs in (("local", [str(REPO / "data/raw/chat.jsonl")]), ("web", [f"{server.url}/chat.jsonl"])):
-            config["sft"]["chat"]["inputs"] = inputs
-            (tmp_path / f"{name}.json").write_text(json.dumps({key: config[key] for key in ("tokenizers", "sft")}))
-            code, said = tokenmill("sft", tmp_path / f"{name}.json", "chat", "-o", tmp_path / f"{name}.pbin",
-                                   capsys=capsys)
-            assert code == 0, said
-    for suffix in (".pbin", ".loss_mask.pbin"):
-        assert (tmp_path / f"web{suffix}").read_bytes() == (tmp_path / f"local{suffix}").read_bytes()
-    [source] = read_sidecar(tmp_path / "web.pbin")["sources"]
-    assert source["object"]["last_modified"] == server.modified and source["bytes"] == len(chat)
+    with RangeServer({"/chat.jsonl": CHAT.read_bytes()}) as server:
+        source = sft_equal(tmp_path, f"{server.url}/chat.jsonl", capsys)
+    assert source["object"]["last_modified"] == server.modified and source["bytes"] == CHAT.stat().st_size

@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from functools import lru_cache
 
 from tokenmill.errors import TokenmillError
-from tokenmill.files.remote import CONNECT_SECONDS, READ_SECONDS, ObjectIdentity, expand_glob
+from tokenmill.files.remote import CONNECT_SECONDS, READ_SECONDS, ObjectIdentity, bucket_and_key, expand_glob
 
 __all__ = ["PREFIXES", "RETRY_SECONDS", "split_url", "identity", "expand", "open_range"]
 
@@ -41,10 +41,7 @@ def split_url(url: str) -> tuple[str, str]:
     Raises:
         TokenmillError: no bucket or no key.
     """
-    bucket, _, key = url[len("gs://"):].partition("/")
-    if not url.startswith("gs://") or not bucket or not key:
-        raise TokenmillError(f"{url}: not an object URL; give gs://BUCKET/KEY")
-    return bucket, key
+    return bucket_and_key(url, "gs")
 
 
 def _storage():

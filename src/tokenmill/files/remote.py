@@ -30,7 +30,7 @@ from typing import Protocol
 from tokenmill.errors import TokenmillError
 
 __all__ = ["ATTEMPTS", "CONNECT_SECONDS", "READ_SECONDS", "READ_BYTES", "WILDCARDS", "ObjectIdentity", "Body",
-           "key_pattern", "expand_glob", "ObjectStream", "ObjectFile", "read_all"]
+           "bucket_and_key", "key_pattern", "expand_glob", "ObjectStream", "ObjectFile", "read_all"]
 
 ATTEMPTS = 3
 # A store that accepts the connection but sends nothing for this long is not answering: ATTEMPTS tries then
@@ -78,6 +78,18 @@ class Body(Protocol):
     def read(self, size: int) -> bytes: ...
 
     def close(self) -> None: ...
+
+
+def bucket_and_key(url: str, scheme: str) -> tuple[str, str]:
+    """``SCHEME://bucket/key`` → ``(bucket, key)`` (``scheme``: ``"s3"``, ``"gs"``).
+
+    Raises:
+        TokenmillError: no bucket or no key.
+    """
+    bucket, _, key = url[len(scheme) + 3:].partition("/")
+    if not url.startswith(f"{scheme}://") or not bucket or not key:
+        raise TokenmillError(f"{url}: not an object URL; give {scheme}://BUCKET/KEY")
+    return bucket, key
 
 
 def key_pattern(pattern: str) -> re.Pattern:

@@ -27,7 +27,8 @@ from functools import lru_cache
 from urllib.parse import urlsplit
 
 from tokenmill.errors import TokenmillError
-from tokenmill.files.remote import ATTEMPTS, CONNECT_SECONDS, READ_SECONDS, ObjectIdentity, expand_glob
+from tokenmill.files.remote import (ATTEMPTS, CONNECT_SECONDS, READ_SECONDS, ObjectIdentity, bucket_and_key,
+                                    expand_glob)
 
 __all__ = ["PREFIXES", "split_url", "identity", "expand", "open_range"]
 
@@ -40,10 +41,7 @@ def split_url(url: str) -> tuple[str, str]:
     Raises:
         TokenmillError: no bucket or no key.
     """
-    bucket, _, key = url[len("s3://"):].partition("/")
-    if not url.startswith("s3://") or not bucket or not key:
-        raise TokenmillError(f"{url}: not an object URL; give s3://BUCKET/KEY")
-    return bucket, key
+    return bucket_and_key(url, "s3")
 
 
 @lru_cache(maxsize=1)
