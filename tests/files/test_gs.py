@@ -20,7 +20,7 @@ import urllib.request
 
 import pytest
 
-from url_inputs import PACK, pack_equal, tokenmill
+from url_inputs import PACK, assert_a_local_builds_bytes, pack_equal, tokenmill
 
 from conftest import MIXED_JSONL
 from tokenmill.files import objects
@@ -125,8 +125,6 @@ def test_the_workflow_with_snakemakes_gcs_storage_flags_leaves_a_local_builds_by
     snakemake-storage-plugin-gcs, on the same client and emulator): every output an object under the
     prefix, object for object a local build's but for the paths that name the job's folder."""
     pytest.importorskip("snakemake_storage_plugin_gcs", reason="snakemake-storage-plugin-gcs is not installed")
-    import json
-
     from conftest import run_snakemake
 
     monkeypatch.setenv("SNAKEMAKE_STORAGE_GCS_PROJECT", "tokenmill-test")
@@ -135,19 +133,6 @@ def test_the_workflow_with_snakemakes_gcs_storage_flags_leaves_a_local_builds_by
     assert f"under gs://{bucket.name}/run/" in built.stdout, built.stdout
     stored = {blob.name.removeprefix("run/"): blob.download_as_bytes()
               for blob in bucket.client.list_blobs(bucket.name, prefix="run/")}
-    data = {key: content for key, content in stored.items() if key.startswith("data/") and "/." not in key}
-    local = {str(path.relative_to(built_demo)): path.read_bytes() for path in (built_demo / "data").rglob("*")
-             if path.is_file() and not path.name.startswith(".") and not path.is_relative_to(built_demo / "data/raw")
-             and not path.is_relative_to(built_demo / "data/tokenizers") and "stale" not in path.parts
-             and "plans" not in path.parts}
-    assert set(data) == set(local)
-    differing = {key for key in data if data[key] != local[key]}
-    assert differing == {"data/packed/demo.pbin.meta.json", "data/report/demo.html", "data/sft/chat.pbin.meta.json"}
-    sidecars = [json.loads(text) for text in (data["data/packed/demo.pbin.meta.json"],
-                                             local["data/packed/demo.pbin.meta.json"])]
-    for sidecar in sidecars:
-        for record in [*sidecar["sources"], sidecar["tokenizer"]]:
-            record["path"] = os.path.normpath(built_demo / "data/packed" / record["path"])
-    assert sidecars[0] == sidecars[1]
+    assert_a_local_builds_bytes(stored, built_demo)
     dry = run_snakemake(built_demo, *storage, "-n")
     assert "Nothing to be done" in dry.stdout + dry.stderr

@@ -23,7 +23,7 @@ from conftest import MIXED_JSONL
 from tokenmill import cli
 from tokenmill.files import objects, s3 as s3_scheme
 from tokenmill.formats.pbin import read_sidecar
-from url_inputs import CHAT, PACK, pack_equal, sft_equal, tokenmill
+from url_inputs import CHAT, PACK, assert_a_local_builds_bytes, pack_equal, sft_equal, tokenmill
 
 boto3 = pytest.importorskip("boto3", reason="the [s3] extra is not installed")
 SECRET = "secret-key-never-printed"
@@ -274,8 +274,6 @@ def _objects_under(s3, prefix: str) -> dict[str, bytes]:
 def test_the_workflow_with_snakemakes_storage_flags_leaves_a_local_builds_bytes_under_the_prefix(s3, built_demo):
     """`snakemake --default-storage-provider s3 --default-storage-prefix s3://bucket/run`: every output an
     object under the prefix, the data and caches object for object a local build's, reruns incremental."""
-    import json
-
     import yaml
 
     from conftest import planned_jobs, run_snakemake
@@ -286,25 +284,7 @@ def test_the_workflow_with_snakemakes_storage_flags_leaves_a_local_builds_bytes_
     assert f"under s3://{s3.bucket}/run/" in built.stdout, built.stdout
 
     stored = _objects_under(s3, "run")
-    # (Snakemake stamps a folder it made with .snakemake_timestamp, locally too.)
-    data = {key: content for key, content in stored.items() if key.startswith("data/") and "/." not in key}
-    local = {str(path.relative_to(built_demo)): path.read_bytes() for path in (built_demo / "data").rglob("*")
-             if path.is_file() and not path.name.startswith(".") and not path.is_relative_to(built_demo / "data/raw")
-             and not path.is_relative_to(built_demo / "data/tokenizers") and "stale" not in path.parts
-             and "plans" not in path.parts}  # (prune's, of a local tree: data/stale/ and the plans it records)
-    assert set(data) == set(local)
-    assert {"data/packed/demo.pbin", "data/megatron/demo_text_document.idx",
-            "data/cache/demo/seq512_seed1234/megatron_args.txt"} <= set(data)
-    # Byte for byte but the sidecar, which names the config's own files absolute (jobs run in Snakemake's
-    # folder of local copies), and the report page that shows it.
-    differing = {key for key in data if data[key] != local[key]}
-    assert differing == {"data/packed/demo.pbin.meta.json", "data/report/demo.html", "data/sft/chat.pbin.meta.json"}
-    sidecars = [json.loads(text) for text in (data["data/packed/demo.pbin.meta.json"],
-                                             local["data/packed/demo.pbin.meta.json"])]
-    for sidecar in sidecars:
-        for record in [*sidecar["sources"], sidecar["tokenizer"]]:
-            record["path"] = os.path.normpath(built_demo / "data/packed" / record["path"])
-    assert sidecars[0] == sidecars[1]
+    assert_a_local_builds_bytes(stored, built_demo)
     assert not any(SECRET.encode() in content for content in stored.values())
 
     dry = run_snakemake(built_demo, *storage, "-n")

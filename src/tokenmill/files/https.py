@@ -18,7 +18,6 @@ Cost: one ``HEAD`` per input, one ``GET`` per range read; each request a new con
 
 from __future__ import annotations
 
-import email.utils
 import http.client
 import time
 import urllib.error
@@ -121,10 +120,8 @@ def open_range(identity: ObjectIdentity, start: int, end: int) -> _Body:
         headers["If-Unmodified-Since"] = identity.last_modified
     response = _request(url, "GET", headers, f"reading from byte {start}")
     got = response.headers
-    changed = (identity.etag and got.get("ETag") and got.get("ETag") != identity.etag) or \
-        (identity.last_modified and got.get("Last-Modified") and
-         email.utils.parsedate_to_datetime(got["Last-Modified"]) !=
-         email.utils.parsedate_to_datetime(identity.last_modified))
+    changed = any(pinned and got.get(header) and got.get(header) != pinned
+                  for header, pinned in (("ETag", identity.etag), ("Last-Modified", identity.last_modified)))
     total = got.get("Content-Range", "").rpartition("/")[2]
     if response.status == 206 and total.isdigit() and int(total) != identity.size:
         changed = True
