@@ -118,3 +118,22 @@ def test_sft_reads_a_file_on_a_web_server_as_the_local_file(tmp_path, capsys):
     with RangeServer({"/chat.jsonl": CHAT.read_bytes()}) as server:
         source = sft_equal(tmp_path, f"{server.url}/chat.jsonl", capsys)
     assert source["object"]["last_modified"] == server.modified and source["bytes"] == CHAT.stat().st_size
+
+
+def test_the_plan_of_a_config_with_a_file_on_a_web_server_names_its_etag_and_date_and_sees_them_change():
+    from conftest import GPT2
+    from tokenmill.config import validate_config
+    from tokenmill.plan import Plan
+
+    with RangeServer({"/a.jsonl": MIXED_JSONL.read_bytes()}) as server:
+        url = f"{server.url}/a.jsonl"
+        config = {"tokenizers": {"gpt2": {"path": str(GPT2), "eod": "<|endoftext|>"}},
+                  "datasets": {"web": {"tokenizer": "gpt2", "inputs": [url]}}}
+        before = Plan(validate_config(config, "my.yaml"))
+        assert (before.unit_inputs("web"), before.unit_local_inputs("web")) == ([url], [])  # read by URL
+        identity = before.file_identity("web")
+        assert identity == (f"{url}: {MIXED_JSONL.stat().st_size} bytes, ETag "
+                            f'"{hashlib.md5(MIXED_JSONL.read_bytes()).hexdigest()}" Last-Modified {server.modified}')
+        server.modified = "Thu, 22 Oct 2026 07:28:00 GMT"  # the same bytes, touched: a changed input
+        objects._pinned.clear()
+        assert Plan(validate_config(config, "my.yaml")).file_identity("web") != identity
