@@ -1,4 +1,5 @@
-"""Inputs in object storage, against a real S3 API server on 127.0.0.1.
+"""Inputs in object storage, against a real S3 API server on 127.0.0.1: the s3:// scheme (tokenmill.files.s3)
+through the interface every scheme shares (tokenmill.files.objects; the others: test_gs, test_https, test_hf).
 
 The server is moto's (``moto_server``, from the ``[test]`` extra), started per module on a free
 loopback port and stopped after: no traffic leaves the machine. tokenmill reaches it as any
