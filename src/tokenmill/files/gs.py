@@ -66,6 +66,7 @@ def _call_options() -> dict:
 
 def _failure(url: str, exc: Exception, doing: str) -> TokenmillError:
     """One line naming ``url`` for an exception of the client, raised while ``doing``."""
+    import requests
     from google.api_core import exceptions
     from google.auth.exceptions import DefaultCredentialsError
 
@@ -77,11 +78,11 @@ def _failure(url: str, exc: Exception, doing: str) -> TokenmillError:
     if isinstance(exc, (exceptions.Forbidden, exceptions.Unauthorized)):
         return TokenmillError(f"{url}: permission denied (HTTP {exc.code}) while {doing}; check the credentials "
                               f"(GOOGLE_APPLICATION_CREDENTIALS) and the bucket's permissions")
-    if isinstance(exc, (exceptions.RetryError, OSError)) or "ConnectionError" in type(exc).__name__:
+    if isinstance(exc, (exceptions.RetryError, requests.exceptions.ConnectionError, requests.exceptions.Timeout)):
         return TokenmillError(f"{url}: the store does not answer (retried for {RETRY_SECONDS} s) while {doing}")
     if isinstance(exc, exceptions.GoogleAPICallError):
         return TokenmillError(f"{url}: HTTP {exc.code} while {doing}")
-    return TokenmillError(f"{url}: {type(exc).__name__} while {doing}")
+    return TokenmillError(f"{url}: {type(exc).__name__} while {doing}: {' '.join(str(exc).split())[:200]}")
 
 
 def _client_errors() -> tuple[type[Exception], ...]:
