@@ -421,7 +421,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_index_verb(verbs) -> None:
     """The ``index`` verb's arguments."""
     index = verbs.add_parser("index", help="write the raw line index (.idx) of a JSONL file")
-    index.add_argument("input", help="JSONL file, or object as s3://BUCKET/KEY")
+    index.add_argument("input", help="JSONL file, or a URL (s3://, gs://, https://, hf://datasets/...)")
     index.add_argument("-o", "--output", help="index path (default: INPUT with .idx)")
     index.add_argument("--validate", action="store_true", help="also parse every line as JSON")
     index.set_defaults(run=_index)
@@ -432,7 +432,8 @@ def _add_pack_verb(verbs) -> None:
     pack = verbs.add_parser("pack", help="tokenize JSONL into a packed .pbin (+ .pbin.meta.json)")
     pack.add_argument("inputs", nargs="+", metavar="INPUT",
                       help="JSONL files (plain or gzip/zstd/xz/bzip2) or Parquet files, packed in this order; or "
-                           "objects as s3://BUCKET/KEY (globs in the KEY), streamed")
+                           "URLs, streamed: s3:// or gs://BUCKET/KEY, https://HOST/PATH, "
+                           "hf://datasets/ORG/NAME[@REV]/PATH (globs in a KEY and an hf:// PATH)")
     pack.add_argument("-o", "--output", help="output .pbin (optional with --megatron or --datatrove)")
     pack.add_argument("--megatron", metavar="PREFIX",
                       help="also write Megatron's PREFIX.bin/.idx from the same tokens, in the same pass (the bytes "

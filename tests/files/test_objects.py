@@ -1,4 +1,5 @@
-"""Inputs in object storage, against a real S3 API server on 127.0.0.1.
+"""Inputs in object storage, against a real S3 API server on 127.0.0.1: the s3:// scheme (tokenmill.files.s3)
+through the interface every scheme shares (tokenmill.files.objects; the others: test_gs, test_https, test_hf).
 
 The server is moto's (``moto_server``, from the ``[test]`` extra), started per module on a free
 loopback port and stopped after: no traffic leaves the machine. tokenmill reaches it as any
@@ -19,11 +20,11 @@ import urllib.request
 
 import pytest
 
-from conftest import GPT2, GPT2_EOD, MIXED_JSONL
+from conftest import MIXED_JSONL
 from tokenmill import cli
-from tokenmill.files import objects
+from tokenmill.files import objects, s3 as s3_scheme
 from tokenmill.formats.pbin import read_sidecar
-from tokenmill.formats.sidecar import record_problems
+from url_inputs import CHAT, PACK, assert_a_local_builds_bytes, pack_equal, sft_equal, tokenmill
 
 boto3 = pytest.importorskip("boto3", reason="the [s3] extra is not installed")
 SECRET = "secret-key-never-printed"
@@ -66,7 +67,7 @@ def _use(monkeypatch, endpoint: str, key_id: str = "tokenmill-test") -> None:
                         "AWS_DEFAULT_REGION": "us-east-1"}.items():
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
-    objects._client.cache_clear()
+    s3_scheme._client.cache_clear()
     objects._pinned.clear()
 
 
@@ -79,15 +80,7 @@ def s3(monkeypatch, endpoint):
     client.create_bucket(Bucket=bucket)
     client.bucket = bucket
     yield client
-    objects._client.cache_clear()
-
-
-def tokenmill(*args, capsys=None) -> tuple[int, str]:
-    code = cli.main([str(arg) for arg in args])
-    return code, capsys.readouterr().err if capsys else ""
-
-
-PACK = ("--tokenizer", GPT2, "--eod", GPT2_EOD, "--engine", "fastokens", "--check-fraction", "1")
+    s3_scheme._client.cache_clear()
 
 
 def test_objects_pack_to_the_bytes_of_the_same_files_on_disk_plain_gzip_zstd_and_parquet(s3, tmp_path, capsys):
@@ -105,26 +98,19 @@ def test_objects_pack_to_the_bytes_of_the_same_files_on_disk_plain_gzip_zstd_and
         (tmp_path / name).write_bytes(content)
         s3.put_object(Bucket=s3.bucket, Key=f"raw/{name}", Body=content)
     names = sorted(local)
-    code, said = tokenmill("pack", *[tmp_path / name for name in names], *PACK, "-o", tmp_path / "local.pbin",
-                           "--on-bad-line", "skip", capsys=capsys)
-    assert code == 0, said
-    code, said = tokenmill("pack", f"s3://{s3.bucket}/raw/*", *PACK, "-o", tmp_path / "s3.pbin",
-                           "--on-bad-line", "skip", capsys=capsys)
-    assert code == 0, said
-    assert (tmp_path / "s3.pbin").read_bytes() == (tmp_path / "local.pbin").read_bytes()
-
-    sources = read_sidecar(tmp_path / "s3.pbin")["sources"]
+    sidecar, said = pack_equal(tmp_path, [tmp_path / name for name in names], [f"s3://{s3.bucket}/raw/*"], capsys,
+                               "--on-bad-line", "skip")
+    sources = sidecar["sources"]
     assert [source["path"] for source in sources] == [f"s3://{s3.bucket}/raw/{name}" for name in names]
     for source, name in zip(sources, names):
         assert source["sha256"] == hashlib.sha256(local[name]).hexdigest()
         assert source["object"] == {"etag": f'"{hashlib.md5(local[name]).hexdigest()}"', "version_id": None,
                                     "size": len(local[name])}
-    assert record_problems(read_sidecar(tmp_path / "s3.pbin")) == []  # objects' entries are in the record
     local_sources = read_sidecar(tmp_path / "local.pbin")["sources"]
     assert [source["documents"] for source in sources] == [source["documents"] for source in local_sources]
-    assert SECRET not in (tmp_path / "s3.pbin.meta.json").read_text() and SECRET not in said
+    assert SECRET not in (tmp_path / "url.pbin.meta.json").read_text() and SECRET not in said
     capsys.readouterr()
-    assert cli.main(["inspect", str(tmp_path / "s3.pbin")]) == 0
+    assert cli.main(["inspect", str(tmp_path / "url.pbin")]) == 0
     shown = capsys.readouterr().out
     assert f"source: s3://{s3.bucket}/raw/" in shown and "not found" not in shown  # URLs: not looked up on disk
 
@@ -289,8 +275,6 @@ def _objects_under(s3, prefix: str) -> dict[str, bytes]:
 def test_the_workflow_with_snakemakes_storage_flags_leaves_a_local_builds_bytes_under_the_prefix(s3, built_demo):
     """`snakemake --default-storage-provider s3 --default-storage-prefix s3://bucket/run`: every output an
     object under the prefix, the data and caches object for object a local build's, reruns incremental."""
-    import json
-
     import yaml
 
     from conftest import planned_jobs, run_snakemake
@@ -301,25 +285,7 @@ def test_the_workflow_with_snakemakes_storage_flags_leaves_a_local_builds_bytes_
     assert f"under s3://{s3.bucket}/run/" in built.stdout, built.stdout
 
     stored = _objects_under(s3, "run")
-    # (Snakemake stamps a folder it made with .snakemake_timestamp, locally too.)
-    data = {key: content for key, content in stored.items() if key.startswith("data/") and "/." not in key}
-    local = {str(path.relative_to(built_demo)): path.read_bytes() for path in (built_demo / "data").rglob("*")
-             if path.is_file() and not path.name.startswith(".") and not path.is_relative_to(built_demo / "data/raw")
-             and not path.is_relative_to(built_demo / "data/tokenizers") and "stale" not in path.parts
-             and "plans" not in path.parts}  # (prune's, of a local tree: data/stale/ and the plans it records)
-    assert set(data) == set(local)
-    assert {"data/packed/demo.pbin", "data/megatron/demo_text_document.idx",
-            "data/cache/demo/seq512_seed1234/megatron_args.txt"} <= set(data)
-    # Byte for byte but the sidecar, which names the config's own files absolute (jobs run in Snakemake's
-    # folder of local copies), and the report page that shows it.
-    differing = {key for key in data if data[key] != local[key]}
-    assert differing == {"data/packed/demo.pbin.meta.json", "data/report/demo.html", "data/sft/chat.pbin.meta.json"}
-    sidecars = [json.loads(text) for text in (data["data/packed/demo.pbin.meta.json"],
-                                             local["data/packed/demo.pbin.meta.json"])]
-    for sidecar in sidecars:
-        for record in [*sidecar["sources"], sidecar["tokenizer"]]:
-            record["path"] = os.path.normpath(built_demo / "data/packed" / record["path"])
-    assert sidecars[0] == sidecars[1]
+    assert_a_local_builds_bytes(stored, built_demo)
     assert not any(SECRET.encode() in content for content in stored.values())
 
     dry = run_snakemake(built_demo, *storage, "-n")
@@ -330,30 +296,14 @@ def test_the_workflow_with_snakemakes_storage_flags_leaves_a_local_builds_bytes_
 
 
 def test_sft_from_an_object_equals_the_local_file_and_records_its_version(s3, tmp_path, capsys):
-    import json
-
-    import yaml
-
-    from conftest import REPO
-
-    config = yaml.safe_load((REPO / "config/config.yaml").read_text())
-    chat = (REPO / "data/raw/chat.jsonl").read_bytes()
+    chat = CHAT.read_bytes()
     s3.put_object(Bucket=s3.bucket, Key="chat/part-0.jsonl", Body=chat)
-    config["tokenizers"]["gpt2"]["path"] = str(REPO / config["tokenizers"]["gpt2"]["path"])
-    for name, inputs in (("local", [str(REPO / "data/raw/chat.jsonl")]), ("remote", [f"s3://{s3.bucket}/chat/*"])):
-        config["sft"]["chat"]["inputs"] = inputs
-        (tmp_path / f"{name}.json").write_text(json.dumps({key: config[key] for key in ("tokenizers", "sft")}))
-        code, said = tokenmill("sft", tmp_path / f"{name}.json", "chat", "-o", tmp_path / f"{name}.pbin",
-                               capsys=capsys)
-        assert code == 0, said
-    for suffix in (".pbin", ".loss_mask.pbin"):
-        assert (tmp_path / f"remote{suffix}").read_bytes() == (tmp_path / f"local{suffix}").read_bytes()
-    [source] = read_sidecar(tmp_path / "remote.pbin")["sources"]
+    source = sft_equal(tmp_path, f"s3://{s3.bucket}/chat/*", capsys)
     head = s3.head_object(Bucket=s3.bucket, Key="chat/part-0.jsonl")
     assert source["path"] == f"s3://{s3.bucket}/chat/part-0.jsonl" and source["bytes"] == len(chat)
     assert source["sha256"] == hashlib.sha256(chat).hexdigest() and source["object"]["etag"] == head["ETag"]
-    code, said = tokenmill("verify", tmp_path / "remote.pbin", capsys=capsys)
+    code, said = tokenmill("verify", tmp_path / "url.pbin", capsys=capsys)
     assert code == 0, said
     s3.put_object(Bucket=s3.bucket, Key="chat/part-0.jsonl", Body=chat + chat[:100])
-    code, said = tokenmill("verify", tmp_path / "remote.pbin", capsys=capsys)
+    code, said = tokenmill("verify", tmp_path / "url.pbin", capsys=capsys)
     assert code == 1 and f"s3://{s3.bucket}/chat/part-0.jsonl" in said, said

@@ -71,10 +71,12 @@ class FileIdentityRecord(TypedDict):
 
 
 class ObjectRecord(TypedDict):
-    """The version of an ``s3://`` input that was read."""
-    etag: str
+    """The version of an input by URL that was read (``s3://``, ``https://``, ``hf://``)."""
+    etag: str  # S3's or a web server's ETag ("" where it gives none); a Hub file's LFS sha256 or git blob id
     version_id: str | None
     size: int
+    last_modified: str  # a web server's Last-Modified, where it gives one
+    revision: str  # a Hub file's commit sha: what its @branch resolved to when the job started
 
 
 class SkippedRecord(TypedDict):

@@ -1,5 +1,5 @@
 """What a file is by its first bytes: compressed (gzip, zstd, xz, bzip2, zip), Parquet, or neither (plain JSONL),
-for a local file or an object (``s3://``). A compressed or Parquet input is read as a stream; a raw index exists only
+for a local file or an object by URL. A compressed or Parquet input is read as a stream; a raw index exists only
 for plain JSONL (:func:`refuse_compressed`); a bad line that is compressed data says so
 (:func:`tokenmill.inputs.text_selection.describe_json_error`).
 """
@@ -30,7 +30,7 @@ def described(compression: str) -> str:
 
 
 def head_bytes(path: str | os.PathLike, count: int = 8) -> bytes:
-    """The first ``count`` bytes of a file, or of an object (``s3://``, :mod:`tokenmill.files.objects`).
+    """The first ``count`` bytes of a file, or of an object by URL (:mod:`tokenmill.files.objects`).
 
     Raises:
         TokenmillError: unreadable (naming it).

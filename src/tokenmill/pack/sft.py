@@ -3,9 +3,9 @@
 Each kept conversation is one document in both files (same lengths), laid out and masked by
 :class:`tokenmill.training.sft_datasets.InstructionCollator`; conversations are truncated or dropped as it does,
 counted in the sidecar; bad lines are counted by reason with their first line numbers, as ``pack`` does. Inputs may be
-``s3://`` objects (globs listed), read forward. The loss mask is renamed first, then the sidecar (which records
-the mask's identity), then the tokens: a run killed in between leaves a pair whose sidecar check fails,
-never a mixed pair.
+URLs (``s3://``, ``gs://``, ``https://``, ``hf://``; globs listed), read forward. The loss mask is renamed first,
+then the sidecar (which records the mask's identity), then the tokens: a run killed in between leaves a pair
+whose sidecar check fails, never a mixed pair.
 
 An entry with a ``chat_template`` (or ``--chat-template``) renders each conversation with the model's own
 template instead (:mod:`tokenmill.tokenization.chat_template`: the ids of transformers' ``apply_chat_template``,

@@ -272,7 +272,7 @@ class Plan(Units):
         """Size and modification time of an SFT dataset's files and tokenizer, size and ETag of its objects
         (see :meth:`unit_identity`)."""
         return "; ".join([*(path_identity(path) for path in self.sft_inputs(name)),
-                          *(f"{item.url}: {item.size} bytes, ETag {item.etag}" for item in self.sft_objects(name))])
+                          *(f"{item.url}: {item.size} bytes, ETag {item.tag}" for item in self.sft_objects(name))])
 
     def sft_olmo_folders(self, name: str) -> list[str]:
         """The OLMo folder of an SFT set whose formats name olmo (none otherwise)."""

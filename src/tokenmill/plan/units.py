@@ -39,7 +39,7 @@ class InputFile:
     compression: str | None  # None: plain JSONL, read through its raw index; "parquet": a Parquet file
     size: int
     mtime_ns: int
-    etag: str | None = None  # an object's (an s3:// input): its version, where a file has its mtime
+    etag: str | None = None  # an input by URL's version (ObjectIdentity.tag), where a file has its mtime
 
 
 @dataclass(frozen=True)
@@ -298,7 +298,7 @@ class Units:
                 compression = input_compression(path)
                 if is_url(path):  # streamed whole by its pack job (a byte range would need a raw index first)
                     identity = pinned_identity(path)
-                    files.append(InputFile(stem, path, compression, identity.size, 0, identity.etag))
+                    files.append(InputFile(stem, path, compression, identity.size, 0, identity.tag))
                     continue
             except TokenmillError as exc:
                 raise TokenmillError(f"datasets.{name}.inputs: {exc}") from None

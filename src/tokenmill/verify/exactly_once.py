@@ -152,7 +152,8 @@ def _object_problems(path: str | os.PathLike, source: SourceRecord) -> list[str]
     except TokenmillError as exc:
         return [f"{path}: source {exc}"]
     if (now.etag, now.size) == (recorded.get("etag"), recorded.get("size")) and \
-            (not recorded.get("version_id") or now.version_id == recorded["version_id"]):
+            (not recorded.get("version_id") or now.version_id == recorded["version_id"]) and \
+            (not recorded.get("last_modified") or now.last_modified == recorded["last_modified"]):
         return []
     # Another ETag for the same size may be the same bytes uploaded another way (in parts, or not): the
     # sha256 of what was packed decides, at the cost of reading them again.

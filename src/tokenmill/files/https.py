@@ -1,0 +1,136 @@
+"""``https://`` (and ``http://``) files on a web server: the HTTP scheme of :mod:`tokenmill.files.remote`'s
+interface, with the standard library's client (no dependency).
+
+* **Identity.** One ``HEAD``: the size (``Content-Length``), the ``ETag`` and the ``Last-Modified``, recorded
+  in the sidecar; any of them changed is a changed input for the plan and for ``verify``. A server that
+  gives no size cannot be read in ranges and is refused.
+* **Reads.** A ``GET`` with ``Range: bytes=START-END`` per stream or per Parquet read; the answer must be
+  ``206`` (or ``200`` for the whole file) and carry the pinned ``ETag`` (or ``Last-Modified``), and a
+  strong ETag is also sent as ``If-Match``: a file replaced during a read stops it with one line. Redirects
+  are followed.
+* **No globs**: a web server has no listing; ``?`` starts the URL's query. No credentials are sent.
+* **Failures**, each one line naming the URL: 404, 401/403, a server that does not answer
+  (:data:`~tokenmill.files.remote.ATTEMPTS` attempts, 5xx answers retried likewise, 20 s per read), a server
+  that ignores ``Range``.
+
+Cost: one ``HEAD`` per input, one ``GET`` per range read; each request a new connection.
+"""
+
+from __future__ import annotations
+
+import http.client
+import time
+import urllib.error
+import urllib.request
+from urllib.parse import urlsplit
+
+from tokenmill.errors import TokenmillError
+from tokenmill.files.remote import ATTEMPTS, READ_SECONDS, ObjectIdentity
+
+__all__ = ["PREFIXES", "identity", "expand", "open_range"]
+
+PREFIXES = ("https://", "http://")
+_USER_AGENT = "tokenmill"
+
+
+def _host(url: str) -> str:
+    """The URL's host and port, never a user part (which could hold a secret)."""
+    return urlsplit(url).netloc.rpartition("@")[2]
+
+
+def _request(url: str, method: str, headers: dict[str, str], doing: str) -> http.client.HTTPResponse:
+    """The server's answer to one request, retried on no answer or a 5xx.
+
+    Raises:
+        TokenmillError: 404, 401/403, 412, 416, another error status, or no answer after the attempts.
+    """
+    request = urllib.request.Request(url, method=method, headers={"User-Agent": _USER_AGENT, **headers})
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            return urllib.request.urlopen(request, timeout=READ_SECONDS)
+        except urllib.error.HTTPError as exc:
+            exc.close()
+            if exc.code == 404 or exc.code == 410:
+                raise TokenmillError(f"{url}: no such file (HTTP {exc.code})") from None
+            if exc.code in (401, 403):
+                raise TokenmillError(f"{url}: permission denied (HTTP {exc.code}) while {doing}") from None
+            if exc.code == 412:
+                raise TokenmillError(f"{url}: the file changed during the read (its ETag is no longer the one first "
+                                     f"seen); nothing was written, run again to read the new version") from None
+            if exc.code == 416:
+                raise TokenmillError(f"{url}: the file is shorter than when it was first seen (changed?)") from None
+            if exc.code < 500 or attempt == ATTEMPTS:
+                raise TokenmillError(f"{url}: HTTP {exc.code} {exc.reason} while {doing}") from None
+        except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
+            if attempt == ATTEMPTS:
+                reason = getattr(exc, "reason", exc)
+                raise TokenmillError(f"{url}: the server {_host(url)} does not answer ({ATTEMPTS} attempts: "
+                                     f"{type(reason).__name__}) while {doing}") from None
+        time.sleep(0.2 * attempt)
+    raise AssertionError("unreachable")
+
+
+def identity(url: str) -> ObjectIdentity:
+    """The file's identity now (one ``HEAD``): size, ``ETag``, ``Last-Modified``.
+
+    Raises:
+        TokenmillError: no such file, no permission, no answer, no size.
+    """
+    with _request(url, "HEAD", {"Accept-Encoding": "identity"}, "reading its metadata") as response:
+        headers = response.headers
+    length = headers.get("Content-Length")
+    if length is None or not length.isdigit():
+        raise TokenmillError(f"{url}: the server gives no size (Content-Length) for it, so it cannot be read in "
+                             f"ranges; download it and give the local file")
+    return ObjectIdentity(url, int(length), headers.get("ETag") or "", last_modified=headers.get("Last-Modified"))
+
+
+def expand(url: str) -> list[str]:
+    """``[url]``: a web server has no listing, so an ``https://`` URL names one file."""
+    return [url]
+
+
+class _Body:
+    """A ``GET``'s body, its dropped connections raised as ``ConnectionError``."""
+
+    def __init__(self, response: http.client.HTTPResponse):
+        self._response = response
+
+    def read(self, size: int) -> bytes:
+        try:
+            return self._response.read(size)
+        except (OSError, http.client.HTTPException) as exc:
+            raise ConnectionError(str(exc)) from None
+
+    def close(self) -> None:
+        self._response.close()
+
+
+def open_range(identity: ObjectIdentity, start: int, end: int) -> _Body:
+    """One ``GET`` of bytes ``[start, end)`` of the version ``identity``.
+
+    Raises:
+        TokenmillError: the file changed, is gone or is shorter; no permission; no answer; ranges ignored.
+    """
+    url = identity.url
+    headers = {"Range": f"bytes={start}-{end - 1}", "Accept-Encoding": "identity"}
+    if identity.etag and not identity.etag.startswith("W/"):  # a weak ETag never matches If-Match
+        headers["If-Match"] = identity.etag
+    elif identity.last_modified:
+        headers["If-Unmodified-Since"] = identity.last_modified
+    response = _request(url, "GET", headers, f"reading from byte {start}")
+    got = response.headers
+    changed = any(pinned and got.get(header) and got.get(header) != pinned
+                  for header, pinned in (("ETag", identity.etag), ("Last-Modified", identity.last_modified)))
+    total = got.get("Content-Range", "").rpartition("/")[2]
+    if response.status == 206 and total.isdigit() and int(total) != identity.size:
+        changed = True
+    if changed:
+        response.close()
+        raise TokenmillError(f"{url}: the file changed during the read (its ETag, Last-Modified or size is no longer "
+                             f"the one first seen); nothing was written, run again to read the new version")
+    if response.status != 206 and (start, end) != (0, identity.size):
+        response.close()
+        raise TokenmillError(f"{url}: the server ignores range requests (HTTP {response.status} to a Range), so it "
+                             f"cannot be read in parts; download it and give the local file")
+    return _Body(response)

@@ -1,0 +1,139 @@
+"""``https://`` (and ``http://``) inputs, against a static file server with Range support on 127.0.0.1
+(tests/files/loopback_servers.py: the standard library's ``http.server``, started per test). The same client
+code serves both schemes (urllib); the loopback server speaks plain HTTP, so the URLs here are ``http://``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+
+import pytest
+from loopback_servers import RangeServer, nothing_listening
+
+from url_inputs import CHAT, PACK, pack_equal, sft_equal, tokenmill
+
+from conftest import MIXED_JSONL
+from tokenmill.files import objects
+
+@pytest.fixture(autouse=True)
+def fresh_pins():
+    objects._pinned.clear()
+    yield
+    objects._pinned.clear()
+
+
+def _parquet(path) -> bytes:
+    pytest.importorskip("pyarrow", reason="the [parquet] extra is not installed")
+    import pyarrow
+    import pyarrow.parquet
+
+    table = pyarrow.table({"text": [f"row {i}: {'word ' * i}" for i in range(300)]})
+    pyarrow.parquet.write_table(table, path, row_group_size=100)
+    return path.read_bytes()
+
+
+def test_files_on_a_web_server_pack_to_the_bytes_of_the_same_files_on_disk(tmp_path, capsys):
+    from backports import zstd
+
+    text = MIXED_JSONL.read_bytes()
+    local = {"plain.jsonl": text, "gz.jsonl.gz": gzip.compress(text), "zst.jsonl.zst": zstd.compress(text),
+             "rows.parquet": _parquet(tmp_path / "rows.parquet")}
+    for name, content in local.items():
+        (tmp_path / name).write_bytes(content)
+    names = sorted(local)
+    with RangeServer({f"/raw/{name}": content for name, content in local.items()}) as server:
+        urls = [f"{server.url}/raw/{name}" for name in names]
+        sidecar, _ = pack_equal(tmp_path, [tmp_path / name for name in names], urls, capsys, "--on-bad-line", "skip")
+        parquet_reads = [headers.get("Range") for method, path, headers in server.requests
+                         if method == "GET" and path == "/raw/rows.parquet"]
+    # Parquet by ranged reads (the footer first, then column chunks), not one GET of the whole file
+    assert parquet_reads and all(parquet_reads) and parquet_reads[0] != f"bytes=0-{len(local['rows.parquet']) - 1}"
+    sources = sidecar["sources"]
+    assert [source["path"] for source in sources] == urls
+    for source, name in zip(sources, names):
+        assert source["sha256"] == hashlib.sha256(local[name]).hexdigest()
+        assert source["object"] == {"etag": f'"{hashlib.md5(local[name]).hexdigest()}"', "version_id": None,
+                                    "size": len(local[name]), "last_modified": server.modified}
+
+
+def test_a_byte_range_shard_reads_its_range_through_the_raw_index_and_verify_finds_a_replaced_file(tmp_path,
+                                                                                                   capsys):
+    with RangeServer({"/mixed.jsonl": MIXED_JSONL.read_bytes()}) as server:
+        url = f"{server.url}/mixed.jsonl"
+        assert tokenmill("index", url, "-o", tmp_path / "web.idx", capsys=capsys)[0] == 0
+        assert tokenmill("index", MIXED_JSONL, "-o", tmp_path / "local.idx", capsys=capsys)[0] == 0
+        assert (tmp_path / "web.idx").read_bytes() == (tmp_path / "local.idx").read_bytes()
+        middle = MIXED_JSONL.stat().st_size // 2
+        for where, source in (("web", url), ("local", MIXED_JSONL)):
+            code, said = tokenmill("pack", source, "--index", tmp_path / f"{where}.idx", "--byte-range",
+                                   f"{middle}:", *PACK, "-o", tmp_path / f"{where}.pbin", "--on-bad-line", "skip",
+                                   capsys=capsys)
+            assert code == 0, said
+        assert (tmp_path / "web.pbin").read_bytes() == (tmp_path / "local.pbin").read_bytes()
+        ranges = [headers.get("Range") for _, _, headers in server.requests]
+        assert ranges[-1].startswith("bytes=") and int(ranges[-1][6:].partition("-")[0]) >= middle  # its range only
+
+        code, said = tokenmill("pack", url, *PACK, "-o", tmp_path / "whole.pbin", "--on-bad-line", "skip",
+                               capsys=capsys)
+        assert code == 0, said
+        assert tokenmill("verify", tmp_path / "whole.pbin", capsys=capsys)[0] == 0
+        before = objects.object_identity(url)
+        server.files["/mixed.jsonl"] = MIXED_JSONL.read_bytes() + b'{"text": "one more"}\n'
+        assert objects.object_identity(url).tag != before.tag  # a changed input for the plan
+        code, said = tokenmill("verify", tmp_path / "whole.pbin", capsys=capsys)
+        assert code == 1 and f"source {url} has changed since it was packed (ETag" in said
+
+
+def test_a_file_replaced_during_a_read_stops_it_with_one_line():
+    with RangeServer({"/a.jsonl": b'{"text": "old"}\n' * 1000}) as server:
+        url = f"{server.url}/a.jsonl"
+        with objects.open_object(objects.pin(url)) as stream:
+            assert stream.read(100) == (b'{"text": "old"}\n' * 7)[:100]
+            server.files["/a.jsonl"] = b'{"text": "new"}\n' * 1000
+            stream._body.close()  # the connection drops: the read resumes pinned to the first ETag
+            with pytest.raises(objects.TokenmillError, match=rf"^{url}: the file changed during the read"):
+                stream.read()
+
+
+def test_a_missing_file_a_refused_connection_and_a_server_without_ranges_are_one_line_each(tmp_path, capsys):
+    rows = _parquet(tmp_path / "rows.parquet")
+    (tmp_path / "rows.parquet").unlink()
+    with RangeServer({"/rows.parquet": rows}, ranges=False) as server:
+        cases = [(f"{server.url}/none.jsonl", "no such file (HTTP 404)"),
+                 (f"{server.url}/rows.parquet", "the server ignores range requests (HTTP 200 to a Range), so it "
+                                                "cannot be read in parts; download it and give the local file")]
+        for url, expected in cases:
+            code, said = tokenmill("pack", url, *PACK, "-o", tmp_path / "x.pbin", capsys=capsys)
+            assert (code, said) == (1, f"tokenmill: error: {url}: {expected}\n")
+    with nothing_listening() as address:
+        url = f"{address}/a.jsonl"
+        code, said = tokenmill("pack", url, *PACK, "-o", tmp_path / "x.pbin", capsys=capsys)
+    assert (code, said) == (1, f"tokenmill: error: {url}: the server {address[7:]} does not answer (3 attempts: "
+                               f"ConnectionRefusedError) while reading its metadata\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_sft_reads_a_file_on_a_web_server_as_the_local_file(tmp_path, capsys):
+    with RangeServer({"/chat.jsonl": CHAT.read_bytes()}) as server:
+        source = sft_equal(tmp_path, f"{server.url}/chat.jsonl", capsys)
+    assert source["object"]["last_modified"] == server.modified and source["bytes"] == CHAT.stat().st_size
+
+
+def test_the_plan_of_a_config_with_a_file_on_a_web_server_names_its_etag_and_date_and_sees_them_change():
+    from conftest import GPT2
+    from tokenmill.config import validate_config
+    from tokenmill.plan import Plan
+
+    with RangeServer({"/a.jsonl": MIXED_JSONL.read_bytes()}) as server:
+        url = f"{server.url}/a.jsonl"
+        config = {"tokenizers": {"gpt2": {"path": str(GPT2), "eod": "<|endoftext|>"}},
+                  "datasets": {"web": {"tokenizer": "gpt2", "inputs": [url]}}}
+        before = Plan(validate_config(config, "my.yaml"))
+        assert (before.unit_inputs("web"), before.unit_local_inputs("web")) == ([url], [])  # read by URL
+        identity = before.file_identity("web")
+        assert identity == (f"{url}: {MIXED_JSONL.stat().st_size} bytes, ETag "
+                            f'"{hashlib.md5(MIXED_JSONL.read_bytes()).hexdigest()}" Last-Modified {server.modified}')
+        server.modified = "Thu, 22 Oct 2026 07:28:00 GMT"  # the same bytes, touched: a changed input
+        objects._pinned.clear()
+        assert Plan(validate_config(config, "my.yaml")).file_identity("web") != identity
