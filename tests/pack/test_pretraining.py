@@ -74,6 +74,22 @@ def test_every_document_ends_with_one_eod_and_text_is_tokenized_as_hf_does(tmp_p
     assert documents[0] == tokenizer.encode("Hello world").ids + [GPT2_EOD_ID]
     assert documents[1] == tokenizer.encode("ends with eod").ids + [GPT2_EOD_ID]  # not doubled
     assert documents[2].count(GPT2_EOD_ID) == 2  # a literal special token inside text maps to its id, as in HF
+    assert read_sidecar(tmp_path / "x.pbin")["eod_within_documents"] == 1  # document 2's; 1's ends it
+
+
+def test_an_ordinary_token_as_eod_is_counted_where_it_lies_inside_documents(tmp_path):
+    """GPT-2's "Ċ" is a newline: every single newline of a text is that id, so a reader scanning for the EOS
+    cuts there. The count leaves out a text's last newline, which ends its document (no EOD appended)."""
+    texts = ["one\ntwo\nthree", "ends with a newline\n", "none at all", "a\nb"]
+    source = write_jsonl_bytes(tmp_path / "x.jsonl", [json.dumps({"text": t}).encode() for t in texts])
+    logged = []
+    meta = pack([str(source)], str(tmp_path / "x.pbin"), PackSettings(tokenizer_path=str(GPT2), eod="Ċ"),
+                log=logged.append)
+    assert meta["eod_within_documents"] == 3 and meta["eod_in_text"] == [[1, 2]]
+    assert logged[-1] == ("warning: the EOD 'Ċ' (id 198) occurs 3 times inside documents' own tokens: a reader that "
+                          "finds documents by scanning for the EOS (OLMo-core without its csv, datatrove) cuts them "
+                          "there")
+    assert "eod_within_documents" not in quiet_pack([source], tmp_path / "n.pbin", eod=None)
 
 
 def test_nested_jq_pattern_and_plain_key_fast_path_agree(tmp_path):

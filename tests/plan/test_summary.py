@@ -174,3 +174,15 @@ def test_the_reports_front_page_gives_the_command_as_the_run_spelled_it(tmp_path
     assert "REPORT_COMMAND" not in text
     assert text.replace(f"snakemake -s {REPO / 'Snakefile'} --configfile my.yaml --report report.html",
                         "REPORT_COMMAND") == (REPO / "workflow/report/workflow.rst").read_text()
+
+
+def test_a_build_whose_documents_hold_the_eod_is_warned_about_with_the_count(folder):
+    run_tokenmill("pack", "raw/a.jsonl", "--tokenizer", "tok/gpt2.json", "--eod", "Ċ", "-o", "data/packed/a.pbin",
+                  cwd=folder)
+    inside = json.loads((folder / "data/packed/a.pbin.meta.json").read_text())["eod_within_documents"]
+    config = _config(["a"])
+    config["tokenizers"]["gpt2"].update(eod="Ċ", ordinary_eod=True)
+    lines = summary_lines(Plan(validate_config(config, "my.yaml")), [folder / "my.yaml"], REPO / "Snakefile")
+    assert inside > 0 and lines[3] == (
+        f"    warning: the EOD 'Ċ' (id 198) occurs {inside:,} times inside documents' own tokens: a reader that finds "
+        f"documents by scanning for the EOS (OLMo-core without its csv, datatrove) cuts them there")

@@ -4,9 +4,10 @@ The Snakefile's ``onsuccess`` handler calls :func:`print_summary` with the build
 most about 25 lines whatever the size of the matrix:
 
 * per build (dataset × tokenizer): documents and tokens (and skipped lines, if any) from the ``.pbin``
-  sidecar, the ``.pbin`` with its size, the Megatron prefix (and ``--data-path`` as the training job
-  spells it, where ``sampling.megatron_path_prefix`` differs), its index cache folders and datatrove
-  folder; past :data:`MAX_BUILDS_SHOWN` builds, the rest as one line of totals;
+  sidecar (with a warning where its documents hold the EOD before their end: ``eod_within_documents``),
+  the ``.pbin`` with its size, the Megatron prefix (and ``--data-path`` as the training job spells it,
+  where ``sampling.megatron_path_prefix`` differs), its index cache folders and datatrove folder;
+  past :data:`MAX_BUILDS_SHOWN` builds, the rest as one line of totals;
 * per instruction-tuning dataset and per blend, one line;
 * builds of the config not built yet (a run that asked for one target, say);
 * the next commands, runnable as printed from the workflow's working directory (a ``cd`` line first
@@ -34,7 +35,7 @@ from pathlib import Path
 from typing import TextIO
 
 from tokenmill.files.atomic import write_if_changed
-from tokenmill.formats.sidecar import SidecarRecord
+from tokenmill.formats.sidecar import SidecarRecord, eod_within_note
 from tokenmill.megatron.job_tokenizer import null_tokenizer_flags
 from tokenmill.plan import (Plan, blend_cache_name, datatrove_name, hf_tokenizer_folder, job_flags_of, megatron_prefix,
                             olmo_folder, packed_path, sft_files)
@@ -148,6 +149,8 @@ def _build_lines(plan: Plan, build: str) -> list[str]:
         said = f"tokenizers.{name}.eod: null" if "eod" in plan.config["tokenizers"][name] else \
             f"tokenizers.{name} names no eod"  # (a tokenizer.json without a type: the config says nothing)
         lines.append(f"    warning: packed without an EOD ({said}): its documents run together in training")
+    if note := eod_within_note(meta):
+        lines.append(f"    warning: {note}")
     caches = [folder for folder in plan.cache_dirs(build) if os.path.isdir(folder)]  # a run for one target has none
     if caches:
         hashed = plan.job_data_path(build)
