@@ -14,7 +14,10 @@ most about 25 lines whatever the size of the matrix:
   where the shell's directory is another), each followed by what it shows as a shell comment:
   ``tokenmill inspect`` of a document and of a training sample, ``tokenmill verify``, ``snakemake
   --report`` with the run's own ``-s`` and ``--configfile`` (without them Snakemake reports the
-  demo); then where the Megatron-LM arguments and the PyTorch DataLoader recipe are.
+  demo); then where the Megatron-LM arguments and the PyTorch DataLoader recipe are, and (where the
+  workflow made a HuggingFaceTokenizer folder and the caches are named for NullTokenizer) the config key
+  that names them for a job with HuggingFaceTokenizer: following it as printed, Megatron finds the caches
+  (tests/megatron/test_handoff_megatron.py runs every hint through megatron-core).
 
 tokenmill does not import Snakemake: the handler passes the plan, the config files
 (``workflow.overwrite_configfiles``) and the Snakefile (``workflow.main_snakefile``). Paths are
@@ -265,10 +268,15 @@ def _next_lines(plan: Plan, build: str | None, report: str) -> list[str]:
     lines = [f"  {command:<{width}}  # {why}" for command, why in commands]
     if cache:
         lines.append(f"  Megatron-LM: the arguments in {cache}/megatron_args.txt")
-        folder = hf_tokenizer_folder(plan.builds[build].tokenizer)
-        if os.path.isfile(f"{folder}/tokenizer_config.json"):  # what HuggingFaceTokenizer's --tokenizer-model needs
-            lines.append(f"    with --tokenizer-type HuggingFaceTokenizer: --tokenizer-model {folder} (its "
-                         f"tokenizer.json and the EOD as eos_token)")
+        name = plan.builds[build].tokenizer
+        folder, tokenizer = hf_tokenizer_folder(name), plan.config["tokenizers"][name]
+        # What HuggingFaceTokenizer's --tokenizer-model needs is there; the caches are named for the tokenizer
+        # flags of megatron_args.txt (NullTokenizer where the config names none), so other flags need the key
+        if os.path.isfile(f"{folder}/tokenizer_config.json") and not tokenizer["megatron"].get("args") \
+                and tokenizer["megatron_identifiers"] is None:
+            flags = f"--tokenizer-type HuggingFaceTokenizer --tokenizer-model {folder}"
+            lines.append(f"    for HuggingFaceTokenizer ({folder} holds its tokenizer.json, the EOD as eos_token), "
+                         f"caches named for it: tokenizers.{name}.megatron.args: {json.dumps(flags)}")
         # The caches are named for the job's spelling of the prefix: a Nanoset given only the local
         # prefix would build a second set of caches beside them.
         hashed = plan.job_data_path(build)
