@@ -12,7 +12,8 @@ Each time not one file under ``data/`` is written or changed: Megatron found eve
 
 The venv installs from PyPI: megatron-core 0.19.2 (its cp311 wheel says Python >= 3.12, so
 ``--ignore-requires-python``; its datasets code runs on 3.11 with ``typing.override`` from
-typing_extensions), triton (megatron.core imports it at start; 290 MB, kept by pip's cache) and
+typing_extensions), triton (megatron.core imports it at start; a stub module does not do, as torch then
+takes triton for present and calls into it; a 290 MB wheel, 1 GB installed, removed afterwards) and
 transformers (HuggingFaceTokenizer), layered over this venv (torch, numpy, tokenizers). So it runs only
 with TOKENMILL_TEST_MEGATRON=1 (which .ci/run sets); without it the test is skipped and names the variable.
 Run it alone with:  TOKENMILL_TEST_MEGATRON=1 python -m pytest -ra tests/megatron/test_handoff_megatron.py
