@@ -5,6 +5,8 @@ import json
 import re
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from conftest import (DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, MIXED_JSONL, TEKKEN, run_tokenmill,
@@ -90,6 +92,21 @@ def test_an_ordinary_token_as_eod_is_counted_where_it_lies_inside_documents(tmp_
                           "finds documents by scanning for the EOS (OLMo-core without its csv, datatrove) cuts them "
                           "there")
     assert "eod_within_documents" not in quiet_pack([source], tmp_path / "n.pbin", eod=None)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.text(alphabet="ab \n", min_size=1, max_size=12), min_size=1, max_size=12))
+def test_the_count_of_eods_inside_documents_is_the_files_own_whatever_the_batches(tmp_path, texts):
+    """Every EOD id of the .pbin but one per document (its last token) lies inside a document; batches of any
+    size count the same."""
+    source = write_jsonl_bytes(tmp_path / "x.jsonl", [json.dumps({"text": t}).encode() for t in texts])
+    counts = []
+    for batch_bytes in (1 << 20, 40):
+        meta = quiet_pack([source], tmp_path / "x.pbin", eod="Ċ", batch_bytes=batch_bytes)
+        packed = PbinFile(tmp_path / "x.pbin")
+        assert meta["eod_within_documents"] == int((packed.tokens == 198).sum()) - packed.num_documents
+        counts.append(meta["eod_within_documents"])
+    assert counts[0] == counts[1]
 
 
 def test_nested_jq_pattern_and_plain_key_fast_path_agree(tmp_path):
