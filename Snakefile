@@ -59,7 +59,8 @@ onsuccess:
 
 
 # After a failed run: each failed job's own one-line error and its log. (With `--logger tokenmill`, as the
-# default profile sets, that logger prints them instead, last, in place of Snakemake's error blocks.)
+# workflow profile profiles/default/ sets, which Snakemake finds beside this file by itself, that logger
+# prints them instead, last, in place of Snakemake's error blocks; this is for `--workflow-profile none`.)
 onerror:
     from tokenmill.plan.summary import print_failures
 

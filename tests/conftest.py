@@ -65,6 +65,8 @@ def pytest_collection_modifyitems(items):
 # the last job, which holds every run open for up to a second after it has finished; a local run needs no
 # rate limit (the default profile sets the same).
 SNAKEMAKE = [sys.executable, "-m", "snakemake", "--cores", "2", "--max-jobs-per-timespan", "1000/0s"]
+# What Snakemake prints first when it finds the workflow's profiles/default next to the Snakefile by itself
+PROFILE_NOTICE = "Using workflow specific profile profiles/default for setting default command line arguments."
 
 
 def tool_env() -> dict:
@@ -185,7 +187,7 @@ def copy_built(source: Path, target: Path) -> Path:
 
 
 def _copy_workflow(folder: Path) -> Path:
-    for name in ("Snakefile", "workflow", "config"):
+    for name in ("Snakefile", "workflow", "config", "profiles"):
         source = REPO / name
         (shutil.copytree if source.is_dir() else shutil.copy)(source, folder / name)
     for name in ("raw", "tokenizers"):

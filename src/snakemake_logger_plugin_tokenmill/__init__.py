@@ -1,5 +1,5 @@
 """Snakemake's output with a failed tokenmill job's own error last: ``snakemake --logger tokenmill`` (the
-workflow's default profile sets it).
+workflow's profile ``profiles/default/`` beside the Snakefile sets it, and Snakemake finds that by itself).
 
 Snakemake reports a failed job with ~25 lines: the ``RuleException`` with the shell command, the job's
 error block with the command again, "look above", then ``WorkflowError``. Where the job is tokenmill's and

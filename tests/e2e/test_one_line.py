@@ -10,6 +10,7 @@ import json
 import os
 import re
 import resource
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,7 +21,8 @@ import numpy as np
 import pytest
 import yaml
 
-from conftest import GPT2, GPT2_EOD, MIXED_JSONL, REPO, run_snakemake, run_tokenmill, tool_env, write_jsonl_bytes
+from conftest import (GPT2, GPT2_EOD, MIXED_JSONL, PROFILE_NOTICE, REPO, run_snakemake, run_tokenmill, tool_env,
+                      write_jsonl_bytes)
 from tokenmill.config import validate_config
 from tokenmill.errors import TokenmillError
 from tokenmill.formats.pbin import PbinWriter
@@ -287,26 +289,34 @@ def test_a_bad_config_stops_snakemake_in_one_line_before_any_job(workflow_dir):
     config_path.write_text(yaml.safe_dump(config))
     result = run_snakemake(workflow_dir, "-n", check=False)
     assert result.returncode == 1 and not (workflow_dir / "data/index").exists()
-    assert result.stderr.strip() == ("tokenmill: error: config/config.yaml: sampling.split: split '0,0,0': the "
-                                     "weights add up to zero")
+    assert result.stderr.strip() == (f"{PROFILE_NOTICE}\ntokenmill: error: config/config.yaml: sampling.split: split "
+                                     f"'0,0,0': the weights add up to zero")
 
 
-def test_a_failed_job_ends_the_run_with_its_one_line_error_and_its_log(workflow_dir):
-    """With the default profile (its tokenmill logger) Snakemake's error block of a failed tokenmill job, the
-    shell command twice among it, gives way to the job's own line and log, the last thing printed; without
-    it the Snakefile's onerror prints them after Snakemake's block."""
+def test_a_failed_job_ends_the_run_with_its_one_line_error_and_its_log(workflow_dir, tmp_path):
+    """Snakemake's error block of a failed tokenmill job, the shell command twice among it, gives way to the job's
+    own line and log, the last thing printed: by the tokenmill logger, which the workflow's profiles/default sets
+    and Snakemake finds by itself beside the Snakefile, so with no flag at all (the README's plain commands), from
+    another folder with -s too, and with the quiet local profile. Without any profile (--workflow-profile none)
+    the Snakefile's onerror prints them after Snakemake's block."""
     demo = workflow_dir / "data/raw/demo.jsonl"
     lines = demo.read_bytes().count(b"\n")
     demo.write_bytes(demo.read_bytes() + b"not json\n")
     error = [f"tokenmill: error: data/raw/demo.jsonl:{lines + 1}: invalid JSON (invalid literal, expected 'null' at "
              f"byte 0) (on_bad_line: error; use skip to leave such lines out)", "  log: logs/pack/demo.log"]
-    result = run_snakemake(workflow_dir, "--profile", "workflow/profiles/default", "data/packed/demo.pbin",
-                           check=False)
-    assert result.returncode == 1 and result.stderr.splitlines()[-2:] == error
-    for noise in ("RuleException", "CalledProcessError", "Error in rule", "tokenmill pack", "Traceback",
-                  "WorkflowError", "Look above"):
-        assert noise not in result.stderr, noise
-    plain = run_snakemake(workflow_dir, "data/packed/demo.pbin", check=False)
+    elsewhere = tmp_path / "elsewhere"
+    (elsewhere / "data").mkdir(parents=True)
+    shutil.copytree(workflow_dir / "data/raw", elsewhere / "data/raw")
+    shutil.copytree(workflow_dir / "data/tokenizers", elsewhere / "data/tokenizers")
+    for folder, args in ((workflow_dir, ()), (workflow_dir, ("--profile", "workflow/profiles/default")),
+                         (elsewhere, ("-s", workflow_dir / "Snakefile", "--configfile",
+                                      workflow_dir / "config/config.yaml"))):
+        result = run_snakemake(folder, "data/packed/demo.pbin", *args, check=False)
+        assert result.returncode == 1 and result.stderr.splitlines()[-2:] == error, result.stderr
+        for noise in ("RuleException", "CalledProcessError", "Error in rule", "tokenmill pack", "Traceback",
+                      "WorkflowError", "Look above"):
+            assert noise not in result.stderr, (args, noise)
+    plain = run_snakemake(workflow_dir, "--workflow-profile", "none", "data/packed/demo.pbin", check=False)
     assert plain.returncode == 1 and "Error in rule pack" in plain.stderr
     tail = plain.stderr[plain.stderr.rindex("Exiting because a job execution failed"):].splitlines()
     assert tail[1:3] == error

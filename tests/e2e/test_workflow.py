@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from conftest import REPO, planned_jobs, run_snakemake, run_tokenmill
+from conftest import PROFILE_NOTICE, REPO, planned_jobs, run_snakemake, run_tokenmill
 from tokenmill.formats.mmidx import MMapIndexedDataset
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 
@@ -101,8 +101,8 @@ def test_config_typo_fails_naming_the_key(workflow_dir):
     config_path.write_text(typo)
     result = run_snakemake(workflow_dir, "-n", check=False)
     assert result.returncode != 0
-    assert result.stderr.strip() == ("tokenmill: error: config/config.yaml: datasets.demo: unknown key 'on_bad_lines' "
-                                     "(did you mean 'on_bad_line'?)")
+    assert result.stderr.strip() == (f"{PROFILE_NOTICE}\ntokenmill: error: config/config.yaml: datasets.demo: unknown "
+                                     f"key 'on_bad_lines' (did you mean 'on_bad_line'?)")
 
 
 def test_defaults_are_filled_and_bad_values_rejected(workflow_dir):

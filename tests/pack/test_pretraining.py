@@ -5,6 +5,8 @@ import json
 import re
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from tokenizers import Tokenizer, models, pre_tokenizers
 
 from conftest import (DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, MIXED_JSONL, TEKKEN, run_tokenmill,
@@ -74,6 +76,37 @@ def test_every_document_ends_with_one_eod_and_text_is_tokenized_as_hf_does(tmp_p
     assert documents[0] == tokenizer.encode("Hello world").ids + [GPT2_EOD_ID]
     assert documents[1] == tokenizer.encode("ends with eod").ids + [GPT2_EOD_ID]  # not doubled
     assert documents[2].count(GPT2_EOD_ID) == 2  # a literal special token inside text maps to its id, as in HF
+    assert read_sidecar(tmp_path / "x.pbin")["eod_within_documents"] == 1  # document 2's; 1's ends it
+
+
+def test_an_ordinary_token_as_eod_is_counted_where_it_lies_inside_documents(tmp_path):
+    """GPT-2's "Ċ" is a newline: every single newline of a text is that id, so a reader scanning for the EOS
+    cuts there. The count leaves out a text's last newline, which ends its document (no EOD appended)."""
+    texts = ["one\ntwo\nthree", "ends with a newline\n", "none at all", "a\nb"]
+    source = write_jsonl_bytes(tmp_path / "x.jsonl", [json.dumps({"text": t}).encode() for t in texts])
+    logged = []
+    meta = pack([str(source)], str(tmp_path / "x.pbin"), PackSettings(tokenizer_path=str(GPT2), eod="Ċ"),
+                log=logged.append)
+    assert meta["eod_within_documents"] == 3 and meta["eod_in_text"] == [[1, 2]]
+    assert logged[-1] == ("warning: the EOD 'Ċ' (id 198) occurs 3 times inside documents' own tokens: a reader that "
+                          "finds documents by scanning for the EOS (OLMo-core without its csv, datatrove) cuts them "
+                          "there")
+    assert "eod_within_documents" not in quiet_pack([source], tmp_path / "n.pbin", eod=None)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.text(alphabet="ab \n", min_size=1, max_size=12), min_size=1, max_size=12))
+def test_the_count_of_eods_inside_documents_is_the_files_own_whatever_the_batches(tmp_path, texts):
+    """Every EOD id of the .pbin but one per document (its last token) lies inside a document; batches of any
+    size count the same."""
+    source = write_jsonl_bytes(tmp_path / "x.jsonl", [json.dumps({"text": t}).encode() for t in texts])
+    counts = []
+    for batch_bytes in (1 << 20, 40):
+        meta = quiet_pack([source], tmp_path / "x.pbin", eod="Ċ", batch_bytes=batch_bytes)
+        packed = PbinFile(tmp_path / "x.pbin")
+        assert meta["eod_within_documents"] == int((packed.tokens == 198).sum()) - packed.num_documents
+        counts.append(meta["eod_within_documents"])
+    assert counts[0] == counts[1]
 
 
 def test_nested_jq_pattern_and_plain_key_fast_path_agree(tmp_path):

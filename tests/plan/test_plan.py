@@ -410,3 +410,16 @@ def test_an_sft_set_with_a_chat_template_needs_no_config_rendering_and_passes_it
     config["sft"]["chat"].update(chat_template="tokenizer", train_on="users")
     with pytest.raises(TokenmillError, match="my.yaml: sft.chat.train_on: 'users' is not one of"):
         validate_config(config, "my.yaml")
+
+
+def test_datatroves_tokenizer_name_is_the_configs_spelling_also_where_the_plans_paths_are_absolute(folder):
+    """On object storage the workflow plans with absolute local paths; .ds.metadata still names the tokenizer as
+    the config file spells it, as a local build's does."""
+    from tokenmill.plan.units import with_local_paths_absolute
+    config = validate_config({"tokenizers": {"gpt2": {"path": "gpt2.json", "eod": "<|endoftext|>"}},
+                              "datasets": {"a": {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2",
+                                                 "formats": ["pbin", "datatrove"]}}}, "my.yaml")
+    absolute = with_local_paths_absolute(config)
+    assert absolute["tokenizers"]["gpt2"]["path"] == str(folder / "gpt2.json")
+    assert Plan(config).datatrove_options("a") == ["--tokenizer-name", "gpt2.json"]
+    assert Plan(absolute, {"gpt2": "gpt2.json"}).datatrove_options("a") == ["--tokenizer-name", "gpt2.json"]

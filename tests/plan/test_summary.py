@@ -174,3 +174,35 @@ def test_the_reports_front_page_gives_the_command_as_the_run_spelled_it(tmp_path
     assert "REPORT_COMMAND" not in text
     assert text.replace(f"snakemake -s {REPO / 'Snakefile'} --configfile my.yaml --report report.html",
                         "REPORT_COMMAND") == (REPO / "workflow/report/workflow.rst").read_text()
+
+
+def test_a_build_whose_documents_hold_the_eod_is_warned_about_with_the_count(folder):
+    run_tokenmill("pack", "raw/a.jsonl", "--tokenizer", "tok/gpt2.json", "--eod", "Ċ", "-o", "data/packed/a.pbin",
+                  cwd=folder)
+    inside = json.loads((folder / "data/packed/a.pbin.meta.json").read_text())["eod_within_documents"]
+    config = _config(["a"])
+    config["tokenizers"]["gpt2"].update(eod="Ċ", ordinary_eod=True)
+    lines = summary_lines(Plan(validate_config(config, "my.yaml")), [folder / "my.yaml"], REPO / "Snakefile")
+    assert inside > 0 and lines[3] == (
+        f"    warning: the EOD 'Ċ' (id 198) occurs {inside:,} times inside documents' own tokens: a reader that finds "
+        f"documents by scanning for the EOS (OLMo-core without its csv, datatrove) cuts them there")
+
+
+def test_the_huggingface_hint_is_the_config_key_that_names_the_caches_for_that_job(folder):
+    """The caches are named for NullTokenizer: a job loading the tokenizer folder with HuggingFaceTokenizer would
+    build its own, so the summary gives the key that names them for it (tests/megatron/test_handoff_megatron.py
+    follows it through megatron-core), and no hint once the config names the job's flags."""
+    (folder / "data/cache/a/seq128_seed7").mkdir(parents=True)
+    (folder / "data/megatron/tokenizers/gpt2").mkdir(parents=True)
+    (folder / "data/megatron/tokenizers/gpt2/tokenizer_config.json").write_text("{}")
+    config = _config(["a"])
+    lines = summary_lines(Plan(validate_config(config, "my.yaml")), [folder / "my.yaml"], REPO / "Snakefile")
+    flags = "--tokenizer-type HuggingFaceTokenizer --tokenizer-model data/megatron/tokenizers/gpt2"
+    at = lines.index("  Megatron-LM: the arguments in data/cache/a/seq128_seed7/megatron_args.txt")
+    assert lines[at + 1] == ("    for HuggingFaceTokenizer (data/megatron/tokenizers/gpt2 holds its tokenizer.json, "
+                             f"the EOD as eos_token), caches named for it: tokenizers.gpt2.megatron.args: \"{flags}\"")
+    config["tokenizers"]["gpt2"]["megatron"] = {"args": flags}
+    lines = summary_lines(Plan(validate_config(config, "my.yaml")), [folder / "my.yaml"], REPO / "Snakefile")
+    assert not any("caches named for it" in line for line in lines)
+    assert "job_tokenizer_identifiers('0.19', '--tokenizer-type HuggingFaceTokenizer --tokenizer-model " \
+           "data/megatron/tokenizers/gpt2')" in "\n".join(lines)

@@ -91,3 +91,23 @@ def test_cli_exit_code_lists_every_problem(built):
     assert "mixed.bin" in lines[0] and "bytes, but" in lines[0]
     assert "sidecar says tokens = 1" in lines[1]
     assert lines[-1] == "tokenmill: error: 2 problem(s) found in 2 file(s)"
+
+
+def test_an_eod_inside_documents_is_warned_with_its_count_and_a_wrong_count_is_a_problem(tmp_path):
+    """GPT-2's "Ċ" (a newline) as the EOD: the texts' own newlines are that id too."""
+    from tokenmill.formats.pbin import PbinFile
+    pbin = tmp_path / "newline.pbin"
+    run_tokenmill("pack", MIXED_JSONL, "--tokenizer", GPT2, "--eod", "Ċ", "-o", pbin)
+    inside = int(np.count_nonzero(PbinFile(pbin).tokens == 198)) - PbinFile(pbin).num_documents
+    assert inside > 0
+    warnings = []
+    assert verify(pbin, warn=warnings.append) == []
+    assert warnings == [f"{pbin}: warning: the EOD 'Ċ' (id 198) occurs {inside:,} times inside documents' own "
+                        f"tokens: a reader that finds documents by scanning for the EOS (OLMo-core without its csv, "
+                        f"datatrove) cuts them there"]
+    meta = json.loads((tmp_path / "newline.pbin.meta.json").read_text())
+    meta["eod_within_documents"] = 0
+    (tmp_path / "newline.pbin.meta.json").write_text(json.dumps(meta))
+    assert verify(pbin, warn=warnings.append) == [
+        f"{pbin}: the sidecar says eod_within_documents = 0, the file's documents hold {inside} EOD ids before their "
+        f"last token"]

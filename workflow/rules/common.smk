@@ -60,12 +60,14 @@ if STORAGE_PREFIX:
 _CONFIG_SOURCE = ", ".join(map(str, workflow.overwrite_configfiles)) or "config/config.yaml"
 try:
     config.update(validate_config(config, _CONFIG_SOURCE))
+    # the tokenizer paths as the config spells them, which datatrove's .ds.metadata records
+    _spelled_paths = {name: entry["path"] for name, entry in config["tokenizers"].items()}
     if STORAGE_ROOT:
         config.update(with_local_paths_absolute(config))
     # the name this config's plan is recorded under, so that configs share a working folder (plan/records.py)
     _first_config = str(workflow.overwrite_configfiles[0]) if workflow.overwrite_configfiles else "config/config.yaml"
     config["name"] = config["name"] or os.path.splitext(os.path.basename(_first_config))[0]
-    PLAN = Plan(config)
+    PLAN = Plan(config, _spelled_paths)
     for _note in PLAN.notes():
         print(f"tokenmill: note: {_CONFIG_SOURCE}: {_note}", file=sys.stderr)
     _clash = tokenizer_folder_conflict(config["name"], PLAN.tokenizer_folder_identities())

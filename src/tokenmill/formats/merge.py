@@ -137,6 +137,9 @@ def _merged_sidecar(parts: list[PbinFile], metas: list[SidecarRecord | None], to
                             for first, stop in (part_meta or {}).get("eod_in_text", [])]
             first_document += part.num_documents
         meta["eod_in_text"] = _joined_ranges(eod_in_text)
+        within = [m.get("eod_within_documents") for m in metas if m is not None]
+        if len(within) == len(metas) and all(isinstance(count, int) for count in within):
+            meta["eod_within_documents"] = sum(within)
     return meta
 
 

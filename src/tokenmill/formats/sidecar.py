@@ -30,6 +30,13 @@ same EOS), so that, as Modalities does, no second EOD was appended. Megatron's `
 adds it back from this list, so each format holds its own peer's bytes. Usually empty; one range
 when every document ends so.
 
+``eod_within_documents``: how many EOD ids documents hold before their last token (their own text's: an
+ordinary vocabulary token as EOD, such as GPT-2's ``Ċ`` for a newline, or a special one spelled out in the
+text); each is where a reader that finds documents by scanning for the EOS (OLMo-core without its csv,
+datatrove, a Modalities-style splitter) cuts one in two. Counted per batch by pack (one ``count_nonzero``),
+summed by merge; absent without an EOD. :func:`eod_within_note` words the warning that pack, ``verify`` and
+the build summary give for a non-zero count.
+
 Cost: a JSON file of a few KB; reading it checks ``file`` against the ``.pbin``'s size, and its paths
 cost a ``stat`` or two each.
 """
@@ -53,7 +60,7 @@ __all__ = ["SKIPPED_LINES_KEPT", "SidecarRecord", "SourceRecord", "TokenizerReco
            "ChatTemplateRecord", "FileIdentityRecord", "record_problems", "kind_problem", "sidecar_path",
            "write_sidecar",
            "record_sidecar_paths", "resolve_sidecar_paths", "resolved_against", "index_ranges", "range_indices",
-           "skipped_summary"]
+           "skipped_summary", "eod_within_note"]
 
 
 # ---- The record: every key a writer may put in a sidecar, with its JSON type -----------------------
@@ -180,6 +187,7 @@ class SidecarRecord(TypedDict, total=False):
     parts: list[PartRecord]
     skipped: dict[str, int] | dict[str, SkippedRecord]  # totals by reason (pack), by reason with lines (sft)
     eod_in_text: list[list[int]]
+    eod_within_documents: int  # EOD ids inside documents, before their last token
     loss_mask: str  # an SFT pair's: the mask file's name, its identity
     loss_mask_file: FileIdentityRecord
     message_construction: list[str]
@@ -272,6 +280,18 @@ def skipped_summary(skipped_lines: dict[str, list[int]]) -> dict[str, dict]:
     """A sidecar's ``skipped``: per reason, the count and the first :data:`SKIPPED_LINES_KEPT` line numbers."""
     return {reason: {"count": len(numbers), "first_lines": numbers[:SKIPPED_LINES_KEPT]}
             for reason, numbers in sorted(skipped_lines.items())}
+
+
+def eod_within_note(meta: dict) -> str | None:
+    """The warning for a sidecar whose documents hold the EOD id before their end (its
+    ``eod_within_documents``), naming the count and the EOD; None where they hold none or it says nothing."""
+    count = meta.get("eod_within_documents")
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+        return None
+    tokenizer = meta.get("tokenizer") if isinstance(meta.get("tokenizer"), dict) else {}
+    return (f"the EOD {tokenizer.get('eod_token')!r} (id {tokenizer.get('eod_id')}) occurs {count:,} times inside "
+            f"documents' own tokens: a reader that finds documents by scanning for the EOS (OLMo-core without its "
+            f"csv, datatrove) cuts them there")
 
 
 def index_ranges(indices: np.ndarray) -> list[list[int]]:

@@ -168,20 +168,21 @@ class BatchTokenizer:
                                          input_key(path))
         return batch
 
-    def finish(self, batch: _Prepared) -> tuple[np.ndarray, np.ndarray, list, ProofTally, np.ndarray]:
+    def finish(self, batch: _Prepared) -> tuple[np.ndarray, np.ndarray, list, ProofTally, np.ndarray, int]:
         """Stage 2 of a batch: tokenize it with its engine, prove the fast engine's sample, add EODs.
 
         Returns:
             (tokens in the output dtype, tokens per kept document, [(line number, reason)] of bad lines,
             what the proof checked with HF, the kept documents (0-based in the batch) whose own
-            ids already ended with the EOD id, so that none was appended).
+            ids already ended with the EOD id, so that none was appended, and how many EOD ids the
+            documents' own ids hold before their last (the sidecar's ``eod_within_documents``)).
 
         Raises:
             EngineMismatch: a proof document differs.
         """
         bad = batch.bad
         if bad and self.settings.on_bad_line == "error":
-            return np.empty(0), np.empty(0, np.int64), bad, ProofTally(), np.empty(0, np.int64)
+            return np.empty(0), np.empty(0, np.int64), bad, ProofTally(), np.empty(0, np.int64), 0
         info, encoder = self.tokenizer, self.encoder(batch.engine)
         tokens, lengths = encoder.encode_batch(batch.texts, self.settings.add_special_tokens)
         checked = ProofTally()
@@ -191,16 +192,19 @@ class BatchTokenizer:
         if (lengths == 0).any():  # e.g. only whitespace for a tokenizer that drops it
             bad = sorted(bad + [(batch.text_lines[i], "text gives no tokens") for i in np.flatnonzero(lengths == 0)])
             lengths = lengths[lengths > 0]  # they hold no tokens, so `tokens` stays as it is
-        eod_in_text = np.empty(0, np.int64)
+        eod_in_text, eod_within = np.empty(0, np.int64), 0
         if info.eod_id is not None and len(lengths):
             doc_ends = np.cumsum(lengths)
             # Modalities' rule: not doubled when a text already ends with it (Megatron's .bin doubles it:
             # the sidecar lists these documents, see tokenmill.formats.pbin.EOD_IN_TEXT).
             needs_eod = tokens[doc_ends - 1] != info.eod_id
             eod_in_text = np.flatnonzero(~needs_eod)
+            # EOD ids of the text itself, but for a last one that ends its document: where a reader that
+            # scans for the EOS (OLMo-core without its csv, datatrove) would cut a document
+            eod_within = int(np.count_nonzero(tokens == info.eod_id)) - len(eod_in_text)
             tokens = np.insert(tokens, doc_ends[needs_eod], info.eod_id)
             lengths = lengths + needs_eod
-        return tokens.astype(TOKEN_DTYPES[info.token_width]), lengths, bad, checked, eod_in_text
+        return tokens.astype(TOKEN_DTYPES[info.token_width]), lengths, bad, checked, eod_in_text, eod_within
 
 
 # ---------------------------------------------------------------------------------------------

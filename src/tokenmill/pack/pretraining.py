@@ -55,7 +55,8 @@ from tokenmill.files.objects import ObjectIdentity, expand_url, is_url, pin, pin
 from tokenmill.formats.datatrove import DatatroveWriter, datatrove_paths, token_size_for
 from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder, optimal_dtype
 from tokenmill.formats.pbin import LAYOUT_050, PbinWriter
-from tokenmill.formats.sidecar import SidecarRecord, SourceRecord, index_ranges, sidecar_path, skipped_summary
+from tokenmill.formats.sidecar import (SidecarRecord, SourceRecord, eod_within_note, index_ranges, sidecar_path,
+                                      skipped_summary)
 from tokenmill.inputs.jsonl import input_compression, lines_in_range, stream_line_batches
 from tokenmill.inputs.parquet import parquet_source, row_line_batches
 from tokenmill.inputs.raw_index import read_index, scan_lines
@@ -151,6 +152,8 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
         f"{'Hugging Face' if job.tokenizer.reference_library == 'tokenizers' else job.tokenizer.reference_library}"
         + (f"; {meta['engine']['mismatches']} of {len(read)} inputs re-encoded with Hugging Face after a mismatch"
            if meta['engine']['mismatches'] else ""))
+    if note := eod_within_note(meta):
+        log(f"warning: {note}")
     return meta
 
 
@@ -289,6 +292,7 @@ def _sidecar(job: BatchTokenizer, read: list[_Input], writer: _Outputs, check_fr
         "allow_duplicate_inputs": settings.allow_duplicate_inputs,
         "skipped": _total_skipped(sources),
         "eod_in_text": writer.eod_in_text(),
+        **({"eod_within_documents": writer.eod_within} if tokenizer.eod_id is not None else {}),
     }
 
 
@@ -433,10 +437,12 @@ class _Outputs:
         self.eod_id = tokenizer.eod_id
         self.num_documents = self.num_tokens = 0
         self._eod_in_text: list[np.ndarray] = []  # per batch: documents (0-based, global) that kept their EOD
+        self.eod_within = 0  # EOD ids inside documents, before their last token (the sidecar's eod_within_documents)
 
-    def write(self, tokens: np.ndarray, lengths: np.ndarray, eod_in_text: np.ndarray) -> None:
+    def write(self, tokens: np.ndarray, lengths: np.ndarray, eod_in_text: np.ndarray, eod_within: int = 0) -> None:
         """Append a batch: ``tokens`` of documents ``lengths`` long; ``eod_in_text``: its documents (0-based in
-        the batch) whose own ids already ended with the EOD.
+        the batch) whose own ids already ended with the EOD; ``eod_within``: the EOD ids its documents hold
+        before their last token.
 
         Raises:
             TokenmillError: a token id that does not fit a format's width.
@@ -448,16 +454,17 @@ class _Outputs:
         if self.datatrove is not None:
             self.datatrove.add_batch(tokens, lengths, self.eod_id, eod_in_text, added=self._added)
         self._eod_in_text.append(self.num_documents + eod_in_text)
+        self.eod_within += eod_within
         self.num_documents += len(lengths)
         self.num_tokens += len(tokens)
 
     def mark(self) -> tuple:
         """A point to :meth:`rewind` to (an input re-encoded another way starts there again)."""
         return (tuple(writer.mark() if writer else None for writer in (self.pbin, self.megatron, self.datatrove)),
-                self.num_documents, self.num_tokens, len(self._eod_in_text))
+                self.num_documents, self.num_tokens, len(self._eod_in_text), self.eod_within)
 
     def rewind(self, mark: tuple) -> None:
-        writer_marks, self.num_documents, self.num_tokens, batches = mark
+        writer_marks, self.num_documents, self.num_tokens, batches, self.eod_within = mark
         for writer, writer_mark in zip((self.pbin, self.megatron, self.datatrove), writer_marks):
             if writer is not None:
                 writer.rewind(writer_mark)
@@ -488,7 +495,8 @@ def _pack_source(item: _Input, engine: str, job: BatchTokenizer, writer: _Output
                 return max(2, READ_AHEAD_BYTES // settings.batch_bytes)
             return 2
 
-        for tokens, lengths, bad, checked, eod_in_text in ordered_results(tasks, job, settings.workers, read_ahead):
+        for tokens, lengths, bad, checked, eod_in_text, eod_within in ordered_results(tasks, job, settings.workers,
+                                                                                      read_ahead):
             if bad and settings.on_bad_line == "error":
                 line_number, reason = bad[0]
                 where = (f"{source['path']}: row {line_number}" if source.get("format") == "parquet"
@@ -497,7 +505,7 @@ def _pack_source(item: _Input, engine: str, job: BatchTokenizer, writer: _Output
                                      f"(on_bad_line: error; use skip to leave such lines out)")
             for line_number, reason in bad:
                 skipped_lines.setdefault(reason, []).append(line_number)
-            writer.write(tokens, lengths, eod_in_text)
+            writer.write(tokens, lengths, eod_in_text, eod_within)
             source["documents"] += len(lengths)
             source["tokens"] += int(lengths.sum())
             source["checked_documents"] += checked.checked

@@ -125,8 +125,10 @@ class Plan(Units):
         return " && ".join(commands)
 
     def datatrove_options(self, build: str) -> list[str]:
-        """``tokenmill to-datatrove`` arguments: the tokenizer named as the config spells it."""
-        return ["--tokenizer-name", self.config["tokenizers"][self.builds[build].tokenizer]["path"]]
+        """``tokenmill to-datatrove`` arguments: the tokenizer named as the config file spells it (also where
+        the plan's paths were made absolute, on object storage: the ``.ds.metadata`` of a local build)."""
+        tokenizer = self.builds[build].tokenizer
+        return ["--tokenizer-name", self.spelled_paths.get(tokenizer, self.config["tokenizers"][tokenizer]["path"])]
 
     def olmo_options(self, build: str) -> list[str]:
         """``tokenmill to-olmo`` arguments: tokens per part and the id field (``""``: line numbers)."""

@@ -4,16 +4,20 @@ The Snakefile's ``onsuccess`` handler calls :func:`print_summary` with the build
 most about 25 lines whatever the size of the matrix:
 
 * per build (dataset × tokenizer): documents and tokens (and skipped lines, if any) from the ``.pbin``
-  sidecar, the ``.pbin`` with its size, the Megatron prefix (and ``--data-path`` as the training job
-  spells it, where ``sampling.megatron_path_prefix`` differs), its index cache folders and datatrove
-  folder; past :data:`MAX_BUILDS_SHOWN` builds, the rest as one line of totals;
+  sidecar (with a warning where its documents hold the EOD before their end: ``eod_within_documents``),
+  the ``.pbin`` with its size, the Megatron prefix (and ``--data-path`` as the training job spells it,
+  where ``sampling.megatron_path_prefix`` differs), its index cache folders and datatrove folder;
+  past :data:`MAX_BUILDS_SHOWN` builds, the rest as one line of totals;
 * per instruction-tuning dataset and per blend, one line;
 * builds of the config not built yet (a run that asked for one target, say);
 * the next commands, runnable as printed from the workflow's working directory (a ``cd`` line first
   where the shell's directory is another), each followed by what it shows as a shell comment:
   ``tokenmill inspect`` of a document and of a training sample, ``tokenmill verify``, ``snakemake
   --report`` with the run's own ``-s`` and ``--configfile`` (without them Snakemake reports the
-  demo); then where the Megatron-LM arguments and the PyTorch DataLoader recipe are.
+  demo); then where the Megatron-LM arguments and the PyTorch DataLoader recipe are, and (where the
+  workflow made a HuggingFaceTokenizer folder and the caches are named for NullTokenizer) the config key
+  that names them for a job with HuggingFaceTokenizer: following it as printed, Megatron finds the caches
+  (tests/megatron/test_handoff_megatron.py runs every hint through megatron-core).
 
 tokenmill does not import Snakemake: the handler passes the plan, the config files
 (``workflow.overwrite_configfiles``) and the Snakefile (``workflow.main_snakefile``). Paths are
@@ -34,7 +38,7 @@ from pathlib import Path
 from typing import TextIO
 
 from tokenmill.files.atomic import write_if_changed
-from tokenmill.formats.sidecar import SidecarRecord
+from tokenmill.formats.sidecar import SidecarRecord, eod_within_note
 from tokenmill.megatron.job_tokenizer import null_tokenizer_flags
 from tokenmill.plan import (Plan, blend_cache_name, datatrove_name, hf_tokenizer_folder, job_flags_of, megatron_prefix,
                             olmo_folder, packed_path, sft_files)
@@ -148,6 +152,8 @@ def _build_lines(plan: Plan, build: str) -> list[str]:
         said = f"tokenizers.{name}.eod: null" if "eod" in plan.config["tokenizers"][name] else \
             f"tokenizers.{name} names no eod"  # (a tokenizer.json without a type: the config says nothing)
         lines.append(f"    warning: packed without an EOD ({said}): its documents run together in training")
+    if note := eod_within_note(meta):
+        lines.append(f"    warning: {note}")
     caches = [folder for folder in plan.cache_dirs(build) if os.path.isdir(folder)]  # a run for one target has none
     if caches:
         hashed = plan.job_data_path(build)
@@ -262,10 +268,15 @@ def _next_lines(plan: Plan, build: str | None, report: str) -> list[str]:
     lines = [f"  {command:<{width}}  # {why}" for command, why in commands]
     if cache:
         lines.append(f"  Megatron-LM: the arguments in {cache}/megatron_args.txt")
-        folder = hf_tokenizer_folder(plan.builds[build].tokenizer)
-        if os.path.isfile(f"{folder}/tokenizer_config.json"):  # what HuggingFaceTokenizer's --tokenizer-model needs
-            lines.append(f"    with --tokenizer-type HuggingFaceTokenizer: --tokenizer-model {folder} (its "
-                         f"tokenizer.json and the EOD as eos_token)")
+        name = plan.builds[build].tokenizer
+        folder, tokenizer = hf_tokenizer_folder(name), plan.config["tokenizers"][name]
+        # What HuggingFaceTokenizer's --tokenizer-model needs is there; the caches are named for the tokenizer
+        # flags of megatron_args.txt (NullTokenizer where the config names none), so other flags need the key
+        if os.path.isfile(f"{folder}/tokenizer_config.json") and not tokenizer["megatron"].get("args") \
+                and tokenizer["megatron_identifiers"] is None:
+            flags = f"--tokenizer-type HuggingFaceTokenizer --tokenizer-model {folder}"
+            lines.append(f"    for HuggingFaceTokenizer ({folder} holds its tokenizer.json, the EOD as eos_token), "
+                         f"caches named for it: tokenizers.{name}.megatron.args: {json.dumps(flags)}")
         # The caches are named for the job's spelling of the prefix: a Nanoset given only the local
         # prefix would build a second set of caches beside them.
         hashed = plan.job_data_path(build)

@@ -146,14 +146,18 @@ class Units:
 
     Args:
         config: the workflow config after schema validation.
+        spelled_paths: where ``config``'s local paths were made absolute (:func:`with_local_paths_absolute`,
+            on object storage), the tokenizer paths as the config file spells them: what a name taken as
+            given (datatrove's ``.ds.metadata``) records, so that those bytes are a local build's.
 
     Raises:
         TokenmillError: a config that cannot be built, naming the key (an input matching no file,
             an input listed twice, an unknown tokenizer, clashing output names, bad blend weights...).
     """
 
-    def __init__(self, config: dict):
+    def __init__(self, config: dict, spelled_paths: dict[str, str] | None = None):
         self.config = config
+        self.spelled_paths = spelled_paths or {}
         self.sampling = config["sampling"]
         self.dataset_files: dict[str, list[InputFile]] = {}
         self.files: dict[str, InputFile] = {}

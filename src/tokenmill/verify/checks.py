@@ -54,7 +54,8 @@ from tokenmill.formats.mmidx import MMapIndexedDataset, is_megatron_index, optim
 from tokenmill.formats.olmo import is_olmo_folder, verify_olmo
 from tokenmill.formats.pbin import PbinFile, file_identity_problem, read_sidecar
 from tokenmill.formats.provenance import tokens_per_source
-from tokenmill.formats.sidecar import SidecarRecord, range_indices, resolve_sidecar_paths, sidecar_path
+from tokenmill.formats.sidecar import (SidecarRecord, eod_within_note, range_indices, resolve_sidecar_paths,
+                                      sidecar_path)
 from tokenmill.inputs.raw_index import read_index
 from tokenmill.packing.olmo_cache import SIDECAR_NAME, olmo_packing_problems
 from tokenmill.packing.packed_index import packed_index_problems
@@ -302,15 +303,27 @@ def _verify_pbin(path: Path, inputs: list[str] | None = None,
     tokenizer = meta.get("tokenizer", {})
     # ids stay below the vocabulary's size, or its highest id + 1 where its ids have gaps (id_limit)
     vocab_size, eod_id = tokenizer.get("id_limit", tokenizer.get("vocab_size")), tokenizer.get("eod_id")
-    if vocab_size is not None:
+    counted = isinstance(meta.get("eod_within_documents"), int) and eod_id is not None and "loss_mask" not in meta
+    eod_count = 0  # the EOD ids of the whole file, where the sidecar counts those inside documents
+    if vocab_size is not None or counted:
         for start in range(0, pbin.num_tokens, BLOCK_TOKENS):
             block = pbin.tokens[start:start + BLOCK_TOKENS]
-            if len(block) and int(block.max()) >= vocab_size:
+            if counted:
+                eod_count += int(np.count_nonzero(block == eod_id))
+            if vocab_size is not None and len(block) and int(block.max()) >= vocab_size:
                 position = start + int(np.argmax(block >= vocab_size))
                 document = int(np.searchsorted(offsets + lengths, position, side="right"))
                 problems.append(f"{path}: token id {int(pbin.tokens[position])} of document {document} is beyond "
                                 f"the vocabulary of {vocab_size}")
-                break
+                vocab_size = None  # said once
+                if not counted:
+                    break
+    if counted:  # each document ends with one EOD (checked below); the rest lie inside documents
+        if eod_count - pbin.num_documents != meta["eod_within_documents"]:
+            problems.append(f"{path}: the sidecar says eod_within_documents = {meta['eod_within_documents']}, the "
+                            f"file's documents hold {eod_count - pbin.num_documents} EOD ids before their last token")
+        elif note := eod_within_note(meta):
+            warn(f"{path}: warning: {note}")
     if "loss_mask" in meta:  # an SFT pair: conversations end as their template says, not with an EOD
         problems += _verify_loss_mask(path, meta, pbin)
     elif eod_id is not None and len(lengths):
