@@ -190,3 +190,16 @@ def test_megatron_files_read_in_give_back_their_bytes_and_a_pbin_that_converts_t
         assert (folder / f"b{suffix}").read_bytes() == (folder / f"s{suffix}").read_bytes() == \
             (folder / f"c{suffix}").read_bytes()
     assert verify(folder / "b.pbin") == []
+
+
+def test_the_report_says_the_tokens_were_read_in_not_tokenized(packed, tmp_path):
+    _tokens_in(packed / "a_text_document", out=tmp_path / "b.pbin")
+    run_tokenmill("report", tmp_path / "b.pbin", "-o", tmp_path / "b.html")
+    page = (tmp_path / "b.html").read_text()
+    assert "none: tokens read in from 1 source(s), nothing tokenized" in page and "a_text_document.bin" in page
+
+
+def test_inspect_names_a_documents_source_file_and_its_document_there(packed, tmp_path):
+    _tokens_in(packed / "a.pbin", packed / "a_text_document", out=tmp_path / "b.pbin")
+    shown = run_tokenmill("inspect", tmp_path / "b.pbin", "--doc", "63").stdout
+    assert f"source: {packed / 'a_text_document.bin'}, document 2" in shown
