@@ -203,3 +203,11 @@ def test_inspect_names_a_documents_source_file_and_its_document_there(packed, tm
     _tokens_in(packed / "a.pbin", packed / "a_text_document", out=tmp_path / "b.pbin")
     shown = run_tokenmill("inspect", tmp_path / "b.pbin", "--doc", "63").stdout
     assert f"source: {packed / 'a_text_document.bin'}, document 2" in shown
+
+
+def test_verify_against_the_tokenizer_says_there_is_no_text_to_re_encode(packed, tmp_path):
+    _tokens_in(packed / "a_text_document", out=tmp_path / "b.pbin")
+    result = run_tokenmill("verify", tmp_path / "b.pbin", "--against-tokenizer", "0.05", check=False)
+    assert result.returncode == 1 and result.stderr == (
+        f"tokenmill: error: {tmp_path / 'b.pbin'}: its tokens were read in from existing files (tokens-in), not "
+        f"packed from text: there is no text to re-encode; tokenmill verify without --against-tokenizer checks it\n")

@@ -56,7 +56,8 @@ def test_a_dataset_of_existing_bin_idx_builds_the_caches_of_its_jsonl_with_no_pa
                      "books": {"tokens": [str(first / "data/packed/books.pbin")], **common}}})
     jobs = planned_jobs(second, "--configfile", "my.yaml")
     assert "tokens_in" in jobs and not jobs & {"pack", "pack_unit", "raw_index", "merge_units"}, jobs
-    run_snakemake(second, "--configfile", "my.yaml", "--cores", "2")
+    summary = run_snakemake(second, "--configfile", "my.yaml", "--cores", "2").stdout
+    assert "  tokenmill verify data/packed/" in summary and "--against-tokenizer" not in summary  # no text to re-encode
 
     same = ("data/cache/**/*", "data/megatron/*_text_document.*", "data/packed/*.pbin", "data/datatrove/**/*",
             "data/olmo/**/*.npy", "data/olmo/*/metadata.json", "data/olmo/*.best_fit/**/*")
