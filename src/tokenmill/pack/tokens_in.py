@@ -224,7 +224,7 @@ def _copy(source: _Source, info: TokenizerInfo, writer: PbinWriter, megatron: MM
     for first, stop, start, end in document_blocks(source.doc_ends):
         block = np.asarray(source.tokens[start:end])
         lengths = np.diff(source.doc_ends[first:stop], prepend=start)
-        if len(block) and (int(block.max()) >= limit or int(block.min()) < 0):
+        if len(block) and (int(block.max()) >= limit or (block.dtype.kind == "i" and int(block.min()) < 0)):
             position = int(np.argmax((block >= limit) | (block < 0)))
             document = first + int(np.searchsorted(np.cumsum(lengths), position, side="right"))
             raise TokenmillError(f"{source.path}: token id {int(block[position])} of document {document} is beyond "
@@ -238,11 +238,12 @@ def _copy(source: _Source, info: TokenizerInfo, writer: PbinWriter, megatron: MM
                 sequences = dataset.document_indices[first:stop + 1]
                 megatron.add_sequences(block, np.asarray(dataset.sequence_lengths[sequences[0]:sequences[-1]]),
                                        np.diff(sequences))
-            keep = np.ones(len(block), bool)
-            keep[ends[doubled] - 1] = False  # the EOD --append-eod added after the text's own
-            pbin_lengths = lengths.copy()
-            pbin_lengths[doubled] -= 1
-            writer.write(block[keep], pbin_lengths)
+            if len(doubled):  # the EOD --append-eod added after the text's own is not the .pbin's
+                pbin_lengths = lengths.copy()
+                pbin_lengths[doubled] -= 1
+                writer.write(np.delete(block, ends[doubled] - 1), pbin_lengths)
+            else:
+                writer.write(block, lengths)
         else:
             doubled = np.flatnonzero(pbin_doubled[first:stop])
             if megatron is not None:
