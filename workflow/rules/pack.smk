@@ -164,3 +164,5 @@ use rule tokens_in as tokens_in_without_megatron with:
         options=tokens_in_options,
         inputs=tokens_identity,
         outputs=tokens_in_outputs,
+    message:
+        "tokens in {wildcards.build} -> {output.pbin}, nothing tokenized (log: {log})"
