@@ -15,7 +15,7 @@ from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, run_tokenmill
 from tokenmill.formats.mmidx import MMapIndexedDataset, MMapIndexedDatasetBuilder
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.pack.tokens_in import tokens_in
-from tokenmill.verify.checks import verify
+from tokenmill.verify.checks import verify, verify_made_from
 
 
 @pytest.fixture(scope="module")
@@ -211,3 +211,22 @@ def test_verify_against_the_tokenizer_says_there_is_no_text_to_re_encode(packed,
     assert result.returncode == 1 and result.stderr == (
         f"tokenmill: error: {tmp_path / 'b.pbin'}: its tokens were read in from existing files (tokens-in), not "
         f"packed from text: there is no text to re-encode; tokenmill verify without --against-tokenizer checks it\n")
+
+
+def test_verify_made_from_counts_the_megatron_documents_and_tokens_against_the_pbin(packed, tmp_path):
+    _tokens_in(packed / "a_text_document", out=tmp_path / "b.pbin")
+    assert verify_made_from(tmp_path / "b.pbin", tmp_path / "b") == []
+    dataset = MMapIndexedDataset(tmp_path / "b")
+    with MMapIndexedDatasetBuilder(tmp_path / "fewer", dataset.dtype) as builder:  # its last document left out
+        for document in range(len(dataset) - 1):
+            builder.add_document(dataset[document], [dataset.sizes[document]])
+    assert verify_made_from(tmp_path / "b.pbin", tmp_path / "fewer") == [
+        f"{tmp_path / 'fewer'}.idx: 60 documents, {tmp_path / 'b.pbin'} has 61"]
+    with MMapIndexedDatasetBuilder(tmp_path / "single", dataset.dtype) as builder:  # the text's own EOD not doubled
+        for document in range(len(dataset)):
+            builder.add_document(dataset[document][:-1] if document == 60 else dataset[document],
+                                 [dataset.sizes[document] - (document == 60)])
+    tokens = int(dataset.sizes.sum())
+    assert verify_made_from(tmp_path / "b.pbin", tmp_path / "single") == [
+        f"{tmp_path / 'single'}.bin: {tokens - 1} tokens, but {tmp_path / 'b.pbin'}'s {tokens - 1} and the 1 EODs its "
+        f"texts ended with make {tokens}"]
