@@ -108,6 +108,27 @@ def _merge(args: argparse.Namespace) -> None:
               f"datasets", file=sys.stderr)
 
 
+def _tokens_in(args: argparse.Namespace) -> None:
+    from tokenmill.pack.tokens_in import tokens_in
+    from tokenmill.tokenization.families import TokenizerSpec
+    from tokenmill.tokenization.tokenizer import TYPE_EOD
+
+    if args.eod is not None and args.no_eod:
+        raise TokenmillError("tokens-in takes --eod TOKEN or --no-eod, not both")
+    eod = None if args.no_eod else args.eod
+    if eod is None and not args.no_eod:
+        if args.tokenizer_type is None:
+            raise TokenmillError("tokens-in needs --eod TOKEN, the EOD the tokens were made with (each document must "
+                                 "end with it), or --no-eod for documents without one")
+        eod = TYPE_EOD
+    tokenizer = args.tokenizer if args.tokenizer_type is None else TokenizerSpec(
+        args.tokenizer, args.tokenizer_type, args.tiktoken_pattern, args.tiktoken_num_special_tokens, args.vocab_size)
+    meta = tokens_in(args.inputs, args.output, tokenizer, eod, add_special_tokens=not args.no_special_tokens,
+                     megatron_prefix=prefix_of(args.megatron) if args.megatron else None)
+    print(f"{args.output}: {meta['documents']} documents, {meta['tokens']} tokens from {len(args.inputs)} "
+          f"source(s), nothing tokenized", file=sys.stderr)
+
+
 def _to_megatron(args: argparse.Namespace) -> None:
     from tokenmill.formats.mmidx import pbin_to_megatron
 
@@ -405,6 +426,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_preprocess_data_verb(verbs)
     _add_merge_verb(verbs)
     _add_to_megatron_verb(verbs)
+    _add_tokens_in_verb(verbs)
     _add_to_datatrove_verb(verbs)
     _add_sample_index_verb(verbs)
     _add_blend_verb(verbs)
@@ -547,6 +569,29 @@ def _add_to_megatron_verb(verbs) -> None:
                              help=f"vocabulary size that picks uint16 (< {MEGATRON_UINT16_BELOW}) or int32 (default: "
                                   "from the sidecar)")
     to_megatron.set_defaults(run=_to_megatron)
+
+
+def _add_tokens_in_verb(verbs) -> None:
+    """The ``tokens-in`` verb's arguments."""
+    tokens_in = verbs.add_parser("tokens-in", help="a .pbin (+ Megatron .bin/.idx) from tokens already made: Megatron "
+                                                   "prefixes or .pbin files, nothing tokenized")
+    tokens_in.add_argument("inputs", nargs="+", metavar="SOURCE",
+                           help="Megatron prefixes (or their .bin/.idx) and .pbin files, in this order")
+    tokens_in.add_argument("-o", "--output", required=True, help="output .pbin (its sidecar records the sources)")
+    tokens_in.add_argument("--megatron", metavar="PREFIX",
+                           help="also write Megatron's PREFIX.bin/.idx: the sources' sequences as they are, in the "
+                                "dtype preprocess_data.py picks for the vocabulary")
+    tokens_in.add_argument("--tokenizer", required=True,
+                           help="the tokenizer the tokens were made with (its vocabulary and EOD are checked against "
+                                "them): a Hugging Face tokenizer.json, or the files of --tokenizer-type")
+    _add_tokenizer_type_arguments(tokens_in)
+    tokens_in.add_argument("--eod", metavar="TOKEN",
+                           help="the EOD every document ends with (preprocess_data.py --append-eod); with "
+                                "--tokenizer-type, the type's by default")
+    tokens_in.add_argument("--no-eod", action="store_true", help="the documents carry no EOD: take them as they are")
+    tokens_in.add_argument("--no-special-tokens", action="store_true",
+                           help="the tokens were made without the tokenizer's own BOS/EOS (recorded in the sidecar)")
+    tokens_in.set_defaults(run=_tokens_in)
 
 
 def _add_to_datatrove_verb(verbs) -> None:

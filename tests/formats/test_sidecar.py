@@ -16,7 +16,7 @@ from tokenmill.formats.sidecar import record_problems
 @pytest.fixture(scope="module")
 def sidecars(tmp_path_factory) -> dict[str, dict]:
     """One sidecar of each kind: a pack of a plain file and a gzip one with bad lines skipped, a byte-range
-    shard, their merge, a Megatron tokenizer type, an SFT pair, and (with pyarrow) a Parquet file."""
+    shard, their merge, a Megatron tokenizer type, an SFT pair, tokens read in, and (with pyarrow) a Parquet file."""
     folder = tmp_path_factory.mktemp("sidecars")
     (folder / "a.jsonl.gz").write_bytes(gzip.compress(MIXED_JSONL.read_bytes()))
     (folder / "bad.jsonl").write_bytes(MIXED_JSONL.read_bytes() + b"\nnot json\n")
@@ -36,7 +36,10 @@ def sidecars(tmp_path_factory) -> dict[str, dict]:
                                "message_construction": ["role", "instruction", "conversations"], "seq_length": 2048}}}
     (folder / "sft.json").write_text(json.dumps(config))
     run_tokenmill("sft", folder / "sft.json", "chat", "-o", folder / "chat.pbin")
-    names = ["plain", "shard", "merged", "llama2", "chat", "sub/outside"]
+    run_tokenmill("to-megatron", folder / "shard.pbin", "-o", folder / "shard_text_document")
+    run_tokenmill("tokens-in", folder / "shard_text_document", folder / "shard.pbin", *gpt2, "-o",
+                  folder / "tokens_in.pbin")  # tokens read in: from Megatron's files and a .pbin
+    names = ["plain", "shard", "merged", "llama2", "chat", "sub/outside", "tokens_in"]
     try:
         import pyarrow
         import pyarrow.parquet
@@ -57,6 +60,7 @@ def test_every_kind_of_sidecar_is_a_sidecar_record(sidecars):
     assert sidecars["llama2"]["tokenizer"]["type"] == "Llama2Tokenizer"
     assert any(source.get("skipped") for source in sidecars["plain"]["sources"])
     assert "absolute_path" in sidecars["sub/outside"]["sources"][0]
+    assert [source["format"] for source in sidecars["tokens_in"]["sources"]] == ["megatron", "pbin"]
 
 
 def test_a_key_no_one_declared_or_a_value_of_another_type_is_named(sidecars):

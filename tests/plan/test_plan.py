@@ -11,6 +11,7 @@ import os
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
@@ -423,3 +424,59 @@ def test_datatroves_tokenizer_name_is_the_configs_spelling_also_where_the_plans_
     assert absolute["tokenizers"]["gpt2"]["path"] == str(folder / "gpt2.json")
     assert Plan(config).datatrove_options("a") == ["--tokenizer-name", "gpt2.json"]
     assert Plan(absolute, {"gpt2": "gpt2.json"}).datatrove_options("a") == ["--tokenizer-name", "gpt2.json"]
+
+
+def _megatron_prefix(folder: Path, name: str = "made/web_text_document") -> str:
+    """A small Megatron dataset made outside the workflow's folders (two documents ending with GPT-2's EOD)."""
+    from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder
+
+    (folder / name).parent.mkdir(parents=True, exist_ok=True)
+    with MMapIndexedDatasetBuilder(folder / name, np.uint16) as builder:
+        builder.add_documents(np.array([5, 50256, 6, 7, 50256]), np.array([2, 3]))
+    return name
+
+
+def test_a_dataset_of_tokens_is_one_tokens_in_job_and_no_pack_unit(folder):
+    prefix = _megatron_prefix(folder)
+    plan = plan_of(web={"tokens": [f"{prefix}.bin"], "formats": ["pbin", "megatron", "olmo"]})
+    assert plan.builds["web"].units == () and plan.single_unit_builds() == plan.merged_builds() == []
+    assert plan.token_builds(megatron=True) == ["web"] and plan.token_files("web") == [f"{prefix}.bin", f"{prefix}.idx"]
+    assert plan.tokens_in_options("web") == [prefix, "--eod", "<|endoftext|>"]
+    assert plan.tokens_in_outputs("web") == ["-o", "data/packed/web.pbin",
+                                             "--megatron", "data/megatron/web_text_document"]
+    assert plan.tokens_in_inputs("web")[-1] == "gpt2.json" and plan.tokens_identity("web").startswith(
+        f"{prefix}.bin: 10 bytes, mtime ")
+    assert plan.verify_options("web")[:4] == ["--made-from", "data/packed/web.pbin", "--inputs", f"{prefix}.bin"]
+    assert not any(target.startswith("data/index/") for target in plan.all_targets())
+    assert "data/olmo/web" in plan.all_targets() and plan.cache_dirs("web")
+
+
+@pytest.mark.parametrize("entry, message", [
+    ({"inputs": ["raw/a.jsonl"], "tokens": ["made/web_text_document"]},
+     "datasets.web: give inputs (JSONL to tokenize) or tokens (.bin/.idx prefixes or .pbin files already made), not "
+     "both"),
+    ({}, "datasets.web: give inputs (JSONL to tokenize) or tokens"),
+    ({"tokens": ["made/other_text_document"]}, "datasets.web.tokens: made/other_text_document.bin: no such file (the "
+                                                "prefix made/other_text_document names made/other_text_document.bin"),
+    ({"tokens": ["made/*.pbin"]}, "datasets.web.tokens: 'made/*.pbin' matches no .bin/.idx or .pbin file"),
+    ({"tokens": ["made/fake"]}, "datasets.web.tokens: made/fake.idx: not a Megatron .idx (it starts with b'\\x80\\x04"),
+    ({"tokens": ["made/web_text_document"], "tokenizer": ["gpt2", "gpt2b"]},
+     "datasets.web.tokenizer: tokens were made with one tokenizer; name that one"),
+    ({"tokens": ["made/web_text_document"], "count_by": ".source"},
+     "datasets.web.count_by: a dataset of tokens has no JSON lines to count by"),
+    ({"tokens": ["made/web_text_document", "made/web_text_document.idx"]},
+     "datasets.web.tokens: made/web_text_document is named twice"),
+    ({"tokens": ["data/megatron/web_text_document"]},
+     "datasets.web.tokens: data/megatron/web_text_document.bin lies in data/megatron/, where the workflow writes"),
+])
+def test_a_dataset_of_tokens_that_cannot_be_built_is_refused_naming_the_key(folder, entry, message):
+    _megatron_prefix(folder)
+    _megatron_prefix(folder, "data/megatron/web_text_document")
+    (folder / "made/fake.bin").write_bytes(b"")
+    (folder / "made/fake.idx").write_bytes(b"\x80\x04" + bytes(40))
+    config = {"tokenizers": {"gpt2": {"path": "gpt2.json", "eod": "<|endoftext|>"},
+                             "gpt2b": {"path": "gpt2.json", "eod": "<|endoftext|>"}},
+              "datasets": {"web": {"tokenizer": "gpt2", **entry}}}
+    with pytest.raises(TokenmillError) as error:
+        Plan(validate_config(config, "my.yaml"))
+    assert str(error.value).startswith(message), str(error.value)

@@ -98,6 +98,8 @@ MERGED = {megatron: _alternatives(PLAN.merged_builds(megatron=megatron)) for meg
 UNIT_OF_MERGED = {
     megatron: rf"(?:{builds})(?:\.part[0-9]+(?:\.shard[0-9]+)?|\.shard[0-9]+)" for megatron, builds in MERGED.items()
 }
+# A dataset of tokens already made (`tokens`) has no pack unit: one tokens_in job writes its .pbin (and Megatron's files).
+TOKENS_IN = {megatron: _alternatives(PLAN.token_builds(megatron=megatron)) for megatron in (True, False)}
 DATATROVE = _alternatives(PLAN.builds_with(datatrove=True))
 OLMO = _alternatives(PLAN.builds_with(olmo=True))
 BEST_FIT = _alternatives([build for build in PLAN.builds if PLAN.best_fit_dirs(build)])
@@ -176,6 +178,8 @@ unit_index = _input(PLAN.unit_index, "unit")
 unit_tokenizer_path = _input(PLAN.unit_tokenizer_path, "unit")
 hf_tokenizer_json = _input(lambda name: config["tokenizers"][name]["path"], "tokenizer")
 merge_units = _input(PLAN.merge_units, "build")
+tokens_in_files = _input(PLAN.token_files, "build")
+tokens_in_tokenizer = _input(lambda build: PLAN.tokens_in_inputs(build)[-1], "build")
 merge_unit_sidecars = _input(lambda build: [f"{path}.meta.json" for path in PLAN.merge_units(build)], "build")
 merge_unit_megatron_files = _input(PLAN.merge_unit_megatron_files, "build")
 verify_inputs = _input(PLAN.verify_files, "build")
@@ -212,6 +216,9 @@ sft_verify_options = _shell(PLAN.sft_verify_options, "name")
 
 
 merge_commands = _plan(PLAN.merge_commands, "build")
+tokens_in_options = _shell(PLAN.tokens_in_options, "build")
+tokens_in_outputs = _shell(PLAN.tokens_in_outputs, "build")
+tokens_identity = _plan(PLAN.tokens_identity, "build")
 
 
 def part_file(path):

@@ -114,3 +114,55 @@ use rule merge_units as merge_units_without_megatron with:
         meta=sidecar_path(packed_path("{build}")),
     wildcard_constraints:
         build=MERGED[False],
+
+
+# A dataset of tokens already made (`tokens`: Megatron .bin/.idx prefixes or .pbin files): its .pbin and
+# Megatron's files written from them, checked against the tokenizer's vocabulary and EOD; nothing is tokenized.
+rule tokens_in:
+    input:
+        tokens=tokens_in_files,
+        tokenizer=tokens_in_tokenizer,
+    output:
+        pbin=packed_path("{build}"),
+        meta=sidecar_path(packed_path("{build}")),
+        bin=f"{megatron_prefix('{build}')}.bin",
+        megatron_idx=f"{megatron_prefix('{build}')}.idx",
+    log:
+        "logs/tokens_in/{build}.log",
+    benchmark:
+        "benchmarks/tokens_in/{build}.tsv"
+    wildcard_constraints:
+        build=TOKENS_IN[True],
+    conda:
+        "../envs/tokenmill.yaml"
+    threads: 1
+    resources:
+        mem_mb=document_index_mem_mb,
+        runtime=copy_runtime,
+    params:
+        job=job_files,
+        format=f"{FORMAT_VERSIONS['pbin']} {FORMAT_VERSIONS['mmidx']}",
+        options=tokens_in_options,
+        inputs=tokens_identity,
+        outputs=tokens_in_outputs,
+    message:
+        "tokens in {wildcards.build} -> {output.pbin} and Megatron's files, nothing tokenized (log: {log})"
+    shell:
+        "({params.job.cd}tokenmill tokens-in {params.options} --tokenizer {params.job.tokenizer:q}"
+        " {params.outputs}) > {log:q} 2>&1"
+
+
+use rule tokens_in as tokens_in_without_megatron with:
+    output:
+        pbin=packed_path("{build}"),
+        meta=sidecar_path(packed_path("{build}")),
+    wildcard_constraints:
+        build=TOKENS_IN[False],
+    params:
+        job=job_files,
+        format=FORMAT_VERSIONS["pbin"],
+        options=tokens_in_options,
+        inputs=tokens_identity,
+        outputs=tokens_in_outputs,
+    message:
+        "tokens in {wildcards.build} -> {output.pbin}, nothing tokenized (log: {log})"

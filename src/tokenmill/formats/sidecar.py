@@ -131,11 +131,13 @@ class SourceRecord(TypedDict, total=False):
     """One input (or its byte range, or row groups) in pack order."""
     path: str
     absolute_path: str
-    format: str  # "parquet"; absent for JSONL
+    format: str  # "parquet"; "megatron" (path: its .bin) or "pbin" for tokens read in (tokens-in); absent for JSONL
     compression: str
     bytes: int
     decompressed_bytes: int
     sha256: str
+    index_bytes: int  # a Megatron source's .idx
+    index_sha256: str
     object: ObjectRecord
     lines: int
     first_line: int

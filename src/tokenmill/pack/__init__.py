@@ -1,6 +1,7 @@
 """The tokenize-and-write verbs: ``tokenmill pack`` (:mod:`~tokenmill.pack.pretraining`), its settings
-(:mod:`~tokenmill.pack.settings`) and a batch's two stages in threads (:mod:`~tokenmill.pack.batches`), and
-``tokenmill sft`` (:mod:`~tokenmill.pack.sft`).
+(:mod:`~tokenmill.pack.settings`) and a batch's two stages in threads (:mod:`~tokenmill.pack.batches`),
+``tokenmill sft`` (:mod:`~tokenmill.pack.sft`), and ``tokenmill tokens-in`` (:mod:`~tokenmill.pack.tokens_in`): a build
+from tokens already made, written as pack writes it.
 
 May import: the root's ``errors``, ``progress`` and ``config``; ``files``, ``inputs``, ``tokenization``, ``formats``,
 ``megatron``, ``packing``, ``training``.

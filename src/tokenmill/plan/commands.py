@@ -52,6 +52,15 @@ class Plan(Units):
             options += ["--byte-range", unit.byte_range]
         if unit.row_groups is not None:
             options += ["--row-groups", unit.row_groups]
+        options += self._tokenizer_options(tokenizer)
+        if dataset["allow_duplicate_inputs"]:
+            options.append("--allow-duplicate-inputs")
+        return options
+
+    @staticmethod
+    def _tokenizer_options(tokenizer: dict) -> list[str]:
+        """A config tokenizer's type, EOD and special-token options, as ``pack`` and ``tokens-in`` take them."""
+        options = []
         if tokenizer["type"] is not None:
             options += ["--tokenizer-type", tokenizer["type"]]
             if tokenizer["type"] == "TikTokenizer":
@@ -63,9 +72,27 @@ class Plan(Units):
             options += ["--eod", tokenizer["eod"]] if tokenizer.get("eod") is not None else ["--no-eod"]
         if not tokenizer["add_special_tokens"]:
             options.append("--no-special-tokens")
-        if dataset["allow_duplicate_inputs"]:
-            options.append("--allow-duplicate-inputs")
         return options
+
+    def tokens_in_options(self, build: str) -> list[str]:
+        """``tokenmill tokens-in`` arguments of a build of tokens: its sources in order, then the tokenizer's
+        options (type, EOD, special tokens); the tokenizer path and outputs are the rule's."""
+        return [*self.token_sources[build],
+                *self._tokenizer_options(self.config["tokenizers"][self.builds[build].tokenizer])]
+
+    def tokens_in_outputs(self, build: str) -> list[str]:
+        """``tokenmill tokens-in`` outputs: the build's ``.pbin`` and, with the megatron format, its prefix."""
+        return ["-o", packed_path(build), *(["--megatron", megatron_prefix(build)]
+                                            if "megatron" in self.formats(build) else [])]
+
+    def tokens_in_inputs(self, build: str) -> list[str]:
+        """The files a ``tokens_in`` job reads: the sources' files and the tokenizer."""
+        return [*self.token_files(build), self.config["tokenizers"][self.builds[build].tokenizer]["path"]]
+
+    def tokens_identity(self, build: str) -> str:
+        """Size and modification time of the files a ``tokens_in`` job reads (see :meth:`unit_identity`)."""
+        return "; ".join([*map(path_identity, self.token_files(build)),
+                          self.tokenizer_identities[self.builds[build].tokenizer]])
 
     def pack_outputs(self, unit_name: str) -> list[str]:
         """The ``tokenmill pack`` output arguments of a unit: its ``.pbin`` and, where its build has the
@@ -247,7 +274,8 @@ class Plan(Units):
         """Every file ``rule verify`` checks for a build: built files and the local inputs they come from (its
         objects are checked by their ETag, named in its arguments: no input of Snakemake's)."""
         inputs = self.build_inputs(build)
-        return [*self.built_files(build), *(file.path for file in inputs if file.etag is None),  # objects: no file
+        return [*self.built_files(build), *self.token_files(build),
+                *(file.path for file in inputs if file.etag is None),  # objects: no file
                 *(raw_index_path(file.stem) for file in inputs if file.stem in self.indexed),
                 *self.cache_dirs(build)]
 
@@ -263,7 +291,9 @@ class Plan(Units):
         if indexed is not None:
             arguments += ["--jsonl", indexed.path]
             checked.insert(0, raw_index_path(indexed.stem))
-        paths = [file.path for file in self.build_inputs(build)]
+        # a build of tokens covers its .bin files (each with its .idx) and .pbin files
+        paths = [file.path for file in self.build_inputs(build)] + [
+            path for path in self.token_files(build) if not path.endswith(".idx")]
         # One shell command holds at most 128 KiB: past that verify checks the sidecar's sources among
         # themselves only (each file covered once, whole), not against the config's list.
         if sum(len(path) + 3 for path in paths) < MAX_LISTED_INPUT_CHARS:

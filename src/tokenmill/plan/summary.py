@@ -257,11 +257,14 @@ def _next_lines(plan: Plan, build: str | None, report: str) -> list[str]:
     commands = []
     cache = next((folder for folder in plan.cache_dirs(build) if os.path.isdir(folder)), None) if build else None
     if build:
-        commands.append((f"tokenmill inspect {packed_path(build)} --doc 0", "a document, with its file and line"))
+        read_in = build in plan.token_sources  # tokens read in: no text to re-encode
+        commands.append((f"tokenmill inspect {packed_path(build)} --doc 0",
+                         "a document, with its source file and " + ("document there" if read_in else "line")))
         if cache:
             commands.append((f"tokenmill inspect {cache} --sample 0", "a training sample, document by document"))
-        commands.append((f"tokenmill verify {packed_path(build)} --against-tokenizer 0.05",
-                         "check again, re-encoding 5 % with the tokenizer's own library"))
+        commands.append((f"tokenmill verify {packed_path(build)}", "check again: ids, EODs, counts, sources unchanged")
+                        if read_in else (f"tokenmill verify {packed_path(build)} --against-tokenizer 0.05",
+                                         "check again, re-encoding 5 % with the tokenizer's own library"))
     commands.append((report, "the HTML report of these datasets"))
     # What each shows as a shell comment, so that a whole line can be pasted; aligned unless a command is long.
     width = min(max(len(command) for command, _ in commands), 64)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.objects import ObjectIdentity, expand_url, is_url, pinned_identity
+from tokenmill.formats.mmidx import prefix_of
 from tokenmill.formats.provenance import field_keys
 from tokenmill.inputs.jsonl import input_compression
 from tokenmill.inputs.parquet import row_group_units
@@ -22,6 +23,7 @@ from tokenmill.inputs.text_selection import TextSelector
 from tokenmill.megatron.blend import check_weights
 from tokenmill.megatron.gpt_indices import parse_split
 from tokenmill.megatron.job_tokenizer import DEFAULT_VERSION, SUPPORTED_TYPES, job_tokenizer
+from tokenmill.pack.tokens_in import token_source_files
 from tokenmill.plan.layout import OUTPUT_FOLDERS, STALE_FOLDER, raw_index_path
 from tokenmill.tokenization.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS
 from tokenmill.tokenization.tokenizer import check_eod_in_file
@@ -166,9 +168,16 @@ class Units:
         self.indexed: set[str] = set()  # stems of the plain files read through a raw index
         self.row_group_bytes: dict[str, list[int]] = {}  # file stem → compressed bytes per row group (big Parquet)
         self._row_group_ranges: dict[str, list[tuple[int, int]]] = {}
+        self.token_sources: dict[str, list[str]] = {}  # build → its tokens entries (prefixes, .pbin), globs expanded
         self._check_tokenizers()
-        for name in config["datasets"]:
-            self._plan_dataset(name)
+        for name, dataset in config["datasets"].items():
+            if bool(dataset["inputs"]) == bool(dataset["tokens"]):
+                raise TokenmillError(f"datasets.{name}: give inputs (JSONL to tokenize) or tokens (.bin/.idx prefixes "
+                                     f"or .pbin files already made), {'not both' if dataset['inputs'] else 'one'}")
+            if dataset["tokens"]:
+                self._plan_tokens(name)
+            else:
+                self._plan_dataset(name)
         self._check_sampling()
         self.blends = {name: self._blend_builds(name) for name in config["blends"]}
         self._check_sft()
@@ -179,6 +188,8 @@ class Units:
         outputs to): Snakemake would delete it before the job that writes there, or the prune move it."""
         folders = [os.path.realpath(folder) for folder in (*OUTPUT_FOLDERS, STALE_FOLDER)]
         named = [(f"datasets.{name}.inputs", file.path) for name, files in self.dataset_files.items() for file in files]
+        named += [(f"datasets.{self.builds[build].dataset}.tokens", path) for build in self.token_sources
+                  for path in self.token_files(build)]
         named += [(f"sft.{name}.inputs", path) for name, entry in self.config["sft"].items()
                   for path in entry["inputs"]]
         named += [(f"tokenizers.{name}.path", entry["path"]) for name, entry in self.config["tokenizers"].items()]
@@ -284,6 +295,64 @@ class Units:
                     field_keys(dataset[key])
                 except TokenmillError as exc:
                     raise TokenmillError(f"datasets.{name}.{key}: {exc}") from None
+
+    def _plan_tokens(self, name: str) -> None:
+        """A dataset of tokens already made (``tokens``): one build, no pack unit, made by the ``tokens_in`` job.
+        Each entry is checked here as far as a look at its files goes (they exist; an ``.idx`` starts with
+        Megatron's magic); the job checks the rest (dtype, ids, EODs) before writing anything.
+
+        Raises:
+            TokenmillError: several tokenizers, a count_by, an entry matching no file, a missing or foreign file.
+        """
+        dataset = self.config["datasets"][name]
+        tokenizers = self.tokenizer_names(name)
+        if len(tokenizers) != 1:
+            raise TokenmillError(f"datasets.{name}.tokenizer: tokens were made with one tokenizer; name that one")
+        if tokenizers[0] not in self.config["tokenizers"]:
+            raise TokenmillError(f"datasets.{name}.tokenizer: {tokenizers[0]!r} is not in tokenizers")
+        if dataset["count_by"] is not None:
+            raise TokenmillError(f"datasets.{name}.count_by: a dataset of tokens has no JSON lines to count by; "
+                                 f"set it to null")
+        if name.startswith("blend_") and name.removeprefix("blend_") in self.config["blends"]:
+            raise TokenmillError(f"datasets.{name}: its caches would share data/cache/{name}/ with blend "
+                                 f"{name.removeprefix('blend_')!r}; rename one of them")
+        entries: list[str] = []
+        for pattern in dataset["tokens"]:
+            matches = [pattern] if os.path.exists(pattern) or not glob.has_magic(pattern) else sorted(
+                {path if path.endswith(".pbin") else prefix_of(path) for path in glob.glob(pattern)
+                 if path.endswith((".pbin", ".bin", ".idx"))})
+            if not matches:
+                raise TokenmillError(f"datasets.{name}.tokens: {pattern!r} matches no .bin/.idx or .pbin file")
+            for entry in matches:
+                entry = entry if entry.endswith(".pbin") else prefix_of(entry)
+                for path in token_source_files(entry):
+                    if not os.path.isfile(path):
+                        raise TokenmillError(f"datasets.{name}.tokens: {path}: no such file" + (
+                            "" if entry.endswith(".pbin") else f" (the prefix {entry} names {entry}.bin and "
+                                                               f"{entry}.idx)"))
+                if not entry.endswith(".pbin"):
+                    with open(f"{entry}.idx", "rb") as handle:
+                        magic = handle.read(9)
+                    if magic != b"MMIDIDX\x00\x00":
+                        raise TokenmillError(f"datasets.{name}.tokens: {entry}.idx: not a Megatron .idx (it starts "
+                                             f"with {magic!r}, not b'MMIDIDX\\x00\\x00')")
+                entries.append(entry)
+        if len(set(entries)) != len(entries):
+            raise TokenmillError(f"datasets.{name}.tokens: {next(e for e in entries if entries.count(e) > 1)} is named "
+                                 f"twice")
+        if name in self.builds:
+            raise TokenmillError(f"datasets.{name}: its outputs would be named {name!r} like another dataset's")
+        self.dataset_files[name] = []
+        self.token_sources[name] = entries
+        self.builds[name] = Build(name, name, tokenizers[0], ())
+
+    def token_files(self, build: str) -> list[str]:
+        """The files a build of tokens reads (each ``.bin`` and ``.idx``, each ``.pbin``); none for one of inputs."""
+        return [path for entry in self.token_sources.get(build, []) for path in token_source_files(entry)]
+
+    def token_builds(self, **formats: bool) -> list[str]:
+        """The builds made from tokens (``tokens``), chosen by format as :meth:`builds_with`."""
+        return [build for build in self.builds_with(**formats) if build in self.token_sources]
 
     def _plan_dataset(self, name: str) -> None:
         dataset = self.config["datasets"][name]
@@ -444,6 +513,10 @@ class Units:
         return (int(end) if end else file.size) - int(start)
 
     def build_text_bytes(self, build: str) -> int:
+        """Bytes of text behind a build: its units'; for a build of tokens, twice its token files' bytes (about
+        the text 2-byte tokens come from: resources only)."""
+        if build in self.token_sources:
+            return 2 * sum(os.path.getsize(path) for path in self.token_files(build) if os.path.isfile(path))
         return sum(map(self.unit_text_bytes, self.builds[build].units))
 
     def blend_text_bytes(self, blend: str) -> int:
@@ -567,6 +640,8 @@ def with_local_paths_absolute(config: dict) -> dict:
     for section in ("datasets", "sft"):
         for entry in config.get(section, {}).values():
             entry["inputs"] = [absolute(path) for path in entry["inputs"]]
+            if "tokens" in entry:
+                entry["tokens"] = [absolute(path) for path in entry["tokens"]]
     for tokenizer in config.get("tokenizers", {}).values():
         tokenizer["path"] = absolute(tokenizer["path"])
     return config

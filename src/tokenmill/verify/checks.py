@@ -184,7 +184,8 @@ def verify_made_from(pbin_path: str | os.PathLike, megatron_prefix: str | os.Pat
     """Whether Megatron's ``.bin`` and datatrove's ``.ds`` made from a ``.pbin`` (by ``pack`` in its one
     pass, or ``to-megatron`` / ``to-datatrove``) follow their peers' rules, re-derived from the
     ``.pbin`` and its sidecar: the ``.bin`` dtype Megatron's ``preprocess_data.py`` picks for the
-    sidecar's ``tokenizer.vocab_size`` (uint16 below 65,500 tokens, else int32); the ``.ds`` token
+    sidecar's ``tokenizer.vocab_size`` (uint16 below 65,500 tokens, else int32), and its documents and
+    tokens those of the ``.pbin`` (one more EOD per document of ``eod_in_text``); the ``.ds`` token
     size datatrove picks (4 bytes above 65,536) and its documents as datatrove writes them from the
     ``.pbin``'s (:func:`tokenmill.formats.datatrove.datatrove_documents`: the post-processor's ids left out,
     one EOS); OLMo-core's parts the ``.pbin``'s tokens and documents (:func:`tokenmill.formats.olmo.verify_olmo`).
@@ -202,13 +203,22 @@ def verify_made_from(pbin_path: str | os.PathLike, megatron_prefix: str | os.Pat
     problems = []
     if megatron_prefix is not None:
         try:
-            dtype, expected = MMapIndexedDataset(megatron_prefix).dtype, optimal_dtype(vocab_size)
+            dataset, expected = MMapIndexedDataset(megatron_prefix), optimal_dtype(vocab_size)
+            doubled = int(range_indices(meta.get("eod_in_text", []), pbin.num_documents).sum())
         except TokenmillError as exc:
             return [str(exc)]
-        if dtype != expected:
-            problems.append(f"{megatron_prefix}.bin: {dtype.name} tokens, but Megatron's preprocess_data.py writes "
-                            f"{expected.name} for the vocabulary of {vocab_size} tokens of {pbin_path}'s sidecar "
-                            f"(uint16 below {MEGATRON_UINT16_BELOW:,})")
+        if dataset.dtype != expected:
+            problems.append(f"{megatron_prefix}.bin: {dataset.dtype.name} tokens, but Megatron's preprocess_data.py "
+                            f"writes {expected.name} for the vocabulary of {vocab_size} tokens of {pbin_path}'s "
+                            f"sidecar (uint16 below {MEGATRON_UINT16_BELOW:,})")
+        # (with the right dtype) its documents are the .pbin's, each with one more EOD where its text ended with one
+        elif dataset.num_documents != pbin.num_documents:
+            problems.append(f"{megatron_prefix}.idx: {dataset.num_documents} documents, {pbin_path} has "
+                            f"{pbin.num_documents}")
+        elif "eod_in_text" in meta and (tokens := int(dataset.sequence_lengths.sum(dtype=np.int64))) != \
+                pbin.num_tokens + doubled:
+            problems.append(f"{megatron_prefix}.bin: {tokens} tokens, but {pbin_path}'s {pbin.num_tokens} and the "
+                            f"{doubled} EODs its texts ended with make {pbin.num_tokens + doubled}")
     if datatrove_name is not None:
         problems += _datatrove_made_from(pbin_path, pbin, meta, datatrove_name)
     if olmo_folder is not None:

@@ -16,7 +16,9 @@ from __future__ import annotations
 import os
 
 from tokenmill.errors import TokenmillError
+from tokenmill.files.identity import file_sha256
 from tokenmill.files.objects import is_url, pin
+from tokenmill.formats.mmidx import prefix_of
 from tokenmill.formats.sidecar import SidecarRecord, SourceRecord, resolve_sidecar_paths, resolved_against, sidecar_path
 from tokenmill.inputs.jsonl import source_sha256
 
@@ -140,6 +142,12 @@ def changed_source_problems(path: str | os.PathLike, meta: SidecarRecord) -> lis
             problems += _object_problems(path, source)
         elif "sha256" in source and os.path.isfile(source["path"]) and source_sha256(source) != source["sha256"]:
             problems.append(f"{path}: source {source['path']} has changed since it was packed (sha256 differs)")
+        if "index_sha256" in source:  # a Megatron prefix read in (tokens-in): its .idx too
+            index = f"{prefix_of(source['path'])}.idx"
+            if not os.path.isfile(index):
+                problems.append(f"{path}: source {index} not found; its bytes cannot be checked")
+            elif file_sha256(index) != source["index_sha256"]:
+                problems.append(f"{path}: source {index} has changed since it was read (sha256 differs)")
     return problems
 
 

@@ -46,6 +46,9 @@ def verify_against_tokenizer(path: str | os.PathLike, fraction: float) -> tuple[
     """
     path = Path(path)
     meta = read_sidecar(path)
+    if meta and any(source.get("format") in ("megatron", "pbin") for source in meta.get("sources", [])):
+        raise TokenmillError(f"{path}: its tokens were read in from existing files (tokens-in), not packed from text: "
+                             f"there is no text to re-encode; tokenmill verify without --against-tokenizer checks it")
     if not meta or not {"sources", "tokenizer", "text"} <= meta.keys():
         raise TokenmillError(f"{path}: no pack sidecar (sources, tokenizer, text) to check it against")
     meta = resolve_sidecar_paths(meta, path)

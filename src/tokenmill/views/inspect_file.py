@@ -57,10 +57,13 @@ def pbin_of_megatron(prefix: str | os.PathLike) -> Path | None:
 
 
 def source_of(meta: SidecarRecord | None, document: int) -> tuple[str, int | None] | None:
-    """(source file, 1-based line or None if unknown) of a ``.pbin`` document, from its sidecar."""
+    """(source file, 1-based line or None if unknown) of a ``.pbin`` document, from its sidecar; of tokens read
+    in (``tokens-in``: a Megatron ``.bin`` or a ``.pbin``), the 0-based document of that file."""
     if not meta or "sources" not in meta:
         return None
     for source in meta["sources"]:
+        if document < source["documents"] and source.get("format") in _READ_IN:
+            return source["path"], document
         if document < source["documents"]:
             skipped = source.get("skipped", {})
             if any(entry["count"] != len(entry["first_lines"]) for entry in skipped.values()):
@@ -80,8 +83,12 @@ def _origin(meta: SidecarRecord | None, document: int) -> tuple[str, str] | None
     origin = source_of(meta, document)
     if origin is None:
         return None
-    parquet = any(source["path"] == origin[0] and source.get("format") == "parquet" for source in meta["sources"])
-    return origin[0], f"{'row' if parquet else 'line'} {origin[1] if origin[1] else 'unknown'}"
+    kinds = {source.get("format") for source in meta["sources"] if source["path"] == origin[0]}
+    unit = "document" if kinds & _READ_IN else "row" if "parquet" in kinds else "line"
+    return origin[0], f"{unit} {origin[1] if origin[1] is not None else 'unknown'}"
+
+
+_READ_IN = {"megatron", "pbin"}  # a sidecar source's formats of tokens read in (tokens-in), numbered by document
 
 
 def _sidecar(pbin_path: Path | None) -> dict | None:

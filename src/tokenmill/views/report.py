@@ -117,9 +117,11 @@ def dataset_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, veri
     meta = resolve_sidecar_paths(meta, pbin_path)  # its tokenizer and sources as reached from here, not `../raw/`
     text_bytes = sum(_text_bytes(source) for source in meta["sources"])
     tokenizer, engine = meta.get("tokenizer", {}), meta.get("engine", {})
+    read_in = [source for source in meta["sources"] if source.get("format") in ("megatron", "pbin")]
     facts = [("documents", pbin.num_documents), ("tokens", pbin.num_tokens),
-             ("text", f"{text_bytes / 1e6:,.1f} MB in {len(meta['sources'])} source(s)"),
-             ("tokens per byte of text", round(pbin.num_tokens / max(text_bytes, 1), 4)),
+             ("text", f"none: tokens read in from {len(read_in)} source(s), nothing tokenized (tokens-in)" if read_in
+              else f"{text_bytes / 1e6:,.1f} MB in {len(meta['sources'])} source(s)"),
+             ("tokens per byte of text", "-" if read_in else round(pbin.num_tokens / max(text_bytes, 1), 4)),
              ("mean / median / max document (tokens)",
               f"{pbin.doc_lengths.mean():,.0f} / {np.median(pbin.doc_lengths):,.0f} / {pbin.doc_lengths.max():,}"
               if pbin.num_documents else "-"),
