@@ -197,3 +197,23 @@ def test_best_fit_packing_is_added_and_edited_rebuilding_only_its_outputs(built_
         else:
             assert not packed_index.exists()
         _assert_same_as_fresh(folder, config, tmp_path / f"fresh{step}")
+
+
+def test_a_blends_best_fit_packing_is_edited_rebuilding_only_its_packed_blend(built_base, tmp_path):
+    """A blend with packing: best_fit gets its packed blend beside its caches (verified in the job); its
+    long-document strategy edited reruns that job alone, and packing back to concat only moves the folder out,
+    each time equal to a fresh build."""
+    folder, config = built_base, copy.deepcopy(BASE_CONFIG)
+    config["blends"] = {"ab": {"weights": {"a": 1, "b": 2}, "packing": "best_fit"}}
+    _build(folder, config)
+    packed_blend = folder / "data/cache/blend_ab/seq128_seed1_best_fit"
+    assert (packed_blend / "blend-truncate-train-description.json").is_file()
+    steps = [(lambda c: c["blends"]["ab"].update(long_doc_strategy="fragment"), {"best_fit_blend", "prune", "all"}),
+             (lambda c: c["blends"]["ab"].update(packing="concat"), {"prune", "all"})]
+    for step, (change, jobs) in enumerate(steps):
+        config = _edit(config, change)
+        (folder / "my.yaml").write_text(yaml.safe_dump(config))
+        assert planned_jobs(folder, "--configfile", "my.yaml") == jobs, step
+        _build(folder, config)
+        assert (packed_blend / "blend-fragment-train-description.json").is_file() == (step == 0)
+        _assert_same_as_fresh(folder, config, tmp_path / f"fresh{step}")

@@ -67,3 +67,37 @@ rule olmo_best_fit:
         "({params.job.cd}tokenmill best-fit {params.job.parts:q} -o {params.job.work_dir:q}"
         " --seq-length {wildcards.seq_length} {params.options}"
         " && tokenmill verify {params.job.work_dir:q}) > {log:q} 2>&1"
+
+
+# A blend's packed blend per sequence length and seed: each dataset's packed index (dataset-<i>/) and the
+# blend's samples drawn from them by its weights (tokenmill.training.packed_samples.PackedBlend); verified
+# against the packer again before the job ends.
+rule best_fit_blend:
+    input:
+        megatron=blend_megatron_files,
+    output:
+        index=directory(packed_index_dir(blend_cache_name("{blend}"), "{seq_length}", "{seed}")),
+    log:
+        "logs/best_fit_blend/{blend}/seq{seq_length}_seed{seed}.log",
+    benchmark:
+        "benchmarks/best_fit_blend/{blend}/seq{seq_length}_seed{seed}.tsv"
+    wildcard_constraints:
+        blend=BEST_FIT_BLEND,
+        seq_length=r"[0-9]+",
+        seed=r"[0-9]+",
+    conda:
+        "../envs/tokenmill.yaml"
+    threads: 1
+    resources:
+        mem_mb=cache_mem_mb,
+        runtime=copy_runtime,
+    params:
+        job=job_files,
+        format=FORMAT_VERSIONS["packing"],
+        options=blend_best_fit_options,
+    message:
+        "best-fit packing of blend {wildcards.blend}, seq {wildcards.seq_length}, seed {wildcards.seed} -> {output.index} (log: {log})"
+    shell:
+        "({params.job.cd}tokenmill best-fit {params.options} -o {params.job.index:q}"
+        " --seq-length {wildcards.seq_length} --seed {wildcards.seed}"
+        " && tokenmill verify {params.job.index:q}) > {log:q} 2>&1"

@@ -13,6 +13,7 @@ import os
 import shlex
 
 from tokenmill import FORMAT_VERSIONS
+from tokenmill.megatron.gpt_indices import SPLIT_NAMES
 from tokenmill.plan.layout import (PARTS_FOLDER, blend_cache_name, brace_ranges, cache_dir, datatrove_name,
                                    hf_tokenizer_folder, megatron_prefix, olmo_folder, olmo_packing_dir,
                                    packed_index_dir, packed_path, part_megatron_prefix, part_pbin_path, raw_index_path,
@@ -201,6 +202,22 @@ class Plan(Units):
         return ["--long-doc-strategy", dataset["long_doc_strategy"], "--job-path-prefix",
                 f"{self.sampling['olmo_path_prefix'].rstrip('/')}/{build}"]
 
+    def blend_packing_dirs(self, blend: str) -> list[str]:
+        """A blend's packed blend per sequence length and seed (blend ``packing: best_fit``)."""
+        if self.config["blends"][blend]["packing"] != "best_fit":
+            return []
+        return [packed_index_dir(blend_cache_name(blend), seq_length, seed)
+                for seq_length in self.sampling["seq_lengths"] for seed in self.sampling["seeds"]]
+
+    def blend_best_fit_options(self, blend: str) -> list[str]:
+        """``tokenmill best-fit --blend`` arguments of a blend's packed blend (the rule gives its length, seed
+        and output): weighted prefixes, the split, each split's samples, the long-document strategy."""
+        counts = self.sampling["num_samples"]
+        return ["--blend", *(part for build, weight in self.blends[blend].items()
+                             for part in (str(weight), megatron_prefix(build))),
+                "--split", self.sampling["split"], *(f"--{name}-samples={counts[name]}" for name in SPLIT_NAMES),
+                "--long-doc-strategy", self.config["blends"][blend]["long_doc_strategy"]]
+
     def job_data_path(self, build: str) -> str:
         """A build's Megatron prefix as the training job spells it (hashed into the cache names)."""
         return megatron_prefix(build, self.sampling["megatron_path_prefix"])
@@ -309,7 +326,7 @@ class Plan(Units):
                                            if megatron else []))]
         for blend in self.blends:
             name = blend_cache_name(blend)
-            targets += self.cache_dirs(name) + [verified_blend_stamp(blend)]
+            targets += self.cache_dirs(name) + self.blend_packing_dirs(blend) + [verified_blend_stamp(blend)]
             targets += [report_page(name, seq_length, seed)
                         for seq_length in self.sampling["seq_lengths"] for seed in self.sampling["seeds"]]
         for name in self.config["sft"]:

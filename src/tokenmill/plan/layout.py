@@ -80,7 +80,8 @@ def cache_dir(name: str, seq_length: int, seed: int) -> str:
 
 
 def packed_index_dir(build: str, seq_length: int, seed: int) -> str:
-    """A build's best-fit packed index for one length and seed (``tokenmill best-fit``), beside its caches."""
+    """A build's best-fit packed index for one length and seed (``tokenmill best-fit``), beside its caches; for
+    :func:`blend_cache_name`, the blend's packed blend (``tokenmill best-fit --blend``)."""
     return f"data/cache/{build}/seq{seq_length}_seed{seed}_best_fit"
 
 

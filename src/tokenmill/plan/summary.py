@@ -174,6 +174,18 @@ def _padding(folder: str) -> str:
     return ""
 
 
+def _blend_padding(folder: str) -> str:
+    """What a packed blend's train split holds, as its description says, or ''."""
+    for name in ("blend-truncate-train-description.json", "blend-fragment-train-description.json"):
+        try:
+            figures = json.loads(Path(folder, name).read_text(encoding="utf-8"))
+            return (f" (at {figures['sequence_length']}: {figures['samples']:,} train samples drawn by the weights; "
+                    f"padding {100 * figures['padding_share']:.1f} %)")
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return ""
+
+
 def summary_lines(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
                   snakefile: str | os.PathLike | None = None, shell_dir: str | None = None) -> list[str]:
     """The summary as lines of text (see the module docstring); paths relative to the working
@@ -213,6 +225,9 @@ def summary_lines(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
     for name in blends[:_MAX_OTHERS_SHOWN]:
         lines.append(f"  blend {name} ({', '.join(plan.blends[name])}): caches "
                      f"{_folders(plan.cache_dirs(blend_cache_name(name)))}")
+        packed = [folder for folder in plan.blend_packing_dirs(name) if os.path.isdir(folder)]
+        if packed:
+            lines.append(f"    best fit {_folders(packed)}{_blend_padding(packed[0])}")
     if len(blends) > _MAX_OTHERS_SHOWN:
         lines.append(f"  and {len(blends) - _MAX_OTHERS_SHOWN} more blends in data/cache/blend_*/")
     if unbuilt:
