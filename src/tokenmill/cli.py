@@ -675,8 +675,9 @@ def _add_best_fit_verb(verbs) -> None:
         "best-fit", help="pack documents whole into samples (OBFD): a Megatron dataset's packed index per split, "
                          "or the packing caches OLMo-core's NumpyPackedFSLDataset finds for a folder of parts")
     best_fit.add_argument("input", nargs="+", metavar="INPUT",
-                          help="a Megatron dataset prefix (PREFIX.bin, PREFIX.idx), or a folder of OLMo-core parts "
-                               "(tokenmill to-olmo); with --blend, 'w1 P1 w2 P2 ...' as Megatron's --data-path")
+                          help="a Megatron dataset prefix (PREFIX.bin, PREFIX.idx), a folder of OLMo-core parts "
+                               "(tokenmill to-olmo), or an SFT pair's .pbin (tokenmill sft: its conversations into "
+                               "rows); with --blend, 'w1 P1 w2 P2 ...' as Megatron's --data-path")
     best_fit.add_argument("-o", "--output", required=True, metavar="DIR",
                           help="the cache folder to write the packed index into; for parts, the job's work_dir")
     best_fit.add_argument("--seq-length", type=int, required=True, metavar="L", help="tokens per sample")
@@ -722,6 +723,14 @@ def _best_fit(args: argparse.Namespace) -> None:
     if len(args.input) != 1:
         raise TokenmillError(f"best-fit: one input without --blend, got {len(args.input)}")
     args.input = args.input[0]
+    if args.input.endswith(".pbin"):
+        from tokenmill.packing.sft_packing import build_sft_best_fit
+
+        figures = build_sft_best_fit(args.input, args.output, args.seq_length)
+        print(f"{args.output}: {figures['conversations']} conversations in {figures['samples']} rows of "
+              f"{args.seq_length}, each whole: padding {100 * figures['padding_share']:.2f} % (one per row: "
+              f"{100 * figures['unpacked_padding_share']:.2f} %)", file=sys.stderr)
+        return
     if os.path.isdir(args.input):
         from tokenmill.packing.olmo_cache import write_olmo_packing_for_parts
 
