@@ -19,15 +19,17 @@ descending, start) — the second hash of each; the other two files never depend
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
+import shutil
 
 import numpy as np
 import pytest
 import yaml
 from numpy._core._multiarray_umath import __cpu_features__
 
-from conftest import DEMO_JSONL, GPT2, GPT2_EOD, run_tokenmill
+from conftest import DEMO_JSONL, GPT2, GPT2_EOD, REPO, run_tokenmill
 from tokenmill.errors import TokenmillError
 from tokenmill.packing.olmo_cache import olmo_cache_names, write_olmo_packing_for_parts
 
@@ -164,3 +166,63 @@ def test_a_sequence_length_that_is_no_power_of_two_is_refused(parts, tmp_path):
     assert not (tmp_path / "work").exists()
     with pytest.raises(TokenmillError, match=r"no metadata.json; give a folder of parts that tokenmill to-olmo wrote"):
         write_olmo_packing_for_parts(tmp_path, tmp_path / "work", 512)
+
+
+# The demo chat set (an SFT set, its parts with label masks) as OLMo-core 3.0.0 packed it, from its .csv.gz.
+# Recipe, in a folder /w holding data/raw/chat.jsonl: `tokenmill sft c.yaml chat -o chat.pbin` with the demo
+# config's `sft.chat` entry (GPT-2, inputs [data/raw/chat.jsonl] spelt so: the .csv.gz names its source, and its
+# sha256 is hashed), `tokenmill to-olmo chat.pbin -o chat.olmo`; then in /w, with ai2-olmo-core 3.0.0 (numpy 2.4.6,
+# AVX-512):
+#     NumpyPackedFSLDataset("chat.olmo/part-00000.npy", sequence_length=2048, pad_token_id=50256,
+#                           eos_token_id=50256, vocab_size=50257, dtype=np.uint16, bos_token_id=None,
+#                           label_mask_paths=["chat.olmo/part-00000.label_mask.npy"], use_array_if_local=False)
+#     dataset.work_dir = "fresh"; dataset.prepare()
+# The same job in tokenmill's work dir wrote no file, and its 27 instances (input_ids, label_mask) equal fresh's.
+SFT_OLMO_FILES = {
+    "document-indices-2048-f4dc34d90a1e142abe4e3affbb9143eafa15d4ef60520245acd2d7b55cf9479f":
+        ("3151b1218f18c9ba69c02630de149c4eccb025a142ff78a90431c47990ba5d35",
+         "70a990919e24a4d4b94ecc6e244c61681fa81e528b73e413a0b6232a0cb5700f"),
+    "documents-by-instance-2048-f4dc34d90a1e142abe4e3affbb9143eafa15d4ef60520245acd2d7b55cf9479f":
+        ("ab6561c32ad8eba28081bbc7ab1f0353ba8b2048fadfd9d4796aa1ded2e8f8a2", None),
+    "instance-offsets-2048-f4dc34d90a1e142abe4e3affbb9143eafa15d4ef60520245acd2d7b55cf9479f":
+        ("9aa7e6da4f01cabb9704d07e66a790b1aad1a0840f881c07274dbdf13b9e1c26", None),
+}
+SFT_PARTS_SHA256 = {"part-00000.npy": "be54fc88e298068e18a758066ced22ee1862a70775182dd1d292af57fadc6ed4",
+                    "part-00000.csv.gz": "53e9644553a3c5f298ae95dd6093eda4956ed408e79273cde2b354a54fa8d2a4",
+                    "part-00000.label_mask.npy": "c64bfa19d0f4b8ed58fe872222554643e7106986e373e5a98f89cba4a61e3e6a"}
+
+
+def test_an_sft_sets_parts_pack_by_their_csv_with_their_label_masks(tmp_path, monkeypatch):
+    """A conversation holds an EOS per message: its parts are packed by their .csv.gz, as a job told
+    use_array_if_local=False does, under the names that job computes, and the fragment tells the job so."""
+    from tokenmill.pack.sft import write_sft
+
+    (tmp_path / "data/raw").mkdir(parents=True)
+    shutil.copy(REPO / "data/raw/chat.jsonl", tmp_path / "data/raw/chat.jsonl")
+    monkeypatch.chdir(tmp_path)
+    entry = {"inputs": ["data/raw/chat.jsonl"], "tokenizer": "gpt2",
+             "special_tokens": {"bos_token": GPT2_EOD, "eos_token": GPT2_EOD}, "seq_length": 2048,
+             "loss_masking_jq_patterns": ['.conversations | select(.from == "human")', ".instruction", ".role"],
+             "message_construction": ["role", "instruction", "conversations"]}
+    write_sft("chat", {"tokenizers": {"gpt2": {"path": str(GPT2)}}, "sft": {"chat": entry}}, "chat.pbin")
+    run_tokenmill("to-olmo", "chat.pbin", "-o", "chat.olmo")
+    assert {name: hashlib.sha256((tmp_path / "chat.olmo" / name).read_bytes()).hexdigest()
+            for name in SFT_PARTS_SHA256} == SFT_PARTS_SHA256
+    run_tokenmill("best-fit", "chat.olmo", "-o", "work", "--seq-length", "2048")
+    assert sorted(path.stem for path in (tmp_path / "work/dataset-common").iterdir()) == sorted(SFT_OLMO_FILES)
+    for name, (sha256, ordered_sha256) in SFT_OLMO_FILES.items():
+        path = tmp_path / "work/dataset-common" / f"{name}.npy"
+        if ordered_sha256 is None or __cpu_features__.get("AVX512_SKX"):
+            assert hashlib.sha256(path.read_bytes()).hexdigest() == sha256, name
+        else:  # one tie among the 65 lengths: numpy orders it by the CPU
+            assert document_indices_digest(path)[1] == ordered_sha256, name
+    config = yaml.safe_load((tmp_path / "work/tokenmill-olmo-packing.yaml").read_text())
+    assert config["label_mask_paths"] == ["chat.olmo/part-00000.label_mask.npy"]
+    assert config["use_array_if_local"] is False
+    sidecar = json.loads((tmp_path / "work/tokenmill-olmo-packing.meta.json").read_text())
+    assert (sidecar["documents"], sidecar["samples"], sidecar["boundaries"]) == (65, 27, "metadata")
+    assert run_tokenmill("verify", "work").returncode == 0
+    csv = tmp_path / "chat.olmo/part-00000.csv.gz"
+    csv.write_bytes(gzip.compress(gzip.decompress(csv.read_bytes()).replace(b"0,541,", b"0,542,", 1), mtime=0))
+    result = run_tokenmill("verify", "work", check=False)
+    assert result.returncode == 1 and "(the job would pack again)" in result.stderr  # another .csv.gz: other names
