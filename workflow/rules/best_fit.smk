@@ -101,3 +101,64 @@ rule best_fit_blend:
         "({params.job.cd}tokenmill best-fit {params.options} -o {params.job.index:q}"
         " --seq-length {wildcards.seq_length} --seed {wildcards.seed}"
         " && tokenmill verify {params.job.index:q}) > {log:q} 2>&1"
+
+
+# An SFT set's best-fit rows: its pair's conversations packed whole into rows of its seq_length
+# (tokenmill.training.sft_datasets.PackedConversations); verified against the packer again before the job ends.
+rule sft_best_fit:
+    input:
+        pbin=sft_files("{name}")[0],
+        meta=sidecar_path(sft_files("{name}")[0]),
+    output:
+        rows=directory(sft_packing_dir("{name}")),
+    log:
+        "logs/sft_best_fit/{name}.log",
+    benchmark:
+        "benchmarks/sft_best_fit/{name}.tsv"
+    wildcard_constraints:
+        name=SFT_BEST_FIT,
+    conda:
+        "../envs/tokenmill.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=sft_runtime,
+    params:
+        job=job_files,
+        format=FORMAT_VERSIONS["packing"],
+        seq_length=sft_seq_length,
+    message:
+        "best-fit rows of SFT set {wildcards.name} -> {output.rows} (log: {log})"
+    shell:
+        "({params.job.cd}tokenmill best-fit {params.job.pbin:q} -o {params.job.rows:q} --seq-length {params.seq_length}"
+        " && tokenmill verify {params.job.rows:q}) > {log:q} 2>&1"
+
+
+# OLMo-core's packing caches of an SFT set's parts, in the work_dir a job names: documents from the parts'
+# .csv.gz (use_array_if_local: false), the label masks named in the config fragment beside them.
+rule sft_olmo_best_fit:
+    input:
+        parts=sft_olmo_folder("{name}"),
+    output:
+        work_dir=directory(sft_olmo_packing_dir("{name}")),
+    log:
+        "logs/sft_olmo_best_fit/{name}.log",
+    benchmark:
+        "benchmarks/sft_olmo_best_fit/{name}.tsv"
+    wildcard_constraints:
+        name=SFT_OLMO_BEST_FIT,
+    conda:
+        "../envs/tokenmill.yaml"
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=sft_runtime,
+    params:
+        job=job_files,
+        format=FORMAT_VERSIONS["packing"],
+        seq_length=sft_seq_length,
+    message:
+        "OLMo-core packing of SFT set {wildcards.name} -> {output.work_dir} (log: {log})"
+    shell:
+        "({params.job.cd}tokenmill best-fit {params.job.parts:q} -o {params.job.work_dir:q}"
+        " --seq-length {params.seq_length} && tokenmill verify {params.job.work_dir:q}) > {log:q} 2>&1"

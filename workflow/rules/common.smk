@@ -34,6 +34,8 @@ from tokenmill.plan.layout import (
     report_page,
     sft_files,
     sft_olmo_folder,
+    sft_olmo_packing_dir,
+    sft_packing_dir,
     verified_blend_stamp,
     verified_sft_stamp,
     verified_stamp,
@@ -104,6 +106,8 @@ BLEND = _alternatives(PLAN.blends)
 BEST_FIT_BLEND = _alternatives([blend for blend in PLAN.blends if PLAN.blend_packing_dirs(blend)])
 SFT = _alternatives(config["sft"])
 SFT_OLMO = _alternatives([name for name in config["sft"] if PLAN.sft_olmo_folders(name)])
+SFT_BEST_FIT = _alternatives([name for name in config["sft"] if PLAN.sft_packing_dirs(name)])
+SFT_OLMO_BEST_FIT = _alternatives([name for name in config["sft"] if PLAN.sft_olmo_packing_dirs(name)])
 HF_TOKENIZER_FOLDERS = _alternatives(PLAN.hf_tokenizer_folders())
 
 
@@ -185,6 +189,7 @@ blend_caches = _input(lambda blend: PLAN.cache_dirs(blend_cache_name(blend)), "b
 blend_megatron_files = _input(PLAN.blend_inputs, "blend")
 sft_inputs = _input(PLAN.sft_inputs, "name")
 sft_olmo_folders = _input(PLAN.sft_olmo_folders, "name")
+sft_seq_length = _plan(lambda name: config["sft"][name]["seq_length"], "name")
 
 
 # ---- Params: every option that changes an output, as a plain recorded value

@@ -17,8 +17,8 @@ from tokenmill.megatron.gpt_indices import SPLIT_NAMES
 from tokenmill.plan.layout import (PARTS_FOLDER, blend_cache_name, brace_ranges, cache_dir, datatrove_name,
                                    hf_tokenizer_folder, megatron_prefix, olmo_folder, olmo_packing_dir,
                                    packed_index_dir, packed_path, part_megatron_prefix, part_pbin_path, raw_index_path,
-                                   report_page, sft_files, sft_olmo_folder, verified_blend_stamp, verified_sft_stamp,
-                                   verified_stamp)
+                                   report_page, sft_files, sft_olmo_folder, sft_olmo_packing_dir, sft_packing_dir,
+                                   verified_blend_stamp, verified_sft_stamp, verified_stamp)
 from tokenmill.plan.units import MAX_LISTED_INPUT_CHARS, Units, job_flags_of, path_identity
 
 __all__ = ["Plan"]
@@ -295,6 +295,14 @@ class Plan(Units):
         """The OLMo folder of an SFT set whose formats name olmo (none otherwise)."""
         return [sft_olmo_folder(name)] if "olmo" in self.config["sft"][name]["formats"] else []
 
+    def sft_packing_dirs(self, name: str) -> list[str]:
+        """An SFT set's best-fit rows (``packing: best_fit``)."""
+        return [sft_packing_dir(name)] if self.config["sft"][name]["packing"] == "best_fit" else []
+
+    def sft_olmo_packing_dirs(self, name: str) -> list[str]:
+        """An SFT set's OLMo-core work dir of best-fit packing caches (``packing: best_fit`` and olmo)."""
+        return [sft_olmo_packing_dir(name)] if self.sft_packing_dirs(name) and self.sft_olmo_folders(name) else []
+
     def sft_verify_options(self, name: str) -> list[str]:
         """``tokenmill verify`` arguments of an SFT set: the pair, and its OLMo folder against it."""
         pbin = sft_files(name)[0]
@@ -303,7 +311,8 @@ class Plan(Units):
 
     def sft_config(self, name: str) -> str:
         """The resolved config that ``tokenmill sft -`` reads: this entry and its tokenizer (as JSON)."""
-        entry = self.config["sft"][name]
+        # packing is left out: it changes only the packing jobs' outputs, never the pair
+        entry = {key: value for key, value in self.config["sft"][name].items() if key != "packing"}
         tokenizer = entry["tokenizer"]
         return json.dumps({"sft": {name: entry}, "tokenizers": {tokenizer: self.config["tokenizers"][tokenizer]}},
                           sort_keys=True)
@@ -330,7 +339,8 @@ class Plan(Units):
             targets += [report_page(name, seq_length, seed)
                         for seq_length in self.sampling["seq_lengths"] for seed in self.sampling["seeds"]]
         for name in self.config["sft"]:
-            targets += [*sft_files(name), *self.sft_olmo_folders(name), verified_sft_stamp(name)]
+            targets += [*sft_files(name), *self.sft_olmo_folders(name), *self.sft_packing_dirs(name),
+                        *self.sft_olmo_packing_dirs(name), verified_sft_stamp(name)]
         return targets + [f"{hf_tokenizer_folder(name)}/{file}" for name in self.hf_tokenizer_folders()
                           for file in ("tokenizer.json", "tokenizer_config.json")]
 
