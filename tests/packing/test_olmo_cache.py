@@ -29,7 +29,7 @@ import pytest
 import yaml
 from numpy._core._multiarray_umath import __cpu_features__
 
-from conftest import DEMO_JSONL, GPT2, GPT2_EOD, REPO, run_tokenmill
+from conftest import DEMO_JSONL, GPT2, GPT2_EOD, REPO, TEKKEN, run_tokenmill
 from tokenmill.errors import TokenmillError
 from tokenmill.packing.olmo_cache import olmo_cache_names, write_olmo_packing_for_parts
 
@@ -100,6 +100,76 @@ PARTS_SHA256 = {
 }
 
 
+# The same with a vocabulary over 65,535 ids (uint32 parts): the demo packed with Tekken (``tokenmill pack
+# data/raw/demo.jsonl --tokenizer tests/data/tekken.tokenizer.json --eod '</s>'``), ``to-olmo ... --max-tokens
+# 400000``, and the job as above with ``pad_token_id=2, eos_token_id=2, vocab_size=131072, dtype=np.uint32``.
+OLMO_CORE_FILES_UINT32 = {
+    (512, "fragment", 1569): {
+        "document-indices-512-63573c51e5658a56add27dd8f0e2f24f3925ed2fd987b8a25881106086976bab":
+            ("7b90ee7ca3846ae027ee7d2b7a73e4d80c77a4244bb01095ab7677e22e24aee2",
+             "3fe5822e22ae69df268c4937312d1002c1c596b7f37f62368ae89a8daf39c7d6"),
+        "document-indices-512-96539661a24fe62198e7af7304412012e2db52bf754deb2fca1c8a5953fa18e3":
+            ("d9336c14d3ae524339663ded8d2a5902dbd1455e86da66bad49fa41e91c87432",
+             "1718d612d878bd5b0727409d4045db1b555ea99bcccaee68547499aaa830c0ea"),
+        "document-indices-512-efafa688a5e718b7c1206b9677273a74619986be90a570c42fc66cb2f28b5295":
+            ("42cb58df404abb1a24f8cba5f701e368f3798b80485736f0edea71f3a84cbcfa",
+             "1f8b8628e7095718acdba3c61f8cc7c4156df10995576bdf478c39d1c17ff3c1"),
+        "documents-by-instance-512-63573c51e5658a56add27dd8f0e2f24f3925ed2fd987b8a25881106086976bab":
+            ("1b0947778c338d9a0f6ee7256f2d93bc5d0ef73acd21465dc093defa710a262b",
+             None),
+        "documents-by-instance-512-96539661a24fe62198e7af7304412012e2db52bf754deb2fca1c8a5953fa18e3":
+            ("4fc147607e597041c6a16613b83fac834b8ed5d48f25139863c83222a2b7b9e6",
+             None),
+        "documents-by-instance-512-efafa688a5e718b7c1206b9677273a74619986be90a570c42fc66cb2f28b5295":
+            ("9055c83fe82b5c1c3765327014efb9b97d00e403a1a5de8a566e0648a4a12128",
+             None),
+        "instance-offsets-512-63573c51e5658a56add27dd8f0e2f24f3925ed2fd987b8a25881106086976bab":
+            ("8ba74bbef49421bc6458d0023e543434bea0d4432bc1b85ed8261c19964b154f",
+             None),
+        "instance-offsets-512-96539661a24fe62198e7af7304412012e2db52bf754deb2fca1c8a5953fa18e3":
+            ("49353ba42577ce393b6fc477a1ccd13beb76727f51620f530b68af3668f4bb34",
+             None),
+        "instance-offsets-512-efafa688a5e718b7c1206b9677273a74619986be90a570c42fc66cb2f28b5295":
+            ("e7fb519fafe8cb2271bbc5db535819c2c89b8eaa098e8fd8506ebc849b022939",
+             None),
+    },
+    (2048, "truncate", 236): {
+        "document-indices-2048-dd80f17f4759fdd222cf36f1f780268480c87482c63107a0f736381b9474d3e0":
+            ("61ea430743e5f75e484143e94403d181a0cfe56dc15799bc7e4c14e9d22cbc44",
+             "baf3868b0fb0ed29a65e18d08526bcf6c1133d09d36ac89813af00c9f07c7e1a"),
+        "document-indices-2048-e88751bb28e9cd9d637138186e23cac7b1b06191fb78b5be1eb83bf3523503f4":
+            ("2be04ff44297f958e4db70376abcfc8e9ce7246443358c129449551d5507661b",
+             "1cbbb2084f393055fea7097e1fb667c077883b331ce8b465768b9ddefb9a73c3"),
+        "document-indices-2048-f62fded9fb1cc7cc1cdc1ebc857028d0febb1ac68cfc6728a9fcf914bccf2250":
+            ("e0616241dabceb75554463e016aa44614d5fee236827691f1bdac1618324247f",
+             "9db0f5ea68e789bbdc9a73427bb31e80fbd6bcbe9dfaa7edd9fee3672d08aba0"),
+        "documents-by-instance-2048-dd80f17f4759fdd222cf36f1f780268480c87482c63107a0f736381b9474d3e0":
+            ("72c37c6914a936e79ee099961d872a6bda563c5dcb861333b42d8394c2909448",
+             None),
+        "documents-by-instance-2048-e88751bb28e9cd9d637138186e23cac7b1b06191fb78b5be1eb83bf3523503f4":
+            ("8e0d8ab16a788175e268f9c855ce05e13bfb40ea59249e5878559bd65410a22a",
+             None),
+        "documents-by-instance-2048-f62fded9fb1cc7cc1cdc1ebc857028d0febb1ac68cfc6728a9fcf914bccf2250":
+            ("94afc1d425e682b763dc6cb03e4b510231b9957d0341162fc8ac3d6e213aa8f8",
+             None),
+        "instance-offsets-2048-dd80f17f4759fdd222cf36f1f780268480c87482c63107a0f736381b9474d3e0":
+            ("d96629c93de7501638a6f89f55a2458fc9d0f632444734e23a9a6ee4ab6ed01c",
+             None),
+        "instance-offsets-2048-e88751bb28e9cd9d637138186e23cac7b1b06191fb78b5be1eb83bf3523503f4":
+            ("f5cbd3913c1bd08b22b63714979825010f5ce561bdccc1c32b0e9d8d02865a9e",
+             None),
+        "instance-offsets-2048-f62fded9fb1cc7cc1cdc1ebc857028d0febb1ac68cfc6728a9fcf914bccf2250":
+            ("b63ccae389a244ba5ad13503e8cbc1a9960983af7a8debfa9133172a3ee8a7e9",
+             None),
+    },
+}
+PARTS_SHA256_UINT32 = {
+    "part-00000.npy": "8c4aed87e9a60984b168f41aec53d0f811213c1a9da40eb1912692dc836366da",
+    "part-00001.npy": "6fe4158966092c9750b04c67e7549fd697b8a4436b27754b87af65930f10de9a",
+    "part-00002.npy": "79b2827ba0a6e77bd908fc071f857638369408c8d8337d319801c6e3e30c9956",
+}
+
+
 @pytest.fixture(scope="module")
 def parts(tmp_path_factory):
     folder = tmp_path_factory.mktemp("olmo-packing")
@@ -108,6 +178,30 @@ def parts(tmp_path_factory):
     assert {name: hashlib.sha256((folder / "parts" / name).read_bytes()).hexdigest()
             for name in PARTS_SHA256} == PARTS_SHA256
     return folder
+
+
+@pytest.fixture(scope="module")
+def uint32_parts(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("olmo-packing-uint32")
+    run_tokenmill("pack", DEMO_JSONL, "--tokenizer", TEKKEN, "--eod", "</s>", "-o", folder / "demo.pbin")
+    run_tokenmill("to-olmo", folder / "demo.pbin", "-o", folder / "parts", "--max-tokens", "400000")
+    assert {name: hashlib.sha256((folder / "parts" / name).read_bytes()).hexdigest()
+            for name in PARTS_SHA256_UINT32} == PARTS_SHA256_UINT32
+    return folder
+
+
+def assert_olmo_cores_files(folder, expected: dict) -> None:
+    """The work dir's ``dataset-common/`` holds exactly the files of ``expected``, with its bytes (module
+    docstring: ``document-indices`` exactly where numpy sorts with AVX-512, else as ordered rows)."""
+    assert sorted(path.stem for path in (folder / "dataset-common").iterdir()) == sorted(expected)
+    for name, (sha256, ordered_sha256) in expected.items():
+        path = folder / "dataset-common" / f"{name}.npy"
+        if ordered_sha256 is None:
+            assert hashlib.sha256(path.read_bytes()).hexdigest() == sha256, name
+        elif __cpu_features__.get("AVX512_SKX"):
+            assert document_indices_digest(path) == (sha256, ordered_sha256), name
+        else:
+            assert document_indices_digest(path)[1] == ordered_sha256, name
 
 
 def document_indices_digest(path) -> tuple[str, str]:
@@ -124,16 +218,7 @@ def test_the_files_are_olmo_cores_under_the_names_its_job_computes(parts, sequen
     run_tokenmill("best-fit", "parts", "-o", f"work-{sequence_length}-{strategy}", "--seq-length",
                   str(sequence_length), "--long-doc-strategy", strategy)
     folder = parts / f"work-{sequence_length}-{strategy}"
-    expected = OLMO_CORE_FILES[(sequence_length, strategy, instances)]
-    assert sorted(path.stem for path in (folder / "dataset-common").iterdir()) == sorted(expected)
-    for name, (sha256, ordered_sha256) in expected.items():
-        path = folder / "dataset-common" / f"{name}.npy"
-        if ordered_sha256 is None:
-            assert hashlib.sha256(path.read_bytes()).hexdigest() == sha256, name
-        elif __cpu_features__.get("AVX512_SKX"):
-            assert document_indices_digest(path) == (sha256, ordered_sha256), name
-        else:
-            assert document_indices_digest(path)[1] == ordered_sha256, name
+    assert_olmo_cores_files(folder, OLMO_CORE_FILES[(sequence_length, strategy, instances)])
     sidecar = json.loads((folder / "tokenmill-olmo-packing.meta.json").read_text())
     assert sidecar["samples"] == instances and sidecar["documents"] == 2990
     config = yaml.safe_load((folder / "tokenmill-olmo-packing.yaml").read_text())
@@ -142,6 +227,17 @@ def test_the_files_are_olmo_cores_under_the_names_its_job_computes(parts, sequen
                       "work_dir": f"work-{sequence_length}-{strategy}",
                       "tokenizer": {"vocab_size": 50257, "eos_token_id": 50256, "pad_token_id": 50256,
                                     "bos_token_id": None}}
+
+
+@pytest.mark.parametrize("sequence_length, strategy, instances", list(OLMO_CORE_FILES_UINT32))
+def test_uint32_parts_are_olmo_cores_too(uint32_parts, sequence_length, strategy, instances, monkeypatch):
+    monkeypatch.chdir(uint32_parts)
+    run_tokenmill("best-fit", "parts", "-o", "work", "--seq-length", str(sequence_length), "--long-doc-strategy",
+                  strategy)
+    assert_olmo_cores_files(uint32_parts / "work", OLMO_CORE_FILES_UINT32[(sequence_length, strategy, instances)])
+    sidecar = json.loads((uint32_parts / "work/tokenmill-olmo-packing.meta.json").read_text())
+    assert (sidecar["samples"], sidecar["dtype"], sidecar["tokenizer"]["eos_token_id"]) == (instances, "uint32", 2)
+    shutil.rmtree(uint32_parts / "work")
 
 
 def test_the_names_hash_the_paths_as_the_job_spells_them(parts):
