@@ -253,7 +253,7 @@ def _report(args: argparse.Namespace) -> None:
     from tokenmill.views.report import blend_page, dataset_page
 
     if args.blend:
-        blend_page(args.path, args.output)
+        blend_page(args.path, args.output, best_fit=args.best_fit or [])
     else:
         dataset_page(args.path, args.output, verify_stamp=args.verified, caches=args.cache or [],
                      files=args.file or [], count_by=args.count_by, best_fit=args.best_fit or [])
@@ -713,6 +713,9 @@ def _best_fit(args: argparse.Namespace) -> None:
         if weights is None:
             raise TokenmillError(f"best-fit --blend: give 'WEIGHT PREFIX' pairs, got {' '.join(args.input)}")
         num_samples = {name: getattr(args, f"{name}_samples") for name in ("train", "valid", "test")}
+        if not any(num_samples.values()):
+            raise TokenmillError("best-fit --blend: give the blend's samples (--train-samples, --valid-samples, "
+                                 "--test-samples)")
         for split_name, figures in build_packed_blend([prefix_of(prefix) for prefix in prefixes], weights,
                                                       args.output, args.seq_length, args.seed, args.split,
                                                       num_samples, args.long_doc_strategy).items():

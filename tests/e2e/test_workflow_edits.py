@@ -202,8 +202,9 @@ def test_best_fit_packing_is_added_and_edited_rebuilding_only_its_outputs(built_
 def test_best_fit_packing_of_a_blend_and_an_sft_set_is_edited_rebuilding_only_its_outputs(built_base, tmp_path):
     """A blend with packing: best_fit gets its packed blend beside its caches, an SFT set (with OLMo-core's parts)
     its best-fit rows and OLMo-core work dir when its packing is turned on, each verified in its job; the blend's
-    long-document strategy edited reruns its job alone, the SFT set is not tokenized again; packing back to
-    concat only moves the folders out; each time equal to a fresh build."""
+    long-document strategy edited reruns its job and its report page alone, the SFT set is not tokenized again;
+    packing back to concat only moves the folders out (and the page drops its table); each time equal to a fresh
+    build."""
     folder, config = built_base, copy.deepcopy(BASE_CONFIG)
     shutil.copy(REPO / "data/raw/chat.jsonl", folder / "data/raw/chat.jsonl")
     config["blends"] = {"ab": {"weights": {"a": 1, "b": 2}, "packing": "best_fit"}}
@@ -216,9 +217,9 @@ def test_best_fit_packing_of_a_blend_and_an_sft_set_is_edited_rebuilding_only_it
     assert (packed_blend / "blend-truncate-train-description.json").is_file()
     steps = [(lambda c: (c["blends"]["ab"].update(long_doc_strategy="fragment"),
                          c["sft"]["chat"].update(packing="best_fit")),
-              {"best_fit_blend", "sft_best_fit", "sft_olmo_best_fit", "prune", "all"}),
+              {"best_fit_blend", "report_blend", "sft_best_fit", "sft_olmo_best_fit", "prune", "all"}),
              (lambda c: (c["blends"]["ab"].update(packing="concat"), c["sft"]["chat"].update(packing="concat")),
-              {"prune", "all"})]
+              {"report_blend", "prune", "all"})]
     for step, (change, jobs) in enumerate(steps):
         config = _edit(config, change)
         (folder / "my.yaml").write_text(yaml.safe_dump(config))

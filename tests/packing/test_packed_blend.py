@@ -96,3 +96,13 @@ def test_the_cli_builds_it_and_verify_finds_a_tampered_draw(two):
     np.save(path, draws + 5)
     assert verify(two / "c") == [f"{two / 'c/blend-fragment-train-dataset_index.npy'}: blend sample 0 names "
                                       f"no packed sample of its dataset"]
+
+
+def test_the_cli_asks_for_weights_and_sample_counts(two):
+    result = run_tokenmill("best-fit", "--blend", two / "a", two / "b", "-o", two / "c", "--seq-length", "8",
+                           "--train-samples", "4", check=False)
+    assert result.returncode == 1 and "best-fit --blend: give 'WEIGHT PREFIX' pairs" in result.stderr
+    result = run_tokenmill("best-fit", "--blend", "1", two / "a", "-o", two / "c", "--seq-length", "8", check=False)
+    assert result.returncode == 1 and result.stderr == ("tokenmill: error: best-fit --blend: give the blend's samples "
+                                                        "(--train-samples, --valid-samples, --test-samples)\n")
+    assert not (two / "c").exists()

@@ -187,6 +187,19 @@ report_best_fit = _input(PLAN.best_fit_dirs, "build")
 report_files = _input(lambda build: PLAN.built_files(build)[2:], "build")  # besides the .pbin and its sidecar
 blend_caches = _input(lambda blend: PLAN.cache_dirs(blend_cache_name(blend)), "blend")
 blend_megatron_files = _input(PLAN.blend_inputs, "blend")
+
+
+def report_blend_best_fit(wildcards):
+    """A blend's packed blend of one length and seed, where its packing is best_fit (none otherwise)."""
+    folder = packed_index_dir(blend_cache_name(wildcards.blend), wildcards.seq_length, wildcards.seed)
+    return [folder] if folder in PLAN.blend_packing_dirs(wildcards.blend) else []
+
+
+def report_blend_best_fit_options(wildcards):
+    """``--best-fit FOLDER`` for :func:`report_blend_best_fit`'s folder: a plain value Snakemake records."""
+    return shell_join([part for folder in report_blend_best_fit(wildcards) for part in ("--best-fit", folder)])
+
+
 sft_inputs = _input(PLAN.sft_inputs, "name")
 sft_olmo_folders = _input(PLAN.sft_olmo_folders, "name")
 sft_seq_length = _plan(lambda name: config["sft"][name]["seq_length"], "name")
