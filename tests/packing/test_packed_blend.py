@@ -60,6 +60,9 @@ def test_a_worked_example(two):
     batch = collate_samples([blend[0], blend[5]])
     assert batch["dataset_id"].tolist() == [0, 1] and batch["tokens"].shape == (2, 8)
     assert packed_blend_problems(two / "c") == []
+    shown = run_tokenmill("inspect", two / "c", "--sample", "5", "--best-fit", "truncate").stdout.splitlines()
+    assert shown[:2] == [f"sample 5 of the train packed blend = dataset 1 ({two / 'b'}), its packed sample 1",
+                         "sample 1 of train, best fit (seq 8, seed 1, truncate): 1 documents, 2 tokens, 6 padding"]
 
 
 @settings(max_examples=40, deadline=None)
