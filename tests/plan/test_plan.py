@@ -379,6 +379,10 @@ def test_best_fit_packing_of_blends_and_sft_sets_plans_their_folders_and_leaves_
     assert plan.sft_olmo_packing_dirs("chat") == ["data/sft/chat.olmo.best_fit"]
     assert {*plan.blend_packing_dirs("ab"), "data/sft/chat.best_fit", "data/sft/chat.olmo.best_fit"} <= \
         set(plan.all_targets())
+    assert plan.sft_olmo_best_fit_options("chat") == ["--seq-length", "64", "--job-path-prefix", "data/sft/chat.olmo"]
+    config["sft"]["chat"]["olmo_path"] = "/mnt/sft/chat/"
+    plan = Plan(validate_config(config, "my.yaml"))
+    assert plan.sft_olmo_best_fit_options("chat")[-1] == "/mnt/sft/chat"
     assert plan.sft_config("chat") == concat.sft_config("chat")  # the pair is not tokenized again
     config["sft"]["chat"]["seq_length"] = 100
     with pytest.raises(TokenmillError, match=r"^sft.chat.packing: OLMo-core packs only sequence lengths that are "

@@ -156,9 +156,9 @@ rule sft_olmo_best_fit:
     params:
         job=job_files,
         format=FORMAT_VERSIONS["packing"],
-        seq_length=sft_seq_length,
+        options=sft_olmo_best_fit_options,
     message:
         "OLMo-core packing of SFT set {wildcards.name} -> {output.work_dir} (log: {log})"
     shell:
-        "({params.job.cd}tokenmill best-fit {params.job.parts:q} -o {params.job.work_dir:q}"
-        " --seq-length {params.seq_length} && tokenmill verify {params.job.work_dir:q}) > {log:q} 2>&1"
+        "({params.job.cd}tokenmill best-fit {params.job.parts:q} -o {params.job.work_dir:q} {params.options}"
+        " && tokenmill verify {params.job.work_dir:q}) > {log:q} 2>&1"

@@ -203,6 +203,7 @@ def report_blend_best_fit_options(wildcards):
 sft_inputs = _input(PLAN.sft_inputs, "name")
 sft_olmo_folders = _input(PLAN.sft_olmo_folders, "name")
 sft_seq_length = _plan(lambda name: config["sft"][name]["seq_length"], "name")
+sft_olmo_best_fit_options = _shell(PLAN.sft_olmo_best_fit_options, "name")
 
 
 # ---- Params: every option that changes an output, as a plain recorded value

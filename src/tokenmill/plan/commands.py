@@ -303,6 +303,13 @@ class Plan(Units):
         """An SFT set's OLMo-core work dir of best-fit packing caches (``packing: best_fit`` and olmo)."""
         return [sft_olmo_packing_dir(name)] if self.sft_packing_dirs(name) and self.sft_olmo_folders(name) else []
 
+    def sft_olmo_best_fit_options(self, name: str) -> list[str]:
+        """``tokenmill best-fit`` options of an SFT set's OLMo-core packing caches: its length and the parts'
+        folder as the job spells it (``olmo_path``: hashed into the names)."""
+        entry = self.config["sft"][name]
+        return ["--seq-length", str(entry["seq_length"]), "--job-path-prefix",
+                (entry["olmo_path"] or sft_olmo_folder(name)).rstrip("/")]
+
     def sft_verify_options(self, name: str) -> list[str]:
         """``tokenmill verify`` arguments of an SFT set: the pair, and its OLMo folder against it."""
         pbin = sft_files(name)[0]
@@ -311,8 +318,8 @@ class Plan(Units):
 
     def sft_config(self, name: str) -> str:
         """The resolved config that ``tokenmill sft -`` reads: this entry and its tokenizer (as JSON)."""
-        # packing is left out: it changes only the packing jobs' outputs, never the pair
-        entry = {key: value for key, value in self.config["sft"][name].items() if key != "packing"}
+        # packing and olmo_path are left out: they change only the packing jobs' outputs, never the pair
+        entry = {key: value for key, value in self.config["sft"][name].items() if key not in ("packing", "olmo_path")}
         tokenizer = entry["tokenizer"]
         return json.dumps({"sft": {name: entry}, "tokenizers": {tokenizer: self.config["tokenizers"][tokenizer]}},
                           sort_keys=True)
