@@ -274,7 +274,7 @@ def _report(args: argparse.Namespace) -> None:
     from tokenmill.views.report import blend_page, dataset_page
 
     if args.blend:
-        blend_page(args.path, args.output)
+        blend_page(args.path, args.output, best_fit=args.best_fit or [])
     else:
         dataset_page(args.path, args.output, verify_stamp=args.verified, caches=args.cache or [],
                      files=args.file or [], count_by=args.count_by, best_fit=args.best_fit or [])
@@ -720,8 +720,10 @@ def _add_best_fit_verb(verbs) -> None:
     best_fit = verbs.add_parser(
         "best-fit", help="pack documents whole into samples (OBFD): a Megatron dataset's packed index per split, "
                          "or the packing caches OLMo-core's NumpyPackedFSLDataset finds for a folder of parts")
-    best_fit.add_argument("input", help="a Megatron dataset prefix (PREFIX.bin, PREFIX.idx), or a folder of "
-                                        "OLMo-core parts (tokenmill to-olmo)")
+    best_fit.add_argument("input", nargs="+", metavar="INPUT",
+                          help="a Megatron dataset prefix (PREFIX.bin, PREFIX.idx), a folder of OLMo-core parts "
+                               "(tokenmill to-olmo), or an SFT pair's .pbin (tokenmill sft: its conversations into "
+                               "rows); with --blend, 'w1 P1 w2 P2 ...' as Megatron's --data-path")
     best_fit.add_argument("-o", "--output", required=True, metavar="DIR",
                           help="the cache folder to write the packed index into; for parts, the job's work_dir")
     best_fit.add_argument("--seq-length", type=int, required=True, metavar="L", help="tokens per sample")
@@ -731,6 +733,13 @@ def _add_best_fit_verb(verbs) -> None:
     megatron = best_fit.add_argument_group("a Megatron dataset")
     megatron.add_argument("--seed", type=int, default=1234, help="orders the samples (default: 1234)")
     megatron.add_argument("--split", default="969,30,1", help="Megatron's --split (default: 969,30,1)")
+    blend = best_fit.add_argument_group("a blend of Megatron datasets (--blend)")
+    blend.add_argument("--blend", action="store_true",
+                       help="pack each weighted dataset and draw the blend's samples from them by the weights, as "
+                            "Megatron's BlendedDataset (docs/formats.md, 'Packed blend')")
+    for split_name in ("train", "valid", "test"):
+        blend.add_argument(f"--{split_name}-samples", type=int, default=0, metavar="N",
+                           help=f"the blend's {split_name} samples (default: 0, none)")
     olmo = best_fit.add_argument_group("OLMo-core parts")
     olmo.add_argument("--job-path-prefix", metavar="PATH",
                       help="the parts' folder as the job spells it in its paths (hashed into the cache names; "
@@ -742,6 +751,35 @@ def _add_best_fit_verb(verbs) -> None:
 
 
 def _best_fit(args: argparse.Namespace) -> None:
+    if args.blend:
+        from tokenmill.megatron.blend import parse_blend
+        from tokenmill.packing.packed_blend import build_packed_blend
+
+        prefixes, weights = parse_blend(args.input)
+        if weights is None:
+            raise TokenmillError(f"best-fit --blend: give 'WEIGHT PREFIX' pairs, got {' '.join(args.input)}")
+        num_samples = {name: getattr(args, f"{name}_samples") for name in ("train", "valid", "test")}
+        if not any(num_samples.values()):
+            raise TokenmillError("best-fit --blend: give the blend's samples (--train-samples, --valid-samples, "
+                                 "--test-samples)")
+        for split_name, figures in build_packed_blend([prefix_of(prefix) for prefix in prefixes], weights,
+                                                      args.output, args.seq_length, args.seed, args.split,
+                                                      num_samples, args.long_doc_strategy).items():
+            drawn = ", ".join(f"{each['drawn']} of {each['dataset']}" for each in figures["datasets"])
+            print(f"{args.output}: blend {split_name}: {figures['samples']} samples ({drawn}), padding "
+                  f"{100 * figures['padding_share']:.2f} %", file=sys.stderr)
+        return
+    if len(args.input) != 1:
+        raise TokenmillError(f"best-fit: one input without --blend, got {len(args.input)}")
+    args.input = args.input[0]
+    if args.input.endswith(".pbin"):
+        from tokenmill.packing.sft_packing import build_sft_best_fit
+
+        figures = build_sft_best_fit(args.input, args.output, args.seq_length)
+        print(f"{args.output}: {figures['conversations']} conversations in {figures['samples']} rows of "
+              f"{args.seq_length}, each whole: padding {100 * figures['padding_share']:.2f} % (one per row: "
+              f"{100 * figures['unpacked_padding_share']:.2f} %)", file=sys.stderr)
+        return
     if os.path.isdir(args.input):
         from tokenmill.packing.olmo_cache import write_olmo_packing_for_parts
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import DEMO_JSONL, GPT2, built_once, copy_built, planned_jobs, run_snakemake
+from conftest import DEMO_JSONL, GPT2, REPO, built_once, copy_built, planned_jobs, run_snakemake
 from tokenmill.formats.pbin import read_sidecar
 
 pytestmark = pytest.mark.slow
@@ -196,4 +196,36 @@ def test_best_fit_packing_is_added_and_edited_rebuilding_only_its_outputs(built_
             assert (packed_index / f"best_fit-{strategy}-train-description.json").is_file()
         else:
             assert not packed_index.exists()
+        _assert_same_as_fresh(folder, config, tmp_path / f"fresh{step}")
+
+
+def test_best_fit_packing_of_a_blend_and_an_sft_set_is_edited_rebuilding_only_its_outputs(built_base, tmp_path):
+    """A blend with packing: best_fit gets its packed blend beside its caches, an SFT set (with OLMo-core's parts)
+    its best-fit rows and OLMo-core work dir when its packing is turned on, each verified in its job; the blend's
+    long-document strategy edited reruns its job and its report page alone, the SFT set is not tokenized again;
+    packing back to concat only moves the folders out (and the page drops its table); each time equal to a fresh
+    build."""
+    folder, config = built_base, copy.deepcopy(BASE_CONFIG)
+    shutil.copy(REPO / "data/raw/chat.jsonl", folder / "data/raw/chat.jsonl")
+    config["blends"] = {"ab": {"weights": {"a": 1, "b": 2}, "packing": "best_fit"}}
+    config["sft"] = {"chat": {"inputs": ["data/raw/chat.jsonl"], "tokenizer": "gpt2", "seq_length": 1024,
+                              "special_tokens": {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"},
+                              "loss_masking_jq_patterns": [".role"], "message_construction": ["role", "conversations"],
+                              "formats": ["pbin", "olmo"]}}
+    _build(folder, config)
+    packed_blend, rows = folder / "data/cache/blend_ab/seq128_seed1_best_fit", folder / "data/sft/chat.best_fit"
+    assert (packed_blend / "blend-truncate-train-description.json").is_file()
+    steps = [(lambda c: (c["blends"]["ab"].update(long_doc_strategy="fragment"),
+                         c["sft"]["chat"].update(packing="best_fit")),
+              {"best_fit_blend", "report_blend", "sft_best_fit", "sft_olmo_best_fit", "prune", "all"}),
+             (lambda c: (c["blends"]["ab"].update(packing="concat"), c["sft"]["chat"].update(packing="concat")),
+              {"report_blend", "prune", "all"})]
+    for step, (change, jobs) in enumerate(steps):
+        config = _edit(config, change)
+        (folder / "my.yaml").write_text(yaml.safe_dump(config))
+        assert planned_jobs(folder, "--configfile", "my.yaml") == jobs, step
+        _build(folder, config)
+        assert (packed_blend / "blend-fragment-train-description.json").is_file() == (step == 0)
+        assert (rows / "sft_best_fit-description.json").is_file() == (step == 0)
+        assert (folder / "data/sft/chat.olmo.best_fit/tokenmill-olmo-packing.yaml").is_file() == (step == 0)
         _assert_same_as_fresh(folder, config, tmp_path / f"fresh{step}")

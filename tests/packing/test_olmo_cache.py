@@ -19,15 +19,17 @@ descending, start) — the second hash of each; the other two files never depend
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
+import shutil
 
 import numpy as np
 import pytest
 import yaml
 from numpy._core._multiarray_umath import __cpu_features__
 
-from conftest import DEMO_JSONL, GPT2, GPT2_EOD, run_tokenmill
+from conftest import DEMO_JSONL, GPT2, GPT2_EOD, REPO, TEKKEN, run_tokenmill
 from tokenmill.errors import TokenmillError
 from tokenmill.packing.olmo_cache import olmo_cache_names, write_olmo_packing_for_parts
 
@@ -98,6 +100,76 @@ PARTS_SHA256 = {
 }
 
 
+# The same with a vocabulary over 65,535 ids (uint32 parts): the demo packed with Tekken (``tokenmill pack
+# data/raw/demo.jsonl --tokenizer tests/data/tekken.tokenizer.json --eod '</s>'``), ``to-olmo ... --max-tokens
+# 400000``, and the job as above with ``pad_token_id=2, eos_token_id=2, vocab_size=131072, dtype=np.uint32``.
+OLMO_CORE_FILES_UINT32 = {
+    (512, "fragment", 1569): {
+        "document-indices-512-63573c51e5658a56add27dd8f0e2f24f3925ed2fd987b8a25881106086976bab":
+            ("7b90ee7ca3846ae027ee7d2b7a73e4d80c77a4244bb01095ab7677e22e24aee2",
+             "3fe5822e22ae69df268c4937312d1002c1c596b7f37f62368ae89a8daf39c7d6"),
+        "document-indices-512-96539661a24fe62198e7af7304412012e2db52bf754deb2fca1c8a5953fa18e3":
+            ("d9336c14d3ae524339663ded8d2a5902dbd1455e86da66bad49fa41e91c87432",
+             "1718d612d878bd5b0727409d4045db1b555ea99bcccaee68547499aaa830c0ea"),
+        "document-indices-512-efafa688a5e718b7c1206b9677273a74619986be90a570c42fc66cb2f28b5295":
+            ("42cb58df404abb1a24f8cba5f701e368f3798b80485736f0edea71f3a84cbcfa",
+             "1f8b8628e7095718acdba3c61f8cc7c4156df10995576bdf478c39d1c17ff3c1"),
+        "documents-by-instance-512-63573c51e5658a56add27dd8f0e2f24f3925ed2fd987b8a25881106086976bab":
+            ("1b0947778c338d9a0f6ee7256f2d93bc5d0ef73acd21465dc093defa710a262b",
+             None),
+        "documents-by-instance-512-96539661a24fe62198e7af7304412012e2db52bf754deb2fca1c8a5953fa18e3":
+            ("4fc147607e597041c6a16613b83fac834b8ed5d48f25139863c83222a2b7b9e6",
+             None),
+        "documents-by-instance-512-efafa688a5e718b7c1206b9677273a74619986be90a570c42fc66cb2f28b5295":
+            ("9055c83fe82b5c1c3765327014efb9b97d00e403a1a5de8a566e0648a4a12128",
+             None),
+        "instance-offsets-512-63573c51e5658a56add27dd8f0e2f24f3925ed2fd987b8a25881106086976bab":
+            ("8ba74bbef49421bc6458d0023e543434bea0d4432bc1b85ed8261c19964b154f",
+             None),
+        "instance-offsets-512-96539661a24fe62198e7af7304412012e2db52bf754deb2fca1c8a5953fa18e3":
+            ("49353ba42577ce393b6fc477a1ccd13beb76727f51620f530b68af3668f4bb34",
+             None),
+        "instance-offsets-512-efafa688a5e718b7c1206b9677273a74619986be90a570c42fc66cb2f28b5295":
+            ("e7fb519fafe8cb2271bbc5db535819c2c89b8eaa098e8fd8506ebc849b022939",
+             None),
+    },
+    (2048, "truncate", 236): {
+        "document-indices-2048-dd80f17f4759fdd222cf36f1f780268480c87482c63107a0f736381b9474d3e0":
+            ("61ea430743e5f75e484143e94403d181a0cfe56dc15799bc7e4c14e9d22cbc44",
+             "baf3868b0fb0ed29a65e18d08526bcf6c1133d09d36ac89813af00c9f07c7e1a"),
+        "document-indices-2048-e88751bb28e9cd9d637138186e23cac7b1b06191fb78b5be1eb83bf3523503f4":
+            ("2be04ff44297f958e4db70376abcfc8e9ce7246443358c129449551d5507661b",
+             "1cbbb2084f393055fea7097e1fb667c077883b331ce8b465768b9ddefb9a73c3"),
+        "document-indices-2048-f62fded9fb1cc7cc1cdc1ebc857028d0febb1ac68cfc6728a9fcf914bccf2250":
+            ("e0616241dabceb75554463e016aa44614d5fee236827691f1bdac1618324247f",
+             "9db0f5ea68e789bbdc9a73427bb31e80fbd6bcbe9dfaa7edd9fee3672d08aba0"),
+        "documents-by-instance-2048-dd80f17f4759fdd222cf36f1f780268480c87482c63107a0f736381b9474d3e0":
+            ("72c37c6914a936e79ee099961d872a6bda563c5dcb861333b42d8394c2909448",
+             None),
+        "documents-by-instance-2048-e88751bb28e9cd9d637138186e23cac7b1b06191fb78b5be1eb83bf3523503f4":
+            ("8e0d8ab16a788175e268f9c855ce05e13bfb40ea59249e5878559bd65410a22a",
+             None),
+        "documents-by-instance-2048-f62fded9fb1cc7cc1cdc1ebc857028d0febb1ac68cfc6728a9fcf914bccf2250":
+            ("94afc1d425e682b763dc6cb03e4b510231b9957d0341162fc8ac3d6e213aa8f8",
+             None),
+        "instance-offsets-2048-dd80f17f4759fdd222cf36f1f780268480c87482c63107a0f736381b9474d3e0":
+            ("d96629c93de7501638a6f89f55a2458fc9d0f632444734e23a9a6ee4ab6ed01c",
+             None),
+        "instance-offsets-2048-e88751bb28e9cd9d637138186e23cac7b1b06191fb78b5be1eb83bf3523503f4":
+            ("f5cbd3913c1bd08b22b63714979825010f5ce561bdccc1c32b0e9d8d02865a9e",
+             None),
+        "instance-offsets-2048-f62fded9fb1cc7cc1cdc1ebc857028d0febb1ac68cfc6728a9fcf914bccf2250":
+            ("b63ccae389a244ba5ad13503e8cbc1a9960983af7a8debfa9133172a3ee8a7e9",
+             None),
+    },
+}
+PARTS_SHA256_UINT32 = {
+    "part-00000.npy": "8c4aed87e9a60984b168f41aec53d0f811213c1a9da40eb1912692dc836366da",
+    "part-00001.npy": "6fe4158966092c9750b04c67e7549fd697b8a4436b27754b87af65930f10de9a",
+    "part-00002.npy": "79b2827ba0a6e77bd908fc071f857638369408c8d8337d319801c6e3e30c9956",
+}
+
+
 @pytest.fixture(scope="module")
 def parts(tmp_path_factory):
     folder = tmp_path_factory.mktemp("olmo-packing")
@@ -106,6 +178,30 @@ def parts(tmp_path_factory):
     assert {name: hashlib.sha256((folder / "parts" / name).read_bytes()).hexdigest()
             for name in PARTS_SHA256} == PARTS_SHA256
     return folder
+
+
+@pytest.fixture(scope="module")
+def uint32_parts(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("olmo-packing-uint32")
+    run_tokenmill("pack", DEMO_JSONL, "--tokenizer", TEKKEN, "--eod", "</s>", "-o", folder / "demo.pbin")
+    run_tokenmill("to-olmo", folder / "demo.pbin", "-o", folder / "parts", "--max-tokens", "400000")
+    assert {name: hashlib.sha256((folder / "parts" / name).read_bytes()).hexdigest()
+            for name in PARTS_SHA256_UINT32} == PARTS_SHA256_UINT32
+    return folder
+
+
+def assert_olmo_cores_files(folder, expected: dict) -> None:
+    """The work dir's ``dataset-common/`` holds exactly the files of ``expected``, with its bytes (module
+    docstring: ``document-indices`` exactly where numpy sorts with AVX-512, else as ordered rows)."""
+    assert sorted(path.stem for path in (folder / "dataset-common").iterdir()) == sorted(expected)
+    for name, (sha256, ordered_sha256) in expected.items():
+        path = folder / "dataset-common" / f"{name}.npy"
+        if ordered_sha256 is None:
+            assert hashlib.sha256(path.read_bytes()).hexdigest() == sha256, name
+        elif __cpu_features__.get("AVX512_SKX"):
+            assert document_indices_digest(path) == (sha256, ordered_sha256), name
+        else:
+            assert document_indices_digest(path)[1] == ordered_sha256, name
 
 
 def document_indices_digest(path) -> tuple[str, str]:
@@ -122,16 +218,7 @@ def test_the_files_are_olmo_cores_under_the_names_its_job_computes(parts, sequen
     run_tokenmill("best-fit", "parts", "-o", f"work-{sequence_length}-{strategy}", "--seq-length",
                   str(sequence_length), "--long-doc-strategy", strategy)
     folder = parts / f"work-{sequence_length}-{strategy}"
-    expected = OLMO_CORE_FILES[(sequence_length, strategy, instances)]
-    assert sorted(path.stem for path in (folder / "dataset-common").iterdir()) == sorted(expected)
-    for name, (sha256, ordered_sha256) in expected.items():
-        path = folder / "dataset-common" / f"{name}.npy"
-        if ordered_sha256 is None:
-            assert hashlib.sha256(path.read_bytes()).hexdigest() == sha256, name
-        elif __cpu_features__.get("AVX512_SKX"):
-            assert document_indices_digest(path) == (sha256, ordered_sha256), name
-        else:
-            assert document_indices_digest(path)[1] == ordered_sha256, name
+    assert_olmo_cores_files(folder, OLMO_CORE_FILES[(sequence_length, strategy, instances)])
     sidecar = json.loads((folder / "tokenmill-olmo-packing.meta.json").read_text())
     assert sidecar["samples"] == instances and sidecar["documents"] == 2990
     config = yaml.safe_load((folder / "tokenmill-olmo-packing.yaml").read_text())
@@ -140,6 +227,17 @@ def test_the_files_are_olmo_cores_under_the_names_its_job_computes(parts, sequen
                       "work_dir": f"work-{sequence_length}-{strategy}",
                       "tokenizer": {"vocab_size": 50257, "eos_token_id": 50256, "pad_token_id": 50256,
                                     "bos_token_id": None}}
+
+
+@pytest.mark.parametrize("sequence_length, strategy, instances", list(OLMO_CORE_FILES_UINT32))
+def test_uint32_parts_are_olmo_cores_too(uint32_parts, sequence_length, strategy, instances, monkeypatch):
+    monkeypatch.chdir(uint32_parts)
+    run_tokenmill("best-fit", "parts", "-o", "work", "--seq-length", str(sequence_length), "--long-doc-strategy",
+                  strategy)
+    assert_olmo_cores_files(uint32_parts / "work", OLMO_CORE_FILES_UINT32[(sequence_length, strategy, instances)])
+    sidecar = json.loads((uint32_parts / "work/tokenmill-olmo-packing.meta.json").read_text())
+    assert (sidecar["samples"], sidecar["dtype"], sidecar["tokenizer"]["eos_token_id"]) == (instances, "uint32", 2)
+    shutil.rmtree(uint32_parts / "work")
 
 
 def test_the_names_hash_the_paths_as_the_job_spells_them(parts):
@@ -164,3 +262,63 @@ def test_a_sequence_length_that_is_no_power_of_two_is_refused(parts, tmp_path):
     assert not (tmp_path / "work").exists()
     with pytest.raises(TokenmillError, match=r"no metadata.json; give a folder of parts that tokenmill to-olmo wrote"):
         write_olmo_packing_for_parts(tmp_path, tmp_path / "work", 512)
+
+
+# The demo chat set (an SFT set, its parts with label masks) as OLMo-core 3.0.0 packed it, from its .csv.gz.
+# Recipe, in a folder /w holding data/raw/chat.jsonl: `tokenmill sft c.yaml chat -o chat.pbin` with the demo
+# config's `sft.chat` entry (GPT-2, inputs [data/raw/chat.jsonl] spelt so: the .csv.gz names its source, and its
+# sha256 is hashed), `tokenmill to-olmo chat.pbin -o chat.olmo`; then in /w, with ai2-olmo-core 3.0.0 (numpy 2.4.6,
+# AVX-512):
+#     NumpyPackedFSLDataset("chat.olmo/part-00000.npy", sequence_length=2048, pad_token_id=50256,
+#                           eos_token_id=50256, vocab_size=50257, dtype=np.uint16, bos_token_id=None,
+#                           label_mask_paths=["chat.olmo/part-00000.label_mask.npy"], use_array_if_local=False)
+#     dataset.work_dir = "fresh"; dataset.prepare()
+# The same job in tokenmill's work dir wrote no file, and its 27 instances (input_ids, label_mask) equal fresh's.
+SFT_OLMO_FILES = {
+    "document-indices-2048-f4dc34d90a1e142abe4e3affbb9143eafa15d4ef60520245acd2d7b55cf9479f":
+        ("3151b1218f18c9ba69c02630de149c4eccb025a142ff78a90431c47990ba5d35",
+         "70a990919e24a4d4b94ecc6e244c61681fa81e528b73e413a0b6232a0cb5700f"),
+    "documents-by-instance-2048-f4dc34d90a1e142abe4e3affbb9143eafa15d4ef60520245acd2d7b55cf9479f":
+        ("ab6561c32ad8eba28081bbc7ab1f0353ba8b2048fadfd9d4796aa1ded2e8f8a2", None),
+    "instance-offsets-2048-f4dc34d90a1e142abe4e3affbb9143eafa15d4ef60520245acd2d7b55cf9479f":
+        ("9aa7e6da4f01cabb9704d07e66a790b1aad1a0840f881c07274dbdf13b9e1c26", None),
+}
+SFT_PARTS_SHA256 = {"part-00000.npy": "be54fc88e298068e18a758066ced22ee1862a70775182dd1d292af57fadc6ed4",
+                    "part-00000.csv.gz": "53e9644553a3c5f298ae95dd6093eda4956ed408e79273cde2b354a54fa8d2a4",
+                    "part-00000.label_mask.npy": "c64bfa19d0f4b8ed58fe872222554643e7106986e373e5a98f89cba4a61e3e6a"}
+
+
+def test_an_sft_sets_parts_pack_by_their_csv_with_their_label_masks(tmp_path, monkeypatch):
+    """A conversation holds an EOS per message: its parts are packed by their .csv.gz, as a job told
+    use_array_if_local=False does, under the names that job computes, and the fragment tells the job so."""
+    from tokenmill.pack.sft import write_sft
+
+    (tmp_path / "data/raw").mkdir(parents=True)
+    shutil.copy(REPO / "data/raw/chat.jsonl", tmp_path / "data/raw/chat.jsonl")
+    monkeypatch.chdir(tmp_path)
+    entry = {"inputs": ["data/raw/chat.jsonl"], "tokenizer": "gpt2",
+             "special_tokens": {"bos_token": GPT2_EOD, "eos_token": GPT2_EOD}, "seq_length": 2048,
+             "loss_masking_jq_patterns": ['.conversations | select(.from == "human")', ".instruction", ".role"],
+             "message_construction": ["role", "instruction", "conversations"]}
+    write_sft("chat", {"tokenizers": {"gpt2": {"path": str(GPT2)}}, "sft": {"chat": entry}}, "chat.pbin")
+    run_tokenmill("to-olmo", "chat.pbin", "-o", "chat.olmo")
+    assert {name: hashlib.sha256((tmp_path / "chat.olmo" / name).read_bytes()).hexdigest()
+            for name in SFT_PARTS_SHA256} == SFT_PARTS_SHA256
+    run_tokenmill("best-fit", "chat.olmo", "-o", "work", "--seq-length", "2048")
+    assert sorted(path.stem for path in (tmp_path / "work/dataset-common").iterdir()) == sorted(SFT_OLMO_FILES)
+    for name, (sha256, ordered_sha256) in SFT_OLMO_FILES.items():
+        path = tmp_path / "work/dataset-common" / f"{name}.npy"
+        if ordered_sha256 is None or __cpu_features__.get("AVX512_SKX"):
+            assert hashlib.sha256(path.read_bytes()).hexdigest() == sha256, name
+        else:  # one tie among the 65 lengths: numpy orders it by the CPU
+            assert document_indices_digest(path)[1] == ordered_sha256, name
+    config = yaml.safe_load((tmp_path / "work/tokenmill-olmo-packing.yaml").read_text())
+    assert config["label_mask_paths"] == ["chat.olmo/part-00000.label_mask.npy"]
+    assert config["use_array_if_local"] is False
+    sidecar = json.loads((tmp_path / "work/tokenmill-olmo-packing.meta.json").read_text())
+    assert (sidecar["documents"], sidecar["samples"], sidecar["boundaries"]) == (65, 27, "metadata")
+    assert run_tokenmill("verify", "work").returncode == 0
+    csv = tmp_path / "chat.olmo/part-00000.csv.gz"
+    csv.write_bytes(gzip.compress(gzip.decompress(csv.read_bytes()).replace(b"0,541,", b"0,542,", 1), mtime=0))
+    result = run_tokenmill("verify", "work", check=False)
+    assert result.returncode == 1 and "(the job would pack again)" in result.stderr  # another .csv.gz: other names

@@ -359,6 +359,38 @@ def test_best_fit_packing_refuses_what_it_cannot_make(folder):
         Plan(validate_config(config, "my.yaml"))
 
 
+def test_best_fit_packing_of_blends_and_sft_sets_plans_their_folders_and_leaves_the_pair_alone(folder):
+    config = {"tokenizers": {"gpt2": {"path": "gpt2.json", "eod": "<|endoftext|>"}},
+              "datasets": {"a": {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2"},
+                           "b": {"inputs": ["raw/b.jsonl"], "tokenizer": "gpt2"}},
+              "blends": {"ab": {"weights": {"a": 1, "b": 3}, "packing": "best_fit", "long_doc_strategy": "fragment"}},
+              "sampling": {"seq_lengths": [512], "seeds": [1], "num_samples": {"train": 10, "valid": 2, "test": 0}},
+              "sft": {"chat": {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2", "message_construction": ["c"],
+                               "special_tokens": {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"},
+                               "seq_length": 64, "formats": ["pbin", "olmo"]}}}
+    concat = Plan(validate_config(config, "my.yaml"))
+    assert concat.sft_packing_dirs("chat") == concat.sft_olmo_packing_dirs("chat") == []
+    config["sft"]["chat"]["packing"] = "best_fit"
+    plan = Plan(validate_config(config, "my.yaml"))
+    assert plan.blend_packing_dirs("ab") == ["data/cache/blend_ab/seq512_seed1_best_fit"]
+    assert plan.blend_best_fit_options("ab") == [
+        "--blend", "1", "data/megatron/a_text_document", "3", "data/megatron/b_text_document", "--split", "969,30,1",
+        "--train-samples=10", "--valid-samples=2", "--test-samples=0", "--long-doc-strategy", "fragment"]
+    assert plan.sft_packing_dirs("chat") == ["data/sft/chat.best_fit"]
+    assert plan.sft_olmo_packing_dirs("chat") == ["data/sft/chat.olmo.best_fit"]
+    assert {*plan.blend_packing_dirs("ab"), "data/sft/chat.best_fit", "data/sft/chat.olmo.best_fit"} <= \
+        set(plan.all_targets())
+    assert plan.sft_olmo_best_fit_options("chat") == ["--seq-length", "64", "--job-path-prefix", "data/sft/chat.olmo"]
+    config["sft"]["chat"]["olmo_path"] = "/mnt/sft/chat/"
+    plan = Plan(validate_config(config, "my.yaml"))
+    assert plan.sft_olmo_best_fit_options("chat")[-1] == "/mnt/sft/chat"
+    assert plan.sft_config("chat") == concat.sft_config("chat")  # the pair is not tokenized again
+    config["sft"]["chat"]["seq_length"] = 100
+    with pytest.raises(TokenmillError, match=r"^sft.chat.packing: OLMo-core packs only sequence lengths that are "
+                                             r"powers of two; its seq_length is 100$"):
+        Plan(validate_config(config, "my.yaml"))
+
+
 def test_an_eod_that_is_an_ordinary_token_is_named_and_refused_where_readers_scan_for_it(folder):
     """GPT-2's Ċ (a newline) is a vocabulary entry: text holds it, so every reader that ends documents at the EOS
     (OLMo-core without the csv, datatrove) would cut at each newline."""

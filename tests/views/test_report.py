@@ -196,3 +196,21 @@ def test_the_dataset_page_says_what_best_fit_packing_bought(tmp_path):
                      f"{description['cut_by_concat']:,}", f"{description['long']:,}", f"{description['samples']:,}",
                      f"{description['padding']:,}", f"{description['padding_share']:.2%}"]
     assert description["documents"] == 2990 and description["cut_by_concat"] > 0
+
+
+def test_a_packed_blend_table_gives_each_datasets_draws_and_the_splits_padding(tmp_path):
+    from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder
+    from tokenmill.packing.packed_blend import build_packed_blend
+    from tokenmill.views.report import packed_blend_table
+
+    for name, documents in (("a", [[1, 2, 3, 9], [4, 5, 9], [6, 9]]), ("b", [[7] * 6 + [9], [8, 9]])):
+        with MMapIndexedDatasetBuilder(tmp_path / name, np.uint16) as builder:
+            for document in documents:
+                builder.add_document(document, [len(document)])
+    build_packed_blend([tmp_path / "a", tmp_path / "b"], [3, 1], tmp_path / "pb", 8, 1, "1,0,0", {"train": 6})
+    rows = [[html.unescape(cell) for cell in re.findall(r"<td[^>]*>([^<]*)</td>", row)]
+            for row in re.findall(r"<tr><td>(?:[^<]*)</td>.*?</tr>", packed_blend_table([str(tmp_path / "pb")]))]
+    where = f"{tmp_path / 'pb'} (train, truncate)"
+    assert rows == [[where, str(tmp_path / "a"), "2", "5", "3", "3", "1", "", ""],
+                    [where, str(tmp_path / "b"), "2", "2", "1", "2", "1", "", ""],
+                    [where, "all", "", "7", "", "", "", "22", "39.29%"]]

@@ -34,6 +34,8 @@ from tokenmill.plan.layout import (
     report_page,
     sft_files,
     sft_olmo_folder,
+    sft_olmo_packing_dir,
+    sft_packing_dir,
     verified_blend_stamp,
     verified_sft_stamp,
     verified_stamp,
@@ -105,8 +107,11 @@ OLMO = _alternatives(PLAN.builds_with(olmo=True))
 BEST_FIT = _alternatives([build for build in PLAN.builds if PLAN.best_fit_dirs(build)])
 BUILD = _alternatives(PLAN.builds)
 BLEND = _alternatives(PLAN.blends)
+BEST_FIT_BLEND = _alternatives([blend for blend in PLAN.blends if PLAN.blend_packing_dirs(blend)])
 SFT = _alternatives(config["sft"])
 SFT_OLMO = _alternatives([name for name in config["sft"] if PLAN.sft_olmo_folders(name)])
+SFT_BEST_FIT = _alternatives([name for name in config["sft"] if PLAN.sft_packing_dirs(name)])
+SFT_OLMO_BEST_FIT = _alternatives([name for name in config["sft"] if PLAN.sft_olmo_packing_dirs(name)])
 HF_TOKENIZER_FOLDERS = _alternatives(PLAN.hf_tokenizer_folders())
 
 
@@ -188,8 +193,23 @@ report_best_fit = _input(PLAN.best_fit_dirs, "build")
 report_files = _input(lambda build: PLAN.built_files(build)[2:], "build")  # besides the .pbin and its sidecar
 blend_caches = _input(lambda blend: PLAN.cache_dirs(blend_cache_name(blend)), "blend")
 blend_megatron_files = _input(PLAN.blend_inputs, "blend")
+
+
+def report_blend_best_fit(wildcards):
+    """A blend's packed blend of one length and seed, where its packing is best_fit (none otherwise)."""
+    folder = packed_index_dir(blend_cache_name(wildcards.blend), wildcards.seq_length, wildcards.seed)
+    return [folder] if folder in PLAN.blend_packing_dirs(wildcards.blend) else []
+
+
+def report_blend_best_fit_options(wildcards):
+    """``--best-fit FOLDER`` for :func:`report_blend_best_fit`'s folder: a plain value Snakemake records."""
+    return shell_join([part for folder in report_blend_best_fit(wildcards) for part in ("--best-fit", folder)])
+
+
 sft_inputs = _input(PLAN.sft_inputs, "name")
 sft_olmo_folders = _input(PLAN.sft_olmo_folders, "name")
+sft_seq_length = _plan(lambda name: config["sft"][name]["seq_length"], "name")
+sft_olmo_best_fit_options = _shell(PLAN.sft_olmo_best_fit_options, "name")
 
 
 # ---- Params: every option that changes an output, as a plain recorded value
@@ -208,6 +228,7 @@ unit_identity = _plan(PLAN.unit_identity, "unit")
 file_identity = _plan(PLAN.file_identity, "stem")
 sample_index_options = _shell(PLAN.sample_index_options, "build")
 blend_options = _shell(PLAN.blend_options, "blend")
+blend_best_fit_options = _shell(PLAN.blend_best_fit_options, "blend")
 verify_options = _shell(PLAN.verify_options, "build")
 report_options = _shell(PLAN.report_options, "build")
 sft_config = _plan(PLAN.sft_config, "name")

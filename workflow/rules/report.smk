@@ -44,6 +44,7 @@ rule report_dataset:
 rule report_blend:
     input:
         cache=cache_dir(blend_cache_name("{blend}"), "{seq_length}", "{seed}"),
+        best_fit=report_blend_best_fit,
     output:
         page=report(
             report_page(blend_cache_name("{blend}"), "{seq_length}", "{seed}"),
@@ -67,7 +68,9 @@ rule report_blend:
     params:
         job=job_files,
         format=FORMAT_VERSIONS["report"],
+        best_fit=report_blend_best_fit_options,
     message:
         "report page of blend {wildcards.blend} -> {output.page} (log: {log})"
     shell:
-        "({params.job.cd}tokenmill report --blend {params.job.cache:q} -o {params.job.page:q}) > {log:q} 2>&1"
+        "({params.job.cd}tokenmill report --blend {params.job.cache:q} -o {params.job.page:q}"
+        " {params.best_fit}) > {log:q} 2>&1"

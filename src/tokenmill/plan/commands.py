@@ -13,11 +13,12 @@ import os
 import shlex
 
 from tokenmill import FORMAT_VERSIONS
+from tokenmill.megatron.gpt_indices import SPLIT_NAMES
 from tokenmill.plan.layout import (PARTS_FOLDER, blend_cache_name, brace_ranges, cache_dir, datatrove_name,
                                    hf_tokenizer_folder, megatron_prefix, olmo_folder, olmo_packing_dir,
                                    packed_index_dir, packed_path, part_megatron_prefix, part_pbin_path, raw_index_path,
-                                   report_page, sft_files, sft_olmo_folder, verified_blend_stamp, verified_sft_stamp,
-                                   verified_stamp)
+                                   report_page, sft_files, sft_olmo_folder, sft_olmo_packing_dir, sft_packing_dir,
+                                   verified_blend_stamp, verified_sft_stamp, verified_stamp)
 from tokenmill.plan.units import MAX_LISTED_INPUT_CHARS, Units, job_flags_of, path_identity
 
 __all__ = ["Plan"]
@@ -230,6 +231,22 @@ class Plan(Units):
         return ["--long-doc-strategy", dataset["long_doc_strategy"], "--job-path-prefix",
                 f"{self.sampling['olmo_path_prefix'].rstrip('/')}/{build}"]
 
+    def blend_packing_dirs(self, blend: str) -> list[str]:
+        """A blend's packed blend per sequence length and seed (blend ``packing: best_fit``)."""
+        if self.config["blends"][blend]["packing"] != "best_fit":
+            return []
+        return [packed_index_dir(blend_cache_name(blend), seq_length, seed)
+                for seq_length in self.sampling["seq_lengths"] for seed in self.sampling["seeds"]]
+
+    def blend_best_fit_options(self, blend: str) -> list[str]:
+        """``tokenmill best-fit --blend`` arguments of a blend's packed blend (the rule gives its length, seed
+        and output): weighted prefixes, the split, each split's samples, the long-document strategy."""
+        counts = self.sampling["num_samples"]
+        return ["--blend", *(part for build, weight in self.blends[blend].items()
+                             for part in (str(weight), megatron_prefix(build))),
+                "--split", self.sampling["split"], *(f"--{name}-samples={counts[name]}" for name in SPLIT_NAMES),
+                "--long-doc-strategy", self.config["blends"][blend]["long_doc_strategy"]]
+
     def job_data_path(self, build: str) -> str:
         """A build's Megatron prefix as the training job spells it (hashed into the cache names)."""
         return megatron_prefix(build, self.sampling["megatron_path_prefix"])
@@ -310,6 +327,21 @@ class Plan(Units):
         """The OLMo folder of an SFT set whose formats name olmo (none otherwise)."""
         return [sft_olmo_folder(name)] if "olmo" in self.config["sft"][name]["formats"] else []
 
+    def sft_packing_dirs(self, name: str) -> list[str]:
+        """An SFT set's best-fit rows (``packing: best_fit``)."""
+        return [sft_packing_dir(name)] if self.config["sft"][name]["packing"] == "best_fit" else []
+
+    def sft_olmo_packing_dirs(self, name: str) -> list[str]:
+        """An SFT set's OLMo-core work dir of best-fit packing caches (``packing: best_fit`` and olmo)."""
+        return [sft_olmo_packing_dir(name)] if self.sft_packing_dirs(name) and self.sft_olmo_folders(name) else []
+
+    def sft_olmo_best_fit_options(self, name: str) -> list[str]:
+        """``tokenmill best-fit`` options of an SFT set's OLMo-core packing caches: its length and the parts'
+        folder as the job spells it (``olmo_path``: hashed into the names)."""
+        entry = self.config["sft"][name]
+        return ["--seq-length", str(entry["seq_length"]), "--job-path-prefix",
+                (entry["olmo_path"] or sft_olmo_folder(name)).rstrip("/")]
+
     def sft_verify_options(self, name: str) -> list[str]:
         """``tokenmill verify`` arguments of an SFT set: the pair, and its OLMo folder against it."""
         pbin = sft_files(name)[0]
@@ -318,7 +350,8 @@ class Plan(Units):
 
     def sft_config(self, name: str) -> str:
         """The resolved config that ``tokenmill sft -`` reads: this entry and its tokenizer (as JSON)."""
-        entry = self.config["sft"][name]
+        # packing and olmo_path are left out: they change only the packing jobs' outputs, never the pair
+        entry = {key: value for key, value in self.config["sft"][name].items() if key not in ("packing", "olmo_path")}
         tokenizer = entry["tokenizer"]
         return json.dumps({"sft": {name: entry}, "tokenizers": {tokenizer: self.config["tokenizers"][tokenizer]}},
                           sort_keys=True)
@@ -341,11 +374,12 @@ class Plan(Units):
                                            if megatron else []))]
         for blend in self.blends:
             name = blend_cache_name(blend)
-            targets += self.cache_dirs(name) + [verified_blend_stamp(blend)]
+            targets += self.cache_dirs(name) + self.blend_packing_dirs(blend) + [verified_blend_stamp(blend)]
             targets += [report_page(name, seq_length, seed)
                         for seq_length in self.sampling["seq_lengths"] for seed in self.sampling["seeds"]]
         for name in self.config["sft"]:
-            targets += [*sft_files(name), *self.sft_olmo_folders(name), verified_sft_stamp(name)]
+            targets += [*sft_files(name), *self.sft_olmo_folders(name), *self.sft_packing_dirs(name),
+                        *self.sft_olmo_packing_dirs(name), verified_sft_stamp(name)]
         return targets + [f"{hf_tokenizer_folder(name)}/{file}" for name in self.hf_tokenizer_folders()
                           for file in ("tokenizer.json", "tokenizer_config.json")]
 

@@ -14,7 +14,7 @@ __all__ = ["OUTPUT_FOLDERS", "STALE_FOLDER", "PLANS_FOLDER", "raw_index_path", "
            "part_pbin_path", "part_megatron_prefix",
            "megatron_prefix", "datatrove_name", "olmo_folder", "blend_cache_name", "cache_dir", "brace_ranges",
            "build_of", "verified_stamp", "verified_blend_stamp", "verified_sft_stamp", "sft_files", "report_page",
-           "hf_tokenizer_folder", "packed_index_dir", "olmo_packing_dir"]
+           "hf_tokenizer_folder", "packed_index_dir", "olmo_packing_dir", "sft_packing_dir", "sft_olmo_packing_dir"]
 
 # ---- The layout: where each output lives (relative to the workflow's working directory) ----------
 
@@ -80,7 +80,8 @@ def cache_dir(name: str, seq_length: int, seed: int) -> str:
 
 
 def packed_index_dir(build: str, seq_length: int, seed: int) -> str:
-    """A build's best-fit packed index for one length and seed (``tokenmill best-fit``), beside its caches."""
+    """A build's best-fit packed index for one length and seed (``tokenmill best-fit``), beside its caches; for
+    :func:`blend_cache_name`, the blend's packed blend (``tokenmill best-fit --blend``)."""
     return f"data/cache/{build}/seq{seq_length}_seed{seed}_best_fit"
 
 
@@ -164,6 +165,17 @@ def sft_files(name: str) -> list[str]:
 def sft_olmo_folder(name: str) -> str:
     """An SFT set's OLMo-core token files with their label masks, beside its pair."""
     return f"data/sft/{name}.olmo"
+
+
+def sft_packing_dir(name: str) -> str:
+    """An SFT set's best-fit rows (``tokenmill best-fit PAIR.pbin``), beside its pair."""
+    return f"data/sft/{name}.best_fit"
+
+
+def sft_olmo_packing_dir(name: str) -> str:
+    """The OLMo-core work dir holding an SFT set's best-fit packing caches (its ``dataset-common/``), beside
+    its parts."""
+    return f"data/sft/{name}.olmo.best_fit"
 
 
 def verified_sft_stamp(name: str) -> str:

@@ -180,6 +180,31 @@ def _padding(folder: str) -> str:
     return ""
 
 
+def _blend_padding(folder: str) -> str:
+    """What a packed blend's train split holds, as its description says, or ''."""
+    for name in ("blend-truncate-train-description.json", "blend-fragment-train-description.json"):
+        try:
+            figures = json.loads(Path(folder, name).read_text(encoding="utf-8"))
+            return (f" (at {figures['sequence_length']}: {figures['samples']:,} train samples drawn by the weights; "
+                    f"padding {100 * figures['padding_share']:.1f} %)")
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return ""
+
+
+def _sft_rows(folder: str) -> str:
+    """What an SFT set's best-fit rows (or OLMo-core work dir) bought, as its description or sidecar says, or ''."""
+    for name in ("sft_best_fit-description.json", "tokenmill-olmo-packing.meta.json"):
+        try:
+            figures = json.loads(Path(folder, name).read_text(encoding="utf-8"))
+            return (f" ({figures['samples']:,} rows of {figures['sequence_length']} for "
+                    f"{figures.get('conversations', figures.get('documents', 0)):,} conversations; padding "
+                    f"{100 * figures['padding_share']:.1f} %)")
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return ""
+
+
 def summary_lines(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
                   snakefile: str | os.PathLike | None = None, shell_dir: str | None = None) -> list[str]:
     """The summary as lines of text (see the module docstring); paths relative to the working
@@ -213,12 +238,18 @@ def summary_lines(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
         pbin = sft_files(name)[0]
         lines.append(f"  {name} (instruction tuning): {_counts(_sidecar(pbin), 'conversations')} -> {pbin} "
                      f"+ {name}.loss_mask.pbin")
+        for folder in plan.sft_packing_dirs(name) + plan.sft_olmo_packing_dirs(name):
+            if os.path.isdir(folder):
+                lines.append(f"    best fit {folder}{_sft_rows(folder)}")
     if len(sft) > _MAX_OTHERS_SHOWN:
         lines.append(f"  and {len(sft) - _MAX_OTHERS_SHOWN} more instruction-tuning datasets in "
                      f"{os.path.dirname(sft_files(sft[-1])[0])}/")
     for name in blends[:_MAX_OTHERS_SHOWN]:
         lines.append(f"  blend {name} ({', '.join(plan.blends[name])}): caches "
                      f"{_folders(plan.cache_dirs(blend_cache_name(name)))}")
+        packed = [folder for folder in plan.blend_packing_dirs(name) if os.path.isdir(folder)]
+        if packed:
+            lines.append(f"    best fit {_folders(packed)}{_blend_padding(packed[0])}")
     if len(blends) > _MAX_OTHERS_SHOWN:
         lines.append(f"  and {len(blends) - _MAX_OTHERS_SHOWN} more blends in data/cache/blend_*/")
     if unbuilt:

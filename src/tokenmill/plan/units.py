@@ -605,6 +605,10 @@ class Units:
                 self.sft_objects(name)  # objects: listed and reachable now, as datasets' are
             except TokenmillError as exc:
                 raise TokenmillError(f"sft.{name}.inputs: {exc}") from None
+            length = sft["seq_length"]
+            if sft["packing"] == "best_fit" and "olmo" in sft["formats"] and length & (length - 1):
+                raise TokenmillError(f"sft.{name}.packing: OLMo-core packs only sequence lengths that are powers of "
+                                     f"two; its seq_length is {length}")
 
     def sft_inputs(self, name: str) -> list[str]:
         """The conversation files, the tokenizer and the chat template's file of an SFT dataset (its ``s3://``

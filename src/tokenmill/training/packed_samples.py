@@ -13,6 +13,10 @@ it unchanged:
 * ``cu_seqlens``: int32 boundaries of the pieces, then the padding as one more segment, ending at ``L`` (what
   flash-attention's varlen kernels and Megatron's inter-document masking take).
 
+:class:`PackedBlend` serves a packed blend (:mod:`tokenmill.packing.packed_blend`) the same way: item ``s`` is
+packed sample ``dataset_sample_index[s]`` of dataset ``dataset_index[s]``, with its ``dataset_id`` (as
+:class:`tokenmill.training.nanoset.BlendedNanoset`'s items).
+
 Cost: opening maps the ``.bin/.idx`` and the index files and checks that the ``.idx`` is the one packed; an
 item is O(pieces) lookups and O(L) to read its tokens.
 """
@@ -28,9 +32,10 @@ from torch.utils.data import Dataset
 from tokenmill.errors import TokenmillError
 from tokenmill.formats.mmidx import MMapIndexedDataset
 from tokenmill.megatron.index_cache import dataset_fingerprint
+from tokenmill.packing.packed_blend import dataset_folder, load_packed_blend
 from tokenmill.packing.packed_index import document_token_ranges, load_packed_index
 
-__all__ = ["PackedSamples"]
+__all__ = ["PackedSamples", "PackedBlend"]
 
 
 class PackedSamples(Dataset):
@@ -86,3 +91,42 @@ class PackedSamples(Dataset):
         return {"tokens": torch.from_numpy(tokens), "labels": torch.from_numpy(labels),
                 "loss_mask": torch.from_numpy(loss_mask), "position_ids": torch.from_numpy(position_ids),
                 "cu_seqlens": torch.from_numpy(cu_seqlens.astype(np.int32))}
+
+
+class PackedBlend(Dataset):
+    """One split of a packed blend (module docstring).
+
+    Args:
+        cache_dir: the packed blend's folder (``tokenmill best-fit --blend``).
+        split_name: ``train``, ``valid`` or ``test``.
+        strategy: the long-document strategy it was built with.
+        prefixes: the blended Megatron datasets, in the blend's order; default: as its description names them
+            (paths relative to the folder the blend was built from).
+        eod_id, pad_id, eod_mask_loss: as :class:`PackedSamples`.
+
+    Raises:
+        TokenmillError: no packed blend, another number of prefixes, or a dataset's index built from another
+            ``.idx``.
+    """
+
+    def __init__(self, cache_dir: str | os.PathLike, split_name: str = "train", strategy: str = "truncate",
+                 prefixes: list[str | os.PathLike] | None = None, eod_id: int | None = None, pad_id: int = 0,
+                 eod_mask_loss: bool = False):
+        self.description, self.dataset_index, self.dataset_sample_index = load_packed_blend(cache_dir, strategy,
+                                                                                            split_name)
+        named = [each["dataset"] for each in self.description["datasets"]]
+        if prefixes is not None and len(prefixes) != len(named):
+            raise TokenmillError(f"{cache_dir}: a blend of {len(named)} datasets, given {len(prefixes)} prefixes")
+        self.datasets = [PackedSamples(prefix, dataset_folder(cache_dir, i), split_name, strategy, eod_id=eod_id,
+                                       pad_id=pad_id, eod_mask_loss=eod_mask_loss)
+                         if each["packed_samples"] else None
+                         for i, (prefix, each) in enumerate(zip(prefixes or named, self.description["datasets"]))]
+
+    def __len__(self) -> int:
+        return len(self.dataset_index)
+
+    def __getitem__(self, s: int) -> dict[str, torch.Tensor]:
+        if not 0 <= s < len(self):
+            raise IndexError(f"blend sample {s} of {len(self)}")
+        dataset_id = int(self.dataset_index[s])
+        return {"dataset_id": dataset_id, **self.datasets[dataset_id][int(self.dataset_sample_index[s])]}

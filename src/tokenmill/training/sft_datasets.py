@@ -30,8 +30,9 @@ drops trailing messages until the rest fits (whole messages only, so rows never 
 alignment) and drops the conversation when nothing trainable is left. Both are counted in
 ``collator.stats``. With ``pack=True`` whole conversations share a row greedily, never split across
 rows; ``position_ids`` restart per conversation and ``cu_seqlens`` (over the flattened batch, padding
-as its own segment) keeps attention inside each one. Cost: tokenization per piece (Rust), O(tokens)
-per batch in the collator.
+as its own segment) keeps attention inside each one. :class:`PackedConversations` serves the rows that
+best-fit packing computed once for a whole pair (:mod:`tokenmill.packing.sft_packing`). Cost: tokenization
+per piece (Rust), O(tokens) per batch in the collator.
 
 Only :func:`collate` (and the collators that call it) needs torch, and imports it when called:
 ``tokenmill sft`` and any packing never import torch. The datasets are plain map-style datasets
@@ -59,6 +60,7 @@ from tokenmill.formats.pbin import PbinFile, file_identity_problem, read_sidecar
 from tokenmill.formats.sidecar import sidecar_path
 from tokenmill.inputs.raw_index import read_index, scan_lines
 from tokenmill.inputs.text_selection import describe_json_error
+from tokenmill.packing.sft_packing import conversations_fingerprint, load_sft_best_fit
 from tokenmill.tokenization.engine import Encoder, EncoderPickling
 from tokenmill.tokenization.families import TokenizerSpec
 from tokenmill.tokenization.proof import DEFAULT_CHECK_FRACTION, ProofSampler, ProofTally, encode_proven
@@ -70,7 +72,7 @@ if TYPE_CHECKING:
 
 
 __all__ = ["ConversationFile", "InstructionDataset", "InstructionCollator", "PackedInstructionDataset", "collate",
-           "loss_mask_path", "TRUNCATION_POLICIES", "IGNORE_INDEX", "Piece"]
+           "loss_mask_path", "PackedConversations", "TRUNCATION_POLICIES", "IGNORE_INDEX", "Piece"]
 
 IGNORE_INDEX = -100
 _OBJECT_BUFFER_BYTES = 8 << 20  # a conversation object's read-ahead: one ranged GET per 8 MiB
@@ -459,3 +461,61 @@ class PackedInstructionDataset:
     def collate(self, items: list[tuple[np.ndarray, np.ndarray]]) -> dict[str, torch.Tensor]:
         """Rows as :class:`InstructionCollator` makes them."""
         return collate(items, self.seq_length, self.pack, self.eos)
+
+
+class PackedConversations:
+    """The best-fit rows of a pre-tokenized pair (:mod:`tokenmill.packing.sft_packing`) as fixed-length items
+    shaped like :class:`tokenmill.training.packed_samples.PackedSamples`' items, so that
+    :func:`tokenmill.training.loader.collate_samples` and ``ResumableSampler`` take them unchanged:
+
+    * ``tokens``: the row's conversations back to back, then the pair's padding id (its ``eos_token``) up to L
+      (``input_ids``, in a Hugging Face trainer's words);
+    * ``labels``: shifted as :func:`collate` shifts them, ``labels[t] = tokens[t + 1]`` where that token is
+      trained in the same conversation, else -100 (every conversation's last token and the padding too);
+    * ``loss_mask``: float 1.0 where ``labels`` is not -100;
+    * ``position_ids``: restarting at 0 at each conversation and at the padding;
+    * ``cu_seqlens``: int32 boundaries of the conversations, then the padding as one more segment, ending at L.
+
+    A row's tokens and labels equal what :func:`collate` (``pack=True``) makes of the same conversations in
+    one row.
+
+    Args:
+        pbin: the tokens ``.pbin`` of the pair (``tokenmill sft``).
+        folder: its best-fit rows (``tokenmill best-fit PAIR.pbin``).
+
+    Raises:
+        TokenmillError: as :class:`PackedInstructionDataset`, no rows, or rows packed from another pair.
+    """
+
+    def __init__(self, pbin: str | os.PathLike, folder: str | os.PathLike):
+        self.pairs = PackedInstructionDataset(pbin)
+        self.description, self.pieces, self.sample_offsets = load_sft_best_fit(folder)
+        if self.description.get("fingerprint") != conversations_fingerprint(self.pairs.tokens.doc_lengths):
+            raise TokenmillError(f"{folder}: its rows were packed from another pair than {pbin}; pack it again")
+        self.sequence_length = int(self.description["sequence_length"])
+
+    def __len__(self) -> int:
+        return len(self.sample_offsets) - 1
+
+    def __getitem__(self, k: int) -> dict[str, torch.Tensor]:
+        import torch
+
+        if not 0 <= k < len(self):
+            raise IndexError(f"row {k} of {len(self)}")
+        length = self.sequence_length
+        tokens = np.full(length, self.pairs.eos, dtype=np.int64)
+        labels = np.full(length, IGNORE_INDEX, dtype=np.int64)
+        bounds = [0]
+        for conversation in self.pieces[self.sample_offsets[k]:self.sample_offsets[k + 1], 0]:
+            ids, trained = self.pairs[int(conversation)]
+            start, end = bounds[-1], bounds[-1] + len(ids)
+            tokens[start:end] = ids
+            labels[start:end - 1] = np.where(trained[1:], ids[1:], IGNORE_INDEX)
+            bounds.append(end)
+        bounds = np.array(bounds, dtype=np.int64)
+        position_ids = np.arange(length, dtype=np.int64) - np.repeat(bounds, np.diff(np.append(bounds, length)))
+        cu_seqlens = np.append(bounds, length) if bounds[-1] < length else bounds
+        return {"tokens": torch.from_numpy(tokens), "labels": torch.from_numpy(labels),
+                "loss_mask": torch.from_numpy((labels != IGNORE_INDEX).astype(np.float32)),
+                "position_ids": torch.from_numpy(position_ids),
+                "cu_seqlens": torch.from_numpy(cu_seqlens.astype(np.int32))}

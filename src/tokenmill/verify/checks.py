@@ -58,7 +58,9 @@ from tokenmill.formats.sidecar import (SidecarRecord, eod_within_note, range_ind
                                       sidecar_path)
 from tokenmill.inputs.raw_index import read_index
 from tokenmill.packing.olmo_cache import SIDECAR_NAME, olmo_packing_problems
+from tokenmill.packing.packed_blend import packed_blend_problems
 from tokenmill.packing.packed_index import packed_index_problems
+from tokenmill.packing.sft_packing import SFT_PACKING_NAMES, sft_best_fit_problems
 from tokenmill.tokenization.tokenizer import load_tokenizer
 from tokenmill.verify.exactly_once import changed_source_problems, coverage_problems
 from tokenmill.verify.index_caches import verify_cache
@@ -79,7 +81,8 @@ def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
     Args:
         path: a raw ``.idx``, a ``.pbin``, a Megatron prefix (or its ``.bin``/``.idx``), a datatrove
             ``NAME.ds`` (or one of its files), an OLMo folder (``tokenmill to-olmo``), a cache folder (GPTDataset
-            caches, a packed index, or both), or an OLMo-core work dir of packing caches (``tokenmill best-fit``).
+            caches, a packed index, or both; a packed blend; an SFT pair's best-fit rows), or an OLMo-core work
+            dir of packing caches (``tokenmill best-fit``).
         jsonl: for a raw index, the JSONL it indexes.
         against_tokenizer: for a ``.pbin``, also re-encode this share of its documents from their
             JSONL lines with the Hugging Face tokenizer (see
@@ -98,6 +101,10 @@ def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
     if (path / SIDECAR_NAME).is_file():
         return olmo_packing_problems(path)
     if path.is_dir():
+        if (path / SFT_PACKING_NAMES["description"]).is_file():  # an SFT pair's best-fit rows
+            return sft_best_fit_problems(path)
+        if any(path.glob("blend-*-description.json")):  # a packed blend and its datasets' packed indices
+            return packed_blend_problems(path)
         if not any(path.glob("best_fit-*-description.json")):
             return verify_cache(path)
         # a packed index, alone or beside GPTDataset caches

@@ -374,7 +374,8 @@ def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.P
         cache: the folder with the split's GPTDataset or BlendedDataset cache.
         split: ``train``, ``valid`` or ``test``.
         best_fit: the sample of the split's packed index of this long-document strategy instead
-            (:mod:`tokenmill.packing.packed_index`).
+            (:mod:`tokenmill.packing.packed_index`); in a packed blend's folder, traced to its dataset's first
+            (:mod:`tokenmill.packing.packed_blend`).
 
     Raises:
         TokenmillError: no (or more than one) cache of that split in ``cache``, or ``sample`` out of range.
@@ -421,8 +422,18 @@ def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.P
 
 def _packed_sample(prefix: str | os.PathLike | None, sample: int, cache: Path, split: str, strategy: str,
                    tokenizer_path: str | None) -> list[str]:
+    from tokenmill.packing.packed_blend import dataset_folder, load_packed_blend, packed_blend_names
     from tokenmill.packing.packed_index import load_packed_index
 
+    if prefix is None and (cache / packed_blend_names(strategy, split)["description"]).is_file():
+        blend, dataset_index, dataset_sample_index = load_packed_blend(cache, strategy, split)
+        if not 0 <= sample < len(dataset_index):
+            raise TokenmillError(f"{cache}: the {split} packed blend has {len(dataset_index)} samples, no sample "
+                                 f"{sample}")
+        part, part_sample = int(dataset_index[sample]), int(dataset_sample_index[sample])
+        return ([f"sample {sample} of the {split} packed blend = dataset {part} "
+                 f"({blend['datasets'][part]['dataset']}), its packed sample {part_sample}"]
+                + _packed_sample(None, part_sample, dataset_folder(cache, part), split, strategy, tokenizer_path))
     description, pieces, offsets = load_packed_index(cache, strategy, split)
     prefix = Path(prefix if prefix is not None else description["dataset"])
     dataset = MMapIndexedDataset(prefix)

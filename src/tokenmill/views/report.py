@@ -33,7 +33,7 @@ from tokenmill.formats.sidecar import SourceRecord, resolve_sidecar_paths
 from tokenmill.megatron.handoff import HANDOFF_NAME
 from tokenmill.megatron.index_cache import cache_file_names, load_npy
 
-__all__ = ["best_fit_table", "dataset_page", "blend_page", "length_histogram_svg"]
+__all__ = ["best_fit_table", "packed_blend_table", "dataset_page", "blend_page", "length_histogram_svg"]
 
 # Long lines of a <pre> (megatron_args.txt's comments) wrap, and so may a table's last column (a cache's md5
 # name) where the table is wider than the page: the report shows a page in a frame that cuts off what
@@ -187,6 +187,24 @@ def best_fit_table(folders: list[str]) -> str:
                          "padding share"))
 
 
+def packed_blend_table(folders: list[str]) -> str:
+    """A packed blend's samples per split and dataset: packed samples, drawn, epochs, documents kept whole and
+    those concatenation cuts, and the padding of the split's samples (its descriptions' figures:
+    :mod:`tokenmill.packing.packed_blend`)."""
+    rows = []
+    for folder in folders:
+        for path in sorted(Path(folder).glob("blend-*-description.json"),  # train, valid, test
+                           key=lambda path: ("train", "valid", "test").index(path.name.split("-")[-2])):
+            figures = json.loads(path.read_text(encoding="utf-8"))
+            where = f"{folder} ({figures['split_name']}, {figures['long_document_strategy']})"
+            rows += [(where, each["dataset"], each["packed_samples"], each["drawn"], each["epochs"],
+                      each["kept_whole"], each["cut_by_concat"], "", "") for each in figures["datasets"]]
+            rows.append((where, "all", "", figures["samples"], "", "", "", figures["padding"],
+                         f"{figures['padding_share']:.2%}"))
+    return _table(rows, ("packing", "dataset", "packed samples", "drawn", "epochs of it", "kept whole",
+                         "of which concatenation cuts", "padding tokens", "padding share"))
+
+
 def _bytes(path: Path) -> int:
     """A file's size, or the total of a folder's files (OLMo's parts)."""
     return sum(file.stat().st_size for file in path.rglob("*") if file.is_file()) if path.is_dir() else \
@@ -286,8 +304,9 @@ def _epochs_taken(folder: Path, part: dict, count: int) -> float | str:
     return round(count / max(samples / epochs, 1e-9), 2)
 
 
-def blend_page(cache_dir: str | os.PathLike, out_path: str | os.PathLike) -> None:
-    """Write the report page of one blend cache folder: weights asked vs realised shares per split.
+def blend_page(cache_dir: str | os.PathLike, out_path: str | os.PathLike, best_fit: list[str] = ()) -> None:
+    """Write the report page of one blend cache folder: weights asked vs realised shares per split; with
+    ``best_fit``, its packed blend's draws and padding per split (:func:`packed_blend_table`).
 
     Raises:
         TokenmillError: the folder holds no BlendedDataset cache.
@@ -311,4 +330,6 @@ def blend_page(cache_dir: str | os.PathLike, out_path: str | os.PathLike) -> Non
     body += ("<p class=note>epochs of it: the samples the blend takes from a dataset over the samples of one epoch of "
              "its split (from the dataset's own cache in this folder): above 1, the blend repeats its "
              "documents.</p>")
+    if best_fit:
+        body += "<h2>Best-fit packing</h2>" + packed_blend_table(best_fit)
     _write_page(out_path, f"Blend {folder.parent.name.removeprefix('blend_')} ({folder.name})", body)
