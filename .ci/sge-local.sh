@@ -41,12 +41,13 @@ install_sge() {
     [[ $(id -u) == 0 ]] || unavailable "Grid Engine is not installed and installing it needs root"
     command -v apt-get >/dev/null || unavailable "Grid Engine is not installed and there is no apt-get to install it"
     export DEBIAN_FRONTEND=noninteractive
+    # the SLURM and Grid Engine tests may install at once: the second waits for dpkg's lock, not fails on it
     # postinst makes the cell (spool, global configuration, complexes) for the master named here
     echo "gridengine-common shared/gridenginemaster string $HOST" | debconf-set-selections
     local packages=(gridengine-master gridengine-exec gridengine-client)
-    if ! apt-get install -y --no-install-recommends "${packages[@]}" >/tmp/sge-local-apt.log 2>&1; then
-        apt-get update >>/tmp/sge-local-apt.log 2>&1 || true
-        apt-get install -y --no-install-recommends "${packages[@]}" >>/tmp/sge-local-apt.log 2>&1 \
+    if ! apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "${packages[@]}" >/tmp/sge-local-apt.log 2>&1; then
+        apt-get -o DPkg::Lock::Timeout=600 update >>/tmp/sge-local-apt.log 2>&1 || true
+        apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "${packages[@]}" >>/tmp/sge-local-apt.log 2>&1 \
             || unavailable "apt-get install ${packages[*]} failed (/tmp/sge-local-apt.log)"
     fi
 }

@@ -30,9 +30,10 @@ install_slurm() {
     [[ $(id -u) == 0 ]] || unavailable "SLURM is not installed and installing it needs root"
     command -v apt-get >/dev/null || unavailable "SLURM is not installed and there is no apt-get to install it"
     export DEBIAN_FRONTEND=noninteractive
-    if ! apt-get install -y --no-install-recommends slurmctld slurmd slurm-client munge >/tmp/slurm-local-apt.log 2>&1; then
-        apt-get update >>/tmp/slurm-local-apt.log 2>&1 || true
-        apt-get install -y --no-install-recommends slurmctld slurmd slurm-client munge >>/tmp/slurm-local-apt.log 2>&1 \
+    # the SLURM and Grid Engine tests may install at once: the second waits for dpkg's lock, not fails on it
+    if ! apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends slurmctld slurmd slurm-client munge >/tmp/slurm-local-apt.log 2>&1; then
+        apt-get -o DPkg::Lock::Timeout=600 update >>/tmp/slurm-local-apt.log 2>&1 || true
+        apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends slurmctld slurmd slurm-client munge >>/tmp/slurm-local-apt.log 2>&1 \
             || unavailable "apt-get install slurmctld slurmd slurm-client munge failed (/tmp/slurm-local-apt.log)"
     fi
 }
