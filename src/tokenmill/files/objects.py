@@ -16,8 +16,10 @@ sidecar of tokenmill ever holds a credential: errors name the URL and the endpoi
   read stops that read with one line, and a replaced object is a stale input for ``verify``.
 * **Streams.** :func:`open_object` reads an object, or a byte range of it, with one ranged ``GET`` as a
   stream of 8 MiB reads: memory stays bounded whatever the object's size, and nothing is copied to
-  local disk. A connection lost mid-stream resumes where it stopped (a ``GET`` of the rest, pinned to
-  the same ETag), up to :data:`ATTEMPTS` times; a stream that ends before its length is truncated.
+  local disk. A connection lost mid-stream (reset, stalled past the read timeout, or closed short of its
+  length) resumes from the last byte received, in 1 MiB pieces (a ``GET`` of the rest, pinned to the same
+  ETag): a stream fails after :data:`ATTEMPTS` drops in a row that bring no byte, or after
+  ``10 * ATTEMPTS`` drops in all, as truncated. tests/fault_proxy.py makes each fault on a loopback proxy.
   :class:`ObjectFile` is a seekable view by ranged ``GET``s, for Parquet footers and row groups.
 * **Failures.** Each is one :class:`~tokenmill.errors.TokenmillError` line naming the URL: no such
   object or bucket, no permission, no credentials, an endpoint that does not answer (botocore's
@@ -46,6 +48,8 @@ __all__ = ["SCHEMES", "ATTEMPTS", "is_url", "split_url", "ObjectIdentity", "obje
 SCHEMES = ("s3://",)
 ATTEMPTS = 3
 _READ_BYTES = 8 << 20  # bytes per read of a stream: what a caller's read(n) asks for at most at once
+_PIECE_BYTES = 1 << 20  # bytes per read of a response body: a connection dropped mid-read loses at most these
+_MAX_RESUMES = 10 * ATTEMPTS  # drops in all that one stream survives, each one after some progress
 # A store that accepts the connection but sends nothing for this long is not answering: ATTEMPTS tries then
 # take a minute, not the four of botocore's defaults.
 _CONNECT_SECONDS, _READ_SECONDS = 5, 20
@@ -254,7 +258,8 @@ class _ObjectStream(io.RawIOBase):
         super().__init__()
         self.identity, self.position, self.end = identity, start, end
         self._body = None
-        self._resumes = 0
+        self._failures = 0  # drops in a row with no byte gained
+        self._resumes = 0  # drops in all
 
     def readable(self) -> bool:
         return True
@@ -270,25 +275,36 @@ class _ObjectStream(io.RawIOBase):
 
     def read(self, size: int = -1) -> bytes:
         wanted = self.end - self.position if size is None or size < 0 else min(size, self.end - self.position)
-        if wanted <= 0:
-            return b""
-        while True:
+        wanted = min(wanted, _READ_BYTES)
+        pieces, got = [], 0
+        while got < wanted:
             if self._body is None:
                 self._open()
             try:
-                data = self._body.read(min(wanted, _READ_BYTES))
+                data = self._body.read(min(wanted - got, _PIECE_BYTES))
             except _dropped_connection_errors():
                 data = None
             if data:
+                pieces.append(data)
+                got += len(data)
                 self.position += len(data)
-                return data
-            # The connection ended early (dropped, or the body stops short): resume with the rest, pinned.
+                self._failures = 0
+                continue
+            # The connection ended early (dropped, stalled, or the body stops short): resume with the rest,
+            # pinned; what this read has so far is returned first.
             self._body.close()
             self._body = None
+            self._failures += 1
             self._resumes += 1
-            if self._resumes >= ATTEMPTS:
+            if self._failures >= ATTEMPTS:
                 raise TokenmillError(f"{self.identity.url}: truncated: the stream stopped at byte {self.position} "
                                      f"of {self.end} ({ATTEMPTS} attempts); nothing was written")
+            if self._resumes > _MAX_RESUMES:
+                raise TokenmillError(f"{self.identity.url}: the connection dropped {self._resumes} times before byte "
+                                     f"{self.position} of {self.end}; nothing was written")
+            if pieces:
+                break
+        return b"".join(pieces)
 
     def readinto(self, buffer) -> int:
         data = self.read(len(buffer))
