@@ -367,7 +367,7 @@ def test_sft_from_an_object_equals_the_local_file_and_records_its_version(s3, tm
 def proxied_s3(s3, endpoint, monkeypatch):
     """The bucket of ``s3`` holding tests/data/mixed.jsonl (9,907 bytes) at ``s3.url``; tokenmill's client reaches
     the server through a :class:`FaultProxy` (``s3.proxy``; the test's own client goes direct), reads response
-    bodies in 4 KiB pieces instead of 1 MiB, and finds a stall out after 1 s instead of 20."""
+    bodies in 4 KiB pieces instead of 8 MiB, and finds a stall out after 1 s instead of 20."""
     s3.put_object(Bucket=s3.bucket, Key="raw/mixed.jsonl", Body=MIXED_JSONL.read_bytes())
     s3.url = f"s3://{s3.bucket}/raw/mixed.jsonl"
     with FaultProxy(endpoint) as proxy:
