@@ -8,9 +8,10 @@ emulator (moto, a GCS emulator, a plain HTTP server) never shows.
 
 It listens on 127.0.0.1 (a free port) and forwards each client connection to the upstream over a
 connection of its own, one request and its response at a time (keep-alive kept, no pipelining: what
-botocore, urllib3 and requests do). An injected fault waits for the next response to a request of its
-method (``GET`` by default) whose body is longer than ``after`` bytes, lets the status line, headers and
-``after`` bytes of the body through, then:
+botocore, urllib3 and requests do; a request's ``Expect: 100-continue`` is answered by the proxy itself).
+An injected fault waits for the next response to a request of its method (``GET`` by default) whose body
+is longer than ``after`` bytes, lets the status line, headers and ``after`` bytes of the body through,
+then:
 
 * ``reset``: closes the client's connection with an RST (SO_LINGER 0): "connection reset by peer";
 * ``truncate``: closes it cleanly (FIN): the body ends short of its Content-Length;
@@ -19,7 +20,7 @@ method (``GET`` by default) whose body is longer than ``after`` bytes, lets the 
 
 ``times`` responses in a row get the fault (a fault that outlasts a client's retries makes it fail).
 Everything is bounded: each socket read waits at most ``idle_seconds``, a stall at most ``stall_seconds``,
-and ``close()`` (or leaving the ``with``) stops the listener and every connection within a second.
+and ``close()`` (or leaving the ``with``) stops the listener and shuts every connection down at once.
 """
 
 from __future__ import annotations
@@ -243,6 +244,10 @@ class FaultProxy:
         exchange = Exchange(method.upper(), target, headers)
         with self._lock:
             self.exchanges.append(exchange)
+        if headers.get("expect", "").lower() == "100-continue":  # answered here: the upstream sees a plain request
+            client.sock.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+            head = b"".join(line for line in head.splitlines(keepends=True)
+                            if not line.lower().startswith(b"expect:"))
         upstream.sock.sendall(head)
         if "chunked" in headers.get("transfer-encoding", "").lower():
             request_body = client.chunked()

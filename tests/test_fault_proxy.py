@@ -1,5 +1,6 @@
 """tests/fault_proxy.py on its own, in front of a plain HTTP/1.1 server on 127.0.0.1: what goes through is
-unchanged (fixed-length and chunked bodies, HEAD, keep-alive), and each fault breaks a body where it is told."""
+unchanged (fixed-length and chunked bodies, HEAD, an upload that expects a 100 Continue, keep-alive), and
+each fault breaks a body where it is told."""
 
 from __future__ import annotations
 
@@ -36,6 +37,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(BODY)
 
+    def do_PUT(self):  # echoes the body
+        body = self.rfile.read(int(self.headers["Content-Length"]))
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
     def log_message(self, *args):
         pass
 
@@ -62,12 +70,21 @@ def test_bodies_heads_and_keep_alive_go_through_unchanged(server):
             connection.request(method, path, headers={"Range": "bytes=0-"})
             response = connection.getresponse()
             assert (response.status, response.read()) == (200, b"" if method == "HEAD" else BODY)
+        connection.putrequest("PUT", "/upload")  # as botocore uploads: the body after a 100 Continue
+        connection.putheader("Content-Length", str(len(BODY)))
+        connection.putheader("Expect", "100-continue")
+        connection.endheaders()
+        assert connection.sock.recv(100) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        connection.send(BODY)
+        response = connection.getresponse()
+        assert (response.status, response.read()) == (200, BODY)
         connection.close()
-        assert [(exchange.method, exchange.target, exchange.headers["range"], exchange.body_bytes, exchange.fault)
+        assert [(exchange.method, exchange.target, exchange.headers.get("range"), exchange.body_bytes, exchange.fault)
                 for exchange in proxy.exchanges] == [("HEAD", "/", "bytes=0-", 0, None),
                                                      ("GET", "/fixed", "bytes=0-", len(BODY), None),
                                                      ("GET", "/chunked", "bytes=0-", None, None),
-                                                     ("GET", "/fixed", "bytes=0-", len(BODY), None)]
+                                                     ("GET", "/fixed", "bytes=0-", len(BODY), None),
+                                                     ("PUT", "/upload", None, len(BODY), None)]
 
 
 BROKEN = {"reset": ConnectionResetError, "truncate": http.client.IncompleteRead, "stall": TimeoutError}
