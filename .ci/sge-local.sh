@@ -30,26 +30,16 @@ EXECD_PID=/var/spool/gridengine/execd/$HOST/execd.pid
 
 unavailable() { echo "sge-local: $*" >&2; exit 3; }
 
-alive() {  # a zombie (a stopped daemon that PID 1 of a sandbox never reaps) is not alive
-    [[ -r /proc/$1/stat ]] && [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) != Z ]]
-}
-
-running() { [[ -s $1 ]] && alive "$(cat "$1")"; }
+. "$(dirname "$0")/daemons.sh"
 
 install_sge() {
     command -v qsub >/dev/null && [[ -x /usr/sbin/sge_qmaster && -x /usr/sbin/sge_execd ]] && return
     [[ $(id -u) == 0 ]] || unavailable "Grid Engine is not installed and installing it needs root"
     command -v apt-get >/dev/null || unavailable "Grid Engine is not installed and there is no apt-get to install it"
-    export DEBIAN_FRONTEND=noninteractive
-    # the SLURM and Grid Engine tests may install at once: the second waits for dpkg's lock, not fails on it
     # postinst makes the cell (spool, global configuration, complexes) for the master named here
     echo "gridengine-common shared/gridenginemaster string $HOST" | debconf-set-selections
-    local packages=(gridengine-master gridengine-exec gridengine-client)
-    if ! apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "${packages[@]}" >/tmp/sge-local-apt.log 2>&1; then
-        apt-get -o DPkg::Lock::Timeout=600 update >>/tmp/sge-local-apt.log 2>&1 || true
-        apt-get -o DPkg::Lock::Timeout=600 install -y --no-install-recommends "${packages[@]}" >>/tmp/sge-local-apt.log 2>&1 \
-            || unavailable "apt-get install ${packages[*]} failed (/tmp/sge-local-apt.log)"
-    fi
+    apt_install /tmp/sge-local-apt.log gridengine-master gridengine-exec gridengine-client \
+        || unavailable "apt-get install gridengine-master gridengine-exec gridengine-client failed (/tmp/sge-local-apt.log)"
 }
 
 wait_for() {  # wait_for SECONDS COMMAND...: until the command succeeds
@@ -119,15 +109,6 @@ start() {
     wait_for 60 bash -c "qstat -f -q all.q 2>/dev/null | awk '/^all.q@/ && NF == 5' | grep -q ." \
         || unavailable "the queue did not come up: $(qstat -f 2>&1 | tail -2)"
     echo "sge-local: up — one host, $(nproc) slots in all.q, parallel environment smp"
-}
-
-stop_daemon() {
-    local pid_file=$STATE/$1.pid pid
-    running "$pid_file" || { rm -f "$pid_file"; return 0; }
-    pid=$(cat "$pid_file")
-    kill "$pid"
-    for _ in $(seq 100); do alive "$pid" || break; sleep 0.1; done
-    rm -f "$pid_file"
 }
 
 stop() {

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import compileall
+import contextlib
 import fcntl
 import importlib.util
 import json
@@ -185,6 +186,24 @@ def copy_built(source: Path, target: Path) -> Path:
     to Snakemake the copy is the same build, up to date."""
     shutil.copytree(source, target, symlinks=True)
     return target
+
+
+@contextlib.contextmanager
+def local_cluster(script: Path, opt_in: str, answers: bool, needs: str):
+    """A one-machine scheduler for a module's test, by ``script`` (``.ci/<name>-local.sh start|stop``): the one
+    that ``answers`` already, else one that the script installs and starts, only where the environment variable
+    ``opt_in`` is 1; then stopped, where it was started here. Skips, saying why, without the variable
+    (``needs``: what setting one up installs) or where the script exits 3 (it cannot be set up here)."""
+    if not answers and os.environ.get(opt_in) != "1":
+        pytest.skip(f"no {script.stem.removesuffix('-local').upper()} answers, and setting one up installs {needs} "
+                    f"and starts their daemons: set {opt_in}=1 to allow it")
+    started = subprocess.run(["bash", str(script), "start"], capture_output=True, text=True)
+    if started.returncode == 3:
+        pytest.skip(f"not here: {started.stderr.strip()}")  # the script's own line names the scheduler
+    assert started.returncode == 0, started.stderr
+    yield
+    if not answers:  # stop only what this test started
+        subprocess.run(["bash", str(script), "stop"], check=True, capture_output=True)
 
 
 def python_with_extra(extra: str, module: str, folder: Path) -> str:

@@ -19,7 +19,7 @@ import subprocess
 
 import pytest
 
-from conftest import REPO, SNAKEMAKE, built_outputs, python_with_extra, tool_env
+from conftest import REPO, SNAKEMAKE, built_outputs, local_cluster, python_with_extra, tool_env
 
 SCRIPT = REPO / ".ci" / "sge-local.sh"
 OPT_IN = "TOKENMILL_TEST_SGE"  # lets this test install system packages and start daemons
@@ -36,17 +36,8 @@ def _answers() -> bool:
 
 @pytest.fixture(scope="module")
 def sge_cluster():
-    already_up = _answers()
-    if not already_up and os.environ.get(OPT_IN) != "1":
-        pytest.skip(f"no Grid Engine answers, and setting one up installs Debian's gridengine and starts its "
-                    f"daemons: set {OPT_IN}=1 to allow it")
-    started = subprocess.run(["bash", str(SCRIPT), "start"], capture_output=True, text=True)
-    if started.returncode == 3:
-        pytest.skip(f"no Grid Engine here: {started.stderr.strip()}")
-    assert started.returncode == 0, started.stderr
-    yield
-    if not already_up:  # stop only what this test started
-        subprocess.run(["bash", str(SCRIPT), "stop"], check=True, capture_output=True)
+    with local_cluster(SCRIPT, OPT_IN, _answers(), "Debian's gridengine-master, -exec and -client"):
+        yield
 
 
 @pytest.fixture(scope="module")

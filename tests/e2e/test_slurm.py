@@ -15,13 +15,12 @@ Run it alone with:  TOKENMILL_TEST_SLURM=1 python -m pytest -ra tests/e2e/test_s
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 
 import pytest
 
-from conftest import REPO, SNAKEMAKE, built_outputs, python_with_extra, tool_env
+from conftest import REPO, SNAKEMAKE, built_outputs, local_cluster, python_with_extra, tool_env
 
 SCRIPT = REPO / ".ci" / "slurm-local.sh"
 OPT_IN = "TOKENMILL_TEST_SLURM"  # the one switch that lets a test install system packages and start services
@@ -30,16 +29,9 @@ OPT_IN = "TOKENMILL_TEST_SLURM"  # the one switch that lets a test install syste
 @pytest.fixture(scope="module")
 def slurm_cluster():
     already_up = subprocess.run(["bash", "-c", "sinfo -h -o %t"], capture_output=True, text=True)
-    if (already_up.returncode != 0 or not already_up.stdout.strip()) and os.environ.get(OPT_IN) != "1":
-        pytest.skip(f"no SLURM controller answers, and setting one up installs slurm-wlm and munge and starts "
-                    f"their daemons: set {OPT_IN}=1 to allow it")
-    started = subprocess.run(["bash", str(SCRIPT), "start"], capture_output=True, text=True)
-    if started.returncode == 3:
-        pytest.skip(f"no SLURM here: {started.stderr.strip()}")
-    assert started.returncode == 0, started.stderr
-    yield
-    if already_up.returncode != 0 or not already_up.stdout.strip():  # stop only what this test started
-        subprocess.run(["bash", str(SCRIPT), "stop"], check=True, capture_output=True)
+    with local_cluster(SCRIPT, OPT_IN, already_up.returncode == 0 and bool(already_up.stdout.strip()),
+                       "slurm-wlm and munge"):
+        yield
 
 
 @pytest.fixture(scope="module")
