@@ -17,11 +17,12 @@ alive() {  # a zombie (a stopped daemon that PID 1 of a sandbox never reaps) is 
 
 running() { [[ -s $1 ]] && alive "$(cat "$1")"; }
 
-stop_daemon() {  # stop_daemon NAME: the daemon whose pid is in $STATE/NAME.pid, waiting up to 10 s for it
+stop_daemon() {  # stop_daemon NAME [SECONDS]: the daemon whose pid is in $STATE/NAME.pid, waited for (10 s)
     local pid_file=$STATE/$1.pid pid
     running "$pid_file" || { rm -f "$pid_file"; return 0; }
     pid=$(cat "$pid_file")
     kill "$pid"
-    for _ in $(seq 100); do alive "$pid" || break; sleep 0.1; done
+    for _ in $(seq $((${2:-10} * 10))); do alive "$pid" || break; sleep 0.1; done
+    alive "$pid" && { echo "$1 (pid $pid) has not stopped after ${2:-10} s" >&2; return 1; }
     rm -f "$pid_file"
 }

@@ -113,7 +113,7 @@ start() {
 
 stop() {
     stop_daemon execd
-    stop_daemon qmaster
+    stop_daemon qmaster 60  # it takes ~9 s to shut down
     echo "sge-local: stopped"
 }
 

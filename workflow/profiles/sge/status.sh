@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Job status for snakemake-executor-plugin-cluster-generic on Grid Engine (SGE, SoGE, OGS, UGE):
 # `status.sh JOB_ID` prints running, success or failed.
-#   - qstat knows the job: running (pending, held, transferring, running), or failed in an error state (E);
+#   - qstat knows the job (among this user's, not the whole cluster's: it runs once per job and check): running
+#     (pending, held, transferring, running), or failed in an error state (E);
 #   - else qacct knows it: success where it ran and exited 0 (failed 0, exit_status 0), else failed
 #     (killed for h_rt or h_vmem, or a non-zero exit);
 #   - else running: the job has left qstat and its record is not yet in the accounting file (the qmaster
@@ -11,7 +12,7 @@
 #     never seen to end).
 set -uo pipefail
 job=${1:?usage: status.sh JOB_ID}
-if states=$(qstat -u '*' 2>/dev/null | awk -v id="$job" '$1 == id {print $5}') && [[ -n $states ]]; then
+if states=$(qstat -u "$(id -un)" 2>/dev/null | awk -v id="$job" '$1 == id {print $5}') && [[ -n $states ]]; then
     [[ $states == *E* ]] && echo failed || echo running
     exit 0
 fi
