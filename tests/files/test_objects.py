@@ -411,6 +411,25 @@ def test_a_get_broken_mid_body_resumes_from_the_last_byte_received_to_the_same_b
     assert body_gets[1].endswith("-9906")  # the rest, pinned to the same version (IfMatch)
 
 
+def test_a_parquet_object_read_by_ranges_resumes_each_broken_range(proxied_s3, tmp_path, capsys):
+    pytest.importorskip("pyarrow")
+    import pyarrow
+    import pyarrow.parquet
+
+    table = pyarrow.table({"text": [f"row {i}: {'word ' * (i % 50)}" for i in range(2000)]})
+    pyarrow.parquet.write_table(table, tmp_path / "rows.parquet", row_group_size=500, compression="none")
+    proxied_s3.put_object(Bucket=proxied_s3.bucket, Key="raw/rows.parquet",
+                          Body=(tmp_path / "rows.parquet").read_bytes())
+    assert tokenmill("pack", tmp_path / "rows.parquet", *PACK, "-o", tmp_path / "local.pbin", capsys=capsys)[0] == 0
+    proxied_s3.proxy.inject("reset", after=6000, times=2)  # the first two ranged GETs of over 6,000 bytes...
+    proxied_s3.proxy.inject("truncate", after=6000, times=2)  # ...then the next two
+    code, said = tokenmill("pack", f"s3://{proxied_s3.bucket}/raw/rows.parquet", *PACK, "-o", tmp_path / "s3.pbin",
+                           capsys=capsys)
+    assert code == 0, said
+    assert (tmp_path / "s3.pbin").read_bytes() == (tmp_path / "local.pbin").read_bytes()
+    assert [hit.fault for hit in proxied_s3.proxy.faults_hit()] == ["reset", "reset", "truncate", "truncate"]
+
+
 # A break 8 bytes into every GET of the body. A reset or a stall loses the piece in progress, so no read gains a
 # byte, and the third in a row fails; a truncated body hands over its 8 bytes, so each read gains a little and the
 # stream fails on its 31st drop (10 * ATTEMPTS survived), bounded however slowly the bytes come.
