@@ -18,23 +18,15 @@ MARK="# written by tokenmill .ci/slurm-local.sh"
 
 unavailable() { echo "slurm-local: $*" >&2; exit 3; }
 
-alive() {  # a zombie (a stopped daemon that PID 1 of a sandbox never reaps) is not alive
-    [[ -r /proc/$1/stat ]] && [[ $(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) != Z ]]
-}
-
-running() { [[ -s $1 ]] && alive "$(cat "$1")"; }
+. "$(dirname "$0")/daemons.sh"
 
 install_slurm() {
     command -v slurmctld >/dev/null && command -v slurmd >/dev/null && command -v sbatch >/dev/null \
         && command -v munged >/dev/null && return
     [[ $(id -u) == 0 ]] || unavailable "SLURM is not installed and installing it needs root"
     command -v apt-get >/dev/null || unavailable "SLURM is not installed and there is no apt-get to install it"
-    export DEBIAN_FRONTEND=noninteractive
-    if ! apt-get install -y --no-install-recommends slurmctld slurmd slurm-client munge >/tmp/slurm-local-apt.log 2>&1; then
-        apt-get update >>/tmp/slurm-local-apt.log 2>&1 || true
-        apt-get install -y --no-install-recommends slurmctld slurmd slurm-client munge >>/tmp/slurm-local-apt.log 2>&1 \
-            || unavailable "apt-get install slurmctld slurmd slurm-client munge failed (/tmp/slurm-local-apt.log)"
-    fi
+    apt_install /tmp/slurm-local-apt.log slurmctld slurmd slurm-client munge \
+        || unavailable "apt-get install slurmctld slurmd slurm-client munge failed (/tmp/slurm-local-apt.log)"
 }
 
 write_conf() {
@@ -101,15 +93,6 @@ start() {
     done
     sinfo -h -o %t | grep -qE '^(idle|mix|alloc)' || unavailable "the node did not come up: $(sinfo -h 2>&1)"
     echo "slurm-local: up — one node, $(nproc) CPUs, partition debug"
-}
-
-stop_daemon() {
-    local pid_file=$STATE/$1.pid pid
-    running "$pid_file" || { rm -f "$pid_file"; return 0; }
-    pid=$(cat "$pid_file")
-    kill "$pid"
-    for _ in $(seq 100); do alive "$pid" || break; sleep 0.1; done
-    rm -f "$pid_file"
 }
 
 stop() {

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import compileall
+import contextlib
 import fcntl
+import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
+import sysconfig
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -54,10 +58,10 @@ def pytest_collection_modifyitems(items):
     in after them: handed out last, one long test kept one core busy alone at the end."""
     for item in items:
         if {"workflow_dir", "shared_demo_build"} & set(getattr(item, "fixturenames", ())) or \
-                item.module.__name__ in ("test_install", "test_slurm"):
+                item.module.__name__ in ("test_install", "test_slurm", "test_sge"):
             item.add_marker(pytest.mark.slow)
-        if item.module.__name__ == "test_slurm":
-            item.add_marker(pytest.mark.slurm)
+        if item.module.__name__ in ("test_slurm", "test_sge"):
+            item.add_marker(getattr(pytest.mark, item.module.__name__[len("test_"):]))
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
@@ -184,6 +188,55 @@ def copy_built(source: Path, target: Path) -> Path:
     to Snakemake the copy is the same build, up to date."""
     shutil.copytree(source, target, symlinks=True)
     return target
+
+
+@contextlib.contextmanager
+def local_cluster(script: Path, opt_in: str, answers: bool, needs: str):
+    """A one-machine scheduler for a module's test, by ``script`` (``.ci/<name>-local.sh start|stop``): the one
+    that ``answers`` already, else one that the script installs and starts, only where the environment variable
+    ``opt_in`` is 1; then stopped, where it was started here. Skips, saying why, without the variable
+    (``needs``: what setting one up installs) or where the script exits 3 (it cannot be set up here)."""
+    if not answers and os.environ.get(opt_in) != "1":
+        pytest.skip(f"no {script.stem.removesuffix('-local').upper()} answers, and setting one up installs {needs} "
+                    f"and starts their daemons: set {opt_in}=1 to allow it")
+    started = subprocess.run(["bash", str(script), "start"], capture_output=True, text=True)
+    if started.returncode == 3:
+        pytest.skip(f"not here: {started.stderr.strip()}")  # the script's own line names the scheduler
+    assert started.returncode == 0, started.stderr
+    yield
+    if not answers:  # stop only what this test started
+        subprocess.run(["bash", str(script), "stop"], check=True, capture_output=True)
+
+
+def python_with_extra(extra: str, module: str, folder: Path) -> str:
+    """An interpreter with this one's packages and those of pyproject's extra ``extra``: this one where it
+    imports ``module`` already, else a venv made in ``folder`` whose .pth adds this venv's site-packages, with
+    the extra's requirements installed by pip (which counts what it sees there as installed, and adds only
+    what is missing). For the cluster executor plugins, which the `test` extra leaves out: Snakemake
+    imports every installed executor plugin at each start."""
+    if importlib.util.find_spec(module) is not None:
+        return sys.executable
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True)
+    site_packages = next((folder / "lib").glob("python*/site-packages"))
+    (site_packages / "tokenmill-test-venv.pth").write_text(
+        f"import site; site.addsitedir({sysconfig.get_path('purelib')!r})\n")  # .pth files there run too
+    requirements = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["optional-dependencies"][extra]
+    python = str(folder / "bin" / "python")
+    installed = subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "-q",
+                                *(wanted for wanted in requirements if not wanted.startswith("tokenmill"))],
+                               capture_output=True, text=True)
+    assert installed.returncode == 0, installed.stderr
+    return python
+
+
+def built_outputs(workdir: Path) -> dict[str, bytes]:
+    """Every output of a demo build under data/ (the verify stamps excepted: they hold timings), by relative path."""
+    built = {}
+    for folder in ("index", "packed", "megatron", "cache", "sft", "report"):
+        for path in sorted((workdir / "data" / folder).rglob("*")):
+            if path.is_file():
+                built[str(path.relative_to(workdir))] = path.read_bytes()
+    return built
 
 
 def _copy_workflow(folder: Path) -> Path:

@@ -8,7 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenmill.errors import TokenmillError
-from tokenmill.files.remote import ATTEMPTS, ObjectFile, ObjectIdentity, ObjectStream, key_pattern, read_all
+from tokenmill.files.remote import (ATTEMPTS, MAX_RESUMES, ObjectFile, ObjectIdentity, ObjectStream, key_pattern,
+                                    read_all)
 
 
 class _Scheme:
@@ -56,10 +57,17 @@ def test_a_lost_or_short_connection_resumes_where_it_stopped_with_a_request_for_
         assert scheme.opened == [(100, 5000), (1100, 5000), (1600, 5000)]
 
 
-def test_a_stream_that_keeps_dropping_stops_after_the_attempts_with_one_line():
-    scheme = _Scheme(DATA, drops=[10] * ATTEMPTS)
-    with pytest.raises(TokenmillError, match=rf"^mem://x: truncated: the stream stopped at byte {10 * ATTEMPTS} of "
+def test_a_stream_whose_drops_bring_no_byte_stops_after_the_attempts_in_a_row_with_one_line():
+    scheme = _Scheme(DATA, drops=[10] + [0] * ATTEMPTS)
+    with pytest.raises(TokenmillError, match=rf"^mem://x: truncated: the stream stopped at byte 10 of "
                                              rf"{len(DATA)} \({ATTEMPTS} attempts\); nothing was written$"):
+        read_all(ObjectStream(_identity(), 0, len(DATA), scheme.open_range))
+
+
+def test_a_stream_that_keeps_dropping_after_some_bytes_stops_after_the_drops_in_all():
+    scheme = _Scheme(DATA, drops=[10] * (MAX_RESUMES + 1), short=True)
+    with pytest.raises(TokenmillError, match=rf"^mem://x: the connection dropped {MAX_RESUMES + 1} times before byte "
+                                             rf"{10 * (MAX_RESUMES + 1)} of {len(DATA)}; nothing was written$"):
         read_all(ObjectStream(_identity(), 0, len(DATA), scheme.open_range))
 
 
