@@ -80,6 +80,8 @@ SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistan
                   "observation": "tool"}
 OPENAI_ROLES = ("system", "developer", "user", "assistant", "tool")
 _REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")  # transformers' names, in its order
+# what getattr finds on a dict itself; any other name the sandbox looks up as a key (``message.role``)
+_DICT_ATTRIBUTES = frozenset(dir(dict))
 _GENERATION_TAG = re.compile(r"\{%-?\s*generation\s*-?%\}")  # transformers' test for generation markers
 
 
@@ -121,11 +123,14 @@ class ChatTemplate:
             jinja2.TemplateError: what the template raises (``raise_exception``, an undefined call, ...).
         """
         compiled, recorder = _compiled(self.templates[name])
+        context = compiled.new_context({"messages": messages, "tools": tools, "documents": None,
+                                        "add_generation_prompt": add_generation_prompt, **self.special_tokens})
+        if recorder.never:  # no {% generation %} in it: nothing to record, the pieces joined at once
+            return "".join(compiled.root_render_func(context)), []
         pieces: list[str] = []
         recorder.pieces, recorder.spans = pieces, []
         try:
-            for piece in compiled.generate(messages=messages, tools=tools, documents=None,
-                                           add_generation_prompt=add_generation_prompt, **self.special_tokens):
+            for piece in compiled.root_render_func(context):
                 pieces.append(piece)
             return "".join(pieces), recorder.spans
         finally:
@@ -146,7 +151,8 @@ class _GenerationSpans:
     """Where the ``{% generation %}`` blocks of the render under way start and end (one render at a time per
     compiled template: tokenmill renders in one thread)."""
 
-    def __init__(self):
+    def __init__(self, never: bool):
+        self.never = never  # the template has no generation block: renders skip the recording
         self.pieces: list[str] | None = None  # the render's output so far, while spans are recorded
         self.spans: list[tuple[int, int]] = []
 
@@ -166,7 +172,7 @@ def _compile(source: str):
     import jinja2.ext
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    recorder = _GenerationSpans()
+    recorder = _GenerationSpans(never=not _GENERATION_TAG.search(source))
 
     class GenerationBlock(jinja2.ext.Extension):
         tags = {"generation"}
@@ -201,13 +207,23 @@ def _compile(source: str):
         __call__ = staticmethod(dict)
         fromkeys = staticmethod(dict.fromkeys)
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                        extensions=[GenerationBlock, jinja2.ext.loopcontrols])
+    class Environment(ImmutableSandboxedEnvironment):
+        def getattr(self, obj, attribute):  # message.role: the sandbox's answer, without its AttributeError
+            if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
+                try:
+                    return obj[attribute]
+                except KeyError:
+                    return self.undefined(obj=obj, name=attribute)
+            return ImmutableSandboxedEnvironment.getattr(self, obj, attribute)
+
+    env = Environment(trim_blocks=True, lstrip_blocks=True, extensions=[GenerationBlock, jinja2.ext.loopcontrols])
     env.filters["tojson"] = lambda value, ensure_ascii=False, indent=None, separators=None, sort_keys=False: \
         json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
     env.globals.update(raise_exception=fail, strftime_now=lambda format: datetime.now().strftime(format),
                        dict=DictMaker(), namespace=SafeNamespace)
-    return env.from_string(source), recorder
+    compiled = env.from_string(source)
+    compiled.globals = dict(compiled.globals)  # a ChainMap over env.globals: each render's context copies it
+    return compiled, recorder
 
 
 def _token_string(value: object) -> str | None:
