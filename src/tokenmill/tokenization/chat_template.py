@@ -405,6 +405,7 @@ class ChatTemplateEncoder:
         self.sampler = ProofSampler(engine.info.added_tokens(), check_fraction) if engine is not None else None
         self.proof = ProofTally()
         self.by_offsets = 0
+        self._byte_table: _ByteTable | bool | None = None  # built on first use; False: the tokenizer has none
 
     def encode_batch(self, conversations: list[tuple[dict, str, int]]) -> list[tuple[np.ndarray, np.ndarray] | BadLine]:
         """Each ``(record, path, line)`` as ``(ids int64, trained bool)``, or the :class:`BadLine` it is.
@@ -446,14 +447,25 @@ class ChatTemplateEncoder:
         return results
 
     def _encode_fast(self, good: list) -> list[tuple[np.ndarray, np.ndarray] | None]:
-        """The fast engine's ``(ids, trained)`` of each rendered conversation, or None where a token crosses a
-        span's end (that one is encoded with offsets instead)."""
+        """The fast engine's ``(ids, trained)`` of each rendered conversation, or None where its token boundaries
+        could not be read off its ids (that one is encoded with offsets instead)."""
         if not good:
             return []
         texts = [text for (text, _, _), _, _ in good]
         whole, proof = encode_proven(self.engine, texts, False, self.sampler,
                                      [f"{path}:{line}" for _, path, line in good])
         self.proof += proof
+        if self._byte_table is None:
+            self._byte_table = _ByteTable.of(self.tokenizer) or False
+        if self._byte_table:
+            masks = self._byte_table.masks(texts, [spans for (_, spans, _), _, _ in good],
+                                           [by_prefix for (_, _, by_prefix), _, _ in good], whole)
+            return [None if trained is None else (ids, trained) for ids, trained in zip(whole, masks)]
+        return self._pieces(good, whole)
+
+    def _pieces(self, good: list, whole: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray] | None]:
+        """For a tokenizer without a byte table: each text cut at its span ends and the pieces encoded alone;
+        where their ids join into the whole's, the mask is read off their lengths, else None."""
         pieces, cuts = [], []
         for text, spans, _ in (item for item, _, _ in good):
             ends = sorted({end for span in spans for end in span if 0 < end < len(text)})
@@ -508,7 +520,9 @@ class ChatTemplateEncoder:
             if message.get("role") != "assistant":
                 continue
             prompt, _ = self.template.render(messages[:turn], tools, add_generation_prompt=True, name=name)
-            through, _ = self.template.render(messages[:turn + 1], tools, name=name)
+            # through the last message is the whole conversation, rendered already
+            through = text if turn == len(messages) - 1 else self.template.render(messages[:turn + 1], tools,
+                                                                                     name=name)[0]
             for part, what in ((prompt, "with the generation prompt"), (through, "")):
                 if not text.startswith(part):
                     raise TokenmillError(
@@ -539,3 +553,96 @@ class ChatTemplateEncoder:
                     raise TokenmillError(f"{path}:{line}: assistant span {turn} (characters {start}-{end}) of the "
                                          f"chat template {self.template.source} does not fall on token boundaries")
         return trained
+
+
+def _byte_level_alphabet() -> dict[str, int]:
+    """The byte each character of a byte-level BPE vocabulary stands for (GPT-2's table: printable Latin-1
+    characters stand for themselves, the other bytes for U+0100 onwards in byte order)."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    others = [byte for byte in range(256) if byte not in printable]
+    return {**{chr(byte): byte for byte in printable}, **{chr(256 + k): byte for k, byte in enumerate(others)}}
+
+
+class _ByteTable:
+    """The bytes each token of a byte-level BPE tokenizer spells, so that a text's token boundaries are read off
+    its ids: the cumulative byte lengths, wherever the tokens' bytes joined are exactly the text's UTF-8 (checked
+    for every text; an added token that strips spaces, say, fails it and that text takes Hugging Face's offsets).
+
+    Hugging Face's offsets are characters: a token overlaps a character span exactly where its bytes overlap the
+    span's bytes (span ends are character boundaries), so the masks are those of its offsets; only tokenizers
+    without a normalizer and whose post-processor leaves offsets untrimmed have a table.
+    """
+
+    def __init__(self, spelled: list[bytes | None]):
+        self.length = np.array([-1 if spelling is None else len(spelling) for spelling in spelled], dtype=np.int64)
+        self.start = np.concatenate([[0], np.cumsum(np.maximum(self.length, 0))[:-1]]).astype(np.int64)
+        self.flat = np.frombuffer(b"".join(spelling or b"" for spelling in spelled), dtype=np.uint8)
+
+    @classmethod
+    def of(cls, tokenizer) -> _ByteTable | None:
+        """The table of a ``tokenizers.Tokenizer``, or None where it is not byte-level BPE as above."""
+        config = json.loads(tokenizer.to_str())
+        model, pre = config.get("model") or {}, config.get("pre_tokenizer") or {}
+        pre_types = [item.get("type") for item in pre.get("pretokenizers", [pre])]
+        if (model.get("type") != "BPE" or config.get("normalizer") is not None or "ByteLevel" not in pre_types
+                or '"trim_offsets": true' in json.dumps(config.get("post_processor"))):
+            return None
+        alphabet = _byte_level_alphabet()
+        spelled: list[bytes | None] = [None] * tokenizer.get_vocab_size(with_added_tokens=True)
+        for token, token_id in model.get("vocab", {}).items():
+            if token_id < len(spelled) and all(char in alphabet for char in token):
+                spelled[token_id] = bytes(alphabet[char] for char in token)
+        for added in config.get("added_tokens", []):
+            if added["id"] < len(spelled):
+                spelled[added["id"]] = added["content"].encode("utf-8")
+        return cls(spelled)
+
+    def masks(self, texts: list[str], spans: list[list[tuple[int, int]]], by_prefix: list[bool],
+              ids: list[np.ndarray]) -> list[np.ndarray | None]:
+        """Each text's mask (1 on a token whose bytes overlap a span), or None where its ids do not spell it or,
+        for the prefix rule's spans, a span's end is not a token boundary (Hugging Face's offsets then decide)."""
+        encoded = [text.encode("utf-8") for text in texts]
+        counts = np.array([len(each) for each in ids], dtype=np.int64)
+        flat_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
+        lengths = self.length[flat_ids]
+        token_ends = np.concatenate([[0], np.cumsum(counts)])
+        unknown = np.concatenate([[0], np.cumsum(lengths < 0)])
+        lengths = np.maximum(lengths, 0)
+        byte_ends = np.concatenate([[0], np.cumsum(lengths)])
+        spelled = byte_ends[token_ends[1:]] - byte_ends[token_ends[:-1]]
+        ok = ((spelled == np.array([len(each) for each in encoded], dtype=np.int64))
+              & (unknown[token_ends[1:]] == unknown[token_ends[:-1]]))
+        if ok.any():  # the ok texts' bytes against their tokens' bytes, all at once
+            keep = np.repeat(ok, counts)
+            kept_lengths = lengths[keep]
+            kept_ends = np.cumsum(kept_lengths)
+            gather = np.repeat(self.start[flat_ids[keep]] - (kept_ends - kept_lengths), kept_lengths)
+            spelling = self.flat[gather + np.arange(len(gather))]
+            text_bytes = np.frombuffer(b"".join(each for each, good in zip(encoded, ok) if good), dtype=np.uint8)
+            wrong = np.flatnonzero(spelling != text_bytes)
+            if len(wrong):
+                text_ends = np.cumsum([len(each) for each, good in zip(encoded, ok) if good])
+                ok_numbers = np.flatnonzero(ok)
+                ok[ok_numbers[np.unique(np.searchsorted(text_ends, wrong, side="right"))]] = False
+        masks: list[np.ndarray | None] = []
+        for number, text in enumerate(texts):
+            if not ok[number]:
+                masks.append(None)
+                continue
+            ends = byte_ends[token_ends[number] + 1:token_ends[number + 1] + 1] - byte_ends[token_ends[number]]
+            starts = ends - lengths[token_ends[number]:token_ends[number + 1]]
+            trained = np.zeros(len(ends), dtype=bool)
+            plain = text.isascii()
+            for start, end in spans[number]:
+                if not plain:
+                    start, end = len(text[:start].encode("utf-8")), len(text[:end].encode("utf-8"))
+                first = int(np.searchsorted(ends, start, side="right"))  # the first token ending after start
+                stop = int(np.searchsorted(starts, end, side="left"))  # the first token starting at end or later
+                if by_prefix[number] and start != end and not (
+                        (start == len(encoded[number]) or (first < len(starts) and starts[first] == start))
+                        and (end == 0 or (stop > 0 and ends[stop - 1] == end))):
+                    trained = None
+                    break
+                trained[first:stop] = True
+            masks.append(trained)
+        return masks
