@@ -81,7 +81,7 @@ def test_without_a_byte_table_the_pieces_decide(folders):
         info = load_tokenizer(folders[name] / "tokenizer.json")
         template = load_chat_template("tokenizer", folders[name])
         fast = ChatTemplateEncoder(template, info.tokenizer, engine=Encoder(info, "fastokens"))
-        fast._byte_table = False  # as for a tokenizer without one
+        fast._byte_table = None  # as for a tokenizer without one
         batch = [(cases.CONVERSATIONS[number], "chats.jsonl", number + 1) for number in numbers]
         for number, (ids, trained), (want_ids, want_trained) in zip(
                 numbers, fast.encode_batch(batch), ChatTemplateEncoder(template, info.tokenizer).encode_batch(batch)):

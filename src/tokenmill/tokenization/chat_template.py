@@ -405,7 +405,8 @@ class ChatTemplateEncoder:
         self.sampler = ProofSampler(engine.info.added_tokens(), check_fraction) if engine is not None else None
         self.proof = ProofTally()
         self.by_offsets = 0
-        self._byte_table: _ByteTable | bool | None = None  # built on first use; False: the tokenizer has none
+        # token boundaries read off the fast engine's ids (None: the tokenizer is not byte-level BPE)
+        self._byte_table = _ByteTable.of(tokenizer) if engine is not None and engine.name != "hf" else None
 
     def encode_batch(self, conversations: list[tuple[dict, str, int]]) -> list[tuple[np.ndarray, np.ndarray] | BadLine]:
         """Each ``(record, path, line)`` as ``(ids int64, trained bool)``, or the :class:`BadLine` it is.
@@ -455,9 +456,7 @@ class ChatTemplateEncoder:
         whole, proof = encode_proven(self.engine, texts, False, self.sampler,
                                      [f"{path}:{line}" for _, path, line in good])
         self.proof += proof
-        if self._byte_table is None:
-            self._byte_table = _ByteTable.of(self.tokenizer) or False
-        if self._byte_table:
+        if self._byte_table is not None:
             masks = self._byte_table.masks(texts, [spans for (_, spans, _), _, _ in good],
                                            [by_prefix for (_, _, by_prefix), _, _ in good], whole)
             return [None if trained is None else (ids, trained) for ids, trained in zip(whole, masks)]
@@ -573,76 +572,95 @@ class _ByteTable:
     without a normalizer and whose post-processor leaves offsets untrimmed have a table.
     """
 
-    def __init__(self, spelled: list[bytes | None]):
-        self.length = np.array([-1 if spelling is None else len(spelling) for spelling in spelled], dtype=np.int64)
-        self.start = np.concatenate([[0], np.cumsum(np.maximum(self.length, 0))[:-1]]).astype(np.int64)
-        self.flat = np.frombuffer(b"".join(spelling or b"" for spelling in spelled), dtype=np.uint8)
+    def __init__(self, length: np.ndarray, flat: bytes):
+        self.length = length  # bytes each id spells; -1: not a byte-level token
+        self.start = np.concatenate([[0], np.cumsum(np.maximum(length, 0))[:-1]]).astype(np.int64)
+        self.flat = np.frombuffer(flat, dtype=np.uint8)
 
     @classmethod
     def of(cls, tokenizer) -> _ByteTable | None:
-        """The table of a ``tokenizers.Tokenizer``, or None where it is not byte-level BPE as above."""
-        config = json.loads(tokenizer.to_str())
-        model, pre = config.get("model") or {}, config.get("pre_tokenizer") or {}
+        """The table of a ``tokenizers.Tokenizer``, or None where it is not byte-level BPE as above (0.2-0.5 s
+        for GPT-2's 50 k tokens, once: the vocabulary translated to bytes as one string)."""
+        def state(component) -> dict:
+            return json.loads(component.__getstate__()) if component is not None else {}
+
+        pre, post = state(tokenizer.pre_tokenizer), state(tokenizer.post_processor)
         pre_types = [item.get("type") for item in pre.get("pretokenizers", [pre])]
-        if (model.get("type") != "BPE" or config.get("normalizer") is not None or "ByteLevel" not in pre_types
-                or '"trim_offsets": true' in json.dumps(config.get("post_processor"))):
+        if (type(tokenizer.model).__name__ != "BPE" or tokenizer.normalizer is not None or "ByteLevel" not in pre_types
+                or '"trim_offsets": true' in json.dumps(post)):
             return None
         alphabet = _byte_level_alphabet()
-        spelled: list[bytes | None] = [None] * tokenizer.get_vocab_size(with_added_tokens=True)
-        for token, token_id in model.get("vocab", {}).items():
-            if token_id < len(spelled) and all(char in alphabet for char in token):
-                spelled[token_id] = bytes(alphabet[char] for char in token)
-        for added in config.get("added_tokens", []):
-            if added["id"] < len(spelled):
-                spelled[added["id"]] = added["content"].encode("utf-8")
-        return cls(spelled)
+        tokens = [""] * tokenizer.get_vocab_size(with_added_tokens=True)
+        length = np.full(len(tokens), -1, dtype=np.int64)
+        for token, token_id in tokenizer.get_vocab(with_added_tokens=False).items():
+            if token_id < len(tokens):
+                tokens[token_id], length[token_id] = token, len(token)
+        outside = set("".join(tokens)) - alphabet.keys()
+        for token_id, token in enumerate(tokens):  # a vocabulary of byte-level characters has none of these
+            if outside and not outside.isdisjoint(token):
+                tokens[token_id], length[token_id] = "", -1
+        flat = "".join(tokens).translate({ord(char): byte for char, byte in alphabet.items()}).encode("latin-1")
+        positions = np.concatenate([[0], np.cumsum(np.maximum(length, 0))])  # where each id's bytes are in flat
+        pieces, start = [], 0
+        for token_id, added in sorted(tokenizer.get_added_tokens_decoder().items()):
+            if token_id < len(tokens):  # its bytes replace whatever the vocabulary spelled
+                pieces += [flat[start:positions[token_id]], added.content.encode("utf-8")]
+                start = int(positions[token_id + 1])
+                length[token_id] = len(pieces[-1])
+        return cls(length, b"".join([*pieces, flat[start:]]))
 
     def masks(self, texts: list[str], spans: list[list[tuple[int, int]]], by_prefix: list[bool],
               ids: list[np.ndarray]) -> list[np.ndarray | None]:
         """Each text's mask (1 on a token whose bytes overlap a span), or None where its ids do not spell it or,
-        for the prefix rule's spans, a span's end is not a token boundary (Hugging Face's offsets then decide)."""
+        for the prefix rule's spans, a span's end is not a token boundary (Hugging Face's offsets then decide).
+        All texts at once: their tokens' byte ends laid end to end, each span found in them by bisection."""
         encoded = [text.encode("utf-8") for text in texts]
+        sizes = np.array([len(each) for each in encoded], dtype=np.int64)
         counts = np.array([len(each) for each in ids], dtype=np.int64)
-        flat_ids = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
+        flat_ids = np.concatenate(ids).astype(np.int64) if ids else np.zeros(0, dtype=np.int64)
         lengths = self.length[flat_ids]
         token_ends = np.concatenate([[0], np.cumsum(counts)])
         unknown = np.concatenate([[0], np.cumsum(lengths < 0)])
         lengths = np.maximum(lengths, 0)
-        byte_ends = np.concatenate([[0], np.cumsum(lengths)])
-        spelled = byte_ends[token_ends[1:]] - byte_ends[token_ends[:-1]]
-        ok = ((spelled == np.array([len(each) for each in encoded], dtype=np.int64))
+        byte_ends = np.concatenate([[0], np.cumsum(lengths)])  # byte_ends[i]: bytes before token i, all texts
+        ok = ((byte_ends[token_ends[1:]] - byte_ends[token_ends[:-1]] == sizes)
               & (unknown[token_ends[1:]] == unknown[token_ends[:-1]]))
-        if ok.any():  # the ok texts' bytes against their tokens' bytes, all at once
+        if not ok.all():  # texts laid end to end only where their tokens spell as many bytes
             keep = np.repeat(ok, counts)
-            kept_lengths = lengths[keep]
-            kept_ends = np.cumsum(kept_lengths)
-            gather = np.repeat(self.start[flat_ids[keep]] - (kept_ends - kept_lengths), kept_lengths)
-            spelling = self.flat[gather + np.arange(len(gather))]
-            text_bytes = np.frombuffer(b"".join(each for each, good in zip(encoded, ok) if good), dtype=np.uint8)
-            wrong = np.flatnonzero(spelling != text_bytes)
-            if len(wrong):
-                text_ends = np.cumsum([len(each) for each, good in zip(encoded, ok) if good])
-                ok_numbers = np.flatnonzero(ok)
-                ok[ok_numbers[np.unique(np.searchsorted(text_ends, wrong, side="right"))]] = False
-        masks: list[np.ndarray | None] = []
-        for number, text in enumerate(texts):
-            if not ok[number]:
-                masks.append(None)
-                continue
-            ends = byte_ends[token_ends[number] + 1:token_ends[number + 1] + 1] - byte_ends[token_ends[number]]
-            starts = ends - lengths[token_ends[number]:token_ends[number + 1]]
-            trained = np.zeros(len(ends), dtype=bool)
-            plain = text.isascii()
+            lengths, flat_ids, counts = lengths[keep], flat_ids[keep], counts[ok]
+            encoded, sizes = [each for each, good in zip(encoded, ok) if good], sizes[ok]
+            token_ends = np.concatenate([[0], np.cumsum(counts)])
+            byte_ends = np.concatenate([[0], np.cumsum(lengths)])
+        text_ends = np.concatenate([[0], np.cumsum(sizes)])
+        numbers = np.flatnonzero(ok)  # text k of what is laid out is texts[numbers[k]]
+        gather = np.repeat(self.start[flat_ids] - byte_ends[:-1], lengths) + np.arange(byte_ends[-1])
+        wrong = np.flatnonzero(self.flat[gather] != np.frombuffer(b"".join(encoded), dtype=np.uint8))
+        spelled = np.ones(len(numbers), dtype=bool)
+        spelled[np.searchsorted(text_ends, wrong, side="right") - 1] = False
+        firsts, stops, owners, checked = [], [], [], []
+        for k, number in enumerate(numbers):
+            text, base = texts[number], int(text_ends[k])
             for start, end in spans[number]:
-                if not plain:
+                if not text.isascii():
                     start, end = len(text[:start].encode("utf-8")), len(text[:end].encode("utf-8"))
-                first = int(np.searchsorted(ends, start, side="right"))  # the first token ending after start
-                stop = int(np.searchsorted(starts, end, side="left"))  # the first token starting at end or later
-                if by_prefix[number] and start != end and not (
-                        (start == len(encoded[number]) or (first < len(starts) and starts[first] == start))
-                        and (end == 0 or (stop > 0 and ends[stop - 1] == end))):
-                    trained = None
-                    break
-                trained[first:stop] = True
-            masks.append(trained)
+                firsts.append(base + start)
+                stops.append(base + end)
+                owners.append(k)
+                checked.append(by_prefix[number] and start != end)
+        starts, ends = np.asarray(firsts, dtype=np.int64), np.asarray(stops, dtype=np.int64)
+        owners = np.asarray(owners, dtype=np.int64)
+        first = np.searchsorted(byte_ends[1:], starts, side="right")  # the first token ending after the start
+        stop = np.searchsorted(byte_ends[:-1], ends, side="left")  # the first token starting at the end or later
+        # the prefix rule's spans begin and end on token boundaries (or at the text's end / start)
+        on_bounds = (((starts == text_ends[owners + 1]) | (byte_ends[np.minimum(first, len(byte_ends) - 1)] == starts))
+                     & ((ends == text_ends[owners]) | (byte_ends[stop] == ends)))
+        spelled[owners[np.asarray(checked, dtype=bool) & ~on_bounds]] = False
+        marks = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.add.at(marks, first, 1)
+        np.add.at(marks, np.maximum(stop, first), -1)
+        trained = np.cumsum(marks[:-1]) > 0
+        masks: list[np.ndarray | None] = [None] * len(texts)
+        for k, number in enumerate(numbers):
+            if spelled[k]:
+                masks[number] = trained[token_ends[k]:token_ends[k + 1]].copy()
         return masks
