@@ -12,11 +12,11 @@ alternating, a system message on a third of them), each turn 5-120 words drawn f
 
 transformers (in its own venv, ``--peer-python``: it is not a tokenmill dependency; run as a subprocess, nothing of
 it imported here): ``AutoTokenizer.from_pretrained(folder)``, then, timed after loading and reading the file,
-``apply_chat_template(batch, tools=..., tokenize=True, return_dict=True, return_assistant_tokens_mask=True)`` over
-the conversations in batches of 1,000 (its batched call: one Jinja render each, one tokenizer call per batch;
-faster than one call per conversation). Its masks are its ``assistant_masks``: exact for a template with
-``{% generation %}`` blocks, all zeros for one without (transformers cannot mask those; tokenmill renders prefixes
-for them, extra work its figure includes).
+``apply_chat_template(messages, tools=..., tokenize=True, return_dict=True, return_assistant_tokens_mask=True)``
+two ways: over the conversations in batches of 1,000 (its batched call: one Jinja render each, one tokenizer call
+per batch), and one call per conversation (as TRL's SFT tokenizes a dataset); both give the same ids. Its masks
+are its ``assistant_masks``: exact for a template with ``{% generation %}`` blocks, all zeros for one without
+(transformers cannot mask those; tokenmill renders prefixes for them, extra work its figure includes).
 
 tokenmill: :class:`tokenmill.tokenization.chat_template.ChatTemplateEncoder` over the same file in batches of 1,000
 (``tokenmill sft``'s loop without the file writing), timed after loading and reading, in a python that has
@@ -52,20 +52,23 @@ from transformers import AutoTokenizer
 folder, data, out = sys.argv[1:4]
 tokenizer = AutoTokenizer.from_pretrained(folder)
 records = [json.loads(line) for line in open(data, encoding="utf-8")]
+options = dict(tokenize=True, return_dict=True, return_assistant_tokens_mask=True)
 t0 = time.perf_counter()
 ids, masks = [], []
 for start in range(0, len(records), %(batch)d):
     batch = records[start:start + %(batch)d]
-    tools = batch[0].get("tools")
-    result = tokenizer.apply_chat_template([r["messages"] for r in batch], tools=tools, tokenize=True,
-                                           return_dict=True, return_assistant_tokens_mask=True)
+    result = tokenizer.apply_chat_template([r["messages"] for r in batch], tools=batch[0].get("tools"), **options)
     ids += result["input_ids"]
     masks += result["assistant_masks"]
 t1 = time.perf_counter()
+one_ids = [tokenizer.apply_chat_template(r["messages"], tools=r.get("tools"), **options)["input_ids"]
+           for r in records]
+t2 = time.perf_counter()
+assert one_ids == ids
 lengths = np.array([len(x) for x in ids], dtype=np.int64)
 np.savez(out, ids=np.concatenate([np.asarray(x, dtype=np.int64) for x in ids]), lengths=lengths,
          masks=np.concatenate([np.asarray(x, dtype=np.int8) for x in masks]))
-print("RESULT " + json.dumps({"seconds": t1 - t0}))
+print("RESULT " + json.dumps({"batched": t1 - t0, "one": t2 - t1}))
 """ % {"batch": BATCH}
 
 
@@ -94,13 +97,13 @@ def make_conversations(count: int, seed: int = 0) -> list[dict]:
     return records
 
 
-def run_peer(python: str, folder: Path, data: Path, out: Path) -> float:
+def run_peer(python: str, folder: Path, data: Path, out: Path) -> dict[str, float]:
     done = subprocess.run([python, "-c", PEER_SCRIPT, str(folder), str(data), str(out)], capture_output=True,
                           text=True, check=False)
     if done.returncode:
         sys.exit(f"transformers failed:\n{done.stderr[-3000:]}")
     line = next(line for line in done.stdout.splitlines() if line.startswith("RESULT "))
-    return json.loads(line[len("RESULT "):])["seconds"]
+    return json.loads(line[len("RESULT "):])
 
 
 def run_tokenmill(folder: Path, data: Path, engine: str) -> tuple[float, list[tuple[np.ndarray, np.ndarray]]]:
@@ -150,7 +153,7 @@ def main() -> None:
             times = {}
             for side in order:
                 if side == "transformers":
-                    times[side] = run_peer(args.peer_python, folder, data, peer_out)
+                    times.update(run_peer(args.peer_python, folder, data, peer_out))
                 else:
                     times[side], results = run_tokenmill(folder, data, args.engine)
             rounds.append(times)
@@ -163,13 +166,15 @@ def main() -> None:
             same_ids += np.array_equal(ids, want)
             same_masks += generation and np.array_equal(trained, peer["masks"][cuts[k]:cuts[k + 1]].astype(bool))
         tokens = int(cuts[-1])
-        best_peer = min(r["transformers"] for r in rounds)
-        best_mill = min(r["tokenmill"] for r in rounds)
-        each = ", ".join(f"{r['transformers'] / r['tokenmill']:.1f}" for r in rounds)
-        print(f"{name}: {tokens:,} tokens; transformers {best_peer:.2f} s ({len(records) / best_peer:,.0f} conv/s), "
-              f"tokenmill {best_mill:.2f} s ({len(records) / best_mill:,.0f} conv/s): {best_peer / best_mill:.1f}x "
-              f"(rounds: {each}); ids equal {same_ids}/{len(records)}"
-              + (f", masks equal {same_masks}/{len(records)}" if generation else ", masks: transformers has none"))
+        best = {side: min(r[side] for r in rounds) for side in ("one", "batched", "tokenmill")}
+        print(f"{name}: {tokens:,} tokens; ids equal {same_ids}/{len(records)}"
+              + (f", masks equal {same_masks}/{len(records)}" if generation else
+                 " (masks: transformers has none for a template without generation blocks)"))
+        for side, what in (("one", "one call per conversation"), ("batched", f"batches of {BATCH}")):
+            each = ", ".join(f"{r[side] / r['tokenmill']:.1f}" for r in rounds)
+            print(f"  transformers, {what}: {best[side]:.2f} s ({len(records) / best[side]:,.0f} conv/s); tokenmill "
+                  f"{best['tokenmill']:.2f} s ({len(records) / best['tokenmill']:,.0f} conv/s): "
+                  f"{best[side] / best['tokenmill']:.1f}x (rounds: {each})")
 
 
 if __name__ == "__main__":
