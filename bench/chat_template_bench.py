@@ -22,8 +22,9 @@ tokenmill: :class:`tokenmill.tokenization.chat_template.ChatTemplateEncoder` ove
 (``tokenmill sft``'s loop without the file writing), timed after loading and reading, in a python that has
 imported it; the engine as ``--engine`` (fastokens, proven against HF as sft proves it).
 
-Each round runs both, the order alternating between rounds (the machine is shared: best of ``--rounds``, and each
-round's ratio). Then every conversation's ids are compared, and masks where transformers has them.
+Each round runs both, the order alternating between rounds. The machine is shared and its speed drifts: printed are
+the best times of ``--rounds`` and their ratio, and each round's own ratio (its two runs adjacent in time), sorted,
+with their median. Then every conversation's ids are compared, and masks where transformers has them.
 """
 
 from __future__ import annotations
@@ -171,10 +172,11 @@ def main() -> None:
               + (f", masks equal {same_masks}/{len(records)}" if generation else
                  " (masks: transformers has none for a template without generation blocks)"))
         for side, what in (("one", "one call per conversation"), ("batched", f"batches of {BATCH}")):
-            each = ", ".join(f"{r[side] / r['tokenmill']:.1f}" for r in rounds)
-            print(f"  transformers, {what}: {best[side]:.2f} s ({len(records) / best[side]:,.0f} conv/s); tokenmill "
-                  f"{best['tokenmill']:.2f} s ({len(records) / best['tokenmill']:,.0f} conv/s): "
-                  f"{best[side] / best['tokenmill']:.1f}x (rounds: {each})")
+            ratios = sorted(r[side] / r["tokenmill"] for r in rounds)
+            print(f"  transformers, {what}: best {best[side]:.2f} s ({len(records) / best[side]:,.0f} conv/s); "
+                  f"tokenmill best {best['tokenmill']:.2f} s ({len(records) / best['tokenmill']:,.0f} conv/s): "
+                  f"{best[side] / best['tokenmill']:.1f}x best to best; round by round "
+                  f"{', '.join(f'{ratio:.1f}' for ratio in ratios)}x, median {ratios[len(ratios) // 2]:.1f}x")
 
 
 if __name__ == "__main__":
