@@ -38,17 +38,28 @@ Loss mask (which tokens are trained):
   naming the conversation's file, line and turn and the template: never a silently wrong mask.
 * ``train_on: last_assistant``: the last assistant span only.
 
-Tokens: with a fast engine (fastokens, :mod:`tokenmill.tokenization.engine`) each rendered text is encoded whole,
-proven against Hugging Face on a sample as ``pack`` proves documents, and again cut at its span ends: where the
-pieces' ids join into the whole's, the mask is read off the pieces' lengths; elsewhere (a token across a span end,
-e.g. GPT-2's ``"\n\n"`` before a Llama 3 turn) that conversation is encoded by Hugging Face ``tokenizers`` with
-offsets — the library transformers itself calls — as every conversation is with the ``hf`` engine.
+Tokens: with a fast engine (fastokens, :mod:`tokenmill.tokenization.engine`) the rendered texts of a batch are
+encoded in one call, proven against Hugging Face on a sample as ``pack`` proves documents. For a byte-level BPE
+tokenizer (GPT-2, Llama 3, Qwen: no normalizer, offsets untrimmed) the token boundaries are read off the ids
+themselves: each id's bytes (a table built once from the vocabulary), laid end to end, must spell the text's UTF-8
+exactly (checked for every text); a span's byte range then gives its tokens by bisection, all spans of a batch at
+once, the same tokens as Hugging Face's character offsets give. Another tokenizer has each text cut at its span
+ends and the pieces encoded alone, the mask read off their lengths where their ids join into the whole's. A text
+neither way resolves (an added token that strips spaces, a span end inside a character's bytes) is encoded by
+Hugging Face ``tokenizers`` with offsets, the library transformers itself calls, as every text is with the ``hf``
+engine.
 
-Cost: one render of the conversation, plus two renders per assistant turn for the prefix rule (Jinja, ~150 µs a
-render of a ChatML template here; the renders are most of the time with fastokens). Measured on 5,000 synthetic
-2-to-8-turn conversations (1.2 M tokens) with the GPT-2-based ChatML folder of the tests, 2 cores: transformers
-5.24.0's ``apply_chat_template`` one by one, ids only, 311 conversations/s; ``tokenmill sft`` with masks, 261/s
-on ``hf``, 1,061/s on fastokens (3.4x), the same ids for all 5,000.
+Renders: the template is compiled once; each render builds its context from globals flattened once, reads a
+message's keys without the sandbox's failed attribute lookup first (same result: a dict's own attributes still
+go through the sandbox), and skips the span recording where the template has no generation block.
+
+Cost: one render of the conversation, plus, for the prefix rule, two renders per assistant turn (one where it
+is the last message: the render through it is the whole). Jinja takes ~40-80 µs a render of a ChatML template
+here; the renders are ~80 % of the time with fastokens.
+Measured by ``bench/chat_template_bench.py`` (bench/RESULTS.md) on 2,000 synthetic 2-to-9-message conversations
+(1.06 M tokens) with the GPT-2-based folders of the tests, 2 busy cores, against transformers 5.24.0's
+``apply_chat_template(tokenize=True, return_assistant_tokens_mask=True)``: see bench/RESULTS.md for the figures;
+the same ids for every conversation, and the same masks where transformers has them.
 """
 
 from __future__ import annotations
@@ -380,11 +391,10 @@ class ChatTemplateEncoder:
             its ``encode_special_tokens`` must be off, as loading leaves it).
         train_on: ``assistant`` (every assistant turn), ``last_assistant`` or ``all``.
         engine: a fast :class:`~tokenmill.tokenization.engine.Encoder` over the same tokenizer (made with
-            ``split_special_tokens=False``), or None for Hugging Face alone. With fastokens, each rendered text is
-            encoded whole (proven against Hugging Face on ``check_fraction`` of them, as ``pack`` proves its
-            documents) and cut at its span ends, each piece encoded alone: where the pieces' ids join into the
-            whole's, the mask is read off their lengths; elsewhere (a token across a span's end) that conversation
-            is encoded by Hugging Face with offsets, as without an engine.
+            ``split_special_tokens=False``), or None for Hugging Face alone. With fastokens, a batch's texts are
+            encoded in one call (proven against Hugging Face on ``check_fraction`` of them, as ``pack`` proves its
+            documents) and their masks read off the ids' bytes (byte-level BPE) or off pieces cut at span ends;
+            a text neither resolves is encoded by Hugging Face with offsets, as without an engine (module docstring).
         check_fraction: see :class:`tokenmill.tokenization.proof.ProofSampler`.
 
     Attributes:
