@@ -277,3 +277,57 @@ def test_the_workflow_writes_olmo_parts_beside_megatron_and_verifies_them(workfl
     (workflow_dir / "config/config.yaml").write_text(yaml.safe_dump(config))
     run_snakemake(workflow_dir)
     assert not folder.exists() and (workflow_dir / "data/stale/olmo/demo/part-00000.npy").exists()
+
+
+def test_chat_template_conversations_get_the_eos_olmo_core_cuts_at(tmp_path):
+    """A ChatML template ends a conversation with ``<|im_end|>\\n`` and writes its EOS (``<|im_end|>``) after every
+    turn: OLMo-core, finding documents by their EOS, would cut each conversation at every turn, so the conversion
+    refuses it in one line. With an eod the template never writes (``<|endoftext|>``), each conversation gets it
+    appended, not trained (label 0); the parts less those EOS are the .pbin, and verify --made-from agrees.
+    OLMo-core 3.0.0's own document finder (``iter_document_indices(part, eos_token_id=50256, dtype=np.uint16)``,
+    in the throwaway venv of the module docstring) gives the conversations' lengths + 1: [20, 46, 55]."""
+    import importlib.util
+
+    from conftest import REPO, write_jsonl_bytes
+    from tokenmill.pack.sft import write_sft
+    from tokenmill.training.sft_datasets import loss_mask_path
+    from tokenmill.formats.olmo import verify_olmo
+
+    spec = importlib.util.spec_from_file_location("chat_template_cases",
+                                                  REPO / "tests/tokenization/chat_template_cases.py")
+    cases = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cases)
+    folder = cases.make_folder("chatml_tools", tmp_path / "tokenizer")
+    write_jsonl_bytes(tmp_path / "chats.jsonl", [json.dumps(cases.CONVERSATIONS[n], ensure_ascii=False).encode()
+                                                 for n in (0, 1, 2)])
+
+    def sft(eod):
+        config = {"tokenizers": {"chatml": {"path": str(folder / "tokenizer.json"), "eod": eod}},
+                  "sft": {"chats": {"inputs": [str(tmp_path / "chats.jsonl")], "tokenizer": "chatml",
+                                    "chat_template": "tokenizer", "seq_length": 512}}}
+        write_sft("chats", config, tmp_path / "c.pbin")
+        return tmp_path / "c.pbin"
+
+    with pytest.raises(TokenmillError, match=r"c.pbin: conversation 0 holds the EOS id 50258 at its token 9, before "
+                                             r"its end: OLMo-core finds documents by their EOS"):
+        pbin_to_olmo(sft(None), tmp_path / "out")
+    pbin = sft("<|endoftext|>")
+    meta = pbin_to_olmo(pbin, tmp_path / "out")
+    assert meta["eos_token_id"] == 50256 and meta["appended_eos"] == 3 and meta["documents"] == 3
+    tokens = np.fromfile(tmp_path / "out/part-00000.npy", dtype="<u2")
+    labels = np.fromfile(tmp_path / "out/part-00000.label_mask.npy", dtype=np.uint8)
+    documents = PbinFile(pbin)
+    trained = PbinFile(loss_mask_path(pbin))
+    lengths = documents.doc_lengths.astype(int) + 1
+    ends = np.cumsum(lengths)
+    assert lengths.tolist() == [20, 46, 55] and len(tokens) == len(labels) == ends[-1]
+    assert (tokens[ends - 1] == 50256).all() and (labels[ends - 1] == 0).all()  # appended, not trained
+    assert np.flatnonzero(tokens == 50256).tolist() == (ends - 1).tolist()  # OLMo-core cuts exactly there
+    assert np.array_equal(np.delete(tokens, ends - 1), documents.tokens)
+    assert np.array_equal(np.delete(labels, ends - 1), trained.tokens != 0)
+    with gzip.open(tmp_path / "out/part-00000.csv.gz", "rt") as rows:
+        assert [tuple(map(int, row[:2])) for row in csv.reader(rows)] == list(zip([0, *ends[:-1]], ends))
+    assert verify_olmo(tmp_path / "out", pbin) == []
+    tokens[ends[0]] = 7  # the second conversation's first token: verify sees the parts are not the .pbin's
+    tokens.tofile(tmp_path / "out/part-00000.npy")
+    assert any("its tokens differ from those of" in problem for problem in verify_olmo(tmp_path / "out", pbin))

@@ -12,6 +12,8 @@ import json
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import chat_template_cases as cases
 from conftest import REPO
@@ -68,10 +70,75 @@ def test_the_fast_engine_gives_the_same_ids_and_masks(folders):
                                                                     slow.encode_batch(batch)):
             assert ids.tolist() == REFERENCE["cases"][f"{name}/{number}"]["input_ids"]
             assert ids.tolist() == want_ids.tolist() and trained.tolist() == want_trained.tolist(), (name, number)
+        assert fast.by_offsets == 0, name  # GPT-2 is byte-level BPE: every boundary read off the ids' bytes
+        assert fast.proof.sidecar_entry(1.0, "conversations")["conversations"] == len(numbers)  # all proven
+
+
+def test_without_a_byte_table_the_pieces_decide(folders):
+    """A tokenizer that is not byte-level BPE cuts each text at its span ends and encodes the pieces: the same
+    ids and masks, and where the pieces do not join, HF's offsets."""
+    for name, numbers in cases.CASES.items():
+        info = load_tokenizer(folders[name] / "tokenizer.json")
+        template = load_chat_template("tokenizer", folders[name])
+        fast = ChatTemplateEncoder(template, info.tokenizer, engine=Encoder(info, "fastokens"))
+        fast._byte_table = None  # as for a tokenizer without one
+        batch = [(cases.CONVERSATIONS[number], "chats.jsonl", number + 1) for number in numbers]
+        for number, (ids, trained), (want_ids, want_trained) in zip(
+                numbers, fast.encode_batch(batch), ChatTemplateEncoder(template, info.tokenizer).encode_batch(batch)):
+            assert ids.tolist() == want_ids.tolist() and trained.tolist() == want_trained.tolist(), (name, number)
         # Llama 3's "<|end_header_id|>\n\n" + content: alone, "\n\n" is one token; before "4." GPT-2's pattern
         # splits it in two, so the pieces do not join, and those conversations take HF's offsets
         assert fast.by_offsets == (len(numbers) if name == "llama3" else 0), name
-        assert fast.proof.sidecar_entry(1.0, "conversations")["conversations"] == len(numbers)  # all proven
+
+
+def test_texts_the_ids_do_not_spell_take_hf_offsets(folders, tmp_path):
+    """An added token that strips the spaces around it spells less than the text: the byte table gives that
+    conversation up and HF's offsets mask it, the same as HF alone."""
+    config = json.loads((folders["chatml_generation"] / "tokenizer.json").read_text(encoding="utf-8"))
+    for added in config["added_tokens"]:
+        if added["content"] == "<|im_end|>":
+            added["lstrip"] = True
+    (tmp_path / "tokenizer.json").write_text(json.dumps(config), encoding="utf-8")
+    config_file = "tokenizer_config.json"
+    (tmp_path / config_file).write_bytes((folders["chatml_generation"] / config_file).read_bytes())
+    info = load_tokenizer(tmp_path / "tokenizer.json")
+    template = load_chat_template("tokenizer", tmp_path)
+    fast = ChatTemplateEncoder(template, info.tokenizer, engine=Encoder(info, "fastokens"))
+    batch = [({"messages": [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "so  "}]}, "c", 1),
+             (cases.CONVERSATIONS[0], "c", 2)]
+    got, want = fast.encode_batch(batch), ChatTemplateEncoder(template, info.tokenizer).encode_batch(batch)
+    assert [(ids.tolist(), trained.tolist()) for ids, trained in got] == \
+        [(ids.tolist(), trained.tolist()) for ids, trained in want]
+    assert fast.by_offsets == 1  # "so  <|im_end|>": the token takes the two spaces
+
+
+ENGINES = {}
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30) | st.sampled_from(
+    ["", " ", "\n\n", "  x  ", "🙂🙂", "東京", "é\u0301", "<|im_end|>", "a\n\n\nb", " \t"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(TEXT, TEXT), min_size=1, max_size=4), st.sampled_from(["chatml_tools", "chatml_generation",
+                                                                               "llama3"]))
+def test_the_byte_table_masks_as_hf_offsets_do(folders, turns, name):
+    """Any text, any template: the fast engine's ids and masks (boundaries read off the ids' bytes) equal HF's
+    with its offsets, or both refuse the conversation in the same words."""
+    if name not in ENGINES:  # fastokens loaded once per template
+        info = load_tokenizer(folders[name] / "tokenizer.json")
+        ENGINES[name] = info, Encoder(info, "fastokens")
+    info, fast = ENGINES[name]
+    template = load_chat_template("tokenizer", folders[name])
+    messages = [message for user, assistant in turns
+                for message in ({"role": "user", "content": user}, {"role": "assistant", "content": assistant})]
+    batch = [({"messages": messages}, "c", 1)]
+    outcomes = []
+    for engine in (fast, None):
+        try:
+            [(ids, trained)] = ChatTemplateEncoder(template, info.tokenizer, engine=engine).encode_batch(batch)
+            outcomes.append((ids.tolist(), trained.tolist()))
+        except TokenmillError as error:
+            outcomes.append(str(error))
+    assert outcomes[0] == outcomes[1]
 
 
 def test_the_reference_was_made_by_the_transformers_named():

@@ -92,3 +92,49 @@ def test_document_and_sample_lead_back_to_their_lines(tmp_path, monkeypatch):
         "tokenmill: error: data/cache/x/seq32_seed5: its train cache was built from another dataset than "
         "data/megatron/y_text_document (its fingerprint differs); name the cache folder of "
         "data/megatron/y_text_document\n")
+
+
+def test_an_sft_document_shows_its_turns_and_what_is_trained(tmp_path):
+    """An SFT .pbin rendered with a chat template: inspect --doc lists the source line's turns (role, text) and
+    the tokens in runs of the loss mask, each decoded: the assistant's answers and their end of turn trained,
+    the prompt not."""
+    import importlib.util
+
+    from conftest import REPO
+    from tokenmill.pack.sft import write_sft
+    from tokenmill.views.inspect_file import show_document
+
+    spec = importlib.util.spec_from_file_location("chat_template_cases",
+                                                  REPO / "tests/tokenization/chat_template_cases.py")
+    cases = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(cases)
+    folder = cases.make_folder("chatml_tools", tmp_path / "tokenizer")
+    write_jsonl_bytes(tmp_path / "chats.jsonl", [json.dumps(cases.CONVERSATIONS[n], ensure_ascii=False).encode()
+                                                 for n in (0, 1, 4)])
+    write_sft("chats", {"tokenizers": {"chatml": {"path": str(folder / "tokenizer.json"), "eod": None}},
+                        "sft": {"chats": {"inputs": [str(tmp_path / "chats.jsonl")], "tokenizer": "chatml",
+                                          "chat_template": "tokenizer", "seq_length": 512}}}, tmp_path / "c.pbin")
+
+    shown = show_document(tmp_path / "c.pbin", 1)
+    at = shown.index("turns (5, as the source line has them):")
+    assert shown[at + 1:at + 6] == ["  0 system: You answer briefly.", "  1 user: Name a prime.",
+                                    "  2 assistant: Seven.", "  3 user: Another?",
+                                    "  4 assistant:  Eleven, of course. "]
+    runs = shown[shown.index(next(line for line in shown if line.startswith("loss mask: "))):]
+    assert runs[0].startswith("loss mask: ") and runs[0].endswith("tokens trained, in 4 runs:")
+    assert [line.split(": ", 1)[1] for line in runs[1:]] == [
+        "<|im_start|>system\\nYou answer briefly.<|im_end|>\\n<|im_start|>user\\nName a prime.<|im_end|>\\n"
+        "<|im_start|>assistant\\n",
+        "Seven.<|im_end|>\\n",
+        "<|im_start|>user\\nAnother?<|im_end|>\\n<|im_start|>assistant\\n",
+        " Eleven, of course. <|im_end|>\\n"]
+    assert [line.split()[2] for line in runs[1:]] == ["not", "trained:", "not", "trained:"]
+    trained = int(runs[0].split()[2])
+    assert trained == sum(int(line.split()[1].split("-")[1]) - int(line.split()[1].split("-")[0]) + 1
+                          for line in runs[1:] if " not trained: " not in line)
+    # a tool call is shown as JSON in its turn
+    tools = show_document(tmp_path / "c.pbin", 2)
+    assert any(line.startswith("  1 assistant: tool calls: [{") and "get_weather" in line for line in tools)
+    # a document without its mask file says so in one line
+    (tmp_path / "c.loss_mask.pbin").unlink()
+    assert show_document(tmp_path / "c.pbin", 0)[-1].startswith("loss mask: cannot read ")

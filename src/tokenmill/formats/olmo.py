@@ -13,7 +13,15 @@ Layout written into the output folder (facts from OLMo-core 3.0.0 and dolma; doc
                         of an SFT set (tokenmill sft): one byte per token, 1 where the token is a label
                         (trained), as OLMo-core's label_mask_paths read it (np.bool_)
     metadata.json       format, dtype, EOS id (no BOS after it: null), vocabulary size, tokenizer sha256,
-                        and per part its tokens and documents
+                        how many conversations got the EOS appended, and per part its tokens and documents
+
+OLMo-core finds documents by their EOS. An SFT set rendered by a model's chat template mostly does not end a
+conversation with it (ChatML ends with ``<|im_end|>\n``, Gemma with ``<end_of_turn>\n``), and a template whose
+EOS closes every turn (ChatML's ``<|im_end|>``, Llama 3's ``<|eot_id|>``) would have each conversation cut at every
+turn. So for such a set the EOS is the tokenizer's ``eod`` where set (else the template's ``eos_token``); a
+conversation holding it before its end is refused in one line; one not ending with it gets it appended in the parts,
+with label 0 (the template did not write it; open-instruct's OLMo-core templates end the last turn with it
+themselves). The ``.pbin`` pair keeps transformers' ids.
 
 A part holds at most ``max_tokens`` tokens (512 Mi by default, as dolma's), never a document split in two
 (a longer document gets a part of its own). The ``.gz`` has no timestamp and no file name, so the same
@@ -102,14 +110,15 @@ def pbin_to_olmo(pbin_path: str | os.PathLike, out_dir: str | os.PathLike, max_t
     meta = resolve_sidecar_paths(meta, pbin_path)
     pbin, eos = PbinFile(pbin_path), _eos(pbin_path, meta)
     mask = PbinFile(pbin_path.with_name(meta["loss_mask"])) if "loss_mask" in meta else None
-    ends = np.cumsum(pbin.doc_lengths.astype(np.int64))
-    if len(ends) and (pbin.tokens[ends - 1] != eos).any():
-        raise TokenmillError(f"{pbin_path}: a document does not end with the EOD id {eos}")
+    pbin_ends = np.cumsum(pbin.doc_lengths.astype(np.int64))
+    appended = _appended_eos(pbin_path, pbin, pbin_ends, eos, conversations="chat_template" in meta)
+    ends = pbin_ends + np.cumsum(appended)  # each document's end in the parts' stream
     rows = _rows(pbin_path, meta, id_field, len(ends))
     dtype = olmo_dtype(int(meta["tokenizer"]["vocab_size"]))
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = [_write_part(out_dir / f"part-{number:05d}", pbin, mask, ends, first, stop, rows, dtype)
+    written = [_write_part(out_dir / f"part-{number:05d}", pbin, mask, ends, appended, first, stop, rows, dtype,
+                           eos)
                for number, (first, stop) in enumerate(_part_documents_ranges(ends, max_tokens))]
     suffixes = (".npy", ".csv.gz", *([".label_mask.npy"] if mask is not None else []))
     kept = {f"{Path(part['name']).stem}{suffix}" for part in written for suffix in suffixes}
@@ -119,11 +128,42 @@ def pbin_to_olmo(pbin_path: str | os.PathLike, out_dir: str | os.PathLike, max_t
     metadata = {"format": FORMAT_VERSIONS["olmo"], "dtype": dtype.name, "eos_token_id": int(eos),
                 "bos_token_id": None, "vocab_size": int(meta["tokenizer"]["vocab_size"]),
                 "tokenizer_sha256": meta["tokenizer"].get("sha256"), "max_tokens": max_tokens, "id_field": id_field,
-                "label_masks": mask is not None, "documents": len(ends),
+                "label_masks": mask is not None, "documents": len(ends), "appended_eos": int(appended.sum()),
                 "tokens": int(ends[-1]) if len(ends) else 0, "parts": written}
     with atomic_output(out_dir / "metadata.json") as temporary:
         temporary.write_text(json.dumps(metadata, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return metadata
+
+
+def _appended_eos(pbin_path: Path, pbin: PbinFile, ends: np.ndarray, eos: int, conversations: bool) -> np.ndarray:
+    """Per document, whether the parts append the EOS after it: never for a pack's documents or an SFT set
+    rendered by the config (each must end with its EOD, as before); for the conversations of an SFT set rendered
+    by the model's chat template, where the template did not end them with it (ChatML's
+    ``<|im_end|>\\n``, Gemma's ``<end_of_turn>\\n``). OLMo-core finds documents by their EOS, so a conversation
+    must hold it at its end and nowhere inside (first is harmless: GPT-2's BOS is its EOS): one holding it inside
+    (a template that writes the EOS after every turn) is refused, as OLMo-core would cut the conversation there.
+    Cost: one pass over the tokens, 16 Mi at a time.
+
+    Raises:
+        TokenmillError: a document without its EOD; a chat-template conversation holding the EOS before its end.
+    """
+    last = np.asarray(pbin.tokens[ends - 1]) if len(ends) else np.zeros(0, dtype=np.int64)
+    if not conversations:
+        if (last != eos).any():
+            raise TokenmillError(f"{pbin_path}: a document does not end with the EOD id {eos}")
+        return np.zeros(len(ends), dtype=bool)
+    total = int(ends[-1]) if len(ends) else 0
+    starts = np.concatenate([[0], ends[:-1]])  # an EOS first (GPT-2's BOS is its EOS) cuts nothing off
+    for start in range(0, total, _BLOCK_TOKENS):
+        found = np.flatnonzero(np.asarray(pbin.tokens[start:min(start + _BLOCK_TOKENS, total)]) == eos) + start
+        inside = found[np.isin(found, ends - 1, invert=True) & np.isin(found, starts, invert=True)]
+        if len(inside):
+            document = int(np.searchsorted(ends, inside[0], side="right"))
+            at = int(inside[0] - (ends[document - 1] if document else 0))
+            raise TokenmillError(f"{pbin_path}: conversation {document} holds the EOS id {eos} at its token {at}, "
+                                 f"before its end: OLMo-core finds documents by their EOS and would cut it there; "
+                                 f"give the tokenizer an eod its chat template does not write (e.g. <|endoftext|>)")
+    return last != eos
 
 
 def _eos(pbin_path: Path, meta: SidecarRecord) -> int:
@@ -170,15 +210,20 @@ def _part_documents_ranges(ends: np.ndarray, max_tokens: int) -> list[tuple[int,
     return parts
 
 
-def _write_part(stem: Path, pbin: PbinFile, mask: PbinFile | None, ends: np.ndarray, first: int, stop: int,
-                rows: list[tuple[str, str, str]], dtype: np.dtype) -> dict:
+def _write_part(stem: Path, pbin: PbinFile, mask: PbinFile | None, ends: np.ndarray, appended: np.ndarray,
+                first: int, stop: int, rows: list[tuple[str, str, str]], dtype: np.dtype, eos: int) -> dict:
     """Documents ``[first, stop)`` as ``stem.npy``, ``stem.csv.gz`` and (an SFT set's) ``stem.label_mask.npy``;
     returns the part's entry of ``metadata.json``."""
     base, end = (int(ends[first - 1]) if first else 0), int(ends[stop - 1])
-    _write_blocks(stem.with_name(f"{stem.name}.npy"), pbin.tokens, base, end, lambda block: block.astype(dtype))
-    if mask is not None:  # one byte per token, 1 where it is a label: OLMo-core's bool label_mask
-        _write_blocks(stem.with_name(f"{stem.name}.label_mask.npy"), mask.tokens, base, end,
-                      lambda block: (block != 0).astype(np.uint8))
+    before = int(appended[:first].sum())  # EOS appended before this part: the .pbin's stream is that much shorter
+    after = [int(at) for at in ends[first:stop][appended[first:stop]] - 1 - base]  # where the part appends one
+    span = (base - before, end - before - len(after))
+    _write_blocks(stem.with_name(f"{stem.name}.npy"), pbin.tokens, *span, lambda block: block.astype(dtype), after,
+                  eos)
+    if mask is not None:  # one byte per token, 1 where it is a label: OLMo-core's bool label_mask; an appended EOS
+        # is not trained (the template did not write it)
+        _write_blocks(stem.with_name(f"{stem.name}.label_mask.npy"), mask.tokens, *span,
+                      lambda block: (block != 0).astype(np.uint8), after, 0)
     starts = np.concatenate([[0], ends[first:stop - 1] - base])
     text = "".join(f"{int(s)},{int(e)},{_csv_field(rows[k][0])},{_csv_field(rows[k][1])},{rows[k][2]}\n"
                    for k, s, e in zip(range(first, stop), starts, ends[first:stop] - base))
@@ -190,12 +235,23 @@ def _write_part(stem: Path, pbin: PbinFile, mask: PbinFile | None, ends: np.ndar
     return {"name": f"{stem.name}.npy", "tokens": end - base, "documents": stop - first}
 
 
-def _write_blocks(path: Path, values: np.ndarray, start: int, end: int, convert) -> None:
+def _write_blocks(path: Path, values: np.ndarray, start: int, end: int, convert, inserted: list[int] = (),
+                  value: int = 0) -> None:
     """``convert(values[start:end])`` to ``path`` (atomically), 16 Mi values at a time: a 512 Mi-token part
-    never holds a second copy of itself in memory."""
+    never holds a second copy of itself in memory; with ``value`` written at each position of ``inserted``
+    (positions in the output, ascending)."""
+    inserted = np.asarray(inserted, dtype=np.int64)
+    inserted_before = inserted - np.arange(len(inserted))  # each one's position in values[start:end]: after it
     with atomic_output(path) as temporary, open(temporary, "wb") as handle:
-        for block_start in range(start, end, _BLOCK_TOKENS):
-            handle.write(convert(np.asarray(values[block_start:min(block_start + _BLOCK_TOKENS, end)])).tobytes())
+        for block_start in range(start, max(end, start + 1) if len(inserted) else end, _BLOCK_TOKENS):
+            block_end = min(block_start + _BLOCK_TOKENS, end)
+            block = convert(np.asarray(values[block_start:block_end]))
+            last = block_end >= end
+            here = inserted_before[(inserted_before > block_start - start) & (inserted_before <= block_end - start)
+                                   | (last & (inserted_before > block_end - start))] if len(inserted) else ()
+            if len(here):
+                block = np.insert(block, here - (block_start - start), np.asarray(value, dtype=block.dtype))
+            handle.write(block.tobytes())
 
 
 def is_olmo_folder(path: str | os.PathLike) -> bool:
@@ -236,6 +292,17 @@ def _same_tokens(ours: np.ndarray, theirs: np.ndarray) -> bool:
                for start in range(0, len(ours), _BLOCK_TOKENS))
 
 
+def _without_appended(tokens: np.ndarray, documents: np.ndarray, appended: np.ndarray | None, document_base: int,
+                      pbin: PbinFile, token_base: int) -> tuple[np.ndarray, np.ndarray]:
+    """A part's tokens less the EOS it appended to conversations, and the ``.pbin`` tokens they must equal."""
+    if appended is None:
+        return tokens, pbin.tokens[token_base:token_base + len(tokens)]
+    at = documents[appended[document_base:document_base + len(documents)], 1] - 1
+    before = int(appended[:document_base].sum())
+    kept = np.delete(np.asarray(tokens), at)
+    return kept, pbin.tokens[token_base - before:token_base - before + len(kept)]
+
+
 def _row_key(row: tuple[str, str, str]) -> tuple[str, str, str]:
     """What a row must hold: its id, its source's file name (its folder as reached from where it was
     converted) and its line."""
@@ -272,6 +339,10 @@ def verify_olmo(folder: str | os.PathLike, made_from: str | os.PathLike | None =
         raise TokenmillError(f"{folder}/metadata.json: unreadable ({exc})") from None
     pbin = PbinFile(made_from) if made_from is not None else None
     pbin_ends = np.cumsum(pbin.doc_lengths.astype(np.int64)) if pbin is not None else None
+    appended = None
+    if pbin is not None and metadata.get("appended_eos"):  # conversations the parts end with an appended EOS
+        appended = np.asarray(pbin.tokens[pbin_ends - 1]) != eos if len(pbin_ends) else np.zeros(0, dtype=bool)
+        pbin_ends = pbin_ends + np.cumsum(appended)
     expected_rows = _expected_rows(Path(made_from), metadata.get("id_field"), len(pbin_ends)) if pbin else None
     problems, token_base, document_base = [], 0, 0
     for part in parts:
@@ -306,7 +377,7 @@ def verify_olmo(folder: str | os.PathLike, made_from: str | os.PathLike | None =
             expected_ends = pbin_ends[document_base:stop] - token_base if stop <= len(pbin_ends) else None
             if expected_ends is None or not np.array_equal(documents[:, 1], expected_ends):
                 problems.append(f"{where}: its documents are not documents {document_base}..{stop - 1} of {made_from}")
-            elif not _same_tokens(tokens, pbin.tokens[token_base:token_base + len(tokens)]):
+            elif not _same_tokens(*_without_appended(tokens, documents, appended, document_base, pbin, token_base)):
                 problems.append(f"{where}: its tokens differ from those of {made_from} at its documents "
                                 f"{document_base}..{stop - 1}")
             elif isinstance(expected_rows, list) and list(map(_row_key, rows)) != list(

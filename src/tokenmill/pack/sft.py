@@ -141,7 +141,8 @@ def _write_chat_sft(name: str, entry: dict, tokenizer_config: dict, out_path: st
     inputs = [url for pattern in entry["inputs"] for url in (expand_url(pattern) if is_url(pattern) else [pattern])]
     refuse_inputs_as_outputs([out_path, loss_mask_path(out_path), sidecar_path(out_path)],
                              [*(path for path in inputs if not is_url(path)), spec.path, template.source])
-    tokenizer = load_tokenizer(spec)
+    # its eod, appended to nothing here, is what the OLMo-core conversion ends each conversation with
+    tokenizer = load_tokenizer(spec, tokenizer_config.get("eod"))
     tokenizer.tokenizer.encode_special_tokens = False  # the template's control tokens are tokens, as in transformers
     check_fraction = tokenizer_config.get("check_fraction", default("tokenizers.*.check_fraction"))
     fast = Encoder(tokenizer, engine or tokenizer_config.get("engine", default("tokenizers.*.engine")), fall_back=True,

@@ -38,17 +38,28 @@ Loss mask (which tokens are trained):
   naming the conversation's file, line and turn and the template: never a silently wrong mask.
 * ``train_on: last_assistant``: the last assistant span only.
 
-Tokens: with a fast engine (fastokens, :mod:`tokenmill.tokenization.engine`) each rendered text is encoded whole,
-proven against Hugging Face on a sample as ``pack`` proves documents, and again cut at its span ends: where the
-pieces' ids join into the whole's, the mask is read off the pieces' lengths; elsewhere (a token across a span end,
-e.g. GPT-2's ``"\n\n"`` before a Llama 3 turn) that conversation is encoded by Hugging Face ``tokenizers`` with
-offsets — the library transformers itself calls — as every conversation is with the ``hf`` engine.
+Tokens: with a fast engine (fastokens, :mod:`tokenmill.tokenization.engine`) the rendered texts of a batch are
+encoded in one call, proven against Hugging Face on a sample as ``pack`` proves documents. For a byte-level BPE
+tokenizer (GPT-2, Llama 3, Qwen: no normalizer, offsets untrimmed) the token boundaries are read off the ids
+themselves: each id's bytes (a table built once from the vocabulary), laid end to end, must spell the text's UTF-8
+exactly (checked for every text); a span's byte range then gives its tokens by bisection, all spans of a batch at
+once, the same tokens as Hugging Face's character offsets give. Another tokenizer has each text cut at its span
+ends and the pieces encoded alone, the mask read off their lengths where their ids join into the whole's. A text
+neither way resolves (an added token that strips spaces, a span end inside a character's bytes) is encoded by
+Hugging Face ``tokenizers`` with offsets, the library transformers itself calls, as every text is with the ``hf``
+engine.
 
-Cost: one render of the conversation, plus two renders per assistant turn for the prefix rule (Jinja, ~150 µs a
-render of a ChatML template here; the renders are most of the time with fastokens). Measured on 5,000 synthetic
-2-to-8-turn conversations (1.2 M tokens) with the GPT-2-based ChatML folder of the tests, 2 cores: transformers
-5.24.0's ``apply_chat_template`` one by one, ids only, 311 conversations/s; ``tokenmill sft`` with masks, 261/s
-on ``hf``, 1,061/s on fastokens (3.4x), the same ids for all 5,000.
+Renders: the template is compiled once; each render builds its context from globals flattened once, reads a
+message's keys without the sandbox's failed attribute lookup first (same result: a dict's own attributes still
+go through the sandbox), and skips the span recording where the template has no generation block.
+
+Cost: one render of the conversation, plus, for the prefix rule, two renders per assistant turn (one where it
+is the last message: the render through it is the whole). Jinja takes ~40-80 µs a render of a ChatML template
+here; the renders are ~80 % of the time with fastokens.
+Measured by ``bench/chat_template_bench.py`` (bench/RESULTS.md) on 2,000 synthetic 2-to-9-message conversations
+(1.06 M tokens) with the GPT-2-based folders of the tests, 2 busy cores, against transformers 5.24.0's
+``apply_chat_template(tokenize=True, return_assistant_tokens_mask=True)``: see bench/RESULTS.md for the figures;
+the same ids for every conversation, and the same masks where transformers has them.
 """
 
 from __future__ import annotations
@@ -80,6 +91,8 @@ SHAREGPT_ROLES = {"human": "user", "user": "user", "gpt": "assistant", "assistan
                   "observation": "tool"}
 OPENAI_ROLES = ("system", "developer", "user", "assistant", "tool")
 _REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")  # transformers' names, in its order
+# what getattr finds on a dict itself; any other name the sandbox looks up as a key (``message.role``)
+_DICT_ATTRIBUTES = frozenset(dir(dict))
 _GENERATION_TAG = re.compile(r"\{%-?\s*generation\s*-?%\}")  # transformers' test for generation markers
 
 
@@ -121,11 +134,14 @@ class ChatTemplate:
             jinja2.TemplateError: what the template raises (``raise_exception``, an undefined call, ...).
         """
         compiled, recorder = _compiled(self.templates[name])
+        context = compiled.new_context({"messages": messages, "tools": tools, "documents": None,
+                                        "add_generation_prompt": add_generation_prompt, **self.special_tokens})
+        if recorder.never:  # no {% generation %} in it: nothing to record, the pieces joined at once
+            return "".join(compiled.root_render_func(context)), []
         pieces: list[str] = []
         recorder.pieces, recorder.spans = pieces, []
         try:
-            for piece in compiled.generate(messages=messages, tools=tools, documents=None,
-                                           add_generation_prompt=add_generation_prompt, **self.special_tokens):
+            for piece in compiled.root_render_func(context):
                 pieces.append(piece)
             return "".join(pieces), recorder.spans
         finally:
@@ -146,7 +162,8 @@ class _GenerationSpans:
     """Where the ``{% generation %}`` blocks of the render under way start and end (one render at a time per
     compiled template: tokenmill renders in one thread)."""
 
-    def __init__(self):
+    def __init__(self, never: bool):
+        self.never = never  # the template has no generation block: renders skip the recording
         self.pieces: list[str] | None = None  # the render's output so far, while spans are recorded
         self.spans: list[tuple[int, int]] = []
 
@@ -166,7 +183,7 @@ def _compile(source: str):
     import jinja2.ext
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-    recorder = _GenerationSpans()
+    recorder = _GenerationSpans(never=not _GENERATION_TAG.search(source))
 
     class GenerationBlock(jinja2.ext.Extension):
         tags = {"generation"}
@@ -201,13 +218,23 @@ def _compile(source: str):
         __call__ = staticmethod(dict)
         fromkeys = staticmethod(dict.fromkeys)
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
-                                        extensions=[GenerationBlock, jinja2.ext.loopcontrols])
+    class Environment(ImmutableSandboxedEnvironment):
+        def getattr(self, obj, attribute):  # message.role: the sandbox's answer, without its AttributeError
+            if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
+                try:
+                    return obj[attribute]
+                except KeyError:
+                    return self.undefined(obj=obj, name=attribute)
+            return ImmutableSandboxedEnvironment.getattr(self, obj, attribute)
+
+    env = Environment(trim_blocks=True, lstrip_blocks=True, extensions=[GenerationBlock, jinja2.ext.loopcontrols])
     env.filters["tojson"] = lambda value, ensure_ascii=False, indent=None, separators=None, sort_keys=False: \
         json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
     env.globals.update(raise_exception=fail, strftime_now=lambda format: datetime.now().strftime(format),
                        dict=DictMaker(), namespace=SafeNamespace)
-    return env.from_string(source), recorder
+    compiled = env.from_string(source)
+    compiled.globals = dict(compiled.globals)  # a ChainMap over env.globals: each render's context copies it
+    return compiled, recorder
 
 
 def _token_string(value: object) -> str | None:
@@ -347,7 +374,8 @@ def conversation_of(record: dict, path: str, line: int) -> tuple[list[dict], lis
         if content is not None and not isinstance(content, (str, list)):
             raise BadLine(path, line, f"{key}[{number}]: content is not a string, a list of parts or null")
         message = {name: value for name, value in turn.items() if value is not None}
-        reasoning = next((turn[name] for name in _REASONING_FIELDS if turn.get(name) is not None), None)
+        reasoning = (next((message[name] for name in _REASONING_FIELDS if name in message), None)
+                     if len(message) > 2 else None)  # role and content alone: none (most turns)
         if reasoning is not None:
             message = {"thinking": reasoning, **message, "reasoning_content": reasoning}
         messages.append(message)
@@ -363,11 +391,10 @@ class ChatTemplateEncoder:
             its ``encode_special_tokens`` must be off, as loading leaves it).
         train_on: ``assistant`` (every assistant turn), ``last_assistant`` or ``all``.
         engine: a fast :class:`~tokenmill.tokenization.engine.Encoder` over the same tokenizer (made with
-            ``split_special_tokens=False``), or None for Hugging Face alone. With fastokens, each rendered text is
-            encoded whole (proven against Hugging Face on ``check_fraction`` of them, as ``pack`` proves its
-            documents) and cut at its span ends, each piece encoded alone: where the pieces' ids join into the
-            whole's, the mask is read off their lengths; elsewhere (a token across a span's end) that conversation
-            is encoded by Hugging Face with offsets, as without an engine.
+            ``split_special_tokens=False``), or None for Hugging Face alone. With fastokens, a batch's texts are
+            encoded in one call (proven against Hugging Face on ``check_fraction`` of them, as ``pack`` proves its
+            documents) and their masks read off the ids' bytes (byte-level BPE) or off pieces cut at span ends;
+            a text neither resolves is encoded by Hugging Face with offsets, as without an engine (module docstring).
         check_fraction: see :class:`tokenmill.tokenization.proof.ProofSampler`.
 
     Attributes:
@@ -389,6 +416,8 @@ class ChatTemplateEncoder:
         self.sampler = ProofSampler(engine.info.added_tokens(), check_fraction) if engine is not None else None
         self.proof = ProofTally()
         self.by_offsets = 0
+        # token boundaries read off the fast engine's ids (None: the tokenizer is not byte-level BPE)
+        self._byte_table = _ByteTable.of(tokenizer) if engine is not None and engine.name != "hf" else None
 
     def encode_batch(self, conversations: list[tuple[dict, str, int]]) -> list[tuple[np.ndarray, np.ndarray] | BadLine]:
         """Each ``(record, path, line)`` as ``(ids int64, trained bool)``, or the :class:`BadLine` it is.
@@ -430,14 +459,23 @@ class ChatTemplateEncoder:
         return results
 
     def _encode_fast(self, good: list) -> list[tuple[np.ndarray, np.ndarray] | None]:
-        """The fast engine's ``(ids, trained)`` of each rendered conversation, or None where a token crosses a
-        span's end (that one is encoded with offsets instead)."""
+        """The fast engine's ``(ids, trained)`` of each rendered conversation, or None where its token boundaries
+        could not be read off its ids (that one is encoded with offsets instead)."""
         if not good:
             return []
         texts = [text for (text, _, _), _, _ in good]
         whole, proof = encode_proven(self.engine, texts, False, self.sampler,
                                      [f"{path}:{line}" for _, path, line in good])
         self.proof += proof
+        if self._byte_table is not None:
+            masks = self._byte_table.masks(texts, [spans for (_, spans, _), _, _ in good],
+                                           [by_prefix for (_, _, by_prefix), _, _ in good], whole)
+            return [None if trained is None else (ids, trained) for ids, trained in zip(whole, masks)]
+        return self._pieces(good, whole)
+
+    def _pieces(self, good: list, whole: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray] | None]:
+        """For a tokenizer without a byte table: each text cut at its span ends and the pieces encoded alone;
+        where their ids join into the whole's, the mask is read off their lengths, else None."""
         pieces, cuts = [], []
         for text, spans, _ in (item for item, _, _ in good):
             ends = sorted({end for span in spans for end in span if 0 < end < len(text)})
@@ -492,7 +530,9 @@ class ChatTemplateEncoder:
             if message.get("role") != "assistant":
                 continue
             prompt, _ = self.template.render(messages[:turn], tools, add_generation_prompt=True, name=name)
-            through, _ = self.template.render(messages[:turn + 1], tools, name=name)
+            # through the last message is the whole conversation, rendered already
+            through = text if turn == len(messages) - 1 else self.template.render(messages[:turn + 1], tools,
+                                                                                     name=name)[0]
             for part, what in ((prompt, "with the generation prompt"), (through, "")):
                 if not text.startswith(part):
                     raise TokenmillError(
@@ -523,3 +563,115 @@ class ChatTemplateEncoder:
                     raise TokenmillError(f"{path}:{line}: assistant span {turn} (characters {start}-{end}) of the "
                                          f"chat template {self.template.source} does not fall on token boundaries")
         return trained
+
+
+def _byte_level_alphabet() -> dict[str, int]:
+    """The byte each character of a byte-level BPE vocabulary stands for (GPT-2's table: printable Latin-1
+    characters stand for themselves, the other bytes for U+0100 onwards in byte order)."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    others = [byte for byte in range(256) if byte not in printable]
+    return {**{chr(byte): byte for byte in printable}, **{chr(256 + k): byte for k, byte in enumerate(others)}}
+
+
+class _ByteTable:
+    """The bytes each token of a byte-level BPE tokenizer spells, so that a text's token boundaries are read off
+    its ids: the cumulative byte lengths, wherever the tokens' bytes joined are exactly the text's UTF-8 (checked
+    for every text; an added token that strips spaces, say, fails it and that text takes Hugging Face's offsets).
+
+    Hugging Face's offsets are characters: a token overlaps a character span exactly where its bytes overlap the
+    span's bytes (span ends are character boundaries), so the masks are those of its offsets; only tokenizers
+    without a normalizer and whose post-processor leaves offsets untrimmed have a table.
+    """
+
+    def __init__(self, length: np.ndarray, flat: bytes):
+        self.length = length  # bytes each id spells; -1: not a byte-level token
+        self.start = np.concatenate([[0], np.cumsum(np.maximum(length, 0))[:-1]]).astype(np.int64)
+        self.flat = np.frombuffer(flat, dtype=np.uint8)
+
+    @classmethod
+    def of(cls, tokenizer) -> _ByteTable | None:
+        """The table of a ``tokenizers.Tokenizer``, or None where it is not byte-level BPE as above (0.2-0.5 s
+        for GPT-2's 50 k tokens, once: the vocabulary translated to bytes as one string)."""
+        def state(component) -> dict:
+            return json.loads(component.__getstate__()) if component is not None else {}
+
+        pre, post = state(tokenizer.pre_tokenizer), state(tokenizer.post_processor)
+        pre_types = [item.get("type") for item in pre.get("pretokenizers", [pre])]
+        if (type(tokenizer.model).__name__ != "BPE" or tokenizer.normalizer is not None or "ByteLevel" not in pre_types
+                or '"trim_offsets": true' in json.dumps(post)):
+            return None
+        alphabet = _byte_level_alphabet()
+        tokens = [""] * tokenizer.get_vocab_size(with_added_tokens=True)
+        length = np.full(len(tokens), -1, dtype=np.int64)
+        for token, token_id in tokenizer.get_vocab(with_added_tokens=False).items():
+            if token_id < len(tokens):
+                tokens[token_id], length[token_id] = token, len(token)
+        outside = set("".join(tokens)) - alphabet.keys()
+        for token_id, token in enumerate(tokens):  # a vocabulary of byte-level characters has none of these
+            if outside and not outside.isdisjoint(token):
+                tokens[token_id], length[token_id] = "", -1
+        flat = "".join(tokens).translate({ord(char): byte for char, byte in alphabet.items()}).encode("latin-1")
+        positions = np.concatenate([[0], np.cumsum(np.maximum(length, 0))])  # where each id's bytes are in flat
+        pieces, start = [], 0
+        for token_id, added in sorted(tokenizer.get_added_tokens_decoder().items()):
+            if token_id < len(tokens):  # its bytes replace whatever the vocabulary spelled
+                pieces += [flat[start:positions[token_id]], added.content.encode("utf-8")]
+                start = int(positions[token_id + 1])
+                length[token_id] = len(pieces[-1])
+        return cls(length, b"".join([*pieces, flat[start:]]))
+
+    def masks(self, texts: list[str], spans: list[list[tuple[int, int]]], by_prefix: list[bool],
+              ids: list[np.ndarray]) -> list[np.ndarray | None]:
+        """Each text's mask (1 on a token whose bytes overlap a span), or None where its ids do not spell it or,
+        for the prefix rule's spans, a span's end is not a token boundary (Hugging Face's offsets then decide).
+        All texts at once: their tokens' byte ends laid end to end, each span found in them by bisection."""
+        encoded = [text.encode("utf-8") for text in texts]
+        sizes = np.array([len(each) for each in encoded], dtype=np.int64)
+        counts = np.array([len(each) for each in ids], dtype=np.int64)
+        flat_ids = np.concatenate(ids).astype(np.int64) if ids else np.zeros(0, dtype=np.int64)
+        lengths = self.length[flat_ids]
+        token_ends = np.concatenate([[0], np.cumsum(counts)])
+        unknown = np.concatenate([[0], np.cumsum(lengths < 0)])
+        lengths = np.maximum(lengths, 0)
+        byte_ends = np.concatenate([[0], np.cumsum(lengths)])  # byte_ends[i]: bytes before token i, all texts
+        ok = ((byte_ends[token_ends[1:]] - byte_ends[token_ends[:-1]] == sizes)
+              & (unknown[token_ends[1:]] == unknown[token_ends[:-1]]))
+        if not ok.all():  # texts laid end to end only where their tokens spell as many bytes
+            keep = np.repeat(ok, counts)
+            lengths, flat_ids, counts = lengths[keep], flat_ids[keep], counts[ok]
+            encoded, sizes = [each for each, good in zip(encoded, ok) if good], sizes[ok]
+            token_ends = np.concatenate([[0], np.cumsum(counts)])
+            byte_ends = np.concatenate([[0], np.cumsum(lengths)])
+        text_ends = np.concatenate([[0], np.cumsum(sizes)])
+        numbers = np.flatnonzero(ok)  # text k of what is laid out is texts[numbers[k]]
+        gather = np.repeat(self.start[flat_ids] - byte_ends[:-1], lengths) + np.arange(byte_ends[-1])
+        wrong = np.flatnonzero(self.flat[gather] != np.frombuffer(b"".join(encoded), dtype=np.uint8))
+        spelled = np.ones(len(numbers), dtype=bool)
+        spelled[np.searchsorted(text_ends, wrong, side="right") - 1] = False
+        firsts, stops, owners, checked = [], [], [], []
+        for k, number in enumerate(numbers):
+            text, base = texts[number], int(text_ends[k])
+            for start, end in spans[number]:
+                if not text.isascii():
+                    start, end = len(text[:start].encode("utf-8")), len(text[:end].encode("utf-8"))
+                firsts.append(base + start)
+                stops.append(base + end)
+                owners.append(k)
+                checked.append(by_prefix[number] and start != end)
+        starts, ends = np.asarray(firsts, dtype=np.int64), np.asarray(stops, dtype=np.int64)
+        owners = np.asarray(owners, dtype=np.int64)
+        first = np.searchsorted(byte_ends[1:], starts, side="right")  # the first token ending after the start
+        stop = np.searchsorted(byte_ends[:-1], ends, side="left")  # the first token starting at the end or later
+        # the prefix rule's spans begin and end on token boundaries (or at the text's end / start)
+        on_bounds = (((starts == text_ends[owners + 1]) | (byte_ends[np.minimum(first, len(byte_ends) - 1)] == starts))
+                     & ((ends == text_ends[owners]) | (byte_ends[stop] == ends)))
+        spelled[owners[np.asarray(checked, dtype=bool) & ~on_bounds]] = False
+        marks = np.zeros(len(lengths) + 1, dtype=np.int64)
+        np.add.at(marks, first, 1)
+        np.add.at(marks, np.maximum(stop, first), -1)
+        trained = np.cumsum(marks[:-1]) > 0
+        masks: list[np.ndarray | None] = [None] * len(texts)
+        for k, number in enumerate(numbers):
+            if spelled[k]:
+                masks[number] = trained[token_ends[k]:token_ends[k + 1]].copy()
+        return masks

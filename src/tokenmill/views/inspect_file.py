@@ -4,7 +4,9 @@
   ``.pbin``, Megatron dataset or datatrove ``.ds``; of a cache folder, each split's cache: samples,
   sequence length, seed and the dataset path it was built for.
 * ``show_document(path, i)``: document ``i`` decoded, with the source file and line (or Parquet row) it
-  came from, and that line's id (its ``id`` field, or another).
+  came from, and that line's id (its ``id`` field, or another); of an SFT ``.pbin`` (its sidecar names a loss
+  mask) also the conversation's turns as the source line has them (role and text: OpenAI ``messages`` or ShareGPT
+  ``conversations``) and its tokens in runs of the loss mask, each run decoded and marked trained or not.
 * ``show_sample(prefix, k, cache)``: sample ``k`` of a split, resolved through the cached indices
   into the (sequence, offset, length) pieces it is made of, each with its source file and line; a
   blend's sample first through its ``dataset_index``/``dataset_sample_index`` to the dataset and
@@ -284,7 +286,69 @@ def show_document(path: str | os.PathLike, document: int, tokenizer_path: str | 
         document_id = _document_id(origin[0], line, id_field) if line and id_field else None
         if document_id is not None:  # named "id", with its field where that is another
             lines.append(f"id: {document_id}" if id_field in ("id", ".id") else f"id ({id_field}): {document_id}")
+    if meta and "loss_mask" in meta and pbin_path is not None:
+        lines += _conversation_lines(pbin_path, meta, document, tokens, decode, origin)
     return lines
+
+
+def _conversation_lines(pbin_path: Path, meta: SidecarRecord, document: int, tokens: np.ndarray, decode,
+                        origin: tuple[str, str] | None) -> list[str]:
+    """An SFT document's turns as its source line has them (role and text), then its tokens in runs of the same
+    loss-mask flag, each run's text decoded: what the model is trained to produce and what it only reads."""
+    from tokenmill.training.sft_datasets import loss_mask_path
+
+    lines = []
+    line = source_of(meta, document)[1] if origin else None
+    turns = _turns(origin[0], line) if line else None
+    if turns:
+        lines.append(f"turns ({len(turns)}, as the source line has them):")
+        lines += [f"  {number} {role}: {_snippet(text)}" for number, (role, text) in enumerate(turns)]
+    mask_path = loss_mask_path(pbin_path)
+    try:
+        trained = PbinFile(mask_path).document(document).astype(bool)
+    except (OSError, TokenmillError) as error:
+        return [*lines, f"loss mask: cannot read {mask_path} ({str(error).splitlines()[0]})"]
+    if len(trained) != len(tokens):
+        return [*lines, f"loss mask: {mask_path} has {len(trained)} flags for this document's {len(tokens)} tokens"]
+    cuts = [0, *(np.flatnonzero(np.diff(trained.astype(np.int8))) + 1).tolist(), len(tokens)]
+    lines.append(f"loss mask: {int(trained.sum())} of {len(tokens)} tokens trained, in {len(cuts) - 1} runs:")
+    for start, end in zip(cuts, cuts[1:]):
+        if start == end:
+            continue
+        text = _snippet(decode(tokens[start:end])) if decode else "(no text)"
+        lines.append(f"  tokens {start}-{end - 1} {'trained' if trained[start] else 'not trained'}: {text}")
+    return lines
+
+
+def _turns(source: str, line: int) -> list[tuple[str, str]] | None:
+    """``(role, text)`` of each turn of a source line's ``messages`` (OpenAI) or ``conversations`` (ShareGPT), or
+    None where the line has neither or cannot be read from here; a turn's content parts joined, its tool calls
+    shown as JSON."""
+    from tokenmill.inputs.jsonl import iter_lines
+
+    try:
+        text = next((text for number, text in iter_lines(source) if number == line), None)
+        record = json.loads(text) if text is not None else None
+    except (OSError, TokenmillError, ValueError):
+        return None
+    if not isinstance(record, dict):
+        return None
+    turns = record.get("messages") if isinstance(record.get("messages"), list) else record.get("conversations")
+    if not isinstance(turns, list):
+        return None
+    shown = []
+    for turn in turns:
+        if not isinstance(turn, dict):
+            return None
+        role = turn.get("role", turn.get("from"))
+        content = turn.get("content", turn.get("value"))
+        if isinstance(content, list):  # parts: their text
+            content = "".join(part.get("text", "") if isinstance(part, dict) else str(part) for part in content)
+        text = content if isinstance(content, str) else ""
+        if turn.get("tool_calls"):
+            text += (" " if text else "") + "tool calls: " + json.dumps(turn["tool_calls"], ensure_ascii=False)
+        shown.append((str(role), text))
+    return shown
 
 
 def sample_target(path: str | os.PathLike, cache: str | os.PathLike | None = None, seq_length: int | None = None,
