@@ -10,8 +10,8 @@ It listens on 127.0.0.1 (a free port) and forwards each client connection to the
 connection of its own, one request and its response at a time (keep-alive kept, no pipelining: what
 botocore, urllib3 and requests do; a request's ``Expect: 100-continue`` is answered by the proxy itself).
 An injected fault waits for the next response to a request of its method (``GET`` by default) whose body
-is longer than ``after`` bytes, lets the status line, headers and ``after`` bytes of the body through,
-then:
+is longer than ``after`` bytes (and whose target holds ``target``, where given), lets the status line,
+headers and ``after`` bytes of the body through, then:
 
 * ``reset``: closes the client's connection with an RST (SO_LINGER 0): "connection reset by peer";
 * ``truncate``: closes it cleanly (FIN): the body ends short of its Content-Length;
@@ -56,6 +56,7 @@ class _Fault:
     times: int
     method: str
     stall_seconds: float
+    target: str
 
 
 class _Connection:
@@ -156,12 +157,13 @@ class FaultProxy:
         self._threads[0].start()
 
     def inject(self, kind: str, *, after: int = 1024, times: int = 1, method: str = "GET",
-               stall_seconds: float = 10.0) -> None:
-        """Break the next ``times`` responses to ``method`` requests whose body is longer than ``after`` bytes."""
+               stall_seconds: float = 10.0, target: str = "") -> None:
+        """Break the next ``times`` responses to ``method`` requests whose body is longer than ``after`` bytes
+        (and whose target holds ``target``: a GCS media download's ``alt=media``, say, and not its metadata)."""
         if kind not in FAULTS:
             raise ValueError(f"{kind}: not one of {', '.join(FAULTS)}")
         with self._lock:
-            self._faults.append(_Fault(kind, after, times, method.upper(), stall_seconds))
+            self._faults.append(_Fault(kind, after, times, method.upper(), stall_seconds, target))
 
     def clear(self) -> None:
         """Drop the faults not yet used up."""
@@ -204,11 +206,12 @@ class FaultProxy:
                 self._threads = [known for known in self._threads if known.is_alive()] + [thread]
             thread.start()
 
-    def _take(self, method: str, body_bytes: int | None) -> _Fault | None:
+    def _take(self, exchange: Exchange) -> _Fault | None:
         """The fault that hits this response, if any (its count taken down by one)."""
         with self._lock:
             for fault in self._faults:
-                if fault.method == method and (body_bytes is None or body_bytes > fault.after):
+                if (fault.method == exchange.method and fault.target in exchange.target
+                        and (exchange.body_bytes is None or exchange.body_bytes > fault.after)):
                     fault.times -= 1
                     if fault.times <= 0:
                         self._faults.remove(fault)
@@ -264,7 +267,7 @@ class FaultProxy:
         bodiless = exchange.method == "HEAD" or exchange.status in (204, 304) or exchange.status < 200
         length = response_headers.get("content-length")
         exchange.body_bytes = 0 if bodiless else int(length) if length is not None else None
-        fault = None if bodiless else self._take(exchange.method, exchange.body_bytes)
+        fault = None if bodiless else self._take(exchange)
         client.sock.sendall(response_head)
         if bodiless:
             return True

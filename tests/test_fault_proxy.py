@@ -114,3 +114,17 @@ def test_each_fault_breaks_the_next_long_enough_body_after_the_bytes_it_lets_thr
         again.request("GET", path)
         assert again.getresponse().read() == BODY
         again.close()
+
+
+def test_a_fault_with_a_target_breaks_only_a_get_whose_target_holds_it(server):
+    with FaultProxy(server) as proxy:
+        proxy.inject("truncate", after=100, target="alt=media")
+        connection = _connect(proxy)
+        connection.request("GET", "/fixed?meta")  # a metadata GET, say: untouched, the fault waits
+        assert connection.getresponse().read() == BODY
+        connection.request("GET", "/fixed?alt=media")
+        with pytest.raises(http.client.IncompleteRead):
+            connection.getresponse().read()
+        connection.close()
+        assert [(hit.target, hit.fault, hit.fault_at) for hit in proxy.faults_hit()] == [
+            ("/fixed?alt=media", "truncate", 100)]

@@ -19,11 +19,13 @@ import time
 import urllib.request
 
 import pytest
+from fault_proxy import FAULTS, FaultProxy
 
-from url_inputs import PACK, assert_a_local_builds_bytes, pack_equal, tokenmill
+from url_inputs import (FAULTED, PACK, assert_a_broken_get_resumes, assert_a_get_broken_every_time_fails,
+                        assert_a_local_builds_bytes, pack_equal, tokenmill)
 
 from conftest import MIXED_JSONL
-from tokenmill.files import objects
+from tokenmill.files import objects, remote
 
 pytest.importorskip("google.cloud.storage", reason="the [gs] extra is not installed")
 gs = pytest.importorskip("tokenmill.files.gs")
@@ -136,3 +138,35 @@ def test_the_workflow_with_snakemakes_gcs_storage_flags_leaves_a_local_builds_by
     assert_a_local_builds_bytes(stored, built_demo)
     dry = run_snakemake(built_demo, *storage, "-n")
     assert "Nothing to be done" in dry.stdout + dry.stderr
+
+
+# ---- Faults mid-GET: a loopback proxy (tests/fault_proxy.py) between tokenmill's client and the emulator. Only
+# the media downloads (``alt=media``) are broken: the metadata GET of the identity is the client's own.
+
+
+@pytest.fixture
+def proxied(bucket, emulator, monkeypatch):
+    """A :class:`FaultProxy` in front of the emulator, whose bucket holds tests/data/mixed.jsonl at
+    ``proxy.file_url``; tokenmill's client reaches the emulator through the proxy (the test's own goes direct),
+    reads response bodies in 4 KiB pieces instead of 8 MiB, and finds a stall out after 1 s instead of 20."""
+    bucket.blob("raw/mixed.jsonl").upload_from_string(FAULTED.read_bytes())
+    with FaultProxy(emulator) as proxy:
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", proxy.url)
+        monkeypatch.setattr(gs, "READ_SECONDS", 1)
+        monkeypatch.setattr(remote, "PIECE_BYTES", 4096)
+        gs._client.cache_clear()
+        proxy.file_url = f"gs://{bucket.name}/raw/mixed.jsonl"
+        yield proxy
+    gs._client.cache_clear()
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_a_get_broken_mid_body_resumes_from_the_last_byte_received_to_the_same_bytes(proxied, fault, tmp_path,
+                                                                                      capsys):
+    assert_a_broken_get_resumes(proxied, proxied.file_url, fault, tmp_path, capsys, target="alt=media")
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_a_get_that_breaks_every_time_fails_in_one_line_naming_the_object_with_nothing_written(proxied, fault,
+                                                                                                tmp_path, capsys):
+    assert_a_get_broken_every_time_fails(proxied, proxied.file_url, fault, tmp_path, capsys, target="alt=media")

@@ -9,12 +9,14 @@ import gzip
 import hashlib
 
 import pytest
+from fault_proxy import FAULTS, FaultProxy
 from loopback_servers import RangeServer, nothing_listening
 
-from url_inputs import CHAT, PACK, pack_equal, sft_equal, tokenmill
+from url_inputs import (CHAT, FAULTED, PACK, assert_a_broken_get_resumes, assert_a_get_broken_every_time_fails,
+                        pack_equal, sft_equal, tokenmill)
 
 from conftest import MIXED_JSONL
-from tokenmill.files import objects
+from tokenmill.files import https, objects, remote
 
 @pytest.fixture(autouse=True)
 def fresh_pins():
@@ -137,3 +139,30 @@ def test_the_plan_of_a_config_with_a_file_on_a_web_server_names_its_etag_and_dat
         server.modified = "Thu, 22 Oct 2026 07:28:00 GMT"  # the same bytes, touched: a changed input
         objects._pinned.clear()
         assert Plan(validate_config(config, "my.yaml")).file_identity("web") != identity
+
+
+# ---- Faults mid-GET: a loopback proxy (tests/fault_proxy.py) between tokenmill's client and the server
+
+
+@pytest.fixture
+def proxied(monkeypatch):
+    """A :class:`FaultProxy` in front of a web server holding tests/data/mixed.jsonl at ``proxy.file_url`` (a URL
+    through the proxy); tokenmill reads response bodies in 4 KiB pieces instead of 8 MiB, and finds a stall out
+    after 1 s instead of 20."""
+    with RangeServer({"/raw/mixed.jsonl": FAULTED.read_bytes()}) as server, FaultProxy(server.url) as proxy:
+        monkeypatch.setattr(https, "READ_SECONDS", 1)
+        monkeypatch.setattr(remote, "PIECE_BYTES", 4096)
+        proxy.file_url = f"{proxy.url}/raw/mixed.jsonl"
+        yield proxy
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_a_get_broken_mid_body_resumes_from_the_last_byte_received_to_the_same_bytes(proxied, fault, tmp_path,
+                                                                                      capsys):
+    assert_a_broken_get_resumes(proxied, proxied.file_url, fault, tmp_path, capsys)
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_a_get_that_breaks_every_time_fails_in_one_line_naming_the_file_with_nothing_written(proxied, fault,
+                                                                                              tmp_path, capsys):
+    assert_a_get_broken_every_time_fails(proxied, proxied.file_url, fault, tmp_path, capsys)

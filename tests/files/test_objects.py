@@ -25,7 +25,8 @@ from fault_proxy import FAULTS, FaultProxy
 from tokenmill import cli
 from tokenmill.files import objects, remote, s3 as s3_scheme
 from tokenmill.formats.pbin import read_sidecar
-from url_inputs import CHAT, PACK, assert_a_local_builds_bytes, pack_equal, sft_equal, tokenmill
+from url_inputs import (CHAT, FAULTED, PACK, assert_a_broken_get_resumes, assert_a_get_broken_every_time_fails,
+                        assert_a_local_builds_bytes, pack_equal, sft_equal, tokenmill)
 
 boto3 = pytest.importorskip("boto3", reason="the [s3] extra is not installed")
 SECRET = "secret-key-never-printed"
@@ -117,7 +118,7 @@ def test_objects_pack_to_the_bytes_of_the_same_files_on_disk_plain_gzip_zstd_and
 
 
 def test_a_byte_range_shard_of_an_object_is_read_with_a_ranged_get_through_its_raw_index(s3, tmp_path, capsys):
-    s3.put_object(Bucket=s3.bucket, Key="raw/mixed.jsonl", Body=MIXED_JSONL.read_bytes())
+    s3.put_object(Bucket=s3.bucket, Key="raw/mixed.jsonl", Body=FAULTED.read_bytes())
     url = f"s3://{s3.bucket}/raw/mixed.jsonl"
     assert tokenmill("index", url, capsys=capsys) == (1, f"tokenmill: error: {url}: give -o for an object's raw "
                                                          f"index (it is written here, not in the bucket)\n")
@@ -143,7 +144,7 @@ def test_a_byte_range_shard_of_an_object_is_read_with_a_ranged_get_through_its_r
 
 
 def test_verify_finds_an_object_replaced_under_the_same_key(s3, tmp_path, capsys):
-    s3.put_object(Bucket=s3.bucket, Key="raw/mixed.jsonl", Body=MIXED_JSONL.read_bytes())
+    s3.put_object(Bucket=s3.bucket, Key="raw/mixed.jsonl", Body=FAULTED.read_bytes())
     url = f"s3://{s3.bucket}/raw/mixed.jsonl"
     assert tokenmill("pack", url, *PACK, "-o", tmp_path / "a.pbin", "--on-bad-line", "skip", capsys=capsys)[0] == 0
     code, said = tokenmill("verify", tmp_path / "a.pbin", capsys=capsys)
@@ -318,7 +319,7 @@ def proxied_s3(s3, endpoint, monkeypatch):
     """The bucket of ``s3`` holding tests/data/mixed.jsonl (9,907 bytes) at ``s3.url``; tokenmill's client reaches
     the server through a :class:`FaultProxy` (``s3.proxy``; the test's own client goes direct), reads response
     bodies in 4 KiB pieces instead of 8 MiB, and finds a stall out after 1 s instead of 20."""
-    s3.put_object(Bucket=s3.bucket, Key="raw/mixed.jsonl", Body=MIXED_JSONL.read_bytes())
+    s3.put_object(Bucket=s3.bucket, Key="raw/mixed.jsonl", Body=FAULTED.read_bytes())
     s3.url = f"s3://{s3.bucket}/raw/mixed.jsonl"
     with FaultProxy(endpoint) as proxy:
         monkeypatch.setenv("AWS_ENDPOINT_URL", proxy.url)
@@ -330,35 +331,10 @@ def proxied_s3(s3, endpoint, monkeypatch):
     s3_scheme._client.cache_clear()
 
 
-@pytest.fixture(scope="module")
-def mixed_pbin(tmp_path_factory) -> bytes:
-    """tests/data/mixed.jsonl packed from disk."""
-    output = tmp_path_factory.mktemp("local") / "mixed.pbin"
-    assert cli.main([str(arg) for arg in ("pack", MIXED_JSONL, *PACK, "--on-bad-line", "skip", "-o", output)]) == 0
-    return output.read_bytes()
-
-
-# Where the read resumes after a break at byte 6,000 of the body. A truncated body hands over all it had; a
-# stalled one the whole 4 KiB pieces (the one in progress is dropped with the connection); after a reset the
-# kernel throws away what had arrived but not yet been read, so anything from 0 up to the last whole piece.
-RESUMED_FROM = {"truncate": {6000}, "stall": {4096}, "reset": {0, 4096}}
-
-
 @pytest.mark.parametrize("fault", FAULTS)
-def test_a_get_broken_mid_body_resumes_from_the_last_byte_received_to_the_same_bytes(proxied_s3, mixed_pbin, fault,
-                                                                                      tmp_path, capsys):
-    proxy = proxied_s3.proxy
-    proxy.inject(fault, after=6000)
-    code, said = tokenmill("pack", proxied_s3.url, *PACK, "--on-bad-line", "skip", "-o", tmp_path / "s3.pbin",
-                           capsys=capsys)
-    assert code == 0, said
-    assert (tmp_path / "s3.pbin").read_bytes() == mixed_pbin
-    assert [(hit.fault, hit.fault_at) for hit in proxy.faults_hit()] == [(fault, 6000)]
-    body_gets = [exchange.headers["range"] for exchange in proxy.exchanges
-                 if exchange.method == "GET" and exchange.headers.get("range") != "bytes=0-7"]  # 0-7: sniffing the kind
-    assert body_gets[0] == "bytes=0-9906" and len(body_gets) == 2, body_gets
-    assert int(body_gets[1].removeprefix("bytes=").split("-")[0]) in RESUMED_FROM[fault], body_gets
-    assert body_gets[1].endswith("-9906")  # the rest, pinned to the same version (IfMatch)
+def test_a_get_broken_mid_body_resumes_from_the_last_byte_received_to_the_same_bytes(proxied_s3, fault, tmp_path,
+                                                                                      capsys):
+    assert_a_broken_get_resumes(proxied_s3.proxy, proxied_s3.url, fault, tmp_path, capsys)
 
 
 def test_a_parquet_object_read_by_ranges_resumes_each_broken_range(proxied_s3, tmp_path, capsys):
@@ -380,22 +356,7 @@ def test_a_parquet_object_read_by_ranges_resumes_each_broken_range(proxied_s3, t
     assert [hit.fault for hit in proxied_s3.proxy.faults_hit()] == ["reset", "reset", "truncate", "truncate"]
 
 
-# A break 8 bytes into every GET of the body. A reset or a stall loses the piece in progress, so no read gains a
-# byte, and the third in a row fails; a truncated body hands over its 8 bytes, so each read gains a little and the
-# stream fails on its 31st drop (10 * ATTEMPTS survived), bounded however slowly the bytes come.
-GIVES_UP = {"reset": "truncated: the stream stopped at byte 0 of 9907 (3 attempts)",
-            "stall": "truncated: the stream stopped at byte 0 of 9907 (3 attempts)",
-            "truncate": "the connection dropped 31 times before byte 248 of 9907"}
-
-
 @pytest.mark.parametrize("fault", FAULTS)
 def test_a_get_that_breaks_every_time_fails_in_one_line_naming_the_object_with_nothing_written(proxied_s3, fault,
                                                                                                 tmp_path, capsys):
-    assert objects.ATTEMPTS == 3
-    proxied_s3.proxy.inject(fault, after=8, times=1000)  # 8: the GET that sniffs the file's kind passes
-    output = tmp_path / "out" / "s3.pbin"
-    output.parent.mkdir()
-    code, said = tokenmill("pack", proxied_s3.url, *PACK, "--on-bad-line", "skip", "-o", output, capsys=capsys)
-    assert (code, said) == (1, f"tokenmill: error: {proxied_s3.url}: {GIVES_UP[fault]}; nothing was written\n")
-    assert len(proxied_s3.proxy.faults_hit()) == (31 if fault == "truncate" else 3)
-    assert list(output.parent.iterdir()) == []
+    assert_a_get_broken_every_time_fails(proxied_s3.proxy, proxied_s3.url, fault, tmp_path, capsys)

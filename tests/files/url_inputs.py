@@ -1,6 +1,7 @@
 """What the tests of inputs by URL share (test_objects for s3://, test_gs, test_https, test_hf): the CLI run in
-this process, the pack options, and the two comparisons every scheme must pass: a pack and an SFT set read
-from URLs equal, byte for byte, the same read from local files."""
+this process, the pack options, the two comparisons every scheme must pass (a pack and an SFT set read from URLs
+equal, byte for byte, the same read from local files), and the two checks of a GET broken mid-body by
+tests/fault_proxy.py every scheme must pass too (it resumes to the same bytes, or fails in one line)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import os
 
 import yaml
 
-from conftest import GPT2, GPT2_EOD, REPO
+from conftest import GPT2, GPT2_EOD, MIXED_JSONL, REPO
 from tokenmill import cli
 from tokenmill.formats.pbin import read_sidecar
 from tokenmill.formats.sidecar import record_problems
@@ -77,3 +78,55 @@ def sft_equal(folder, url: str, capsys) -> dict:
         assert (folder / f"url{suffix}").read_bytes() == (folder / f"local{suffix}").read_bytes()
     [source] = read_sidecar(folder / "url.pbin")["sources"]
     return source
+
+
+# ---- Faults mid-GET: a scheme's client reaches its loopback server through a FaultProxy, the object holding
+# tests/data/mixed.jsonl (9,907 bytes); the caller makes remote.PIECE_BYTES 4096 and the read timeout 1 s.
+FAULTED = MIXED_JSONL
+
+# Where the read resumes after a break at byte 6,000 of the body. A truncated body hands over all it had; a
+# stalled one the whole 4 KiB pieces (the one in progress is dropped with the connection); after a reset the
+# kernel throws away what had arrived but not yet been read, so anything from 0 up to the last whole piece.
+RESUMED_FROM = {"truncate": {6000}, "stall": {4096}, "reset": {0, 4096}}
+
+# A break 8 bytes into every GET of the body. A reset or a stall loses the piece in progress, so no read gains a
+# byte, and the third in a row fails; a truncated body hands over its 8 bytes, so each read gains a little and the
+# stream fails on its 31st drop (10 * ATTEMPTS survived), bounded however slowly the bytes come.
+GIVES_UP = {"reset": "truncated: the stream stopped at byte 0 of 9907 (3 attempts)",
+            "stall": "truncated: the stream stopped at byte 0 of 9907 (3 attempts)",
+            "truncate": "the connection dropped 31 times before byte 248 of 9907"}
+
+
+def _body_ranges(proxy, target: str) -> list[str]:
+    """The ``Range`` of each GET of the object's body through ``proxy`` (not the 8 bytes that sniff its kind)."""
+    return [exchange.headers.get("range") for exchange in proxy.exchanges
+            if exchange.method == "GET" and target in exchange.target and exchange.headers.get("range") != "bytes=0-7"]
+
+
+def assert_a_broken_get_resumes(proxy, url: str, fault: str, folder, capsys, target: str = "") -> None:
+    """``fault`` once, 6,000 bytes into the body of the GET of ``url`` (through ``proxy``, a request whose target
+    holds ``target``): the pack resumes to the bytes of the local file's, with one more GET of the rest from
+    where :data:`RESUMED_FROM` says."""
+    proxy.inject(fault, after=6000, target=target)
+    pack_equal(folder, [FAULTED], [url], capsys, "--on-bad-line", "skip")
+    assert [(hit.fault, hit.fault_at) for hit in proxy.faults_hit()] == [(fault, 6000)]
+    last = FAULTED.stat().st_size - 1
+    ranges = _body_ranges(proxy, target)
+    assert ranges[0] == f"bytes=0-{last}" and len(ranges) == 2, ranges
+    assert int(ranges[1].removeprefix("bytes=").split("-")[0]) in RESUMED_FROM[fault], ranges
+    assert ranges[1].endswith(f"-{last}")  # the rest, pinned to the same version
+
+
+def assert_a_get_broken_every_time_fails(proxy, url: str, fault: str, folder, capsys, target: str = "") -> None:
+    """``fault`` 8 bytes into every GET of ``url``'s body (8: the GET that sniffs the file's kind passes): the pack
+    fails in one line naming ``url`` (:data:`GIVES_UP`), with nothing written."""
+    from tokenmill.files import remote
+
+    assert remote.ATTEMPTS == 3 and remote.MAX_RESUMES == 30
+    proxy.inject(fault, after=8, times=1000, target=target)
+    output = folder / "out" / "url.pbin"
+    output.parent.mkdir(parents=True)
+    code, said = tokenmill("pack", url, *PACK, "--on-bad-line", "skip", "-o", output, capsys=capsys)
+    assert (code, said) == (1, f"tokenmill: error: {url}: {GIVES_UP[fault]}; nothing was written\n")
+    assert len(proxy.faults_hit()) == (31 if fault == "truncate" else 3)
+    assert list(output.parent.iterdir()) == []

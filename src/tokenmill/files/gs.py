@@ -12,19 +12,23 @@ workflow on a ``gs://`` prefix too. Credentials are Google's Application Default
 * **Identity.** One metadata ``GET``: the size, ETag and generation, which the sidecar records
   (``object.version_id``: the generation). Every read asks for that generation: an object replaced since
   is read as it was where the bucket keeps old generations, and otherwise stops the read with one line.
-* **Reads.** A stream is a ranged media ``GET`` per read (at most 8 MiB each); Parquet reads its footer and
-  column chunks by range.
+* **Reads.** A stream is one ranged media ``GET`` whose body is read as it arrives, through the client's
+  authorized session (5 s to connect, 20 s per read); a connection lost mid-body (reset, stalled, cut short)
+  resumes from the last byte received, pinned to the generation (:class:`~tokenmill.files.remote.ObjectStream`),
+  not by the client's own retries, which would fetch the range again. Parquet reads its footer and column
+  chunks by range.
 * **Failures**, each one line naming the URL: no such object or bucket, no permission, no credentials, a
   store that does not answer (the client's retries, cut to :data:`RETRY_SECONDS`).
 
 Cost: one metadata request per input, a listing page per 1,000 keys of a glob's prefix, one request per
-8 MiB read.
+stream or Parquet read.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from functools import lru_cache
+from urllib.parse import quote
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.remote import CONNECT_SECONDS, READ_SECONDS, ObjectIdentity, bucket_and_key, expand_glob
@@ -130,38 +134,62 @@ def expand(url: str) -> list[str]:
 
 
 class _Body:
-    """Bytes ``[start, end)`` of one generation, each read one ranged media ``GET``."""
+    """A ranged media ``GET``'s streaming body, its dropped connections raised as ``ConnectionError``."""
 
-    def __init__(self, identity: ObjectIdentity, start: int, end: int):
-        bucket, key = split_url(identity.url)
-        self._blob = _client().bucket(bucket).blob(key, generation=int(identity.version_id))
-        self._url, self._position, self._end = identity.url, start, end
+    def __init__(self, response):
+        self._response = response
 
     def read(self, size: int) -> bytes:
-        if self._position >= self._end:
-            return b""
-        stop = min(self._position + size, self._end)
-        try:
-            data = self._blob.download_as_bytes(start=self._position, end=stop - 1, raw_download=True,
-                                                checksum=None, **_call_options())
-        except _client_errors() as exc:
-            from google.api_core.exceptions import NotFound
+        from urllib3.exceptions import HTTPError
 
-            if isinstance(exc, NotFound):  # the generation pinned is gone: replaced in a bucket that keeps none
-                raise TokenmillError(f"{self._url}: the object changed during the read (its generation is no longer "
-                                     f"there); nothing was written, run again to read the new version") from None
-            raise _failure(self._url, exc, f"reading from byte {self._position}") from None
-        self._position += len(data)
-        return data
+        try:
+            return self._response.raw.read(size)
+        except (HTTPError, OSError) as exc:
+            raise ConnectionError(str(exc)) from None
 
     def close(self) -> None:
-        pass
+        self._response.close()
 
 
 def open_range(identity: ObjectIdentity, start: int, end: int) -> _Body:
-    """Bytes ``[start, end)`` of the generation ``identity``, read by ranged requests as asked for.
+    """One ranged media ``GET`` of bytes ``[start, end)`` of the generation ``identity``, streamed.
+
+    The request goes through the client's own authorized session (its credentials, its endpoint or the
+    emulator's), but the body is read as it arrives rather than by ``download_as_bytes``, so that a
+    connection lost mid-body resumes from the last byte handed over (:class:`~tokenmill.files.remote.ObjectStream`)
+    instead of the client fetching the whole range again; no answer or a 5xx is retried for :data:`RETRY_SECONDS`.
 
     Raises:
-        TokenmillError: (on a read) the object changed or is gone; no permission; no answer.
+        TokenmillError: the object changed or is gone; no permission; no answer; ranges ignored.
     """
-    return _Body(identity, start, end)
+    from google.api_core.exceptions import NotFound, from_http_response
+
+    bucket, key = split_url(identity.url)
+    client = _client()
+    media = (f"{client.api_endpoint}/download/storage/v1/b/{quote(bucket, safe='')}/o/{quote(key, safe='')}"
+             f"?alt=media&generation={identity.version_id}")
+    headers = {"Range": f"bytes={start}-{end - 1}", "Accept-Encoding": "identity"}
+
+    def get():
+        response = client._http.get(media, headers=headers, stream=True, timeout=(CONNECT_SECONDS, READ_SECONDS))
+        if response.status_code >= 400:
+            response.close()
+            raise from_http_response(response)
+        return response
+
+    try:
+        response = _call_options()["retry"](get)()
+    except NotFound:  # the generation pinned is gone: replaced in a bucket that keeps none
+        raise TokenmillError(f"{identity.url}: the object changed during the read (its generation is no longer "
+                             f"there); nothing was written, run again to read the new version") from None
+    except _client_errors() as exc:
+        raise _failure(identity.url, exc, f"reading from byte {start}") from None
+    total = response.headers.get("Content-Range", "").rpartition("/")[2]
+    if response.status_code == 206 and total.isdigit() and int(total) != identity.size:
+        response.close()
+        raise TokenmillError(f"{identity.url}: the object changed during the read (its size is no longer the one "
+                             f"first seen); nothing was written, run again to read the new version")
+    if response.status_code != 206 and (start, end) != (0, identity.size):
+        response.close()
+        raise TokenmillError(f"{identity.url}: the store ignored a range request (HTTP {response.status_code})")
+    return _Body(response)
