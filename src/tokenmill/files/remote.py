@@ -1,7 +1,9 @@
-"""The one interface every object scheme (``s3://``, ``https://``, ``hf://``) implements, and what they share.
+"""The one interface every object scheme (``s3://``, ``gs://``, ``https://``, ``hf://``) implements, and what
+they share.
 
-A scheme module (:mod:`~tokenmill.files.s3`, :mod:`~tokenmill.files.https`, :mod:`~tokenmill.files.hf`) has
-three functions, and :mod:`~tokenmill.files.objects` dispatches to them by the URL's prefix:
+A scheme module (:mod:`~tokenmill.files.s3`, :mod:`~tokenmill.files.gs`, :mod:`~tokenmill.files.https`,
+:mod:`~tokenmill.files.hf`) has three functions, and :mod:`~tokenmill.files.objects` dispatches to them by the
+URL's prefix:
 
 * ``identity(url) -> ObjectIdentity``: the object's version now (a ``HEAD`` or the store's metadata call);
 * ``expand(url) -> list[str]``: the URLs a URL names: itself, or for a glob the matching objects, sorted;
