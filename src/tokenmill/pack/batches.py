@@ -30,7 +30,7 @@ import numpy as np
 from tokenmill.formats.pbin import TOKEN_DTYPES
 from tokenmill.inputs.text_selection import TextSelector
 from tokenmill.pack.settings import PackSettings
-from tokenmill.tokenization.engine import Encoder, preload_fast_engine
+from tokenmill.tokenization.engine import Encoder, preferred_fast_engine, preload_fast_engine
 from tokenmill.tokenization.proof import ProofSample, ProofSampler, ProofTally, input_key
 from tokenmill.tokenization.tokenizer import TokenizerInfo, load_tokenizer
 
@@ -260,7 +260,7 @@ def start_engine(settings: PackSettings, asked: str, input_bytes: float, estimat
     """
     _limit_engine_threads(settings.workers)
     if settings.engine != "hf":
-        preload_fast_engine(settings.tokenizer_spec)
+        preload_fast_engine(settings.tokenizer_spec, preferred_fast_engine(settings.engine))
     big_hf_job = input_bytes > _HF_BIG_BUFFERS_BYTES
     if settings.engine == "hf" and big_hf_job:
         _free_big_buffers_at_once()  # before the tokenizer's load, whose buffers are big too

@@ -236,8 +236,8 @@ def _plan_input(path: str, identity: FileIdentity | ObjectIdentity, compression:
 
 
 def _pack_input(item: _Input, job: BatchTokenizer, writer: _Outputs, log: Callable[[str], None]) -> None:
-    """Pack one input with the job's engine; on a proof mismatch under ``on_mismatch: hf``, or where
-    fastokens cannot load the tokenizer under ``auto``, again from its start with Hugging Face.
+    """Pack one input with the job's engine; on a proof mismatch under ``on_mismatch: hf`` again from its start
+    with Hugging Face; where a fast engine cannot load the tokenizer under ``auto``, with the next engine.
 
     Raises:
         EngineMismatch: a mismatch under ``on_mismatch: error``.
@@ -253,10 +253,11 @@ def _pack_input(item: _Input, job: BatchTokenizer, writer: _Outputs, log: Callab
         writer.rewind(start)
         _pack_source(item, "hf", job, writer)
         source["mismatch"] = str(mismatch)
-    except FastEngineUnavailable as unavailable:  # auto takes HF, saying why; engine fastokens stops
-        job.chosen.fall_back_to_hf(unavailable)
+    except FastEngineUnavailable as unavailable:  # auto takes the next engine, saying why; one asked for stops
+        job.chosen.fall_back(unavailable)
         writer.rewind(start)
-        _pack_source(item, "hf", job, writer)
+        _pack_input(item, job, writer, log)  # gigatoken, then fastokens, then HF, which always loads
+        return
     for reason, entry in source["skipped"].items():
         log(f"{source['path']}: skipped {entry['count']} lines: {reason} "
             f"(first at {_place(source, entry['first_lines'][0])})")
