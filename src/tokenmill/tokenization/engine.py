@@ -145,7 +145,7 @@ def choose_engine(asked: str, info: TokenizerInfo | None = None, input_bytes: fl
     if asked == "auto" and gigatoken_installed():
         against = gigatoken_refusal(info, split_special_tokens)
         if against is None:
-            return "gigatoken", "engine auto: gigatoken, the fastest engine proven for this tokenizer"
+            return "gigatoken", "engine auto: gigatoken"
         return "fastokens", f"engine auto: fastokens, as gigatoken is not for this tokenizer ({against})"
     return "fastokens", f"engine {asked}: fastokens" + not_proven
 
