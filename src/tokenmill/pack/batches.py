@@ -275,7 +275,7 @@ def start_engine(settings: PackSettings, asked: str, input_bytes: float, estimat
     """
     _limit_engine_threads(settings.workers)
     if settings.engine != "hf":
-        preload_fast_engine(settings.tokenizer_spec, preferred_fast_engine(settings.engine))
+        preload_fast_engine(settings.tokenizer_spec, preferred_fast_engine(settings.engine, settings.tokenizer_spec))
     big_hf_job = input_bytes > _HF_BIG_BUFFERS_BYTES
     if settings.engine == "hf" and big_hf_job:
         _free_big_buffers_at_once()  # before the tokenizer's load, whose buffers are big too

@@ -19,20 +19,22 @@
   datasets make: HF for an input under :data:`FAST_ENGINE_PAYS_BYTES` (it finishes before a fast engine
   would have loaded), HF where :func:`tokenmill.tokenization.tokenizer.fast_engine_refusal` finds something in
   the ``tokenizer.json`` outside what the fast engines were proven on, else gigatoken where it is installed
-  and :func:`gigatoken_refusal` finds nothing against it, else fastokens; the reason is logged and kept
+  and neither :func:`gigatoken_refusal` nor its speed on the tokenizer's family (:func:`gigatoken_family`)
+  is against it, else fastokens; the reason is logged and kept
   in sidecars. A file that passes those checks but that an engine still cannot load, or on whose probes
   (:meth:`Encoder._refuse_probe_differences`) it differs from the reference, gets the next engine
   (gigatoken, fastokens, HF) with that engine's error as the reason (:class:`FastEngineUnavailable`,
   :meth:`Encoder.fall_back`).
 
 The fast engines load in a background thread (:func:`preload_fast_engine`: fastokens 0.3-0.7 s for GPT-2,
-1.1-2.2 s for Tekken; gigatoken 0.2 and 0.4 s, its awkward import included), which callers start before
+1.1-2.2 s for Tekken; gigatoken ~0.5 CPU-s for GPT-2, awkward's import included), which callers start before
 their other start-up work. A fast engine is never trusted blindly: :mod:`tokenmill.tokenization.proof`
 re-encodes a sample of every batch with HF.
 
 Cost (bench/RESULTS.md, "Choosing the fast encoder"): per thread, HF 2.1 MB/s (GPT-2) and 2.3 (Tekken),
 fastokens 61.9 and 161.2: 29x and 70x. gigatoken against fastokens, CPU per byte on one thread over the
-100 MB corpus in 4 MiB batches ("A third engine: gigatoken"): 1.58x with GPT-2, 1.06x with Tekken. (The
+100 MB corpus in 4 MiB batches, best of 3 on a busy machine ("A third engine: gigatoken"): 1.13x with GPT-2,
+1.42x with Mistral v1's SentencePiece, 0.75x (medians 1.03x) with Tekken, where auto keeps fastokens. (The
 proof's budget is sized by the same ratio per byte as a pack measures it, 20 on emoji-dense text to 55 on
 GPT-2 prose: :mod:`tokenmill.tokenization.proof`.)
 """
@@ -54,9 +56,8 @@ from tokenmill.tokenization.tokenizer import (TokenizerInfo, exception_first_lin
                                               spec_of)
 
 __all__ = ["ENGINES", "FAST_ENGINES", "FAST_ENGINE_PAYS_BYTES", "GIGATOKEN_CACHE_BYTES", "choose_engine",
-           "gigatoken_installed", "gigatoken_refusal", "preferred_fast_engine", "Encoder", "EncoderPickling",
-           "FastEngineUnavailable",
-           "preload_fast_engine", "fast_engine_loading", "split_flat"]
+           "gigatoken_installed", "gigatoken_refusal", "gigatoken_family", "preferred_fast_engine", "Encoder",
+           "EncoderPickling", "FastEngineUnavailable", "preload_fast_engine", "fast_engine_loading", "split_flat"]
 
 ENGINES = ("auto", "hf", "fastokens", "gigatoken")
 FAST_ENGINES = ("gigatoken", "fastokens")  # auto's order of preference, each proven per job
@@ -74,12 +75,42 @@ def gigatoken_installed() -> bool:
     return importlib.util.find_spec("gigatoken") is not None
 
 
-def preferred_fast_engine(asked: str) -> str:
-    """The fast engine a job asking for ``asked`` loads in the background before its tokenizer is read:
-    gigatoken where asked for, or under ``auto`` where installed; else fastokens."""
-    if asked == "gigatoken" or (asked == "auto" and gigatoken_installed()):
+def gigatoken_family(info: TokenizerInfo) -> tuple[str, bool]:
+    """The family of tokenizer gigatoken's speed was measured on that ``info`` belongs to, and whether gigatoken
+    was measured faster than fastokens there (CPU per byte, one thread, 4 MiB batches of the 100 MB corpus,
+    best of 3 on a busy machine; bench/RESULTS.md, "A third engine: gigatoken"): byte-level BPE split by GPT-2's
+    own regex (GPT-2) 1.13x; SentencePiece BPE with byte fallback (Mistral v1) 1.42x; byte-level BPE split by
+    a regex of its own (Tekken; tiktoken vocabularies are converted to that form) 0.75-1.06x, not faster."""
+    pre_tokenizer = info.tokenizer.pre_tokenizer
+    if info.tokenizer.model.__class__.__name__ == "BPE" and getattr(info.tokenizer.model, "byte_fallback", False):
+        return "SentencePiece BPE with byte fallback", True
+    if pre_tokenizer.__class__.__name__ == "ByteLevel" and getattr(pre_tokenizer, "use_regex", False):
+        return "byte-level BPE split by GPT-2's regex", True
+    return "tokenizer of another family (e.g. a Split regex, as Tekken's)", False
+
+
+def preferred_fast_engine(asked: str, source: str | os.PathLike | TokenizerSpec | None = None) -> str:
+    """The fast engine a job asking for ``asked`` loads in the background before its tokenizer is read (a guess
+    that saves a load; the encoder loads the engine :func:`choose_engine` chooses in any case): gigatoken where
+    asked for, or under ``auto`` where installed and the tokenizer looks like one of the families where it was
+    measured faster (:func:`gigatoken_family`: a SentencePiece type, or a ``tokenizer.json`` whose pre-tokenizer
+    opens with GPT-2's ``ByteLevel``); else fastokens."""
+    if asked == "gigatoken":
         return "gigatoken"
-    return "fastokens"
+    if asked != "auto" or not gigatoken_installed():
+        return "fastokens"
+    spec = spec_of(source) if source is not None else None
+    if spec is None:
+        return "gigatoken"
+    if not is_plain_file(spec):
+        return "gigatoken" if "SentencePiece" in spec.type or "Llama" in spec.type else "fastokens"
+    try:
+        with open(spec.path, "rb") as handle:
+            head = handle.read()
+    except OSError:
+        return "fastokens"
+    place = head.find(b'"pre_tokenizer"')
+    return "gigatoken" if place >= 0 and b'"ByteLevel"' in head[place:place + 80] else "fastokens"
 
 
 def gigatoken_refusal(info: TokenizerInfo | None, split_special_tokens: bool = False) -> str | None:
@@ -105,8 +136,8 @@ def choose_engine(asked: str, info: TokenizerInfo | None = None, input_bytes: fl
     ``hf`` asked for is HF. ``auto`` is HF for an input under :data:`FAST_ENGINE_PAYS_BYTES` (the
     same ids, and HF finishes before a fast engine would have loaded) and for a tokenizer file that
     :func:`~tokenmill.tokenization.tokenizer.fast_engine_refusal` refuses, else gigatoken where it is
-    installed and :func:`gigatoken_refusal` finds nothing (measured faster than fastokens for every family
-    of tokenizer it loads: GPT-2 1.58x, Tekken 1.06x per byte), else fastokens. ``fastokens`` asked
+    installed, :func:`gigatoken_refusal` finds nothing and the tokenizer is of a family where gigatoken was
+    measured faster than fastokens (:func:`gigatoken_family`), else fastokens. ``fastokens`` asked
     for is fastokens, even where refused (the reason says so); so is ``gigatoken``, except where it is not
     installed or :func:`gigatoken_refusal` refuses it, which stop the job.
 
@@ -144,9 +175,12 @@ def choose_engine(asked: str, info: TokenizerInfo | None = None, input_bytes: fl
         return "gigatoken", "engine gigatoken" + not_proven
     if asked == "auto" and gigatoken_installed():
         against = gigatoken_refusal(info, split_special_tokens)
-        if against is None:
+        if against is not None:
+            return "fastokens", f"engine auto: fastokens, as gigatoken is not for this tokenizer ({against})"
+        family, faster = gigatoken_family(info) if info is not None else ("", True)
+        if faster:
             return "gigatoken", "engine auto: gigatoken"
-        return "fastokens", f"engine auto: fastokens, as gigatoken is not for this tokenizer ({against})"
+        return "fastokens", f"engine auto: fastokens, as gigatoken was not measured faster on a {family}"
     return "fastokens", f"engine {asked}: fastokens" + not_proven
 
 
