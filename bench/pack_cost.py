@@ -89,7 +89,7 @@ def main() -> None:
     spent["Hugging Face load (with the file's parse)"] = time.process_time() - start
     start = time.process_time()
     engine_module.preload_fast_engine(args.tokenizer)  # the load pack starts in the background, waited for here
-    engine_module._fast_loads[info.sha256].join()
+    engine_module._fast_loads[("fastokens", info.sha256)].join()
     spent["fastokens load"] = time.process_time() - start
 
     timed(TextSelector, "select", "JSON parse (orjson)")

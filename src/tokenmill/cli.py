@@ -498,9 +498,10 @@ def _add_pack_verb(verbs) -> None:
     pack.add_argument("--workers", type=int, default=len(os.sched_getaffinity(0)),
                       help="tokenizer threads: at most this many cores (default: every core this process may use)")
     pack.add_argument("--batch-bytes", type=int, default=4 << 20, help=argparse.SUPPRESS)
-    pack.add_argument("--engine", choices=("auto", "hf", "fastokens"), default=default("tokenizers.*.engine"),
-                      help="tokenizer engine: fastokens where proven for the tokenizer, else Hugging Face "
-                           "(default: %(default)s)")
+    pack.add_argument("--engine", choices=("auto", "hf", "fastokens", "gigatoken"),
+                      default=default("tokenizers.*.engine"),
+                      help="tokenizer engine: gigatoken (where installed) or fastokens where proven for the tokenizer, "
+                           "else Hugging Face (default: %(default)s)")
     pack.add_argument("--check-fraction", type=float, default=default("tokenizers.*.check_fraction"), metavar="F",
                       help="with a fast engine, re-encode this share of documents whole with Hugging Face (more in "
                            "a job under 32 MB), besides excerpts around special-token strings and rare code points; "
@@ -661,7 +662,7 @@ def _add_sft_verb(verbs) -> None:
     sft.add_argument("config", help="YAML with `tokenizers:` and `sft:` sections (the workflow config), or - for stdin")
     sft.add_argument("name", help="the entry of `sft:` to build")
     sft.add_argument("-o", "--output", required=True, help="output .pbin (the loss mask goes next to it)")
-    sft.add_argument("--engine", choices=("auto", "hf", "fastokens"), default=None,
+    sft.add_argument("--engine", choices=("auto", "hf", "fastokens", "gigatoken"), default=None,
                      help="tokenizer engine (default: the tokenizer's `engine` in the config, else auto); a fast "
                           "engine is proven on the config's check_fraction of the messages")
     sft.add_argument("--chat-template", metavar="tokenizer|PATH", default=None,

@@ -12,6 +12,7 @@ from tokenmill.formats.mmidx import MMapIndexedDataset
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 
 from tokenmill.megatron.index_cache import load_npy
+from tokenmill.tokenization.engine import gigatoken_installed
 
 
 def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(workflow_dir):
@@ -49,7 +50,8 @@ def test_the_report_holds_each_datasets_statistics_histogram_and_caches(built_de
     page = (built_demo / "data/report/demo.html").read_text()
     assert "<td>documents</td><td class=n>2,990</td>" in page and "<td>tokens</td><td class=n>1,026,497</td>" in page
     assert "<td>tokens per byte of text</td><td class=n>0.2851</td>" in page  # 1,026,497 tokens / 3,599,934 bytes
-    assert "engine auto: fastokens; 66 documents re-encoded with Hugging Face, 0 mismatches" in page
+    engine = "gigatoken" if gigatoken_installed() else "fastokens"  # what auto takes (the gigatoken extra)
+    assert f"engine auto: {engine}; 66 documents re-encoded with Hugging Face, 0 mismatches" in page
     assert "<td>verify</td><td>5 file(s) checked, no problem found</td>" in page
     # every format built, with its size: 1,026,497 uint16 tokens in the .bin
     assert "<td>data/megatron/demo_text_document.bin</td><td class=n>2,052,994</td>" in page

@@ -5,6 +5,7 @@ hashes in test_pack.py run with ``auto``, so with fastokens); these tests add wh
 choice and the in-job proof promise, on an adversarial file.
 """
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -19,13 +20,22 @@ from tokenmill.errors import TokenmillError
 from tokenmill.formats.pbin import PbinFile, PbinWriter, read_sidecar
 from tokenmill.pack.pretraining import EngineMismatch, PackSettings, pack
 
-from tokenmill.tokenization.engine import Encoder, FastEngineUnavailable
+from tokenmill.tokenization.engine import Encoder, FastEngineUnavailable, gigatoken_installed
 from tokenmill.tokenization.families import TokenizerSpec
 from tokenmill.tokenization.proof import (DEFAULT_CHECK_FRACTION, EXCERPT_CHARACTERS, LONG_WINDOW_CHARACTERS,
                                           ProofSampler, detection_statement, input_key, ordinal_draws)
 from tokenmill.tokenization.tokenizer import fast_engine_refusal, load_tokenizer
 
 MINILM = DATA / "minilm-bert.tokenizer.json"
+# What auto takes for a proven tokenizer.json: gigatoken where the extra is installed, else fastokens.
+AUTO_FAST = "gigatoken" if gigatoken_installed() else "fastokens"
+FAST_ENGINES = ("fastokens", "gigatoken") if gigatoken_installed() else ("fastokens",)
+
+
+@pytest.fixture
+def without_gigatoken(monkeypatch):
+    """auto as it chooses where the gigatoken extra is not installed (for what is said of fastokens)."""
+    monkeypatch.setattr("tokenmill.tokenization.engine.gigatoken_installed", lambda: False)
 
 
 def adversarial_texts() -> list[str]:
@@ -60,12 +70,13 @@ def adversarial_jsonl(tmp_path_factory):
 @pytest.mark.parametrize("tokenizer, eod", [(GPT2, GPT2_EOD), (TEKKEN, "</s>")], ids=["gpt2", "tekken"])
 def test_both_engines_write_the_same_bytes_as_hugging_face_on_adversarial_text(tmp_path, adversarial_jsonl,
                                                                                 tokenizer, eod):
-    for engine in ("hf", "fastokens"):
+    for engine in ("hf", *FAST_ENGINES):
         run_tokenmill("pack", adversarial_jsonl, "--tokenizer", tokenizer, "--eod", eod, "--engine", engine,
                       "--check-fraction", "1", "--workers", "2", "-o", tmp_path / f"{engine}.pbin")
-    assert (tmp_path / "hf.pbin").read_bytes() == (tmp_path / "fastokens.pbin").read_bytes()
-    fast = read_sidecar(tmp_path / "fastokens.pbin")["engine"]
-    assert (fast["name"], fast["checked_documents"], fast["mismatches"]) == ("fastokens", 14, 0)
+    for engine in FAST_ENGINES:
+        assert (tmp_path / "hf.pbin").read_bytes() == (tmp_path / f"{engine}.pbin").read_bytes()
+        fast = read_sidecar(tmp_path / f"{engine}.pbin")["engine"]
+        assert (fast["name"], fast["checked_documents"], fast["mismatches"]) == (engine, 14, 0)
     assert read_sidecar(tmp_path / "hf.pbin")["engine"]["name"] == "hf"
 
     reference = Tokenizer.from_file(str(tokenizer))
@@ -78,7 +89,8 @@ def test_both_engines_write_the_same_bytes_as_hugging_face_on_adversarial_text(t
 
 @pytest.mark.slow
 def test_auto_takes_fastokens_only_where_the_tokenizer_json_is_proven(tmp_path):
-    assert Encoder(load_tokenizer(GPT2)).name == Encoder(load_tokenizer(TEKKEN)).name == "fastokens"
+    # gigatoken where it was measured faster than fastokens (GPT-2's family), else fastokens (Tekken's)
+    assert (Encoder(load_tokenizer(GPT2)).name, Encoder(load_tokenizer(TEKKEN)).name) == (AUTO_FAST, "fastokens")
     bert = Encoder(load_tokenizer(MINILM))
     assert (bert.name, bert.reason) == ("hf", "engine auto: HF, as fastokens is not proven for this tokenizer "
                                               "(model 'WordPiece' is not BPE)")
@@ -124,7 +136,7 @@ def test_auto_packs_an_input_under_1_mb_with_hugging_face_itself_and_the_same_by
     assert (small_engine["name"], small_engine["reason"]) == (
         "hf", f"engine auto: HF, as this input (~{size_mb:.2f} MB of text) takes it less time than loading "
               f"fastokens would")
-    assert read_sidecar(tmp_path / "large.auto.pbin")["engine"]["name"] == "fastokens"
+    assert read_sidecar(tmp_path / "large.auto.pbin")["engine"]["name"] == AUTO_FAST
 
 
 def test_forcing_fastokens_on_a_tokenizer_it_cannot_load_is_one_line(tmp_path):
@@ -160,10 +172,14 @@ def test_auto_takes_hugging_face_where_fastokens_cannot_load_the_tokenizer_and_s
                   "-o", tmp_path / "hf.pbin")
     assert (tmp_path / "auto.pbin").read_bytes() == (tmp_path / "hf.pbin").read_bytes()
     engine = read_sidecar(tmp_path / "auto.pbin")["engine"]
-    assert engine["name"] == "hf"
-    assert engine["reason"].startswith("engine auto: HF, as fastokens cannot load this tokenizer (model error: ")
-    assert f"; {engine['reason']}, 0 documents checked" in auto.stderr.splitlines()[-1]
-    assert read_sidecar(tmp_path / "auto.pbin")["sources"][0]["engine"] == "hf"
+    if gigatoken_installed():  # gigatoken loads a vocabulary with a gap, and is proven on it
+        assert engine["name"] == read_sidecar(tmp_path / "auto.pbin")["sources"][0]["engine"] == "gigatoken"
+        assert engine["checked_documents"] > 0
+    else:
+        assert engine["name"] == "hf"
+        assert engine["reason"].startswith("engine auto: HF, as fastokens cannot load this tokenizer (model error: ")
+        assert f"; {engine['reason']}, 0 documents checked" in auto.stderr.splitlines()[-1]
+        assert read_sidecar(tmp_path / "auto.pbin")["sources"][0]["engine"] == "hf"
 
     forced = run_tokenmill("pack", source, "--tokenizer", sparse, "--no-eod", "--engine", "fastokens", "-o",
                            tmp_path / "f.pbin", check=False)
@@ -174,7 +190,8 @@ def test_auto_takes_hugging_face_where_fastokens_cannot_load_the_tokenizer_and_s
 
 
 @pytest.mark.slow
-def test_auto_falls_back_to_hugging_face_in_pack_threads_and_in_process_encoders(tmp_path, monkeypatch):
+def test_auto_falls_back_to_hugging_face_in_pack_threads_and_in_process_encoders(tmp_path, monkeypatch,
+                                                                                without_gigatoken):
     import tokenmill.tokenization.engine
 
     sparse = sparse_gpt2(tmp_path)
@@ -557,7 +574,7 @@ def test_a_tokenizer_file_replaced_in_place_is_never_encoded_with_its_old_conten
         Encoder(info, "fastokens").encode_batch(["x"], add_special_tokens=False)
 
 
-def test_one_choice_of_engine_for_pack_sft_and_the_datasets():
+def test_one_choice_of_engine_for_pack_sft_and_the_datasets(without_gigatoken):
     from tokenmill.tokenization.engine import FAST_ENGINE_PAYS_BYTES, choose_engine
 
     gpt2, bert = load_tokenizer(GPT2), load_tokenizer(MINILM)
@@ -602,7 +619,7 @@ def test_a_mismatch_names_the_reference_library_it_was_proven_against(tmp_path, 
         pack([str(MIXED_JSONL)], str(tmp_path / "x.pbin"), settings, log=lambda message: None)
 
 
-def test_fastokens_is_refused_for_a_model_whose_control_spellings_it_reads_as_pieces(tmp_path):
+def test_fastokens_is_refused_for_a_model_whose_control_spellings_it_reads_as_pieces(tmp_path, without_gigatoken):
     """On a small byte-fallback SentencePiece model fastokens reads the text ``</s>`` (and ``<s>``, ``<unk>``,
     ``<0x41>``) as the piece, where sentencepiece and Megatron encode the characters: one probe at the first batch
     refuses it, and auto takes Hugging Face (equal to sentencepiece there); with Mistral's model it is kept."""
@@ -626,3 +643,155 @@ def test_fastokens_is_refused_for_a_model_whose_control_spellings_it_reads_as_pi
 def test_the_proof_checks_every_control_spelling_of_a_sentencepiece_model():
     mistral = load_tokenizer(TokenizerSpec(str(DATA / "mistral-v1.tokenizer.model"), "Llama2Tokenizer"))
     assert {"<s>", "</s>", "<unk>", "<0x41>"} <= set(mistral.added_tokens())
+
+
+# ---------------------------------------------------------------------------------------------
+# gigatoken, the third engine (the extra tokenmill[gigatoken]): the same proof, the same bytes.
+
+needs_gigatoken = pytest.mark.skipif(not gigatoken_installed(), reason="the gigatoken extra is not installed")
+
+
+def corpus_texts() -> list[str]:
+    """Every text of the test corpora (tests/data/mixed.jsonl, the demo corpus, Megatron's types' file) and the
+    adversarial texts but their 20 MB line."""
+    texts = adversarial_texts()[:-1]
+    for path in (MIXED_JSONL, DEMO_JSONL, DATA / "megatron_types.jsonl"):
+        for line in path.read_bytes().splitlines():
+            try:
+                text = json.loads(line).get("text")
+            except (ValueError, AttributeError):
+                continue  # the bad lines these files hold on purpose
+            if isinstance(text, str):
+                texts.append(text)
+    return texts
+
+
+@needs_gigatoken
+@pytest.mark.parametrize("family", ["gpt2", "tekken", "sentencepiece", "llama2", "mistral"])
+def test_gigatoken_gives_the_reference_ids_of_every_text_of_the_test_corpora(tmp_path, family):
+    """Byte-identical ids across engines: gigatoken's flat ids and lengths equal the reference library's
+    (Hugging Face, or sentencepiece for Megatron's SentencePiece types) on every text, and fastokens' where it
+    is proven for the tokenizer."""
+    if family in ("sentencepiece", "llama2"):
+        train_sentencepiece(tmp_path / "sp.model")
+    source = {"gpt2": GPT2, "tekken": TEKKEN,
+              "sentencepiece": TokenizerSpec(str(tmp_path / "sp.model"), "SentencePieceTokenizer"),
+              "llama2": TokenizerSpec(str(tmp_path / "sp.model"), "Llama2Tokenizer"),
+              "mistral": TokenizerSpec(str(DATA / "mistral-v1.tokenizer.model"), "Llama2Tokenizer")}[family]
+    info = load_tokenizer(source)
+    texts = corpus_texts()
+    assert len(texts) > 1000
+    reference_ids, reference_lengths = info.encode_reference(texts, False)
+    encoder = Encoder(info, "gigatoken")
+    assert (encoder.name, encoder.reason) == ("gigatoken", "engine gigatoken")
+    ids, lengths = encoder.encode_batch(texts, False)
+    assert ids.dtype == np.uint32 and lengths.dtype == np.int64
+    assert np.array_equal(lengths, reference_lengths) and np.array_equal(ids, reference_ids)
+    assert "gigatoken" in encoder.versions()
+    if family in ("gpt2", "tekken", "mistral"):  # fastokens is refused for the small model (its probes)
+        fast_ids, fast_lengths = Encoder(info, "fastokens").encode_batch(texts, False)
+        assert np.array_equal(fast_ids, ids) and np.array_equal(fast_lengths, lengths)
+    auto = Encoder(info, "auto", input_bytes=1e9)  # where gigatoken was measured faster than fastokens
+    assert (auto.name, auto.reason) == (("fastokens", "engine auto: fastokens, as gigatoken was not measured faster "
+                                                      "on a tokenizer of another family (e.g. a Split regex, as "
+                                                      "Tekken's)") if family == "tekken"
+                                        else ("gigatoken", "engine auto: gigatoken"))
+
+
+@needs_gigatoken
+@pytest.mark.slow
+@pytest.mark.parametrize("tokenizer, eod", [(GPT2, GPT2_EOD), (TEKKEN, "</s>")], ids=["gpt2", "tekken"])
+def test_pack_writes_the_same_bytes_whatever_the_engine(tmp_path, monkeypatch, tokenizer, eod):
+    """.pbin, Megatron's .bin/.idx and the skipped lines of the test corpus (bad lines included), the same
+    with every engine, two threads and small batches (so that batches are encoded side by side)."""
+    monkeypatch.setattr("tokenmill.tokenization.engine.FAST_ENGINE_PAYS_BYTES", 0)  # auto: a fast engine at 0.6 MB
+    source = tmp_path / "corpus.jsonl"
+    source.write_bytes(MIXED_JSONL.read_bytes() + b"not json\n" + DEMO_JSONL.read_bytes()[:600_000].rsplit(b"\n", 1)[0]
+                       + b"\n{\"no text\": 1}\n")
+    metas = {}
+    for engine in ("hf", "fastokens", "gigatoken", "auto"):
+        metas[engine] = pack([str(source)], str(tmp_path / f"{engine}.pbin"),
+                             PackSettings(str(tokenizer), eod=eod, engine=engine, on_bad_line="skip", workers=2,
+                                          batch_bytes=64 << 10, check_fraction=0.05),
+                             log=lambda message: None, megatron_prefix=str(tmp_path / engine))
+    assert metas["auto"]["engine"]["name"] == ("gigatoken" if tokenizer == GPT2 else "fastokens")
+    assert metas["gigatoken"]["engine"]["checked_documents"] > 0
+    for engine in ("fastokens", "gigatoken", "auto"):
+        for suffix in (".pbin", ".bin", ".idx"):
+            assert (tmp_path / f"{engine}{suffix}").read_bytes() == (tmp_path / f"hf{suffix}").read_bytes()
+        assert metas[engine]["skipped"] == metas["hf"]["skipped"] and sum(metas["hf"]["skipped"].values()) == 2
+
+
+@needs_gigatoken
+def test_auto_takes_fastokens_where_gigatoken_cannot_load_the_tokenizer_and_by_name_it_is_one_line(tmp_path,
+                                                                                                     monkeypatch):
+    import gigatoken
+
+    def refuse(data):
+        raise ValueError("unsupported pre-tokenizer\nsecond line")
+
+    monkeypatch.setattr(gigatoken.Tokenizer, "from_json", staticmethod(refuse))
+    path = tmp_path / "gpt2.tokenizer.json"
+    path.write_text(json.dumps(json.loads(GPT2.read_text()), indent=1))  # bytes no gigatoken load has seen
+    info, texts = load_tokenizer(path), ["hello world", "<|endoftext|> and more"]
+    encoder = Encoder(info, "auto", fall_back=True)
+    assert encoder.name == "gigatoken"
+    ids, lengths = encoder.encode_batch(texts, False)
+    assert np.array_equal(ids, info.encode_reference(texts, False)[0])
+    assert (encoder.name, encoder.reason) == (
+        "fastokens", "engine auto: fastokens, as gigatoken cannot load this tokenizer (unsupported pre-tokenizer)")
+    with pytest.raises(FastEngineUnavailable, match=r"gpt2.tokenizer.json: gigatoken cannot load it \(unsupported "
+                                                    r"pre-tokenizer\); use engine auto or fastokens$"):
+        Encoder(info, "gigatoken").encode_batch(texts, False)
+    # pack: the input is packed again from its start with fastokens, the same bytes as HF's (a small input with
+    # two threads: no 1 MB file to tokenize, the same code path)
+    monkeypatch.setattr("tokenmill.tokenization.engine.FAST_ENGINE_PAYS_BYTES", 0)
+    settings = dict(eod=GPT2_EOD, workers=2, batch_bytes=4096, check_fraction=0.1)
+    meta = pack([str(MIXED_JSONL)], str(tmp_path / "auto.pbin"), PackSettings(str(path), **settings),
+                log=lambda message: None)
+    pack([str(MIXED_JSONL)], str(tmp_path / "hf.pbin"), PackSettings(str(path), engine="hf", **settings),
+         log=lambda message: None)
+    assert (tmp_path / "auto.pbin").read_bytes() == (tmp_path / "hf.pbin").read_bytes()
+    assert meta["engine"]["name"] == meta["sources"][0]["engine"] == "fastokens"
+    assert "gigatoken cannot load this tokenizer" in meta["engine"]["reason"]
+
+
+def test_gigatoken_is_never_taken_for_a_post_processor_or_conversations_and_asked_for_it_is_one_line(monkeypatch):
+    from tokenmill.tokenization.engine import choose_engine, gigatoken_refusal
+
+    gpt2 = load_tokenizer(GPT2)
+    assert gigatoken_refusal(gpt2) is None
+    assert gigatoken_refusal(gpt2, split_special_tokens=True) == (
+        "it cannot keep control-token strings in text as text (split_special_tokens)")
+    if gigatoken_installed():
+        assert choose_engine("auto", gpt2, split_special_tokens=True) == (
+            "fastokens", "engine auto: fastokens, as gigatoken is not for this tokenizer (it cannot keep "
+                         "control-token strings in text as text (split_special_tokens))")
+        with pytest.raises(TokenmillError, match=r"gpt2.tokenizer.json: engine gigatoken is not proven for this "
+                                                  r"tokenizer: it cannot keep control-token strings"):
+            choose_engine("gigatoken", gpt2, split_special_tokens=True)
+    bos = dataclasses.replace(gpt2, post_processor_ids=((50256,), ()))
+    assert gigatoken_refusal(bos) == "it applies no post-processor, and this one adds the ids ((50256,), ())"
+    monkeypatch.setattr("tokenmill.tokenization.engine.gigatoken_installed", lambda: False)
+    assert choose_engine("auto", gpt2) == ("fastokens", "engine auto: fastokens")
+    with pytest.raises(TokenmillError, match=r"^engine gigatoken: the gigatoken package is not installed "
+                                             r"\(pip install 'tokenmill\[gigatoken\]'\)$"):
+        choose_engine("gigatoken", gpt2)
+
+
+@needs_gigatoken
+def test_the_engine_preloaded_is_the_one_auto_will_choose_for_each_family(tmp_path):
+    from tokenmill.tokenization.engine import gigatoken_family, preferred_fast_engine
+
+    train_sentencepiece(tmp_path / "sp.model")
+    cases = {GPT2: "gigatoken", TEKKEN: "fastokens", MINILM: "fastokens",
+             TokenizerSpec(str(tmp_path / "sp.model"), "Llama2Tokenizer"): "gigatoken",
+             TokenizerSpec(str(DATA / "mistral-v1.tokenizer.model"), "SentencePieceTokenizer"): "gigatoken"}
+    for source, engine in cases.items():
+        assert preferred_fast_engine("auto", source) == engine, source
+        info = load_tokenizer(source)
+        if info.fast_engine_refusal is None:
+            assert Encoder(info, "auto", input_bytes=1e9).name == engine == ("gigatoken" if gigatoken_family(info)[1]
+                                                                              else "fastokens")
+    assert preferred_fast_engine("gigatoken", TEKKEN) == "gigatoken"
+    assert preferred_fast_engine("fastokens") == "fastokens"

@@ -30,7 +30,7 @@ import numpy as np
 from tokenmill.formats.pbin import TOKEN_DTYPES
 from tokenmill.inputs.text_selection import TextSelector
 from tokenmill.pack.settings import PackSettings
-from tokenmill.tokenization.engine import Encoder, preload_fast_engine
+from tokenmill.tokenization.engine import Encoder, preferred_fast_engine, preload_fast_engine
 from tokenmill.tokenization.proof import ProofSample, ProofSampler, ProofTally, input_key
 from tokenmill.tokenization.tokenizer import TokenizerInfo, load_tokenizer
 
@@ -87,9 +87,19 @@ class _Prepared:
     path: str
     engine: str
     texts: list = field(default_factory=list)
-    text_lines: list = field(default_factory=list)
+    text_lines: list | np.ndarray = field(default_factory=list)  # each text's line number (an array once prepared)
     bad: list = field(default_factory=list)
     proof: ProofSample | None = None  # with a fast engine
+
+
+class _Locations:
+    """``file:line`` of a batch's i-th text, written only for the one a proof error names (not per text)."""
+
+    def __init__(self, path: str, text_lines: np.ndarray):
+        self.path, self.text_lines = path, text_lines
+
+    def __getitem__(self, i: int) -> str:
+        return f"{self.path}:{self.text_lines[i]}"
 
 
 class BatchTokenizer:
@@ -147,6 +157,10 @@ class BatchTokenizer:
             if len(block) < int(lines[-1, 0] + lines[-1, 1]) - base:
                 batch.bad = [(first_line, "file is shorter than its index says (stale index?)")]
                 return batch
+        texts = None if block is None else self.selector.select_lines(block, lines[:, 0] - base, lines[:, 1])
+        if texts is not None:  # every line good: one parse, nothing per line in Python
+            batch.texts, batch.text_lines = texts, np.arange(first_line, first_line + len(texts), dtype=np.int64)
+            lines = lines[:0]
         for line_number, (offset, length) in enumerate(lines.tolist(), start=first_line):
             if length > max_bytes:
                 text, reason = None, (f"line of {length} bytes, over max_line_bytes ({max_bytes}): tokenizing it "
@@ -162,10 +176,10 @@ class BatchTokenizer:
                 batch.bad.append((line_number, reason))
                 if self.settings.on_bad_line == "error":  # the run stops here; nothing to tokenize
                     return batch
+        batch.text_lines = np.asarray(batch.text_lines, dtype=np.int64)
         if engine != "hf":
             batch.proof = ProofSample.of(batch.texts, self.sampler, self.tokenizer,
-                                         self.settings.add_special_tokens, np.array(batch.text_lines, np.int64),
-                                         input_key(path))
+                                         self.settings.add_special_tokens, batch.text_lines, input_key(path))
         return batch
 
     def finish(self, batch: _Prepared) -> tuple[np.ndarray, np.ndarray, list, ProofTally, np.ndarray, int]:
@@ -187,10 +201,11 @@ class BatchTokenizer:
         tokens, lengths = encoder.encode_batch(batch.texts, self.settings.add_special_tokens)
         checked = ProofTally()
         if encoder.name != "hf":
-            checked = batch.proof.check(encoder, tokens, lengths, [f"{batch.path}:{line}" for line in batch.text_lines],
+            checked = batch.proof.check(encoder, tokens, lengths, _Locations(batch.path, batch.text_lines),
                                         self.settings.add_special_tokens)
         if (lengths == 0).any():  # e.g. only whitespace for a tokenizer that drops it
-            bad = sorted(bad + [(batch.text_lines[i], "text gives no tokens") for i in np.flatnonzero(lengths == 0)])
+            bad = sorted(bad + [(int(batch.text_lines[i]), "text gives no tokens")
+                                for i in np.flatnonzero(lengths == 0)])
             lengths = lengths[lengths > 0]  # they hold no tokens, so `tokens` stays as it is
         eod_in_text, eod_within = np.empty(0, np.int64), 0
         if info.eod_id is not None and len(lengths):
@@ -264,7 +279,7 @@ def start_engine(settings: PackSettings, asked: str, input_bytes: float, estimat
     """
     _limit_engine_threads(settings.workers)
     if settings.engine != "hf":
-        preload_fast_engine(settings.tokenizer_spec)
+        preload_fast_engine(settings.tokenizer_spec, preferred_fast_engine(settings.engine, settings.tokenizer_spec))
     big_hf_job = input_bytes > _HF_BIG_BUFFERS_BYTES
     if settings.engine == "hf" and big_hf_job:
         _free_big_buffers_at_once()  # before the tokenizer's load, whose buffers are big too

@@ -10,7 +10,7 @@ Pipeline per input file:
    (:func:`tokenmill.pack.batches.ordered_results`). *Prepare*: read
    the batch's byte range in one ``pread``, parse each line (exactly one JSON value; orjson, then the
    ``jq`` package for a pattern other than a plain ``.key``), choose its proof sample and encode that
-   with Hugging Face. *Finish*: tokenize the batch with the engine (fastokens or Hugging Face, see
+   with Hugging Face. *Finish*: tokenize the batch with the engine (gigatoken, fastokens or Hugging Face, see
    :class:`tokenmill.tokenization.engine.Encoder`), compare the proof sample (fast engine only), append the EOD id
    to every document that does not already end with it, and cast the ids to the output dtype. The
    engines release the GIL while they encode, so the threads share the cores; a thread hashes the
@@ -29,8 +29,9 @@ Cost (2 cores, GPT-2; bench/RESULTS.md, "One process, tokenizers loaded once"): 
 0.6 GiB, 2.0x Megatron-LM main's gigatoken path and 0.56x gigatoken's reader alone; on 100 MB 6.3x and
 0.69x. Of the CPU (``bench/pack_cost.py``), fastokens' encode ~45 %, the proof (:mod:`tokenmill.tokenization.proof`:
 Hugging Face on ~0.25 % of the text, and the choice of it) ~8 % on prose and ~4 % on emoji-dense text,
-the two tokenizers' loads and the imports ~25 % of a 100 MB job. With ``--engine hf``: the speed of HF
-alone.
+the two tokenizers' loads and the imports ~25 % of a 100 MB job. With gigatoken (issue 45, a busy machine):
+the same CPU as fastokens at 1 GB, 0.1 GiB less RSS, 1.08x Megatron main and 0.60x gigatoken alone there.
+With ``--engine hf``: the speed of HF alone.
 """
 
 from __future__ import annotations
@@ -239,8 +240,8 @@ def _plan_input(path: str, identity: FileIdentity | ObjectIdentity, compression:
 
 
 def _pack_input(item: _Input, job: BatchTokenizer, writer: _Outputs, log: Callable[[str], None]) -> None:
-    """Pack one input with the job's engine; on a proof mismatch under ``on_mismatch: hf``, or where
-    fastokens cannot load the tokenizer under ``auto``, again from its start with Hugging Face.
+    """Pack one input with the job's engine; on a proof mismatch under ``on_mismatch: hf`` again from its start
+    with Hugging Face; where a fast engine cannot load the tokenizer under ``auto``, with the next engine.
 
     Raises:
         EngineMismatch: a mismatch under ``on_mismatch: error``.
@@ -256,10 +257,11 @@ def _pack_input(item: _Input, job: BatchTokenizer, writer: _Outputs, log: Callab
         writer.rewind(start)
         _pack_source(item, "hf", job, writer)
         source["mismatch"] = str(mismatch)
-    except FastEngineUnavailable as unavailable:  # auto takes HF, saying why; engine fastokens stops
-        job.chosen.fall_back_to_hf(unavailable)
+    except FastEngineUnavailable as unavailable:  # auto takes the next engine, saying why; one asked for stops
+        job.chosen.fall_back(unavailable)
         writer.rewind(start)
-        _pack_source(item, "hf", job, writer)
+        _pack_input(item, job, writer, log)  # gigatoken, then fastokens, then HF, which always loads
+        return
     for reason, entry in source["skipped"].items():
         log(f"{source['path']}: skipped {entry['count']} lines: {reason} "
             f"(first at {_place(source, entry['first_lines'][0])})")

@@ -93,7 +93,8 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
     asked = engine or tokenizer_config.get("engine", default("tokenizers.*.engine"))
     check_fraction = tokenizer_config.get("check_fraction", default("tokenizers.*.check_fraction"))
     input_bytes = sum(_input_size(path) for path in inputs if is_url(path) or os.path.isfile(path))
-    engine, reason = choose_engine(asked, tokenizer, input_bytes)
+    # (the messages' control-token strings stay text: split_special_tokens, as the datasets' encoders have it)
+    engine, reason = choose_engine(asked, tokenizer, input_bytes, split_special_tokens=True)
     # The datasets get auto as asked, so that their encoders fall back to HF where fastokens cannot load.
     dataset_engine = "hf" if engine == "hf" else asked
     # The loss mask is renamed first, then the sidecar (which records the mask's identity), then the
