@@ -14,8 +14,16 @@ from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.megatron.index_cache import load_npy
 
 
-def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(workflow_dir):
-    run_snakemake(workflow_dir, "data/packed/demo.pbin")
+def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(workflow_dir, monkeypatch):
+    # a progress line at every batch, in the log and on the console (the job's own stderr, fd 3 of its command)
+    monkeypatch.setenv("TOKENMILL_PROGRESS_SECONDS", "0")
+    monkeypatch.setenv("TOKENMILL_CONSOLE_SECONDS", "0")
+    first = run_snakemake(workflow_dir, "data/packed/demo.pbin")
+    monkeypatch.delenv("TOKENMILL_PROGRESS_SECONDS"), monkeypatch.delenv("TOKENMILL_CONSOLE_SECONDS")
+    progress = [line for line in (workflow_dir / "logs/pack/demo.log").read_text().splitlines()
+                if line.startswith("pack data/raw/demo.jsonl: ")]
+    assert progress and progress[-1].startswith("pack data/raw/demo.jsonl: 3.6/3.6 MB (100 %), 2,990 documents")
+    assert [line for line in first.stderr.splitlines() if line.startswith("pack data/raw/")] == progress
     pbin = workflow_dir / "data/packed/demo.pbin"
     first_build = pbin.read_bytes()
     assert PbinFile(pbin).num_documents == 2990
