@@ -41,10 +41,10 @@ def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(
     # everything tokenized depends on the tokenizer, the raw index does not
     # (pack writes the .pbin and Megatron's .bin/.idx in one pass); so does its folder for HuggingFaceTokenizer
     assert planned_jobs(workflow_dir) == {"pack", "sample_index", "verify", "report_dataset", "sft", "verify_sft",
-                                          "hf_tokenizer_folder", "prune", "all"}
+                                          "report_sft", "hf_tokenizer_folder", "prune", "all"}
     os.utime(workflow_dir / "data/raw/demo.jsonl")
     assert planned_jobs(workflow_dir) == {"raw_index", "pack", "sample_index", "verify", "report_dataset", "sft",
-                                          "verify_sft", "hf_tokenizer_folder", "prune", "all"}
+                                          "verify_sft", "report_sft", "hf_tokenizer_folder", "prune", "all"}
     run_snakemake(workflow_dir)
     assert pbin.read_bytes() == first_build
     assert read_sidecar(workflow_dir / "data/sft/chat.pbin")["documents"] == 65
