@@ -134,3 +134,34 @@ def test_pack_on_a_terminal_of_zero_columns_draws_its_bar(tmp_path):
                        "--no-eod", "--batch-bytes", "500000", "-o", str(tmp_path / "demo.pbin")], 0, 0)
     assert re.search(r"pack \S+demo\.jsonl: +\d+%\|", text), text
     assert "MB/s, ETA" not in text  # a bar, not log lines
+
+
+def test_a_console_fd_gets_every_line_that_is_ten_seconds_after_the_last(monkeypatch):
+    clock = [0.0]  # updates 5 s apart: the log gets each line, the console every other one
+    monkeypatch.setattr(progress_module.time, "monotonic", lambda: clock[0])
+    read_end, write_end = os.pipe()
+    monkeypatch.setenv("TOKENMILL_CONSOLE_FD", str(write_end))
+    monkeypatch.delenv("TOKENMILL_CONSOLE_SECONDS", raising=False)
+    log = io.StringIO()
+    try:
+        with Progress("pack x.jsonl", 40_000_000, stream=log, interval=5.0) as progress:
+            for _ in range(4):
+                clock[0] += 5.0
+                progress.update(10_000_000, 100)
+        os.close(write_end)
+        console = os.read(read_end, 1 << 16).decode().splitlines()
+    finally:
+        os.close(read_end)
+    lines = log.getvalue().splitlines()
+    assert len(lines) == 4 and console == [lines[1], lines[3]]
+    assert console[0] == "pack x.jsonl: 20.0/40.0 MB (50 %), 200 documents, 2.0 MB/s, ETA 0:00:10"
+
+
+def test_a_console_fd_that_is_not_open_is_left_alone(monkeypatch):
+    read_end, write_end = os.pipe()
+    os.close(read_end), os.close(write_end)  # a number that names no open file now
+    monkeypatch.setenv("TOKENMILL_CONSOLE_FD", str(write_end))
+    log = io.StringIO()
+    with Progress("merge", 10, stream=log, interval=0) as progress:
+        progress.update(10)
+    assert log.getvalue().startswith("merge: 0.0/0.0 MB (100 %)")

@@ -271,10 +271,14 @@ def _prune(args: argparse.Namespace) -> None:
 
 
 def _report(args: argparse.Namespace) -> None:
-    from tokenmill.views.report import blend_page, dataset_page
+    from tokenmill.views.report import blend_page, dataset_page, sft_page
 
+    if args.blend and args.sft:
+        raise TokenmillError(f"{args.path}: --blend and --sft name different pages; give one")
     if args.blend:
         blend_page(args.path, args.output, best_fit=args.best_fit or [])
+    elif args.sft:
+        sft_page(args.path, args.output, verify_stamp=args.verified, best_fit=args.best_fit or [])
     else:
         dataset_page(args.path, args.output, verify_stamp=args.verified, caches=args.cache or [],
                      files=args.file or [], count_by=args.count_by, best_fit=args.best_fit or [])
@@ -804,8 +808,8 @@ def _say_packed(what: str, figures: dict, args: argparse.Namespace) -> None:
 
 def _add_report_verb(verbs) -> None:
     """The ``report`` verb's arguments."""
-    report = verbs.add_parser("report", help="an HTML page on a build or a blend, for snakemake --report")
-    report.add_argument("path", help=".pbin (a build), or with --blend a blend cache folder")
+    report = verbs.add_parser("report", help="an HTML page on a build, a blend or an SFT set, for snakemake --report")
+    report.add_argument("path", help=".pbin (a build; with --sft an SFT pair's), or with --blend a blend cache folder")
     report.add_argument("-o", "--output", required=True, help="the HTML page to write")
     report.add_argument("--verified", metavar="STAMP", help="the build's verify stamp (data/verified/<name>.ok)")
     report.add_argument("--cache", action="append", metavar="DIR", help="an index cache folder of the build")
@@ -817,6 +821,8 @@ def _add_report_verb(verbs) -> None:
                         help="also count documents and tokens per value of this JSON field of their lines "
                              "(.meta.domain; reads every source once)")
     report.add_argument("--blend", action="store_true", help="PATH is a blend cache folder")
+    report.add_argument("--sft", action="store_true",
+                        help="PATH is an SFT pair's .pbin (its loss mask beside it; --best-fit: its rows' folder)")
     report.set_defaults(run=_report)
 
 

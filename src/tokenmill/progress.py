@@ -12,7 +12,12 @@ seconds::
 
     pack data/raw/web.jsonl: 41.9/100.0 MB (42 %), 9,071 documents, 38.2 MB/s, ETA 0:00:02
 
-and nothing for a step that ends sooner. Updates arrive when work completes (a batch of documents),
+and nothing for a step that ends sooner. A job whose log takes its stderr may also name, in
+``TOKENMILL_CONSOLE_FD``, a file descriptor it opened on its own console (the workflow's pack rule runs
+``(... TOKENMILL_CONSOLE_FD=3 tokenmill pack ...) 3>&2 > log 2>&1``, so fd 3 is the stderr Snakemake gave
+the job): the same line then goes there too, at most every ``TOKENMILL_CONSOLE_SECONDS`` (10) seconds, so
+that a long pack shows a line on the console as Megatron's ``Processed N documents`` does while its log
+keeps every line. Updates arrive when work completes (a batch of documents),
 which may be rarer than the interval (a slow tokenizer, a huge document): a timer thread then writes
 the line anyway, so a log never falls silent for longer than the interval. Cost: one clock read per
 update, one sleeping thread per step.
@@ -31,8 +36,22 @@ __all__ = ["Progress"]
 
 # Seconds between log lines; TOKENMILL_PROGRESS_SECONDS changes it (e.g. 60 for a cluster's logs).
 _INTERVAL_SECONDS = 5.0
+# Seconds between the console's lines (TOKENMILL_CONSOLE_FD), at least the log's; TOKENMILL_CONSOLE_SECONDS changes it.
+_CONSOLE_SECONDS = 10.0
 # The bar's size on a terminal that reports 0 columns or rows.
 _FALLBACK_COLUMNS, _FALLBACK_ROWS = 80, 24
+
+
+def _console_fd() -> int | None:
+    """The open file descriptor that ``TOKENMILL_CONSOLE_FD`` names, or None (unset, not a number, not open)."""
+    value = os.environ.get("TOKENMILL_CONSOLE_FD", "")
+    if not value.isdigit():
+        return None
+    try:
+        os.fstat(int(value))
+    except OSError:
+        return None
+    return int(value)
 
 
 def _bar_size(stream: TextIO) -> tuple[int, int] | None:
@@ -72,7 +91,7 @@ class Progress:
             os.environ.get("TOKENMILL_PROGRESS_SECONDS", _INTERVAL_SECONDS))
         self.done_bytes, self.items = 0, 0
         self.started = self.last_report = time.monotonic()
-        self._bar, self._timer = None, None
+        self._bar, self._timer, self._console = None, None, None
         self._lock, self._closed = threading.Lock(), threading.Event()
         if getattr(self.stream, "isatty", lambda: False)():
             from tqdm import tqdm  # only on a terminal
@@ -80,7 +99,11 @@ class Progress:
             columns, rows = _bar_size(self.stream) or (None, None)
             self._bar = tqdm(total=total_bytes, desc=label, unit="B", unit_scale=True, unit_divisor=1000,
                              file=self.stream, leave=False, dynamic_ncols=columns is None, ncols=columns, nrows=rows)
-        elif self.interval > 0:
+            return
+        self._console = _console_fd()
+        self.console_interval = max(self.interval, float(os.environ.get("TOKENMILL_CONSOLE_SECONDS", _CONSOLE_SECONDS)))
+        self.last_console = self.started
+        if self.interval > 0:
             self._timer = threading.Thread(target=self._report_while_silent, name="progress", daemon=True)
             self._timer.start()
 
@@ -102,8 +125,15 @@ class Progress:
             now = time.monotonic()
             if now - self.last_report >= self.interval and not self._closed.is_set():
                 self.last_report = now
-                self.stream.write(self.line(now) + "\n")
+                line = self.line(now)
+                self.stream.write(line + "\n")
                 self.stream.flush()
+                if self._console is not None and now - self.last_console >= self.console_interval:
+                    self.last_console = now
+                    try:
+                        os.write(self._console, (line + "\n").encode())
+                    except OSError:  # the console went away (a closed pipe): the log still has every line
+                        self._console = None
 
     def _report_while_silent(self) -> None:
         """The timer: a line whenever no update has written one for ``interval`` seconds."""

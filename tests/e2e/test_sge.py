@@ -58,9 +58,9 @@ def test_demo_builds_through_qsub_byte_identical_to_a_local_run(sge_python, work
     submitted = re.findall(r"Submitted job \d+ with external jobid '(\d+)'", output)
     rules = {job_id: rule for rule, job_id in (re.fullmatch(r"smk\.(\w+)\.o(\d+)", log.name).groups()
                                                for log in (workflow_dir / "logs" / "sge").iterdir())}
-    planned = {"raw_index", "pack", "sample_index", "verify", "sft", "verify_sft", "report_dataset",
+    planned = {"raw_index", "pack", "sample_index", "verify", "sft", "verify_sft", "report_dataset", "report_sft",
                "hf_tokenizer_folder"}
-    assert len(submitted) == 9 and sorted(rules) == sorted(submitted) and set(rules.values()) == planned, output
+    assert len(submitted) == 10 and sorted(rules) == sorted(submitted) and set(rules.values()) == planned, output
     for job_id in submitted:  # Grid Engine ran each one, to exit status 0
         accounting = subprocess.run(["qacct", "-j", job_id], capture_output=True, text=True).stdout
         assert re.search(r"^failed\s+0\s*$", accounting, re.M) and re.search(r"^exit_status\s+0\s*$", accounting,

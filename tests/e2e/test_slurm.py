@@ -48,9 +48,9 @@ def test_demo_builds_through_sbatch_byte_identical_to_a_local_run(slurm_python, 
     assert cluster.returncode == 0, f"{cluster.stdout}\n{cluster.stderr}"
     output = cluster.stdout + cluster.stderr
     submitted = dict(re.findall(r"submitted with SLURM jobid (\d+) \(log: \S*/slurm_logs/rule_(\w+)/", output))
-    planned = {"raw_index", "pack", "sample_index", "verify", "sft", "verify_sft", "report_dataset",
+    planned = {"raw_index", "pack", "sample_index", "verify", "sft", "verify_sft", "report_dataset", "report_sft",
                "hf_tokenizer_folder"}
-    assert set(submitted.values()) == planned and len(submitted) == 9, output
+    assert set(submitted.values()) == planned and len(submitted) == 10, output
     for slurm_job in submitted:  # SLURM itself ran each one to completion
         state = subprocess.run(["scontrol", "show", "job", slurm_job], capture_output=True, text=True).stdout
         assert "JobState=COMPLETED" in state and "ExitCode=0:0" in state, state

@@ -15,8 +15,16 @@ from tokenmill.megatron.index_cache import load_npy
 from tokenmill.tokenization.engine import gigatoken_installed
 
 
-def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(workflow_dir):
-    run_snakemake(workflow_dir, "data/packed/demo.pbin")
+def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(workflow_dir, monkeypatch):
+    # a progress line at every batch, in the log and on the console (the job's own stderr, fd 3 of its command)
+    monkeypatch.setenv("TOKENMILL_PROGRESS_SECONDS", "0")
+    monkeypatch.setenv("TOKENMILL_CONSOLE_SECONDS", "0")
+    first = run_snakemake(workflow_dir, "data/packed/demo.pbin")
+    monkeypatch.delenv("TOKENMILL_PROGRESS_SECONDS"), monkeypatch.delenv("TOKENMILL_CONSOLE_SECONDS")
+    progress = [line for line in (workflow_dir / "logs/pack/demo.log").read_text().splitlines()
+                if line.startswith("pack data/raw/demo.jsonl: ")]
+    assert progress and progress[-1].startswith("pack data/raw/demo.jsonl: 3.6/3.6 MB (100 %), 2,990 documents")
+    assert [line for line in first.stderr.splitlines() if line.startswith("pack data/raw/")] == progress
     pbin = workflow_dir / "data/packed/demo.pbin"
     first_build = pbin.read_bytes()
     assert PbinFile(pbin).num_documents == 2990
@@ -34,10 +42,10 @@ def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(
     # everything tokenized depends on the tokenizer, the raw index does not
     # (pack writes the .pbin and Megatron's .bin/.idx in one pass); so does its folder for HuggingFaceTokenizer
     assert planned_jobs(workflow_dir) == {"pack", "sample_index", "verify", "report_dataset", "sft", "verify_sft",
-                                          "hf_tokenizer_folder", "prune", "all"}
+                                          "report_sft", "hf_tokenizer_folder", "prune", "all"}
     os.utime(workflow_dir / "data/raw/demo.jsonl")
     assert planned_jobs(workflow_dir) == {"raw_index", "pack", "sample_index", "verify", "report_dataset", "sft",
-                                          "verify_sft", "hf_tokenizer_folder", "prune", "all"}
+                                          "verify_sft", "report_sft", "hf_tokenizer_folder", "prune", "all"}
     run_snakemake(workflow_dir)
     assert pbin.read_bytes() == first_build
     assert read_sidecar(workflow_dir / "data/sft/chat.pbin")["documents"] == 65

@@ -217,9 +217,10 @@ def test_best_fit_packing_of_a_blend_and_an_sft_set_is_edited_rebuilding_only_it
     assert (packed_blend / "blend-truncate-train-description.json").is_file()
     steps = [(lambda c: (c["blends"]["ab"].update(long_doc_strategy="fragment"),
                          c["sft"]["chat"].update(packing="best_fit")),
-              {"best_fit_blend", "report_blend", "sft_best_fit", "sft_olmo_best_fit", "prune", "all"}),
+              {"best_fit_blend", "report_blend", "sft_best_fit", "sft_olmo_best_fit", "report_sft", "prune",
+               "all"}),
              (lambda c: (c["blends"]["ab"].update(packing="concat"), c["sft"]["chat"].update(packing="concat")),
-              {"report_blend", "prune", "all"})]
+              {"report_blend", "report_sft", "prune", "all"})]
     for step, (change, jobs) in enumerate(steps):
         config = _edit(config, change)
         (folder / "my.yaml").write_text(yaml.safe_dump(config))

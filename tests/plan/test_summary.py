@@ -173,7 +173,34 @@ def test_the_reports_front_page_gives_the_command_as_the_run_spelled_it(tmp_path
     assert f"    snakemake -s {REPO / 'Snakefile'} --configfile my.yaml --report report.html\n" in text
     assert "REPORT_COMMAND" not in text
     assert text.replace(f"snakemake -s {REPO / 'Snakefile'} --configfile my.yaml --report report.html",
-                        "REPORT_COMMAND") == (REPO / "workflow/report/workflow.rst").read_text()
+                        "REPORT_COMMAND") == (REPO / "workflow/report/workflow.rst").read_text().replace(
+        "REPORT_TABLE", "")
+
+
+def test_the_front_page_tables_each_datasets_and_sft_sets_counts_from_their_sidecars(folder):
+    """A built dataset's documents and tokens, one not built yet, the datasets' total, an SFT set's
+    conversations (its sidecar's documents) and tokens, in the RST table that replaces REPORT_TABLE."""
+    from tokenmill.plan.summary import report_front_page
+
+    (folder / "data/sft").mkdir()
+    (folder / "data/sft/chat.pbin.meta.json").write_text('{"documents": 65, "tokens": 54071}')
+    config = _config(["a", "b"])
+    config["sft"] = {"chat": {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2", "seq_length": 128,
+                              "special_tokens": {"bos_token": GPT2_EOD, "eos_token": GPT2_EOD},
+                              "message_construction": ["conversations"]}}
+    meta = json.loads((folder / "data/packed/a.pbin.meta.json").read_text())
+    page = report_front_page(REPO / "workflow/report/workflow.rst", "front.rst", [], REPO / "Snakefile",
+                             Plan(validate_config(config, "my.yaml")))
+    text = Path(page).read_text()
+    table = text[text.index(".. list-table::"):text.index("**Datasets**")].strip().splitlines()
+    cells = [line.strip().removeprefix("* ").removeprefix("- ").strip() for line in table[3:]]
+    rows = [cells[k:k + 5] for k in range(0, len(cells), 5)]
+    assert table[:3] == [".. list-table::", "   :header-rows: 1", ""] and rows == [
+        ["name", "kind", "documents / conversations", "tokens", "file"],
+        ["a", "dataset", f"{meta['documents']:,}", f"{meta['tokens']:,}", "data/packed/a.pbin"],
+        ["b", "dataset", "not built", "-", "data/packed/b.pbin"],
+        ["all datasets", "-", f"{meta['documents']:,}", f"{meta['tokens']:,}", "-"],
+        ["chat", "SFT set", "65", "54,071", "data/sft/chat.pbin"]]
 
 
 def test_a_build_whose_documents_hold_the_eod_is_warned_about_with_the_count(folder):

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import DEMO_JSONL, GPT2, GPT2_EOD, run_tokenmill
+from conftest import DEMO_JSONL, GPT2, GPT2_EOD, REPO, run_tokenmill
 from tokenmill.errors import TokenmillError
 from tokenmill.megatron.index_cache import load_npy
 from tokenmill.views.report import length_histogram_svg
@@ -214,3 +214,57 @@ def test_a_packed_blend_table_gives_each_datasets_draws_and_the_splits_padding(t
     assert rows == [[where, str(tmp_path / "a"), "2", "5", "3", "3", "1", "", ""],
                     [where, str(tmp_path / "b"), "2", "2", "1", "2", "1", "", ""],
                     [where, "all", "", "7", "", "", "", "22", "39.29%"]]
+
+
+def _facts(page: str) -> dict[str, str]:
+    """The page's first table, as its rows' two cells."""
+    table = page[page.index("<table>"):page.index("</table>")]
+    return {html.unescape(key): html.unescape(value)
+            for key, value in re.findall(r"<tr><td>([^<]*)</td><td[^>]*>([^<]*)</td></tr>", table)}
+
+
+def test_the_sft_page_gives_the_trained_tokens_bad_lines_truncations_and_best_fit_rows(tmp_path):
+    """The demo's chat set with a bad line appended, at 1,024 tokens: its conversations and tokens as the pair
+    holds them, the trained tokens counted in the loss mask, the conversations truncated, the bad line by reason
+    and number, the message construction, and what best-fit rows bought as their description says."""
+    from tokenmill.formats.pbin import PbinFile
+    from tokenmill.pack.sft import write_sft
+
+    chat = REPO / "data/raw/chat.jsonl"
+    lines = chat.read_bytes().count(b"\n")
+    (tmp_path / "chat.jsonl").write_bytes(chat.read_bytes() + b"not json\n")
+    config = {"tokenizers": {"gpt2": {"path": str(GPT2)}},
+              "sft": {"chat": {"inputs": [str(tmp_path / "chat.jsonl")], "tokenizer": "gpt2", "seq_length": 1024,
+                               "special_tokens": {"bos_token": GPT2_EOD, "eos_token": GPT2_EOD},
+                               "loss_masking_jq_patterns": [".role"], "message_construction": ["role", "conversations"],
+                               "on_bad_line": "skip"}}}
+    pbin = tmp_path / "chat.pbin"
+    write_sft("chat", config, pbin)
+    run_tokenmill("best-fit", pbin, "-o", tmp_path / "rows", "--seq-length", "1024")
+    run_tokenmill("report", "--sft", pbin, "--best-fit", tmp_path / "rows", "-o", tmp_path / "chat.html")
+    page = (tmp_path / "chat.html").read_text(encoding="utf-8")
+    meta, pair = json.loads((tmp_path / "chat.pbin.meta.json").read_text()), PbinFile(pbin)
+    trained = int(np.count_nonzero(PbinFile(tmp_path / "chat.loss_mask.pbin").tokens))
+    facts = _facts(page)
+    assert facts["conversations"] == f"{pair.num_documents:,}" and facts["tokens"] == f"{pair.num_tokens:,}"
+    assert facts["trained tokens (loss mask)"] == f"{trained:,}" and 0 < trained < pair.num_tokens
+    assert facts["share of tokens trained"] == f"{trained / pair.num_tokens:.1%}"
+    assert meta["truncated"] > 0 and facts["truncated to fit"] == f"{meta['truncated']:,} (truncation: truncate)"
+    assert facts["bad lines"] == "1" and facts["message construction"] == "role, conversations"
+    assert facts["sequence length"] == "1,024" and facts["not trained (jq patterns)"] == ".role"
+    bad = re.search(r"<h2>Bad lines</h2><table>.*?</table>", page).group(0)
+    assert f"<td class=n>1</td><td>{lines + 1}</td>" in bad
+    description = json.loads((tmp_path / "rows/sft_best_fit-description.json").read_text())
+    row = re.search(r"<tr><td>[^<]*rows</td>(.*?)</tr>", page.split("Best-fit packing")[1]).group(1)
+    assert [html.unescape(cell) for cell in re.findall(r"<td[^>]*>([^<]*)</td>", row)] == [
+        "1,024", f"{pair.num_documents:,}", f"{description['samples']:,}", f"{description['padding']:,}",
+        f"{description['padding_share']:.2%}", f"{description['unpacked_padding_share']:.2%}"]
+    assert "<title>" in page and "conversations</title>" in page  # the histogram counts conversations
+
+
+def test_an_sft_page_of_a_pretraining_pbin_is_one_line(tmp_path):
+    run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "d.pbin")
+    result = run_tokenmill("report", "--sft", tmp_path / "d.pbin", "-o", tmp_path / "d.html", check=False)
+    assert result.returncode == 1
+    assert result.stderr.strip() == f"tokenmill: error: {tmp_path / 'd.pbin'}: no SFT sidecar to report on"
+    assert not (tmp_path / "d.html").exists()

@@ -36,6 +36,7 @@ from tokenmill.plan.layout import (
     sft_olmo_folder,
     sft_olmo_packing_dir,
     sft_packing_dir,
+    sft_report_page,
     verified_blend_stamp,
     verified_sft_stamp,
     verified_stamp,
@@ -172,6 +173,7 @@ REPORT_FRONT_PAGE = report_front_page(
     ".snakemake/tokenmill/workflow.rst",
     workflow.overwrite_configfiles,
     workflow.main_snakefile,
+    PLAN,
 )
 
 
@@ -210,6 +212,8 @@ sft_inputs = _input(PLAN.sft_inputs, "name")
 sft_olmo_folders = _input(PLAN.sft_olmo_folders, "name")
 sft_seq_length = _plan(lambda name: config["sft"][name]["seq_length"], "name")
 sft_olmo_best_fit_options = _shell(PLAN.sft_olmo_best_fit_options, "name")
+sft_report_rows = _input(lambda name: PLAN.sft_packing_dirs(name) + PLAN.sft_olmo_packing_dirs(name), "name")
+sft_report_options = _shell(PLAN.sft_report_options, "name")
 
 
 # ---- Params: every option that changes an output, as a plain recorded value
@@ -269,7 +273,9 @@ def prune_stamp():
 
 
 def _job_text_mb(wildcards):
-    """MB of text behind a job: its unit's, its input file's, its build's or its blend's."""
+    """MB of text behind a job: its unit's, its input file's, its build's, its blend's or its SFT set's."""
+    if "name" in wildcards.keys():
+        return _sft_text_mb(wildcards)
     if "unit" in wildcards.keys():
         return PLAN.unit_text_bytes(wildcards.unit) / 1e6
     if "stem" in wildcards.keys():

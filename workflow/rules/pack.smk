@@ -36,9 +36,11 @@ rule pack:
         outputs=pack_outputs,
     message:
         "pack {wildcards.unit} -> {output.pbin} and its build's other formats (log: {log})"
+    # Its log takes every progress line (5 s apart); fd 3, the job's own stderr (the console of a local
+    # run), gets one every 10 s (TOKENMILL_CONSOLE_FD: src/tokenmill/progress.py), so a long pack shows it runs.
     shell:
-        "({params.job.cd}tokenmill pack {params.jsonl} --tokenizer {params.job.tokenizer:q}"
-        " {params.options} --workers {threads} {params.outputs}) > {log:q} 2>&1"
+        "({params.job.cd}TOKENMILL_CONSOLE_FD=3 tokenmill pack {params.jsonl} --tokenizer {params.job.tokenizer:q}"
+        " {params.options} --workers {threads} {params.outputs}) 3>&2 > {log:q} 2>&1"
 
 
 use rule pack as pack_without_megatron with:

@@ -74,3 +74,41 @@ rule report_blend:
     shell:
         "({params.job.cd}tokenmill report --blend {params.job.cache:q} -o {params.job.page:q}"
         " {params.best_fit}) > {log:q} 2>&1"
+
+
+# One page per SFT set: conversations, tokens and those trained, truncated and dropped conversations, bad
+# lines, the chat template or message construction, and what best-fit rows bought.
+rule report_sft:
+    input:
+        pbin=sft_files("{name}")[0],
+        loss_mask=sft_files("{name}")[1],
+        meta=sidecar_path(sft_files("{name}")[0]),
+        verified=verified_sft_stamp("{name}"),
+        rows=sft_report_rows,
+    output:
+        page=report(
+            sft_report_page("{name}"),
+            category="SFT sets",
+            labels={"sft set": "{name}", "page": "statistics"},
+        ),
+    log:
+        "logs/report_sft/{name}.log",
+    benchmark:
+        "benchmarks/report_sft/{name}.tsv"
+    wildcard_constraints:
+        name=SFT,
+    conda:
+        "../envs/tokenmill.yaml"
+    threads: 1
+    resources:
+        mem_mb=sft_mem_mb,
+        runtime=copy_runtime,
+    params:
+        job=job_files,
+        format=FORMAT_VERSIONS["report"],
+        options=sft_report_options,
+    message:
+        "report page of instruction-tuning set {wildcards.name} -> {output.page} (log: {log})"
+    shell:
+        "({params.job.cd}tokenmill report --sft {params.job.pbin:q} --verified {params.job.verified:q}"
+        " {params.options} -o {params.job.page:q}) > {log:q} 2>&1"

@@ -18,7 +18,7 @@ from tokenmill.plan.layout import (PARTS_FOLDER, blend_cache_name, brace_ranges,
                                    hf_tokenizer_folder, megatron_prefix, olmo_folder, olmo_packing_dir,
                                    packed_index_dir, packed_path, part_megatron_prefix, part_pbin_path, raw_index_path,
                                    report_page, sft_files, sft_olmo_folder, sft_olmo_packing_dir, sft_packing_dir,
-                                   verified_blend_stamp, verified_sft_stamp, verified_stamp)
+                                   sft_report_page, verified_blend_stamp, verified_sft_stamp, verified_stamp)
 from tokenmill.plan.units import MAX_LISTED_INPUT_CHARS, Units, job_flags_of, path_identity
 
 __all__ = ["Plan"]
@@ -348,6 +348,11 @@ class Plan(Units):
         folders = self.sft_olmo_folders(name)
         return [pbin, *folders, *(["--made-from", pbin] if folders else [])]
 
+    def sft_report_options(self, name: str) -> list[str]:
+        """``tokenmill report --sft`` options of an SFT set: its best-fit rows' folders (``--best-fit``)."""
+        return [part for folder in self.sft_packing_dirs(name) + self.sft_olmo_packing_dirs(name)
+                for part in ("--best-fit", folder)]
+
     def sft_config(self, name: str) -> str:
         """The resolved config that ``tokenmill sft -`` reads: this entry and its tokenizer (as JSON)."""
         # packing and olmo_path are left out: they change only the packing jobs' outputs, never the pair
@@ -379,7 +384,7 @@ class Plan(Units):
                         for seq_length in self.sampling["seq_lengths"] for seed in self.sampling["seeds"]]
         for name in self.config["sft"]:
             targets += [*sft_files(name), *self.sft_olmo_folders(name), *self.sft_packing_dirs(name),
-                        *self.sft_olmo_packing_dirs(name), verified_sft_stamp(name)]
+                        *self.sft_olmo_packing_dirs(name), verified_sft_stamp(name), sft_report_page(name)]
         return targets + [f"{hf_tokenizer_folder(name)}/{file}" for name in self.hf_tokenizer_folders()
                           for file in ("tokenizer.json", "tokenizer_config.json")]
 

@@ -14,7 +14,8 @@ __all__ = ["OUTPUT_FOLDERS", "STALE_FOLDER", "PLANS_FOLDER", "raw_index_path", "
            "part_pbin_path", "part_megatron_prefix",
            "megatron_prefix", "datatrove_name", "olmo_folder", "blend_cache_name", "cache_dir", "brace_ranges",
            "build_of", "verified_stamp", "verified_blend_stamp", "verified_sft_stamp", "sft_files", "report_page",
-           "hf_tokenizer_folder", "packed_index_dir", "olmo_packing_dir", "sft_packing_dir", "sft_olmo_packing_dir"]
+           "sft_report_page", "hf_tokenizer_folder", "packed_index_dir", "olmo_packing_dir", "sft_packing_dir",
+           "sft_olmo_packing_dir"]
 
 # ---- The layout: where each output lives (relative to the workflow's working directory) ----------
 
@@ -150,6 +151,11 @@ def report_page(name: str, seq_length: int | None = None, seed: int | None = Non
     if seq_length is None:
         return f"data/report/{name}.html"
     return f"data/report/{name}/seq{seq_length}_seed{seed}.html"
+
+
+def sft_report_page(name: str) -> str:
+    """An SFT set's report page."""
+    return f"data/report/sft/{name}.html"
 
 
 def verified_blend_stamp(blend: str) -> str:

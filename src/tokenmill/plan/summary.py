@@ -19,6 +19,10 @@ most about 25 lines whatever the size of the matrix:
   that names them for a job with HuggingFaceTokenizer: following it as printed, Megatron finds the caches
   (tests/megatron/test_handoff_megatron.py runs every hint through megatron-core).
 
+The report's front page (:func:`report_front_page`) gets a table of the same counts: a row per dataset
+build and per SFT set, from their sidecars as they are when the Snakefile is read (``snakemake --report``
+reads it after the build).
+
 tokenmill does not import Snakemake: the handler passes the plan, the config files
 (``workflow.overwrite_configfiles``) and the Snakefile (``workflow.main_snakefile``). Paths are
 relative to the working directory, as the plan's layout functions give them.
@@ -45,8 +49,8 @@ from tokenmill.plan import (Plan, blend_cache_name, datatrove_name, hf_tokenizer
 from tokenmill.plan.layout import OUTPUT_FOLDERS, STALE_FOLDER
 from tokenmill.plan.prune import MOVED_RECORD, last_run_stamp
 
-__all__ = ["MAX_BUILDS_SHOWN", "summary_lines", "print_summary", "report_command", "report_front_page", "failure_line",
-           "failure_lines", "print_failures"]
+__all__ = ["MAX_BUILDS_SHOWN", "summary_lines", "print_summary", "report_command", "report_front_page", "report_table",
+           "failure_line", "failure_lines", "print_failures"]
 
 #: Builds described one by one (three lines each); the others are summed up in one line.
 MAX_BUILDS_SHOWN = 3
@@ -118,15 +122,43 @@ def report_command(configfiles: Sequence[str | os.PathLike] = (), snakefile: str
 
 
 def report_front_page(template: str | os.PathLike, out_path: str | os.PathLike,
-                      configfiles: Sequence[str | os.PathLike] = (), snakefile: str | os.PathLike | None = None) -> str:
+                      configfiles: Sequence[str | os.PathLike] = (), snakefile: str | os.PathLike | None = None,
+                      plan: Plan | None = None) -> str:
     """Write the report's front page (the Snakefile's ``report:``): ``template`` with its ``REPORT_COMMAND``
-    line as this run spells :func:`report_command`; rewritten only when it changes. Returns its absolute path.
+    line as this run spells :func:`report_command`, and its ``REPORT_TABLE`` line as :func:`report_table` of
+    ``plan`` (removed without one); rewritten only when it changes. Returns its absolute path.
 
     Raises:
         OSError: the template cannot be read or the page written.
     """
     text = Path(template).read_text(encoding="utf-8").replace("REPORT_COMMAND", report_command(configfiles, snakefile))
+    text = text.replace("REPORT_TABLE", report_table(plan) if plan is not None else "")
     return str(write_if_changed(Path(out_path).absolute(), text))
+
+
+def report_table(plan: Plan) -> str:
+    """An RST table of the plan's dataset builds and SFT sets: documents (conversations) and tokens from each
+    ``.pbin``'s sidecar, "not built" where there is none yet, and the datasets' total where there are several."""
+    def rows(names: list[str], pbin_of, kind: str) -> tuple[list[list[str]], list[int]]:
+        found, totals = [], [0, 0]
+        for name in names:
+            meta = _sidecar(pbin_of(name))
+            if "documents" not in meta:
+                found.append([name, kind, "not built", "", pbin_of(name)])
+                continue
+            counts = [meta["documents"], meta.get("tokens", 0)]
+            totals = [total + count for total, count in zip(totals, counts)]
+            found.append([name, kind, *(f"{count:,}" for count in counts), pbin_of(name)])
+        return found, totals
+
+    datasets, totals = rows(list(plan.builds), packed_path, "dataset")
+    if len(datasets) > 1:
+        datasets.append(["all datasets", "", *(f"{total:,}" for total in totals), ""])
+    sft, _ = rows(list(plan.config["sft"]), lambda name: sft_files(name)[0], "SFT set")
+    header = ["name", "kind", "documents / conversations", "tokens", "file"]
+    return "\n".join([".. list-table::", "   :header-rows: 1", "",
+                      *(f"   {'*' if column == 0 else ' '} - {cell}".rstrip()
+                        for row in [header, *datasets, *sft] for column, cell in enumerate(row))])
 
 
 def _converted_folders(plan: Plan, build: str) -> list[str]:

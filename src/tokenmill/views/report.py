@@ -10,10 +10,14 @@
   asked per value of a JSON field of the documents' lines (:func:`counts_by`: ``.meta.domain``).
 * :func:`blend_page` — one blend cache folder: per split, the weights asked for against the shares
   of samples each dataset really got (``dataset_index``).
+* :func:`sft_page` — one SFT set (its pair and sidecar): conversations, tokens, the trained tokens (those its
+  loss mask keeps) and their share, conversations truncated or dropped to fit ``seq_length``, bad lines by
+  reason, the chat template or message construction it was rendered with, tokenizer and engine, a histogram
+  of conversation lengths, its sources, and with ``packing: best_fit`` the rows its conversations fill.
 
 Each page is one self-contained HTML file (no scripts, no external files), written atomically.
 Cost: one read of the ``.pbin`` document index and of each cache's arrays (memory-mapped); counting by a
-field reads every source once.
+field reads every source once; an SFT page reads its loss mask once (a byte per token).
 """
 
 from __future__ import annotations
@@ -33,7 +37,8 @@ from tokenmill.formats.sidecar import SourceRecord, resolve_sidecar_paths
 from tokenmill.megatron.handoff import HANDOFF_NAME
 from tokenmill.megatron.index_cache import cache_file_names, load_npy
 
-__all__ = ["best_fit_table", "packed_blend_table", "dataset_page", "blend_page", "length_histogram_svg"]
+__all__ = ["best_fit_table", "packed_blend_table", "dataset_page", "blend_page", "sft_page", "sft_rows_table",
+           "length_histogram_svg"]
 
 # Long lines of a <pre> (megatron_args.txt's comments) wrap, and so may a table's last column (a cache's md5
 # name) where the table is wider than the page: the report shows a page in a frame that cuts off what
@@ -56,7 +61,7 @@ def _table(rows: list[tuple], header: tuple | None = None) -> str:
     return "<table>" + head + "".join("<tr>" + "".join(map(cell, row)) + "</tr>" for row in rows) + "</table>"
 
 
-def length_histogram_svg(doc_lengths: np.ndarray, width: int = 640, height: int = 220) -> str:
+def length_histogram_svg(doc_lengths: np.ndarray, width: int = 640, height: int = 220, item: str = "documents") -> str:
     """An SVG bar chart of document lengths in log₂ bins: bin k holds lengths in ``[2^k, 2^(k+1))``.
 
     Each bar is labelled with its bin's lower bound (``131,072``), rotated 45° below the axis: upright
@@ -64,7 +69,7 @@ def length_histogram_svg(doc_lengths: np.ndarray, width: int = 640, height: int 
     lengths = np.asarray(doc_lengths, dtype=np.int64)
     lengths = lengths[lengths > 0]
     if not len(lengths):
-        return "<p>(no documents)</p>"
+        return f"<p>(no {item})</p>"
     bins = np.bincount(np.floor(np.log2(lengths)).astype(np.int64))
     top, bar = int(bins.max()), width / len(bins)
     label_room = 8 + 6 * len(f"{2 ** (len(bins) - 1):,}")  # the longest label, rotated: ~6 px a character at 45°
@@ -75,12 +80,12 @@ def length_histogram_svg(doc_lengths: np.ndarray, width: int = 640, height: int 
         x = k * bar
         parts.append(f'<rect x="{x + 1:.1f}" y="{height - bar_height:.1f}" width="{bar - 2:.1f}" '
                      f'height="{bar_height:.1f}" fill="#4a7ab8"><title>{2 ** k:,}-{2 ** (k + 1) - 1:,} tokens: '
-                     f'{count:,} documents</title></rect>')
+                     f'{count:,} {item}</title></rect>')
         label_x, label_y = x + bar / 2 + 3, height + 10
         parts.append(f'<text x="{label_x:.1f}" y="{label_y}" font-size="10" text-anchor="end" '
                      f'transform="rotate(-45 {label_x:.1f} {label_y})">{2 ** k:,}</text>')
-    parts.append(f'<text x="0" y="{height + label_room + 18}" font-size="12">document length in tokens (log₂ bins, '
-                 f'each labelled with its lower bound); tallest bar: {top:,} documents</text></svg>')
+    parts.append(f'<text x="0" y="{height + label_room + 18}" font-size="12">{item.rstrip("s")} length in tokens '
+                 f'(log₂ bins, each labelled with its lower bound); tallest bar: {top:,} {item}</text></svg>')
     return "".join(parts)
 
 
@@ -167,6 +172,82 @@ def dataset_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, veri
     if best_fit:
         body += "<h2>Best-fit packing</h2>" + best_fit_table(best_fit)
     _write_page(out_path, f"Dataset {Path(pbin_path).stem}", body)
+
+
+def sft_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, verify_stamp: str | None = None,
+             best_fit: list[str] = ()) -> None:
+    """Write the report page of one SFT set: its pair (``.pbin`` and ``.loss_mask.pbin``) and sidecar, its verify
+    stamp, and ``best_fit``: its best-fit rows folders (:func:`sft_rows_table`).
+
+    Raises:
+        TokenmillError: the ``.pbin``, its loss mask or its SFT sidecar is missing or unreadable.
+    """
+    pbin, meta = PbinFile(pbin_path), read_sidecar(pbin_path)
+    if not meta or "loss_mask" not in meta:
+        raise TokenmillError(f"{pbin_path}: no SFT sidecar to report on")
+    meta = resolve_sidecar_paths(meta, pbin_path)
+    mask_path = Path(pbin_path).with_name(meta["loss_mask"])
+    trained = int(np.count_nonzero(PbinFile(mask_path).tokens))
+    tokenizer, engine = meta.get("tokenizer", {}), meta.get("engine", {})
+    skipped = sorted(meta.get("skipped", {}).items())
+    lengths = pbin.doc_lengths
+    facts = [("conversations", pbin.num_documents), ("tokens", pbin.num_tokens),
+             ("trained tokens (loss mask)", trained),
+             ("share of tokens trained", f"{trained / max(pbin.num_tokens, 1):.1%}"),
+             ("mean / median / max conversation (tokens)",
+              f"{lengths.mean():,.0f} / {np.median(lengths):,.0f} / {lengths.max():,}" if len(lengths) else "-"),
+             ("sequence length", meta.get("seq_length")),
+             ("truncated to fit", f"{meta.get('truncated', 0):,} (truncation: {meta.get('truncation')})"),
+             ("dropped", f"{meta.get('dropped', 0):,} (too long to fit, or nothing trained)"),
+             ("bad lines", sum(entry.get("count", 0) for _, entry in skipped))]
+    if "chat_template" in meta:
+        template = meta["chat_template"]
+        masks = "{% generation %} blocks" if template.get("generation_blocks") else "prefixes"
+        facts.append(("chat template", f"{template.get('source')} (sha256 {str(template.get('sha256'))[:12]}…); "
+                                       f"trained: {template.get('train_on')}, masks from {masks}"))
+    else:
+        facts.append(("message construction", ", ".join(meta.get("message_construction", [])) or "-"))
+        facts.append(("not trained (jq patterns)", "; ".join(meta.get("loss_masking_jq_patterns", [])) or "none"))
+    specials = tokenizer.get("special_ids", {})
+    facts += [("tokenizer", f"{tokenizer.get('path')} (vocabulary {tokenizer.get('vocab_size')}, sha256 "
+                            f"{str(tokenizer.get('sha256'))[:12]}…)"),
+              ("special tokens", ", ".join(f"{key} {token!r} = {specials.get(key)}"
+                                           for key, token in tokenizer.get("special_tokens", {}).items()) or "none"),
+              ("engine", engine.get("reason") or engine.get("name") or "(not recorded)")]
+    if verify_stamp:
+        stamp = Path(verify_stamp).read_text(encoding="utf-8").strip().splitlines()
+        facts.append(("verify", f"{len(stamp)} file(s) checked, no problem found" if stamp else "not run"))
+    body = _table(facts)
+    body += "<h2>Bad lines</h2>" + (_table(
+        [(reason, entry.get("count", 0), ", ".join(map(str, entry.get("first_lines", []))))
+         for reason, entry in skipped], ("reason", "lines", "first line numbers")) if skipped else "<p>none</p>")
+    body += "<h2>Conversation lengths</h2>" + length_histogram_svg(lengths, item="conversations")
+    body += "<h2>Sources</h2>" + _table(
+        [(source["path"], source.get("lines", 0), source.get("documents", 0), source.get("tokens", 0))
+         for source in meta.get("sources", [])], ("file", "lines", "conversations", "tokens"))
+    body += "<h2>Files</h2>" + _table([(str(path), _bytes(Path(path))) for path in (pbin_path, mask_path)],
+                                      ("file", "bytes"))
+    if best_fit:
+        body += "<h2>Best-fit packing</h2>" + sft_rows_table(best_fit)
+    _write_page(out_path, f"SFT set {Path(pbin_path).stem}", body)
+
+
+def sft_rows_table(folders: list[str]) -> str:
+    """What packing an SFT set's conversations whole into rows bought over one conversation a row, a row per
+    best-fit folder (``sft_best_fit-description.json``) or OLMo-core work dir (its packing sidecar)."""
+    rows = []
+    for folder in folders:
+        for name in ("sft_best_fit-description.json", "tokenmill-olmo-packing.meta.json"):
+            path = Path(folder, name)
+            if not path.exists():
+                continue
+            figures = json.loads(path.read_text(encoding="utf-8"))
+            count = figures.get("conversations", figures.get("documents", 0))
+            unpacked = figures.get("unpacked_padding_share")
+            rows.append((str(folder), figures["sequence_length"], count, figures["samples"], figures["padding"],
+                         f"{figures['padding_share']:.2%}", "-" if unpacked is None else f"{unpacked:.2%}"))
+    return _table(rows, ("packing", "length", "conversations", "rows", "padding tokens", "padding share",
+                         "padding share, one conversation a row"))
 
 
 def best_fit_table(folders: list[str]) -> str:
