@@ -43,7 +43,7 @@ def pack_equal(folder, local: list, urls: list, capsys, *options) -> tuple[dict,
 def assert_a_local_builds_bytes(stored: dict[str, bytes], built) -> None:
     """``stored`` (the objects under a storage prefix, by their key's rest) are the local build ``built``'s
     data files object for object: byte for byte but the sidecars, which name the config's own files absolute
-    (jobs run in Snakemake's folder of local copies), and the report page that shows one; those equal once
+    (jobs run in Snakemake's folder of local copies), and the report pages that show them; those equal once
     their paths are resolved."""
     # (Snakemake stamps a folder it made with .snakemake_timestamp, locally too.)
     data = {key: content for key, content in stored.items() if key.startswith("data/") and "/." not in key}
@@ -51,11 +51,12 @@ def assert_a_local_builds_bytes(stored: dict[str, bytes], built) -> None:
              if path.is_file() and not path.name.startswith(".") and not path.is_relative_to(built / "data/raw")
              and not path.is_relative_to(built / "data/tokenizers") and "stale" not in path.parts
              and "plans" not in path.parts}  # (prune's, of a local tree: data/stale/ and the plans it records)
-    assert set(data) == set(local)
+    assert set(data) == set(local), (sorted(set(data) - set(local)), sorted(set(local) - set(data)))
     assert {"data/packed/demo.pbin", "data/megatron/demo_text_document.idx",
             "data/cache/demo/seq512_seed1234/megatron_args.txt"} <= set(data)
     differing = {key for key in data if data[key] != local[key]}
-    assert differing == {"data/packed/demo.pbin.meta.json", "data/report/demo.html", "data/sft/chat.pbin.meta.json"}
+    assert differing == {"data/packed/demo.pbin.meta.json", "data/report/demo.html", "data/sft/chat.pbin.meta.json",
+                         "data/report/sft/chat.html"}, sorted(differing)
     sidecars = [json.loads(text) for text in (data["data/packed/demo.pbin.meta.json"],
                                              local["data/packed/demo.pbin.meta.json"])]
     for sidecar in sidecars:
