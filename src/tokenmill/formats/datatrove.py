@@ -57,7 +57,7 @@ import numpy as np
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import AtomicWriter, discard, temporary_name
 from tokenmill.files.identity import refuse_inputs_as_outputs
-from tokenmill.formats.document_blocks import document_blocks
+from tokenmill.formats.document_blocks import document_blocks, eod_appended
 from tokenmill.formats.dtypes import UINT16_VOCAB_LIMIT
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.formats.sidecar import SidecarRecord, range_indices, resolve_sidecar_paths, sidecar_path
@@ -132,14 +132,7 @@ def datatrove_documents(tokens: np.ndarray, lengths: np.ndarray, eod_id: int | N
         keep[drop] = False
         tokens, lengths = tokens[keep], lengths - (len(before) + len(after))
         loss = None if loss is None else loss[keep]
-    if len(doubled):
-        positions = np.cumsum(lengths)[doubled]
-        tokens = np.insert(tokens, positions, eod_id)
-        if loss is not None:
-            loss = np.insert(loss, positions, 1)
-        lengths = lengths.copy()
-        lengths[doubled] += 1
-    return tokens, lengths, loss
+    return eod_appended(tokens, lengths, doubled, eod_id, loss)  # an added EOD is trained
 
 
 def packed_post_processor_ids(meta: SidecarRecord, pbin_path: str | os.PathLike) -> PostProcessorIds:

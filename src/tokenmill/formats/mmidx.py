@@ -34,7 +34,7 @@ import numpy as np
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import AtomicWriter, discard, temporary_name
 from tokenmill.files.identity import FileIdentity, refuse_inputs_as_outputs
-from tokenmill.formats.document_blocks import BLOCK_TOKENS, document_blocks
+from tokenmill.formats.document_blocks import BLOCK_TOKENS, document_blocks, eod_appended
 from tokenmill.formats.dtypes import megatron_dtype_name
 from tokenmill.formats.pbin import PbinFile, copy_bytes, read_sidecar
 from tokenmill.formats.sidecar import range_indices, sidecar_path
@@ -291,10 +291,8 @@ class MMapIndexedDatasetBuilder(AtomicWriter):
         Raises:
             TokenmillError: a token does not fit the dtype.
         """
-        if doubled is not None and len(doubled):
-            tokens = np.insert(tokens, np.cumsum(lengths)[doubled], eod_id)
-            lengths = np.array(lengths, dtype=np.int64)
-            lengths[doubled] += 1
+        if doubled is not None:
+            tokens, lengths, _ = eod_appended(tokens, np.asarray(lengths, dtype=np.int64), np.asarray(doubled), eod_id)
         self.add_documents(tokens, lengths)
 
     def mark(self) -> tuple:

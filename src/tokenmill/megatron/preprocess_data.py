@@ -41,6 +41,7 @@ import orjson
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import refuse_inputs_as_outputs
+from tokenmill.formats.document_blocks import eod_appended
 from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder, optimal_dtype
 from tokenmill.inputs.jsonl import iter_lines
 from tokenmill.megatron.job_tokenizer import FlagParser, add_tokenizer_flags
@@ -240,9 +241,7 @@ def _documents(ids: np.ndarray, lengths: np.ndarray, counts: np.ndarray,
     per_document = np.bincount(document_of_text[kept], minlength=len(counts)).astype(np.int64)
     if eod_id is not None and len(sequence_lengths):
         last_sequences = np.cumsum(per_document)[per_document > 0] - 1
-        ends = np.cumsum(sequence_lengths)[last_sequences]
-        ids = np.insert(ids, ends, eod_id)
-        sequence_lengths[last_sequences] += 1
+        ids, sequence_lengths, _ = eod_appended(ids, sequence_lengths, last_sequences, eod_id)
     return ids, sequence_lengths, per_document
 
 

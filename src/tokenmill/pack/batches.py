@@ -27,6 +27,7 @@ from typing import Callable
 
 import numpy as np
 
+from tokenmill.formats.document_blocks import eod_appended
 from tokenmill.formats.pbin import TOKEN_DTYPES
 from tokenmill.inputs.text_selection import TextSelector
 from tokenmill.pack.settings import PackSettings
@@ -211,14 +212,13 @@ class BatchTokenizer:
         if info.eod_id is not None and len(lengths):
             doc_ends = np.cumsum(lengths)
             # Modalities' rule: not doubled when a text already ends with it (Megatron's .bin doubles it:
-            # the sidecar lists these documents, see tokenmill.formats.pbin.EOD_IN_TEXT).
+            # the sidecar lists these documents; the rule: tokenmill.formats.document_blocks).
             needs_eod = tokens[doc_ends - 1] != info.eod_id
             eod_in_text = np.flatnonzero(~needs_eod)
             # EOD ids of the text itself, but for a last one that ends its document: where a reader that
             # scans for the EOS (OLMo-core without its csv, datatrove) would cut a document
             eod_within = int(np.count_nonzero(tokens == info.eod_id)) - len(eod_in_text)
-            tokens = np.insert(tokens, doc_ends[needs_eod], info.eod_id)
-            lengths = lengths + needs_eod
+            tokens, lengths, _ = eod_appended(tokens, lengths, needs_eod, info.eod_id)
         return tokens.astype(TOKEN_DTYPES[info.token_width]), lengths, bad, checked, eod_in_text, eod_within
 
 
