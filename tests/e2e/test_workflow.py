@@ -207,14 +207,15 @@ def test_killed_runs_resume_to_byte_identical_outputs(workflow_dir, shared_demo_
     expected = _outputs(shared_demo_build)  # the demo built in one go
     assert any(name.startswith("cache/") for name in expected) and "verified/demo.ok" in expected
 
-    # One build, killed at every stage: each resume (`--unlock`, then `--rerun-incomplete`, as a user
-    # would) is itself killed as soon as the file marking the next stage appears. Kill points are tied to
-    # the build's own progress, not to clock time (a loaded machine runs slower).
+    # One build, killed at every stage: each resume (`--unlock`, then a plain run, as a user would: the profile
+    # found beside the Snakefile sets rerun-incomplete) is itself killed as soon as the file marking the next
+    # stage appears. Kill points are tied to the build's own progress, not to clock time (a loaded machine runs
+    # slower).
     stages = [".snakemake/locks/*", "data/index/demo.idx", "data/packed/.demo.pbin.tmp*", "data/packed/demo.pbin",
               "data/megatron/demo_text_document.idx", "data/cache/demo/*/*-description.txt", "data/sft/chat.pbin"]
     interrupted = 0
     for marker in stages:
-        process = subprocess.Popen([*SNAKEMAKE, "--rerun-incomplete"], cwd=workflow_dir, env=tool_env(),
+        process = subprocess.Popen(SNAKEMAKE, cwd=workflow_dir, env=tool_env(),
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 300
         while not list(workflow_dir.glob(marker)) and process.poll() is None and time.monotonic() < deadline:
@@ -224,7 +225,7 @@ def test_killed_runs_resume_to_byte_identical_outputs(workflow_dir, shared_demo_
         process.wait()
         interrupted += _outputs(workflow_dir) != expected  # the kill cut the build short
         run_snakemake(workflow_dir, "--unlock")
-    run_snakemake(workflow_dir, "--rerun-incomplete")
+    run_snakemake(workflow_dir)
     assert _outputs(workflow_dir) == expected
     leftovers = [path for path in (workflow_dir / "data").rglob(".*.tmp*")]
     assert leftovers == [], "temporary files left after resuming"
