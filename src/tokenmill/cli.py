@@ -679,8 +679,8 @@ def _add_sft_verb(verbs) -> None:
 def _add_inspect_verb(verbs) -> None:
     """The ``inspect`` verb's arguments."""
     inspect = verbs.add_parser("inspect", help="show a file's header and counts, a document, or a training sample")
-    inspect.add_argument("path", help=".pbin, raw .idx, Megatron prefix, datatrove NAME.ds, or (with --sample) an "
-                                      "index cache folder")
+    inspect.add_argument("path", help=".pbin, raw .idx, Megatron prefix, datatrove NAME.ds, an SFT set's best-fit "
+                                      "rows folder, or (with --sample) an index cache folder")
     inspect.add_argument("--doc", type=int, help="show document I, decoded, with its source file and line")
     inspect.add_argument("--sample", type=int, help="show sample K of a split: its pieces, decoded, with sources")
     inspect.add_argument("--seq-length", type=int, help="with --sample: find data/cache/<name>/seq<L>_seed<S>")

@@ -3,8 +3,9 @@ thread, bound to 127.0.0.1 on a free port, stopped by the context manager. Nothi
 
 * :class:`RangeServer` serves files from a dict, as a static web server does: ``HEAD`` and ``GET`` with
   ``Content-Length``, a strong ``ETag`` (md5 of the bytes), ``Last-Modified``, single ``Range: bytes=A-B``
-  answered ``206`` with ``Content-Range`` (or ignored, ``ranges=False``), ``If-Match`` answered ``412``,
-  404 for a missing file. Every request's method, path and headers are kept in ``requests``.
+  answered ``206`` with ``Content-Range``, ``If-Match`` answered ``412``, 404 for a missing file; or, with
+  ``ranges=False``, as ``python -m http.server`` does: ``Range`` and ``If-Match`` ignored, every ``GET``
+  answered ``200`` with the whole file. Every request's method, path and headers are kept in ``requests``.
 * :class:`FakeHub` stands in for the Hugging Face Hub (``huggingface.co``) as ``huggingface_hub`` calls it
   to read a dataset, and for nothing else: ``GET /api/datasets/ORG/NAME/revision/REV`` (HfApi.dataset_info:
   the revision's commit sha), ``GET /api/datasets/ORG/NAME/tree/SHA[/PATH]?recursive=`` (list_repo_tree),
@@ -90,7 +91,7 @@ class RangeServer:
         if modified:
             headers["Last-Modified"] = modified
         wanted = handler.headers.get("If-Match")
-        if wanted is not None and wanted != etag:
+        if wanted is not None and wanted != etag and self.ranges:
             return self.reply(handler, 412, head=head, headers=headers)
         ranged = re.fullmatch(r"bytes=(\d+)-(\d*)", handler.headers.get("Range", ""))
         if ranged is None or not self.ranges or head:

@@ -98,22 +98,84 @@ def test_a_file_replaced_during_a_read_stops_it_with_one_line():
                 stream.read()
 
 
-def test_a_missing_file_a_refused_connection_and_a_server_without_ranges_are_one_line_each(tmp_path, capsys):
-    rows = _parquet(tmp_path / "rows.parquet")
-    (tmp_path / "rows.parquet").unlink()
-    with RangeServer({"/rows.parquet": rows}, ranges=False) as server:
-        cases = [(f"{server.url}/none.jsonl", "no such file (HTTP 404)"),
-                 (f"{server.url}/rows.parquet", "the server ignores range requests (HTTP 200 to a Range), so it "
-                                                "cannot be read in parts; download it and give the local file")]
-        for url, expected in cases:
-            code, said = tokenmill("pack", url, *PACK, "-o", tmp_path / "x.pbin", capsys=capsys)
-            assert (code, said) == (1, f"tokenmill: error: {url}: {expected}\n")
+def test_a_missing_file_and_a_refused_connection_are_one_line_each(tmp_path, capsys):
+    with RangeServer({}) as server:
+        url = f"{server.url}/none.jsonl"
+        code, said = tokenmill("pack", url, *PACK, "-o", tmp_path / "x.pbin", capsys=capsys)
+        assert (code, said) == (1, f"tokenmill: error: {url}: no such file (HTTP 404)\n")
     with nothing_listening() as address:
         url = f"{address}/a.jsonl"
         code, said = tokenmill("pack", url, *PACK, "-o", tmp_path / "x.pbin", capsys=capsys)
     assert (code, said) == (1, f"tokenmill: error: {url}: the server {address[7:]} does not answer (3 attempts: "
                                f"ConnectionRefusedError) while reading its metadata\n")
     assert list(tmp_path.iterdir()) == []
+
+
+# ---- A server that ignores Range (python -m http.server): every GET answered 200 with the whole file
+
+
+def _ignored(start: int) -> str:
+    return (f"the server ignores range requests (HTTP 200 to a Range from byte {start}), so it cannot be read in "
+            f"parts (Parquet, a byte-range shard) nor resume a dropped read; download it and give the local file")
+
+
+def test_a_whole_jsonl_file_packs_from_a_server_that_ignores_range_as_the_local_file(tmp_path, capsys):
+    from backports import zstd
+
+    text = MIXED_JSONL.read_bytes()
+    local = {"plain.jsonl": text, "gz.jsonl.gz": gzip.compress(text), "zst.jsonl.zst": zstd.compress(text)}
+    for name, content in local.items():
+        (tmp_path / name).write_bytes(content)
+    names = sorted(local)
+    with RangeServer({f"/{name}": content for name, content in local.items()}, ranges=False) as server:
+        urls = [f"{server.url}/{name}" for name in names]
+        sidecar, _ = pack_equal(tmp_path, [tmp_path / name for name in names], urls, capsys, "--on-bad-line", "skip")
+        gets = [headers.get("Range") for method, _, headers in server.requests if method == "GET"]
+    assert "bytes=0-7" in gets and all(rng.startswith("bytes=0-") for rng in gets)  # the sniff, then the stream
+    for source, name in zip(sidecar["sources"], names):  # pinned as from a server with ranges
+        assert source["object"] == {"etag": f'"{hashlib.md5(local[name]).hexdigest()}"', "version_id": None,
+                                    "size": len(local[name]), "last_modified": server.modified}
+
+
+def test_a_server_that_ignores_range_is_refused_in_one_line_for_parquet_and_a_shard(tmp_path, capsys):
+    files = {"/rows.parquet": _parquet(tmp_path / "rows.parquet"), "/mixed.jsonl": MIXED_JSONL.read_bytes()}
+    (tmp_path / "rows.parquet").unlink()
+    assert tokenmill("index", MIXED_JSONL, "-o", tmp_path / "m.idx", capsys=capsys)[0] == 0
+    middle = MIXED_JSONL.stat().st_size // 2
+    with RangeServer(files, ranges=False) as server:
+        parquet, jsonl = f"{server.url}/rows.parquet", f"{server.url}/mixed.jsonl"
+        for url, options in ((parquet, ()), (jsonl, ("--index", tmp_path / "m.idx", "--byte-range", f"{middle}:"))):
+            code, said = tokenmill("pack", url, *options, *PACK, "-o", tmp_path / "out" / "x.pbin", capsys=capsys)
+            assert code == 1 and said.startswith(f"tokenmill: error: {url}: the server ignores range requests")
+            assert said.count("\n") == 1, said
+        start = int(said.partition("from byte ")[2].partition(")")[0])
+        assert start >= middle and said == f"tokenmill: error: {jsonl}: {_ignored(start)}\n"  # its range's start
+    assert list((tmp_path / "out").iterdir()) == []  # nothing written
+
+
+def test_a_file_replaced_on_a_server_that_ignores_range_stops_its_read_on_the_pinned_etag():
+    with RangeServer({"/a.jsonl": b'{"text": "old"}\n' * 1000}, ranges=False) as server:
+        url = f"{server.url}/a.jsonl"
+        pinned = objects.pin(url)
+        server.files["/a.jsonl"] = b'{"text": "new"}\n' * 1000  # the same size: the ETag tells
+        with pytest.raises(objects.TokenmillError, match=rf"^{url}: the file changed during the read"):
+            objects.read_object_range(pinned, 0, 100)
+
+
+def test_a_read_dropped_mid_body_from_a_server_that_ignores_range_fails_in_one_line_not_a_loop(monkeypatch,
+                                                                                                tmp_path, capsys):
+    with RangeServer({"/raw/mixed.jsonl": FAULTED.read_bytes()}, ranges=False) as server, \
+            FaultProxy(server.url) as proxy:
+        monkeypatch.setattr(https, "READ_SECONDS", 1)
+        monkeypatch.setattr(remote, "PIECE_BYTES", 4096)
+        url = f"{proxy.url}/raw/mixed.jsonl"
+        proxy.inject("truncate", after=6000, times=1000)  # (the GET sniffing the kind reads 8 bytes, then closes)
+        output = tmp_path / "out" / "url.pbin"
+        output.parent.mkdir()
+        code, said = tokenmill("pack", url, *PACK, "--on-bad-line", "skip", "-o", output, capsys=capsys)
+        assert (code, said) == (1, f"tokenmill: error: {url}: {_ignored(6000)}\n")
+        assert len([exchange for exchange in proxy.exchanges if exchange.method == "GET"]) == 3  # sniff, read, resume
+    assert list(output.parent.iterdir()) == []
 
 
 def test_sft_reads_a_file_on_a_web_server_as_the_local_file(tmp_path, capsys):

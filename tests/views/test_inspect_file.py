@@ -138,3 +138,77 @@ def test_an_sft_document_shows_its_turns_and_what_is_trained(tmp_path):
     # a document without its mask file says so in one line
     (tmp_path / "c.loss_mask.pbin").unlink()
     assert show_document(tmp_path / "c.pbin", 0)[-1].startswith("loss mask: cannot read ")
+
+
+def test_an_sft_best_fit_rows_folder_shows_its_rows_and_a_rows_conversations(tmp_path, monkeypatch):
+    """``inspect`` of the folder ``tokenmill best-fit PAIR.pbin`` writes (data/sft/<name>.best_fit): the rows,
+    conversations and padding; ``--sample K``: row K's conversations, each with its turns and trained tokens."""
+    from conftest import REPO
+    from tokenmill.pack.sft import write_sft
+    from tokenmill.packing.sft_packing import load_sft_best_fit
+
+    monkeypatch.chdir(tmp_path)
+    config = {"tokenizers": {"gpt2": {"path": str(GPT2)}},
+              "sft": {"chat": {"inputs": [str(REPO / "data/raw/chat.jsonl")], "tokenizer": "gpt2",
+                               "special_tokens": {"bos_token": GPT2_EOD, "eos_token": GPT2_EOD},
+                               "loss_masking_jq_patterns": ['.conversations | select(.from == "human")',
+                                                            ".instruction", ".role"],
+                               "message_construction": ["role", "instruction", "conversations"],
+                               "seq_length": 2048}}}
+    Path("data/sft").mkdir(parents=True)
+    write_sft("chat", config, Path("data/sft/chat.pbin"))
+    run_tokenmill("best-fit", "data/sft/chat.pbin", "-o", "data/sft/chat.best_fit", "--seq-length", "2048")
+    assert run_tokenmill("verify", "data/sft/chat.best_fit").returncode == 0
+
+    shown = run_tokenmill("inspect", "data/sft/chat.best_fit").stdout.splitlines()
+    assert shown == ["SFT best-fit rows: data/sft/chat.best_fit (of data/sft/chat.pbin)",
+                     "rows: 27 of 2048 tokens, 65 conversations, 54071 tokens",
+                     "padding: 1225 tokens (2.2%; one conversation per row would pad 59.4%)"]
+
+    _, pieces, offsets = load_sft_best_fit("data/sft/chat.best_fit")
+    members = pieces[offsets[3]:offsets[4]].tolist()
+    row = run_tokenmill("inspect", "data/sft/chat.best_fit", "--sample", "3").stdout.splitlines()
+    used = sum(count for _, _, count in members)
+    assert row[0] == (f"row 3 of data/sft/chat.best_fit (seq 2048): {len(members)} conversations, {used} tokens, "
+                      f"{2048 - used} padding")
+    heads = [line for line in row if line.startswith("  conversation ")]
+    assert [line.split(",")[0] for line in heads] == [f"  conversation {document}: {count} tokens"
+                                                      for document, _, count in members]
+    assert all(f"from {REPO / 'data/raw/chat.jsonl'} line " in line for line in heads)
+    # each conversation as inspect --doc shows it in the pair: its turns, then its trained tokens
+    document = members[0][0]
+    alone = run_tokenmill("inspect", "data/sft/chat.pbin", "--doc", str(document)).stdout.splitlines()
+    from_mask = alone[next(i for i, line in enumerate(alone) if line.startswith("loss mask: ")):]
+    at = row.index(heads[0]) + 1
+    block = row[at:row.index(heads[1]) if len(heads) > 1 else len(row)]
+    assert [line[4:] for line in block[-len(from_mask):]] == from_mask and "tokens trained" in from_mask[0]
+    missing = run_tokenmill("inspect", "data/sft/chat.best_fit", "--sample", "27", check=False)
+    assert (missing.returncode, missing.stderr) == (1, "tokenmill: error: data/sft/chat.best_fit: 27 SFT rows, "
+                                                       "no row 27\n")
+
+
+def test_a_best_fit_sample_of_a_cache_folder_is_read_from_its_best_fit_sibling(tmp_path, monkeypatch):
+    """The workflow builds a build's packed index in data/cache/<b>/seq<L>_seed<S>_best_fit
+    (tokenmill.plan.layout.packed_index_dir): ``inspect`` of the plain cache folder (or of the .pbin with
+    --seq-length/--seed) with ``--best-fit`` reads it there."""
+    monkeypatch.chdir(tmp_path)
+    lines = [json.dumps({"text": f"document {i}: " + "word " * (i % 9 + 2)}).encode() for i in range(60)]
+    write_jsonl_bytes(tmp_path / "x.jsonl", lines)
+    for folder in ("data/packed", "data/megatron", "data/cache/x/seq32_seed5"):
+        Path(folder).mkdir(parents=True)
+    run_tokenmill("pack", "x.jsonl", "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", "data/packed/x.pbin")
+    run_tokenmill("to-megatron", "data/packed/x.pbin", "-o", "data/megatron/x_text_document")
+    run_tokenmill("best-fit", "data/megatron/x_text_document", "-o", "data/cache/x/seq32_seed5_best_fit",
+                  "--seq-length", "32", "--seed", "5", "--split", "1,0,0")
+    direct = run_tokenmill("inspect", "data/cache/x/seq32_seed5_best_fit", "--sample", "0", "--best-fit",
+                           "truncate").stdout
+    assert direct.startswith("sample 0 of train, best fit (seq 32, seed 5, truncate): ")
+    by_cache = run_tokenmill("inspect", "data/cache/x/seq32_seed5", "--sample", "0", "--best-fit", "truncate")
+    by_pbin = run_tokenmill("inspect", "data/packed/x.pbin", "--sample", "0", "--seq-length", "32", "--seed", "5",
+                            "--best-fit", "truncate")
+    assert by_cache.stdout == by_pbin.stdout == direct
+    other = run_tokenmill("inspect", "data/cache/x/seq32_seed5", "--sample", "0", "--best-fit", "fragment",
+                          check=False)
+    assert other.returncode == 1 and other.stderr.startswith(
+        "tokenmill: error: data/cache/x/seq32_seed5_best_fit/best_fit-fragment-train-description.json: no packed "
+        "index")

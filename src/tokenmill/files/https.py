@@ -5,13 +5,16 @@ interface, with the standard library's client (no dependency).
   in the sidecar; any of them changed is a changed input for the plan and for ``verify``. A server that
   gives no size cannot be read in ranges and is refused.
 * **Reads.** A ``GET`` with ``Range: bytes=START-END`` per stream or per Parquet read; the answer must be
-  ``206`` (or ``200`` for the whole file) and carry the pinned ``ETag`` (or ``Last-Modified``), and a
+  ``206``, or ``200`` to a range from byte 0 (a server that ignores ``Range``, such as ``python -m
+  http.server``, sends the whole file from its start: the bytes asked for are read from it and the rest
+  left unread), and carry the pinned ``ETag`` (or ``Last-Modified``, and for a ``200`` the size), and a
   strong ETag is also sent as ``If-Match``: a file replaced during a read stops it with one line. Redirects
   are followed.
 * **No globs**: a web server has no listing; ``?`` starts the URL's query. No credentials are sent.
 * **Failures**, each one line naming the URL: 404, 401/403, a server that does not answer
   (:data:`~tokenmill.files.remote.ATTEMPTS` attempts, 5xx answers retried likewise, 20 s per read), a server
-  that ignores ``Range``.
+  that ignores ``Range`` asked for a range past byte 0 (a Parquet read, a byte-range shard, or the resume of a
+  whole-file stream dropped mid-body, which such a server cannot give).
 
 Cost: one ``HEAD`` per input, one ``GET`` per range read; each request a new connection.
 """
@@ -91,16 +94,22 @@ def expand(url: str) -> list[str]:
 
 
 class _Body:
-    """A ``GET``'s body, its dropped connections raised as ``ConnectionError``."""
+    """A ``GET``'s body, its first ``limit`` bytes only (``b""`` after them: a ``200`` answer is the whole file,
+    of which a range from byte 0 wants a head), its dropped connections raised as ``ConnectionError``."""
 
-    def __init__(self, response: http.client.HTTPResponse):
+    def __init__(self, response: http.client.HTTPResponse, limit: int):
         self._response = response
+        self._left = limit
 
     def read(self, size: int) -> bytes:
+        if self._left <= 0:
+            return b""
         try:
-            return self._response.read(size)
+            data = self._response.read(min(size, self._left))
         except (OSError, http.client.HTTPException) as exc:
             raise ConnectionError(str(exc)) from None
+        self._left -= len(data)
+        return data
 
     def close(self) -> None:
         self._response.close()
@@ -125,12 +134,16 @@ def open_range(identity: ObjectIdentity, start: int, end: int) -> _Body:
     total = got.get("Content-Range", "").rpartition("/")[2]
     if response.status == 206 and total.isdigit() and int(total) != identity.size:
         changed = True
+    length = got.get("Content-Length", "")
+    if response.status == 200 and length.isdigit() and int(length) != identity.size:
+        changed = True  # a 200 is the whole file: its length is the file's size
     if changed:
         response.close()
         raise TokenmillError(f"{url}: the file changed during the read (its ETag, Last-Modified or size is no longer "
                              f"the one first seen); nothing was written, run again to read the new version")
-    if response.status != 206 and (start, end) != (0, identity.size):
+    if response.status != 206 and start != 0:  # the whole file from byte 0: what is wanted cannot be read
         response.close()
-        raise TokenmillError(f"{url}: the server ignores range requests (HTTP {response.status} to a Range), so it "
-                             f"cannot be read in parts; download it and give the local file")
-    return _Body(response)
+        raise TokenmillError(f"{url}: the server ignores range requests (HTTP {response.status} to a Range from byte "
+                             f"{start}), so it cannot be read in parts (Parquet, a byte-range shard) nor resume a "
+                             f"dropped read; download it and give the local file")
+    return _Body(response, end - start)

@@ -45,12 +45,13 @@ from __future__ import annotations
 
 from tokenmill.plan.commands import Plan
 from tokenmill.plan.layout import (PARTS_FOLDER, blend_cache_name, brace_ranges, build_of, cache_dir, datatrove_name,
-                                   hf_tokenizer_folder, megatron_prefix, olmo_folder, packed_path, part_megatron_prefix,
-                                   part_pbin_path, raw_index_path, report_page, sft_files, sft_report_page,
-                                   verified_blend_stamp, verified_sft_stamp, verified_stamp)
+                                   hf_tokenizer_folder, megatron_prefix, olmo_folder, packed_index_dir_of, packed_path,
+                                   part_megatron_prefix, part_pbin_path, raw_index_path, report_page, sft_files,
+                                   sft_report_page, verified_blend_stamp, verified_sft_stamp, verified_stamp)
 from tokenmill.plan.units import Build, InputFile, Unit, Units, job_flags_of, parse_size
 
 __all__ = ["Plan", "Units", "InputFile", "Unit", "Build", "parse_size", "job_flags_of", "raw_index_path", "packed_path",
            "PARTS_FOLDER", "part_pbin_path", "part_megatron_prefix", "megatron_prefix", "datatrove_name", "olmo_folder",
            "cache_dir", "blend_cache_name", "verified_stamp", "verified_blend_stamp", "verified_sft_stamp", "sft_files",
-           "report_page", "sft_report_page", "build_of", "brace_ranges", "hf_tokenizer_folder"]
+           "report_page", "sft_report_page", "build_of", "brace_ranges", "hf_tokenizer_folder",
+           "packed_index_dir_of"]

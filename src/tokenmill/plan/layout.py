@@ -14,8 +14,8 @@ __all__ = ["OUTPUT_FOLDERS", "STALE_FOLDER", "PLANS_FOLDER", "raw_index_path", "
            "part_pbin_path", "part_megatron_prefix",
            "megatron_prefix", "datatrove_name", "olmo_folder", "blend_cache_name", "cache_dir", "brace_ranges",
            "build_of", "verified_stamp", "verified_blend_stamp", "verified_sft_stamp", "sft_files", "report_page",
-           "sft_report_page", "hf_tokenizer_folder", "packed_index_dir", "olmo_packing_dir", "sft_packing_dir",
-           "sft_olmo_packing_dir"]
+           "sft_report_page", "hf_tokenizer_folder", "packed_index_dir", "packed_index_dir_of", "olmo_packing_dir",
+           "sft_packing_dir", "sft_olmo_packing_dir"]
 
 # ---- The layout: where each output lives (relative to the workflow's working directory) ----------
 
@@ -139,6 +139,16 @@ def build_of(path: str | os.PathLike) -> tuple[Path, str] | None:
         if root is not None:
             return root, build
     return None
+
+
+def packed_index_dir_of(cache_folder: str | os.PathLike) -> Path | None:
+    """The :func:`packed_index_dir` beside a cache folder of this layout (:func:`cache_dir`:
+    ``data/cache/<b>/seq<L>_seed<S>`` → ``data/cache/<b>/seq<L>_seed<S>_best_fit``), where the workflow builds
+    its best-fit packed index; None for a folder of another layout."""
+    path = Path(cache_folder)
+    match = re.fullmatch(r"seq([0-9]+)_seed([0-9]+)", path.name)
+    found = build_of(path) if match else None
+    return None if found is None else found[0] / packed_index_dir(found[1], int(match[1]), int(match[2]))
 
 
 def verified_stamp(build: str) -> str:

@@ -2,7 +2,8 @@
 
 * ``describe(path)``: header, layout, counts and sidecar facts (the EOD among them) of a raw index,
   ``.pbin``, Megatron dataset or datatrove ``.ds``; of a cache folder, each split's cache: samples,
-  sequence length, seed and the dataset path it was built for.
+  sequence length, seed and the dataset path it was built for; of an SFT set's best-fit rows folder
+  (``tokenmill best-fit PAIR.pbin``), its pair, rows, conversations and padding.
 * ``show_document(path, i)``: document ``i`` decoded, with the source file and line (or Parquet row) it
   came from, and that line's id (its ``id`` field, or another); of an SFT ``.pbin`` (its sidecar names a loss
   mask) also the conversation's turns as the source line has them (role and text: OpenAI ``messages`` or ShareGPT
@@ -10,8 +11,10 @@
 * ``show_sample(prefix, k, cache)``: sample ``k`` of a split, resolved through the cached indices
   into the (sequence, offset, length) pieces it is made of, each with its source file and line; a
   blend's sample first through its ``dataset_index``/``dataset_sample_index`` to the dataset and
-  sample it is drawn from. ``sample_target`` finds the dataset and cache folder from a ``.pbin``,
-  a Megatron prefix or a cache folder.
+  sample it is drawn from; of an SFT best-fit rows folder, row ``k``: its conversations, each with its
+  turns and its tokens in runs of the loss mask (as ``show_document``). ``sample_target`` finds the dataset
+  and cache folder from a ``.pbin``, a Megatron prefix or a cache folder (with ``--best-fit``, the workflow's
+  ``_best_fit`` sibling of the cache folder, where the packed index lies).
 
 Provenance: the ``.pbin`` sidecar lists the sources in order with their document counts and the
 line numbers of skipped lines, so document ``i`` maps to a file and a line exactly (when more lines
@@ -40,7 +43,7 @@ from tokenmill.formats.mmidx import MMapIndexedDataset, is_megatron_index, prefi
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.formats.sidecar import SidecarRecord, resolve_sidecar_paths, resolved_against
 from tokenmill.inputs.raw_index import read_index
-from tokenmill.plan import build_of, cache_dir, megatron_prefix, packed_path
+from tokenmill.plan import build_of, cache_dir, megatron_prefix, packed_index_dir_of, packed_path
 
 __all__ = ["describe", "describe_caches", "show_document", "show_sample", "sample_target", "source_of",
            "pbin_of_megatron"]
@@ -138,6 +141,8 @@ def describe(path: str | os.PathLike) -> list[str]:
         TokenmillError: unreadable or of no known kind.
     """
     path = Path(path)
+    if path.is_dir() and _is_sft_rows(path):
+        return _describe_sft_rows(path)
     if path.is_dir():
         return describe_caches(path)
     if is_datatrove(path):
@@ -222,6 +227,66 @@ def describe_caches(folder: str | os.PathLike) -> list[str]:
     if (folder / "megatron_args.txt").exists():
         lines.append(f"Megatron arguments that reuse these caches: {folder / 'megatron_args.txt'}")
     lines += [f"problem: {problem}" for problem in duplicate_caches(folder).values()]
+    return lines
+
+
+def _is_sft_rows(folder: Path) -> bool:
+    from tokenmill.packing.sft_packing import SFT_PACKING_NAMES
+
+    return (folder / SFT_PACKING_NAMES["description"]).is_file()
+
+
+def _sft_rows(folder: Path) -> tuple[dict, np.ndarray, np.ndarray, Path]:
+    """A folder of SFT rows: ``(description, pieces, sample_offsets, its pair's .pbin)``; the pair as the
+    description names it, else (a folder moved with its pair) the file of that name beside the folder."""
+    from tokenmill.packing.sft_packing import load_sft_best_fit
+
+    description, pieces, offsets = load_sft_best_fit(folder)
+    pbin = Path(str(description.get("pbin")))
+    if not pbin.exists() and (folder.parent / pbin.name).exists():
+        pbin = folder.parent / pbin.name
+    return description, pieces, offsets, pbin
+
+
+def _describe_sft_rows(folder: Path) -> list[str]:
+    description, pieces, offsets, pbin = _sft_rows(folder)
+    rows, length = len(offsets) - 1, description.get("sequence_length")
+    return [f"SFT best-fit rows: {folder} (of {pbin}{'' if pbin.exists() else ', not found'})",
+            f"rows: {rows} of {length} tokens, {len(pieces)} conversations, {description.get('tokens')} tokens",
+            f"padding: {description.get('padding')} tokens ({100 * description.get('padding_share', 0):.1f}%; one "
+            f"conversation per row would pad {100 * description.get('unpacked_padding_share', 0):.1f}%)"]
+
+
+def _packed_row(pieces: np.ndarray, offsets: np.ndarray, row: int, pbin_path: Path | None,
+                tokenizer_path: str | None, refusal: str) -> tuple[list, SidecarRecord | None, object, str | None]:
+    """Row ``row`` of packed ``pieces``/``offsets`` as ``(pieces as lists, the .pbin's sidecar, decode, why no
+    text)``; ``refusal`` raised where there is no such row."""
+    if not 0 <= row < len(offsets) - 1:
+        raise TokenmillError(refusal)
+    meta = _sidecar(pbin_path)
+    return (pieces[offsets[row]:offsets[row + 1]].tolist(), meta, *_decoder(meta, tokenizer_path, pbin_path))
+
+
+def _sft_row(folder: Path, row: int, tokenizer_path: str | None) -> list[str]:
+    """Row ``row`` of a folder of SFT rows: its conversations, each with its source line, turns and trained
+    tokens (:func:`_conversation_lines`)."""
+    description, pieces, offsets, pbin_path = _sft_rows(folder)
+    members, meta, decode, no_text = _packed_row(pieces, offsets, row, pbin_path, tokenizer_path,
+                                                 f"{folder}: {len(offsets) - 1} SFT rows, no row {row}")
+    pbin = PbinFile(pbin_path)
+    length = int(description["sequence_length"])
+    used = sum(count for _, _, count in members)
+    lines = [f"row {row} of {folder} (seq {length}): {len(members)} conversations, {used} tokens, "
+             f"{length - used} padding"]
+    if not decode:
+        lines.append(f"  text: ({no_text})")
+    for document, _, count in members:
+        origin = _origin(meta, document)
+        lines.append(f"  conversation {document}: {count} tokens"
+                     + (f", from {origin[0]} {origin[1]}" if origin else ""))
+        if meta and "loss_mask" in meta:
+            lines += [f"    {line}" for line in _conversation_lines(pbin_path, meta, document, pbin.document(document),
+                                                                   decode, origin)]
     return lines
 
 
@@ -447,8 +512,10 @@ def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.P
     from tokenmill.megatron.index_cache import load_cache
 
     cache = Path(cache)
+    if prefix is None and _is_sft_rows(cache):
+        return _sft_row(cache, sample, tokenizer_path)
     if best_fit is not None:
-        return _packed_sample(prefix, sample, cache, split, best_fit, tokenizer_path)
+        return _packed_sample(prefix, sample, _packed_folder(cache, split, best_fit), split, best_fit, tokenizer_path)
     blends = _descriptions(cache, "BlendedDataset", split)
     if len(blends) > 1:
         raise TokenmillError(f"{cache}: {len(blends)} BlendedDataset {split} caches; expected one")
@@ -484,6 +551,19 @@ def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.P
     return _gpt_sample(Path(prefix), sample, cache, text, split, tokenizer_path)
 
 
+def _packed_folder(cache: Path, split: str, strategy: str) -> Path:
+    """Where a split's packed index (or packed blend) of ``strategy`` lies: ``cache`` where it holds one, else
+    the workflow's ``_best_fit`` sibling of a cache folder (:func:`tokenmill.plan.packed_index_dir_of`)."""
+    from tokenmill.packing.packed_blend import packed_blend_names
+    from tokenmill.packing.packed_index import packed_index_names
+
+    names = (packed_index_names(strategy, split)["description"], packed_blend_names(strategy, split)["description"])
+    sibling = packed_index_dir_of(cache)
+    if sibling is None or any((cache / name).is_file() for name in names):
+        return cache
+    return sibling
+
+
 def _packed_sample(prefix: str | os.PathLike | None, sample: int, cache: Path, split: str, strategy: str,
                    tokenizer_path: str | None) -> list[str]:
     from tokenmill.packing.packed_blend import dataset_folder, load_packed_blend, packed_blend_names
@@ -501,19 +581,17 @@ def _packed_sample(prefix: str | os.PathLike | None, sample: int, cache: Path, s
     description, pieces, offsets = load_packed_index(cache, strategy, split)
     prefix = Path(prefix if prefix is not None else description["dataset"])
     dataset = MMapIndexedDataset(prefix)
-    if not 0 <= sample < len(offsets) - 1:
-        raise TokenmillError(f"{cache}: the {split} packed index has {len(offsets) - 1} samples, no sample {sample}")
-    pbin_path = pbin_of_megatron(prefix)
-    meta = _sidecar(pbin_path)
-    decode, no_text = _decoder(meta, tokenizer_path, pbin_path)
+    members, meta, decode, no_text = _packed_row(
+        pieces, offsets, sample, pbin_of_megatron(prefix), tokenizer_path,
+        f"{cache}: the {split} packed index has {len(offsets) - 1} samples, no sample {sample}")
     length = int(description["sequence_length"])
-    used = int(pieces[offsets[sample]:offsets[sample + 1], 2].sum())
+    used = sum(count for _, _, count in members)
     lines = [f"sample {sample} of {split}, best fit (seq {length}, seed {description['seed']}, "
-             f"{strategy}): {offsets[sample + 1] - offsets[sample]} documents, {used} tokens, "
+             f"{strategy}): {len(members)} documents, {used} tokens, "
              f"{length - used} padding"]
     if not decode:
         lines.append(f"  text: ({no_text})")
-    for document, offset, count in pieces[offsets[sample]:offsets[sample + 1]].tolist():
+    for document, offset, count in members:
         origin = _origin(meta, document)
         where = f", from {origin[0]} {origin[1]}" if origin else ""
         size = int(dataset.sizes[document])
