@@ -13,8 +13,9 @@ from conftest import GPT2, planned_jobs, run_snakemake, run_tokenmill
 from tokenmill.config import validate_config
 from tokenmill.errors import TokenmillError
 from tokenmill.plan import Plan
-from tokenmill.plan.records import (plan_record_path, read_plan_records, targets_of_other_plans,
-                                    tokenizer_folder_conflict, write_plan_record)
+from tokenmill.plan.records import (output_conflict, plan_record_path, prune_for_config, read_plan_records,
+                                    record_plan, targets_of_other_plans, tokenizer_folder_conflict,
+                                    write_plan_record)
 
 GPT2_FOLDER = "data/megatron/tokenizers/gpt2"
 
@@ -24,8 +25,8 @@ def test_a_record_holds_the_plans_targets_and_tokenizer_folders(tmp_path):
                       {GPT2_FOLDER: "gpt2.json with EOD '<|endoftext|>'"}, tmp_path)
     write_plan_record("sft", ["data/sft/chat.pbin"], {}, tmp_path)
     assert json.loads((tmp_path / plan_record_path("pre")).read_text()) == {
-        "format": "tokenmill-plan/1", "name": "pre", "targets": ["data/index/a.idx", "data/packed/a.pbin"],
-        "tokenizer_folders": {GPT2_FOLDER: "gpt2.json with EOD '<|endoftext|>'"}}
+        "format": "tokenmill-plan/2", "name": "pre", "targets": ["data/index/a.idx", "data/packed/a.pbin"],
+        "tokenizer_folders": {GPT2_FOLDER: "gpt2.json with EOD '<|endoftext|>'"}, "outputs": {}}
     assert targets_of_other_plans("sft", tmp_path) == ["data/index/a.idx", "data/packed/a.pbin"]
     assert targets_of_other_plans("pre", tmp_path) == ["data/sft/chat.pbin"]
     assert sorted(read_plan_records(tmp_path)) == ["pre", "sft"]
@@ -67,16 +68,78 @@ def test_prune_keeps_what_another_config_makes_and_dry_run_moves_nothing(tmp_pat
     assert read_plan_records(tmp_path)["mine"]["targets"] == sorted(Plan(validate_config(config, "x")).all_targets())
 
 
+def tiny_plan(folder, inputs: list[str], name: str = "a", **dataset) -> Plan:
+    """The plan of a config with a dataset ``name`` on ``inputs`` (files made in ``folder``, the working
+    directory)."""
+    if not (folder / "gpt2.json").exists():
+        shutil.copy(GPT2, folder / "gpt2.json")
+    for path in inputs:
+        (folder / path).write_text('{"text": "x"}\n')
+    config = {"tokenizers": {"gpt2": {"path": "gpt2.json", "eod": "<|endoftext|>"}},
+              "datasets": {name: {"inputs": inputs, "tokenizer": "gpt2", **dataset}}}
+    return Plan(validate_config(config, "x"))
+
+
+def test_an_output_another_config_makes_from_other_inputs_is_named_and_a_shared_one_is_not(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    record_plan(tiny_plan(tmp_path, ["a.jsonl"]), "pre", tmp_path)
+    outputs = read_plan_records(tmp_path)["pre"]["outputs"]
+    assert {"data/index/a.idx", "data/packed/a.pbin", "data/megatron/a_text_document.bin"} <= set(outputs)
+    assert not any(path.startswith(("data/verified", "data/reports")) for path in outputs)  # cheap to redo
+    # the same dataset, inputs and options (input times aside): shared, as is the config's own record
+    (tmp_path / "a.jsonl").write_text('{"text": "a newer, longer line"}\n')
+    assert output_conflict("pre2", tiny_plan(tmp_path, ["a.jsonl"]).output_identities(), tmp_path) is None
+    assert output_conflict("pre", tiny_plan(tmp_path, ["b.jsonl"]).output_identities(), tmp_path) is None
+    assert output_conflict("pre2", tiny_plan(tmp_path, ["b.jsonl"]).output_identities(), tmp_path) == (
+        "data/index/a.idx is made by config 'pre' (data/plans/pre.json) and by this config 'pre2' "
+        "from other inputs or options: each run would remake it, and a job would read whichever ran last; give the "
+        "dataset (or blend, or SFT set) another name in one of the two")
+    other_options = tiny_plan(tmp_path, ["a.jsonl"], on_bad_line="skip").output_identities()
+    assert output_conflict("pre2", other_options, tmp_path).startswith("data/megatron/a_text_document.bin is made ")
+    assert other_options["data/index/a.idx"] == outputs["data/index/a.idx"]  # the raw index is still the same
+
+
+def test_a_record_of_the_older_format_is_read_and_refuses_nothing(tmp_path):
+    (tmp_path / "data/plans").mkdir(parents=True)
+    (tmp_path / "data/plans/pre.json").write_text(json.dumps(
+        {"format": "tokenmill-plan/1", "name": "pre", "targets": ["data/packed/a.pbin"], "tokenizer_folders": {}}))
+    assert read_plan_records(tmp_path)["pre"]["outputs"] == {}
+    assert targets_of_other_plans("pre2", tmp_path) == ["data/packed/a.pbin"]
+    assert output_conflict("pre2", {"data/packed/a.pbin": "0123"}, tmp_path) is None
+
+
+def test_the_outputs_of_a_run_that_failed_before_its_prune_survive_another_configs_prune(tmp_path, monkeypatch):
+    """A run records its plan when it starts (the Snakefile's onstart): its raw index, made before its pack failed,
+    is another config's, never moved by that config's prune."""
+    monkeypatch.chdir(tmp_path)
+    bad = tiny_plan(tmp_path, ["bad.jsonl"], name="bad", on_bad_line="error")
+    record_plan(bad, "bad", tmp_path)  # what onstart does, before any job
+    (tmp_path / "data/index").mkdir(parents=True)
+    (tmp_path / "data/index/bad.idx").write_text("x")
+    (tmp_path / "data/index/old.idx").write_text("x")
+    moved, _ = prune_for_config(tiny_plan(tmp_path, ["a.jsonl"]), "pre", None, root=tmp_path)
+    assert moved == ["data/index/old.idx"] and (tmp_path / "data/index/bad.idx").exists()
+
+
 def test_a_config_needs_a_dataset_or_an_sft_set():
     with pytest.raises(TokenmillError, match="^my.yaml: datasets: a config needs at least one dataset or sft set$"):
         validate_config({"tokenizers": {"gpt2": {"path": "gpt2.json"}}}, "my.yaml")
+
+
+def planning_refusal(folder, configfile: str, config: dict) -> str:
+    """The last line of a dry run of ``config`` (written to ``configfile`` in ``folder``), which must fail."""
+    (folder / configfile).write_text(yaml.safe_dump(config))
+    result = run_snakemake(folder, "--configfile", configfile, "-n", check=False)
+    assert result.returncode == 1
+    return result.stderr.strip().splitlines()[-1]
 
 
 @pytest.mark.slow
 def test_two_configs_in_one_folder_leave_each_other_alone(built_demo):
     """The demo config (pretraining and SFT) and an SFT-only config, run in turn three times in one folder: after
     the first build of each, nothing is moved or rebuilt and data/stale/ stays empty; a third config whose
-    tokenizer folder would differ is refused at planning in one line."""
+    tokenizer folder would differ is refused at planning in one line, and so is one whose dataset of the demo's
+    name reads another file. A run that failed before its prune keeps its outputs from the demo's prune."""
     demo = yaml.safe_load((built_demo / "config/config.yaml").read_text())
     sft = {"tokenizers": demo["tokenizers"], "sft": {"chat2": demo["sft"]["chat"]}}
     (built_demo / "sft.yaml").write_text(yaml.safe_dump(sft))
@@ -92,11 +155,25 @@ def test_two_configs_in_one_folder_leave_each_other_alone(built_demo):
                 and not path.name.startswith("moved-last-run")]
     assert sorted(read_plan_records(built_demo)) == ["config", "sft"]
     other = {**demo, "tokenizers": {"gpt2": {**demo["tokenizers"]["gpt2"], "eod": "Ċ"}}, "name": "newline"}
-    (built_demo / "other.yaml").write_text(yaml.safe_dump(other))
-    result = run_snakemake(built_demo, "--configfile", "other.yaml", "-n", check=False)
-    assert result.returncode == 1
-    assert result.stderr.strip().splitlines()[-1] == (
+    assert planning_refusal(built_demo, "other.yaml", other) == (
         f"tokenmill: error: {built_demo / 'other.yaml'}: {GPT2_FOLDER} is written by config 'config' "
         f"(data/plans/config.json) from data/tokenizers/gpt2.tokenizer.json with EOD '<|endoftext|>', and by this "
         f"config 'newline' from data/tokenizers/gpt2.tokenizer.json with EOD 'Ċ'; give one of the two tokenizers "
         f"another name")
+    # a run that fails (a bad line, on_bad_line: error) has recorded its plan when it started: the demo's prune
+    # leaves its raw index where it is
+    (built_demo / "bad.jsonl").write_text('{"text": "x"}\n{"text": \n')
+    bad = {"tokenizers": demo["tokenizers"], "datasets": {"bad": {"inputs": ["bad.jsonl"], "tokenizer": "gpt2",
+                                                                  "on_bad_line": "error"}}}
+    (built_demo / "bad.yaml").write_text(yaml.safe_dump(bad))
+    assert run_snakemake(built_demo, "--configfile", "bad.yaml", check=False).returncode == 1
+    assert (built_demo / "data/index/bad.idx").exists() and "bad" in read_plan_records(built_demo)
+    run_snakemake(built_demo, "--configfile", "config/config.yaml", "--forcerun", "prune")
+    assert (built_demo / "data/index/bad.idx").exists()
+    # the demo's dataset name on another file: refused at planning, naming both configs and the shared output
+    pre2 = {**bad, "datasets": {"demo": bad["datasets"]["bad"]}}
+    assert planning_refusal(built_demo, "pre2.yaml", pre2) == (
+        f"tokenmill: error: {built_demo / 'pre2.yaml'}: data/index/demo.idx is made by config 'config' "
+        f"(data/plans/config.json) and by this config 'pre2' from other inputs or options: each run would remake it, "
+        f"and a job would read whichever ran last; give the dataset (or blend, or SFT set) another name in one of "
+        f"the two")

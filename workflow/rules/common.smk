@@ -17,7 +17,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.formats.sidecar import sidecar_path
 from tokenmill.pack.settings import useful_workers
 from tokenmill.plan import Plan
-from tokenmill.plan.records import tokenizer_folder_conflict
+from tokenmill.plan.records import output_conflict, tokenizer_folder_conflict
 from tokenmill.plan.layout import (
     blend_cache_name,
     cache_dir,
@@ -73,7 +73,10 @@ try:
     PLAN = Plan(config, _spelled_paths)
     for _note in PLAN.notes():
         print(f"tokenmill: note: {_CONFIG_SOURCE}: {_note}", file=sys.stderr)
-    _clash = tokenizer_folder_conflict(config["name"], PLAN.tokenizer_folder_identities())
+    # a tokenizer folder or an output that another config's record makes differently (plan/records.py)
+    _clash = tokenizer_folder_conflict(config["name"], PLAN.tokenizer_folder_identities()) or output_conflict(
+        config["name"], PLAN.output_identities()
+    )
     if _clash:
         raise TokenmillError(_clash)
 except TokenmillError as exc:

@@ -8,6 +8,7 @@ Cost: O(units) string building.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -403,6 +404,57 @@ class Plan(Units):
         return {hf_tokenizer_folder(name): f"{self.config['tokenizers'][name]['path']} with EOD "
                                            f"{self.config['tokenizers'][name]['eod']!r}"
                 for name in self.hf_tokenizer_folders()}
+
+    def output_identities(self) -> dict[str, str]:
+        """What makes each output that another config of the working folder could make differently, by path: a
+        digest of the options and the paths (as planned, not their sizes or times) of the inputs and tokenizer
+        of its job, equal for two configs exactly where the two would make the same bytes
+        (:func:`tokenmill.plan.records.output_conflict`). Raw indexes, a build's files in its formats, caches
+        and best-fit folders, blend caches and SFT files; verify stamps and report pages, cheap to redo, not."""
+
+        def digest(*parts: object) -> str:
+            return hashlib.sha256(json.dumps(parts, sort_keys=True).encode("utf-8")).hexdigest()[:16]
+
+        identities = {raw_index_path(stem): digest("index", self.file(stem).path) for stem in self.files
+                      if stem in self.indexed}
+        for build in self.builds:
+            tokenizer = self.config["tokenizers"][self.builds[build].tokenizer]["path"]
+            if build in self.token_sources:
+                made = digest("tokens", tokenizer, self.tokens_in_options(build), self.tokens_in_outputs(build))
+            else:
+                made = digest("pack", tokenizer, [(unit, [self.file(stem).path for stem in self.unit(unit).stems],
+                                                   self.pack_options(unit), self.pack_outputs(unit))
+                                                  for unit in self.builds[build].units])
+            formats = self.formats(build)
+            megatron = [f"{megatron_prefix(build)}.{ext}" for ext in ("bin", "idx")] if "megatron" in formats else []
+            identities.update({path: made for path in (packed_path(build), f"{packed_path(build)}.meta.json",
+                                                       *megatron)})
+            if self.config["keep_parts"] and len(self.builds[build].units) > 1:
+                identities.update({path: made for unit in self.builds[build].units
+                                   for path in (part_pbin_path(unit), f"{part_pbin_path(unit)}.meta.json")})
+            if "datatrove" in formats:
+                identities.update({f"{datatrove_name(build)}{suffix}": digest(made, self.datatrove_options(build))
+                                   for suffix in (".ds", ".ds.index", ".ds.metadata")})
+            if "olmo" in formats:
+                identities[olmo_folder(build)] = digest(made, self.olmo_options(build))
+            sampled = digest(made, self.sample_index_options(build))
+            identities.update({path: sampled for path in self.cache_dirs(build)})
+            identities.update({path: digest(sampled, self.best_fit_options(build))
+                               for path in self.packed_index_dirs(build)})
+            identities.update({path: digest(made, self.olmo_best_fit_options(build), self.sampling["seq_lengths"])
+                               for path in self.olmo_packing_dirs(build)})
+        for blend in self.blends:
+            blended = digest("blend", self.blend_options(blend))
+            identities.update({path: blended for path in self.cache_dirs(blend_cache_name(blend))})
+            identities.update({path: digest(blended, self.blend_best_fit_options(blend))
+                               for path in self.blend_packing_dirs(blend)})
+        for name in self.config["sft"]:
+            made = digest("sft", self.sft_config(name))
+            identities.update({path: made for path in [*sft_files(name), *self.sft_olmo_folders(name)]})
+            packed = digest(made, self.config["sft"][name]["packing"], self.sft_olmo_best_fit_options(name))
+            identities.update({path: packed
+                               for path in [*self.sft_packing_dirs(name), *self.sft_olmo_packing_dirs(name)]})
+        return identities
 
     def hf_tokenizer_options(self, tokenizer: str) -> list[str]:
         """``tokenmill hf-tokenizer-folder`` arguments of a config tokenizer."""
