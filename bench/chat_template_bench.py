@@ -3,7 +3,7 @@
 side by side in one run on the same conversations, ids and masks compared.
 
     python bench/chat_template_bench.py [--conversations 5000] [--templates chatml_tools chatml_generation llama3]
-        [--rounds 3] [--peer-python /tmp/tf/bin/python] [--engine fastokens] [--workers 2] [--out /tmp/chat_bench]
+        [--rounds 3] [--peer-python /tmp/tf/bin/python] [--engine fastokens] [--workers 1 2] [--out /tmp/chat_bench]
 
 Conversations: ``--conversations`` synthetic OpenAI ``messages`` lines (seeded), 2 to 8 turns (user/assistant
 alternating, a system message on a third of them), each turn 5-120 words drawn from the answers of
@@ -24,9 +24,10 @@ batches rendered in ``--workers`` processes (``sft --workers``; 1: in the callin
 after loading the tokenizer, with the file's index, its reading and the processes' start inside the time, in a
 python that has imported it; the engine as ``--engine`` (fastokens, proven against HF as sft proves it).
 
-Each round runs both, the order alternating between rounds. The machine is shared and its speed drifts: printed are
-the best times of ``--rounds`` and their ratio, and each round's own ratio (its two runs adjacent in time), sorted,
-with their median. Then every conversation's ids are compared, and masks where transformers has them.
+Each round runs transformers and tokenmill at each ``--workers`` count, the order rotating between rounds. The
+machine is shared and its speed drifts: printed are the best times of ``--rounds`` and their ratio, and each round's
+own ratio (its runs adjacent in time), sorted, with their median. Then every conversation's ids are compared, and
+masks where transformers has them.
 """
 
 from __future__ import annotations
@@ -142,7 +143,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--peer-python", default="/tmp/tf/bin/python")
     parser.add_argument("--engine", default="fastokens", choices=["hf", "fastokens"])
-    parser.add_argument("--workers", type=int, default=2, help="tokenmill's render processes (sft --workers)")
+    parser.add_argument("--workers", type=int, nargs="+", default=[2],
+                        help="tokenmill's render processes (sft --workers); several: each run every round")
     parser.add_argument("--out", type=Path, default=Path("/tmp/chat_bench"))
     args = parser.parse_args()
 
@@ -151,19 +153,19 @@ def main() -> None:
     records = make_conversations(args.conversations)
     data.write_text("".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records), encoding="utf-8")
     print(f"{len(records)} conversations, {data.stat().st_size / 1e6:.1f} MB, "
-          f"{sum(len(r['messages']) for r in records)} messages; engine {args.engine}, {args.workers} render workers")
+          f"{sum(len(r['messages']) for r in records)} messages; engine {args.engine}, render workers {args.workers}")
     for name in args.templates:
         folder = cases.make_folder(name, args.out)
         peer_out = args.out / f"{name}.transformers.npz"
         rounds = []
+        sides = ["transformers", *(f"tokenmill{workers}" for workers in args.workers)]
         for round_number in range(args.rounds):
-            order = ("tokenmill", "transformers") if round_number % 2 else ("transformers", "tokenmill")
             times = {}
-            for side in order:
+            for side in sides[round_number % len(sides):] + sides[:round_number % len(sides)]:  # order rotating
                 if side == "transformers":
                     times.update(run_peer(args.peer_python, folder, data, peer_out))
                 else:
-                    times[side], results = run_tokenmill(folder, data, args.engine, args.workers)
+                    times[side], results = run_tokenmill(folder, data, args.engine, int(side[len("tokenmill"):]))
             rounds.append(times)
         peer = np.load(peer_out, allow_pickle=False)
         cuts = np.concatenate([[0], np.cumsum(peer["lengths"])])
@@ -174,17 +176,18 @@ def main() -> None:
             same_ids += np.array_equal(ids, want)
             same_masks += generation and np.array_equal(trained, peer["masks"][cuts[k]:cuts[k + 1]].astype(bool))
         tokens = int(cuts[-1])
-        best = {side: min(r[side] for r in rounds) for side in ("one", "batched", "tokenmill")}
+        best = {side: min(r[side] for r in rounds) for side in ("one", "batched", *sides[1:])}
         print(f"{name}: {tokens:,} tokens; ids equal {same_ids}/{len(records)}"
               + (f", masks equal {same_masks}/{len(records)}" if generation else
                  " (masks: transformers has none for a template without generation blocks)"))
-        for side, what in (("one", "one call per conversation"), ("batched", f"batches of {BATCH}")):
-            ratios = sorted(r[side] / r["tokenmill"] for r in rounds)
-            print(f"  transformers, {what}: best {best[side]:.2f} s ({len(records) / best[side]:,.0f} conv/s); "
-                  f"tokenmill best {best['tokenmill']:.2f} s ({len(records) / best['tokenmill']:,.0f} conv/s): "
-                  f"{best[side] / best['tokenmill']:.1f}x best to best; round by round "
-                  f"{', '.join(f'{ratio:.1f}' for ratio in ratios)}x, median {ratios[len(ratios) // 2]:.1f}x")
-
+        for mine in sides[1:]:
+            for side, what in (("one", "one call per conversation"), ("batched", f"batches of {BATCH}")):
+                ratios = sorted(r[side] / r[mine] for r in rounds)
+                print(f"  {mine[len('tokenmill'):]} workers; transformers, {what}: best {best[side]:.2f} s "
+                      f"({len(records) / best[side]:,.0f} conv/s); tokenmill best {best[mine]:.2f} s "
+                      f"({len(records) / best[mine]:,.0f} conv/s): {best[side] / best[mine]:.1f}x best to best; "
+                      f"round by round {', '.join(f'{ratio:.1f}' for ratio in ratios)}x, "
+                      f"median {ratios[len(ratios) // 2]:.1f}x")
 
 if __name__ == "__main__":
     main()

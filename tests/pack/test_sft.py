@@ -284,3 +284,20 @@ def test_chat_template_pair_is_the_same_bytes_for_one_or_two_render_workers(tmp_
     reference = json.loads((REPO / "tests/data/chat_template_reference.json").read_text(encoding="utf-8"))["cases"]
     first = PbinFile(tmp_path / "w2/chats.pbin").document(0).tolist()
     assert first == reference[f"{name}/{cases.CASES[name][0]}"]["input_ids"]
+
+
+def test_chat_template_refusal_comes_back_from_a_render_worker(tmp_path):
+    # the reasoning template drops the first <think> block: the prefix rule's one-line refusal, raised in a worker
+    # process, is the run's error, as it is in this process
+    cases = chat_cases()
+    folder = cases.make_folder("think", tmp_path / "tokenizer")
+    write_jsonl_bytes(tmp_path / "chats.jsonl", [json.dumps(cases.CONVERSATIONS[n], ensure_ascii=False).encode()
+                                                 for n in (0, 1, 2, 6, 0)])
+    config = {"tokenizers": {"t": {"path": str(folder / "tokenizer.json"), "eod": None}},
+              "sft": {"chats": {"inputs": [str(tmp_path / "chats.jsonl")], "tokenizer": "t",
+                                "chat_template": "tokenizer", "seq_length": 256}}}
+    with pytest.raises(TokenmillError, match=r"chats.jsonl:4: turn 1: the chat template .* not a prefix"):
+        write_sft("chats", config, tmp_path / "chats.pbin", batch_conversations=2, workers=2)
+    assert not (tmp_path / "chats.pbin").exists()
+    with pytest.raises(TokenmillError, match="workers must be at least 1, not 0"):
+        write_sft("chats", config, tmp_path / "chats.pbin", workers=0)

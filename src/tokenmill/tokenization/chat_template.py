@@ -55,7 +55,9 @@ go through the sandbox), and skips the span recording where the template has no 
 
 Cost: one render of the conversation, plus, for the prefix rule, two renders per assistant turn (one where it
 is the last message: the render through it is the whole). Jinja takes ~40-80 µs a render of a ChatML template
-here; the renders are ~80 % of the time with fastokens.
+here; the renders are ~80 % of the time with fastokens, so :class:`ChatRenderer` (the render stage alone, which
+pickles) lets ``tokenmill sft --workers N`` render batches in N processes while this one encodes
+(:func:`tokenmill.pack.sft.encode_conversations`).
 Measured by ``bench/chat_template_bench.py`` (bench/RESULTS.md) on 2,000 synthetic 2-to-9-message conversations
 (1.06 M tokens) with the GPT-2-based folders of the tests, 2 busy cores, against transformers 5.24.0's
 ``apply_chat_template(tokenize=True, return_assistant_tokens_mask=True)``: see bench/RESULTS.md for the figures;
