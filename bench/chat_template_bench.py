@@ -3,7 +3,7 @@
 side by side in one run on the same conversations, ids and masks compared.
 
     python bench/chat_template_bench.py [--conversations 5000] [--templates chatml_tools chatml_generation llama3]
-        [--rounds 3] [--peer-python /tmp/tf/bin/python] [--engine fastokens] [--out /tmp/chat_bench]
+        [--rounds 3] [--peer-python /tmp/tf/bin/python] [--engine fastokens] [--workers 1 2] [--out /tmp/chat_bench]
 
 Conversations: ``--conversations`` synthetic OpenAI ``messages`` lines (seeded), 2 to 8 turns (user/assistant
 alternating, a system message on a third of them), each turn 5-120 words drawn from the answers of
@@ -18,13 +18,16 @@ per batch), and one call per conversation (as TRL's SFT tokenizes a dataset); bo
 are its ``assistant_masks``: exact for a template with ``{% generation %}`` blocks, all zeros for one without
 (transformers cannot mask those; tokenmill renders prefixes for them, extra work its figure includes).
 
-tokenmill: :class:`tokenmill.tokenization.chat_template.ChatTemplateEncoder` over the same file in batches of 1,000
-(``tokenmill sft``'s loop without the file writing), timed after loading and reading, in a python that has
-imported it; the engine as ``--engine`` (fastokens, proven against HF as sft proves it).
+tokenmill: :func:`tokenmill.pack.sft.encode_conversations` (``tokenmill sft``'s loop without the file writing) with
+its :class:`~tokenmill.tokenization.chat_template.ChatTemplateEncoder` over the same file in batches of 1,000, the
+batches rendered in ``--workers`` processes (``sft --workers``; 1: in the calling process) and encoded in it, timed
+after loading the tokenizer, with the file's index, its reading and the processes' start inside the time, in a
+python that has imported it; the engine as ``--engine`` (fastokens, proven against HF as sft proves it).
 
-Each round runs both, the order alternating between rounds. The machine is shared and its speed drifts: printed are
-the best times of ``--rounds`` and their ratio, and each round's own ratio (its two runs adjacent in time), sorted,
-with their median. Then every conversation's ids are compared, and masks where transformers has them.
+Each round runs transformers and tokenmill at each ``--workers`` count, the order rotating between rounds. The
+machine is shared and its speed drifts: printed are the best times of ``--rounds`` and their ratio, and each round's
+own ratio (its runs adjacent in time), sorted, with their median. Then every conversation's ids are compared, and
+masks where transformers has them.
 """
 
 from __future__ import annotations
@@ -107,10 +110,15 @@ def run_peer(python: str, folder: Path, data: Path, out: Path) -> dict[str, floa
     return json.loads(line[len("RESULT "):])
 
 
-def run_tokenmill(folder: Path, data: Path, engine: str) -> tuple[float, list[tuple[np.ndarray, np.ndarray]]]:
+def run_tokenmill(folder: Path, data: Path, engine: str, workers: int
+                  ) -> tuple[float, list[tuple[np.ndarray, np.ndarray]]]:
+    import contextlib
+
+    from tokenmill.pack.sft import encode_conversations
     from tokenmill.tokenization.chat_template import ChatTemplateEncoder, load_chat_template
     from tokenmill.tokenization.engine import Encoder
     from tokenmill.tokenization.tokenizer import load_tokenizer
+    from tokenmill.training.sft_datasets import ConversationFile
 
     info = load_tokenizer(folder / "tokenizer.json")
     info.tokenizer.encode_special_tokens = False
@@ -119,12 +127,11 @@ def run_tokenmill(folder: Path, data: Path, engine: str) -> tuple[float, list[tu
         fast.encode_batch(["warm up"], False)  # fastokens loads on first use: not the encoder's time
     encoder = ChatTemplateEncoder(load_chat_template("tokenizer", folder / "tokenizer.json"), info.tokenizer,
                                   engine=fast)
-    records = [json.loads(line) for line in data.read_text(encoding="utf-8").splitlines()]
-    start = time.perf_counter()
+    start = time.perf_counter()  # from here: the file's index and lines read, the render processes started
     results = []
-    for first in range(0, len(records), BATCH):
-        results += encoder.encode_batch([(record, str(data), first + k + 1)
-                                         for k, record in enumerate(records[first:first + BATCH])])
+    with contextlib.closing(encode_conversations(encoder, [ConversationFile(data)], BATCH, workers)) as batches:
+        for _, batch in batches:
+            results += batch
     return time.perf_counter() - start, results
 
 
@@ -136,6 +143,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--peer-python", default="/tmp/tf/bin/python")
     parser.add_argument("--engine", default="fastokens", choices=["hf", "fastokens"])
+    parser.add_argument("--workers", type=int, nargs="+", default=[2],
+                        help="tokenmill's render processes (sft --workers); several: each run every round")
     parser.add_argument("--out", type=Path, default=Path("/tmp/chat_bench"))
     args = parser.parse_args()
 
@@ -144,19 +153,19 @@ def main() -> None:
     records = make_conversations(args.conversations)
     data.write_text("".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records), encoding="utf-8")
     print(f"{len(records)} conversations, {data.stat().st_size / 1e6:.1f} MB, "
-          f"{sum(len(r['messages']) for r in records)} messages; engine {args.engine}")
+          f"{sum(len(r['messages']) for r in records)} messages; engine {args.engine}, render workers {args.workers}")
     for name in args.templates:
         folder = cases.make_folder(name, args.out)
         peer_out = args.out / f"{name}.transformers.npz"
         rounds = []
+        sides = ["transformers", *(f"tokenmill{workers}" for workers in args.workers)]
         for round_number in range(args.rounds):
-            order = ("tokenmill", "transformers") if round_number % 2 else ("transformers", "tokenmill")
             times = {}
-            for side in order:
+            for side in sides[round_number % len(sides):] + sides[:round_number % len(sides)]:  # order rotating
                 if side == "transformers":
                     times.update(run_peer(args.peer_python, folder, data, peer_out))
                 else:
-                    times[side], results = run_tokenmill(folder, data, args.engine)
+                    times[side], results = run_tokenmill(folder, data, args.engine, int(side[len("tokenmill"):]))
             rounds.append(times)
         peer = np.load(peer_out, allow_pickle=False)
         cuts = np.concatenate([[0], np.cumsum(peer["lengths"])])
@@ -167,17 +176,18 @@ def main() -> None:
             same_ids += np.array_equal(ids, want)
             same_masks += generation and np.array_equal(trained, peer["masks"][cuts[k]:cuts[k + 1]].astype(bool))
         tokens = int(cuts[-1])
-        best = {side: min(r[side] for r in rounds) for side in ("one", "batched", "tokenmill")}
+        best = {side: min(r[side] for r in rounds) for side in ("one", "batched", *sides[1:])}
         print(f"{name}: {tokens:,} tokens; ids equal {same_ids}/{len(records)}"
               + (f", masks equal {same_masks}/{len(records)}" if generation else
                  " (masks: transformers has none for a template without generation blocks)"))
-        for side, what in (("one", "one call per conversation"), ("batched", f"batches of {BATCH}")):
-            ratios = sorted(r[side] / r["tokenmill"] for r in rounds)
-            print(f"  transformers, {what}: best {best[side]:.2f} s ({len(records) / best[side]:,.0f} conv/s); "
-                  f"tokenmill best {best['tokenmill']:.2f} s ({len(records) / best['tokenmill']:,.0f} conv/s): "
-                  f"{best[side] / best['tokenmill']:.1f}x best to best; round by round "
-                  f"{', '.join(f'{ratio:.1f}' for ratio in ratios)}x, median {ratios[len(ratios) // 2]:.1f}x")
-
+        for mine in sides[1:]:
+            for side, what in (("one", "one call per conversation"), ("batched", f"batches of {BATCH}")):
+                ratios = sorted(r[side] / r[mine] for r in rounds)
+                print(f"  {mine[len('tokenmill'):]} workers; transformers, {what}: best {best[side]:.2f} s "
+                      f"({len(records) / best[side]:,.0f} conv/s); tokenmill best {best[mine]:.2f} s "
+                      f"({len(records) / best[mine]:,.0f} conv/s): {best[side] / best[mine]:.1f}x best to best; "
+                      f"round by round {', '.join(f'{ratio:.1f}' for ratio in ratios)}x, "
+                      f"median {ratios[len(ratios) // 2]:.1f}x")
 
 if __name__ == "__main__":
     main()

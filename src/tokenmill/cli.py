@@ -230,7 +230,7 @@ def _sft(args: argparse.Namespace) -> None:
     from tokenmill.pack.sft import write_sft
 
     meta = write_sft(args.name, read_config_file(args.config), args.output, source=args.config, engine=args.engine,
-                     chat_template=args.chat_template)
+                     chat_template=args.chat_template, workers=args.workers)
     skipped = sum(entry["count"] for entry in meta["skipped"].values())
     checked = (f", {meta['engine']['checked_messages']} messages checked against Hugging Face"
                if "checked_messages" in meta["engine"] else "")
@@ -673,6 +673,9 @@ def _add_sft_verb(verbs) -> None:
                      help="render conversations (OpenAI messages or ShareGPT conversations) with the model's chat "
                           "template, as transformers' apply_chat_template: `tokenizer` (its folder's) or a .jinja "
                           "file; overrides the entry's chat_template")
+    sft.add_argument("--workers", type=int, default=None, metavar="N",
+                     help="with a chat template, render batches in N worker processes (default: the entry's "
+                          f"`workers`, else {default('sft.*.workers')}); the same bytes for any N")
     sft.set_defaults(run=_sft)
 
 

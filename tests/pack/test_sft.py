@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from conftest import GPT2, GPT2_EOD, REPO, TEKKEN, write_jsonl_bytes
 from tokenmill.errors import TokenmillError
 from tokenmill.formats.pbin import PbinFile
+from tokenmill.formats.sidecar import sidecar_path
 from tokenmill.pack.sft import write_sft
 from tokenmill.training.sft_datasets import (IGNORE_INDEX, InstructionCollator, InstructionDataset,
                                              PackedInstructionDataset, loss_mask_path)
@@ -254,3 +255,49 @@ def test_chat_template_config_and_cli(tmp_path, capsys):
     config["sft"]["chats"]["train_on"] = "everything"
     with pytest.raises(TokenmillError, match="sft.chats.train_on: 'everything' is not one of"):
         write_sft("chats", config, tmp_path / "y.pbin")
+
+
+@pytest.mark.parametrize("name", sorted(chat_cases().CASES))
+def test_chat_template_pair_is_the_same_bytes_for_one_or_two_render_workers(tmp_path, name):
+    # every stored case of the template (twice, so that its batches of three straddle them), a line that is not
+    # JSON and one whose role is unknown: rendered here (workers 1) or in two worker processes, the same bytes,
+    # sidecar and bad lines (counted with their line numbers) included
+    cases = chat_cases()
+    folder = cases.make_folder(name, tmp_path / "tokenizer")
+    lines = [json.dumps(cases.CONVERSATIONS[n], ensure_ascii=False).encode() for n in cases.CASES[name] * 2]
+    lines[3:3] = [b"{not json", json.dumps({"messages": [{"role": "robot", "content": "x"}]}).encode()]
+    write_jsonl_bytes(tmp_path / "chats.jsonl", lines)
+    config = {"tokenizers": {"t": {"path": str(folder / "tokenizer.json"), "eod": None}},
+              "sft": {"chats": {"inputs": [str(tmp_path / "chats.jsonl")], "tokenizer": "t",
+                                "chat_template": "tokenizer", "seq_length": 256, "on_bad_line": "skip"}}}
+    files = {}
+    for workers in (1, 2):
+        out = tmp_path / f"w{workers}" / "chats.pbin"
+        out.parent.mkdir()
+        meta = write_sft("chats", config, out, batch_conversations=3, workers=workers)
+        assert meta["documents"] == len(lines) - 2
+        assert {reason: entry["first_lines"] for reason, entry in meta["skipped"].items()} == {
+            "invalid JSON (unexpected character, expected a string key at byte 1)": [4],
+            "messages[0]: unknown role 'robot' (known: system, developer, user, assistant, tool)": [5]}
+        files[workers] = [path.read_bytes() for path in (out, loss_mask_path(out), sidecar_path(out))]
+    assert files[1] == files[2]
+    reference = json.loads((REPO / "tests/data/chat_template_reference.json").read_text(encoding="utf-8"))["cases"]
+    first = PbinFile(tmp_path / "w2/chats.pbin").document(0).tolist()
+    assert first == reference[f"{name}/{cases.CASES[name][0]}"]["input_ids"]
+
+
+def test_chat_template_refusal_comes_back_from_a_render_worker(tmp_path):
+    # the reasoning template drops the first <think> block: the prefix rule's one-line refusal, raised in a worker
+    # process, is the run's error, as it is in this process
+    cases = chat_cases()
+    folder = cases.make_folder("think", tmp_path / "tokenizer")
+    write_jsonl_bytes(tmp_path / "chats.jsonl", [json.dumps(cases.CONVERSATIONS[n], ensure_ascii=False).encode()
+                                                 for n in (0, 1, 2, 6, 0)])
+    config = {"tokenizers": {"t": {"path": str(folder / "tokenizer.json"), "eod": None}},
+              "sft": {"chats": {"inputs": [str(tmp_path / "chats.jsonl")], "tokenizer": "t",
+                                "chat_template": "tokenizer", "seq_length": 256}}}
+    with pytest.raises(TokenmillError, match=r"chats.jsonl:4: turn 1: the chat template .* not a prefix"):
+        write_sft("chats", config, tmp_path / "chats.pbin", batch_conversations=2, workers=2)
+    assert not (tmp_path / "chats.pbin").exists()
+    with pytest.raises(TokenmillError, match="workers must be at least 1, not 0"):
+        write_sft("chats", config, tmp_path / "chats.pbin", workers=0)

@@ -314,10 +314,16 @@ def sft_runtime(wildcards):
     return 10 + int(_sft_text_mb(wildcards) / 60)
 
 
-def sft_mem_mb(wildcards):
-    """A tokenizer and a batch of conversations (~1 GB), and the raw line index of its inputs (16 bytes
-    per line: a tenth of the text for conversations of 160+ bytes)."""
-    return 2000 + int(_sft_text_mb(wildcards) / 10)
+def sft_threads(wildcards):
+    """The entry's workers: processes rendering its chat template (tokenmill.pack.sft; one without a template)."""
+    entry = config["sft"][wildcards.name]
+    return entry["workers"] if entry.get("chat_template") is not None else 1
+
+
+def sft_mem_mb(wildcards, threads):
+    """A tokenizer and a batch of conversations (~1 GB), each render process and its batches (~0.1 GB), and the
+    raw line index of its inputs (16 bytes per line: a tenth of the text for conversations of 160+ bytes)."""
+    return 2000 + 100 * threads + int(_sft_text_mb(wildcards) / 10)
 
 
 def copy_runtime(wildcards):

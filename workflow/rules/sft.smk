@@ -17,7 +17,7 @@ rule sft:
         name=SFT,
     conda:
         "../envs/tokenmill.yaml"
-    threads: 1
+    threads: sft_threads
     resources:
         mem_mb=sft_mem_mb,
         runtime=sft_runtime,
@@ -29,5 +29,6 @@ rule sft:
     message:
         "instruction-tuning set {wildcards.name} -> {output.pbin} (log: {log})"
     shell:
-        "({params.job.cd}echo {params.config:q} | tokenmill sft - {wildcards.name} -o {params.job.pbin:q})"
+        "({params.job.cd}echo {params.config:q} | tokenmill sft - {wildcards.name} -o {params.job.pbin:q}"
+        " --workers {threads})"
         " > {log:q} 2>&1"

@@ -23,10 +23,10 @@ import re
 import numpy as np
 import orjson
 
-from tokenmill.errors import TokenmillError
+from tokenmill.errors import BadLine, TokenmillError
 from tokenmill.inputs.file_kind import compression_of, described
 
-__all__ = ["TextSelector", "bad_row_line", "describe_json_error"]
+__all__ = ["TextSelector", "bad_row_line", "conversation_record", "describe_json_error"]
 
 _NO_OUTPUT = object()
 _PLAIN_KEY = re.compile(r"^\.([A-Za-z_][A-Za-z0-9_]*)$")
@@ -60,6 +60,21 @@ def describe_json_error(line: bytes, error: orjson.JSONDecodeError) -> str:
     if error.msg == "unexpected content after document":
         return f"invalid JSON: a second value or trailing characters at byte {error.pos}"
     return f"invalid JSON ({error.msg} at byte {error.pos})"
+
+
+def conversation_record(line: bytes, path: str, number: int) -> dict:
+    """The JSON object of a conversations file's line ``number`` (1-based), as SFT reads it.
+
+    Raises:
+        BadLine: a blank line, invalid JSON (:func:`describe_json_error`'s reason), or a value that is not an object.
+    """
+    try:
+        record = orjson.loads(line)
+    except orjson.JSONDecodeError as exc:
+        raise BadLine(path, number, "blank line" if not line.strip() else describe_json_error(line, exc)) from None
+    if not isinstance(record, dict):
+        raise BadLine(path, number, "not a conversation (not a JSON object)")
+    return record
 
 
 class TextSelector:

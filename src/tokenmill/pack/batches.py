@@ -243,7 +243,9 @@ def line_batches(path: str, lines: np.ndarray, first_line: int, batch_bytes: int
 def ordered_results(tasks, job: BatchTokenizer, workers: int, read_ahead: Callable[[], int]):
     """Yield each task's result in task order: ``workers`` threads prepare batches (:meth:`~BatchTokenizer.prepare`:
     parsing, sampling, HF's proof ids) and ``workers`` threads encode them (:meth:`~BatchTokenizer.finish`),
-    with ``read_ahead()`` batches beyond those in flight, far while fastokens loads (0.3-2.2 s).
+    with ``read_ahead()`` batches beyond those in flight, far while fastokens loads (0.3-2.2 s). ``job`` may be
+    anything with such ``prepare`` and ``finish``, safe in several threads (``sft``'s chat-template job, whose
+    ``prepare`` waits on a worker process: :func:`tokenmill.pack.sft.encode_conversations`).
 
     One process, one load of each tokenizer: the engines release the GIL while they encode, so their
     threads share the cores with the parsing, where worker processes each paid the imports and both

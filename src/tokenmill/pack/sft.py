@@ -10,15 +10,22 @@ whose sidecar check fails, never a mixed pair.
 An entry with a ``chat_template`` (or ``--chat-template``) renders each conversation with the model's own
 template instead (:mod:`tokenmill.tokenization.chat_template`: the ids of transformers' ``apply_chat_template``,
 assistant-only masks); a conversation longer than ``seq_length`` is dropped, or cut after its last trained run
-that fits; the sidecar records the template's source and sha256 in ``chat_template``.
+that fits; the sidecar records the template's source and sha256 in ``chat_template``. Its batches go through
+pack's ordered pool (:func:`tokenmill.pack.batches.ordered_results`): each is parsed and rendered in one of
+``workers`` worker processes (Jinja holds the GIL, and the renders are ~80 % of the time: one process renders on one
+core), then encoded and masked in this one, and written strictly in batch order, so the bytes are the same for any
+worker count.
 
 Cost: tokenizing the messages (the fast engine where proven, the proof as ``pack``'s), one write per batch
 of conversations, and the sha256 of each input; with a chat template, its renders (one per conversation, two
-more per assistant turn without generation blocks) and Hugging Face's batch encoding of the rendered texts.
+more per assistant turn without generation blocks), spread over the workers, and the encoding of the rendered
+texts; starting the workers (a forkserver, then one fork each) costs ~0.2-0.5 s, so there are never more workers
+than batches.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -34,12 +41,14 @@ from tokenmill.formats.sidecar import SidecarRecord, SourceRecord, sidecar_path,
 from tokenmill.tokenization.engine import Encoder, choose_engine
 from tokenmill.tokenization.families import TokenizerSpec
 from tokenmill.tokenization.proof import ProofTally
-from tokenmill.tokenization.chat_template import ChatTemplateEncoder, load_chat_template
+from tokenmill.pack.batches import ordered_results
+from tokenmill.tokenization.chat_template import (ChatTemplateEncoder, load_chat_template, render_in_worker,
+                                               start_render_worker)
 from tokenmill.tokenization.tokenizer import TokenizerInfo, is_plain_file, load_tokenizer
 from tokenmill.training.sft_datasets import (ConversationFile, InstructionCollator, InstructionDataset,
                                              loss_mask_path)
 
-__all__ = ["write_sft"]
+__all__ = ["write_sft", "encode_conversations"]
 
 
 def _input_size(path: str) -> int:
@@ -52,7 +61,8 @@ def _input_size(path: str) -> int:
 
 
 def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conversations: int = 1000,
-              source: str = "config", engine: str | None = None, chat_template: str | None = None) -> SidecarRecord:
+              source: str = "config", engine: str | None = None, chat_template: str | None = None,
+              workers: int | None = None) -> SidecarRecord:
     """Tokenize ``config["sft"][name]`` into the ``.pbin`` / ``.loss_mask.pbin`` pair and a sidecar.
 
     Each kept conversation is one document in both files (same lengths); conversations are
@@ -69,11 +79,16 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
         engine: overrides the tokenizer's ``engine`` (default ``auto``); its ``check_fraction`` applies.
         chat_template: overrides the entry's ``chat_template``: ``tokenizer`` or a ``.jinja`` path renders
             each conversation with that template (:func:`write_chat_sft`); None keeps the entry's.
+        workers: with a chat template, render batches in this many worker processes (1: in this one; None: the
+            entry's ``workers``), never more than there are batches; the bytes written are the same for any count.
 
     Raises:
         TokenmillError: a config that breaks the schema or lacks the entry (naming the key), bad
-            lines under ``on_bad_line: error``, a message on which the fast engine disagrees with HF.
+            lines under ``on_bad_line: error``, a message on which the fast engine disagrees with HF, workers
+            under 1.
     """
+    if workers is not None and workers < 1:
+        raise TokenmillError(f"workers must be at least 1, not {workers}")
     if chat_template is not None:  # the override, before validation: it frees the entry of the config's keys
         entry = _config_entry(config, ("sft", name))
         config = {**config, "sft": {**config["sft"], name: {**entry, "chat_template": chat_template}}}
@@ -81,7 +96,8 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
     entry = _config_entry(config, ("sft", name))
     tokenizer_config = _config_entry(config, ("tokenizers", entry["tokenizer"]))  # the schema checked the rest
     if entry.get("chat_template") is not None:
-        return _write_chat_sft(name, entry, tokenizer_config, out_path, batch_conversations, engine)
+        return _write_chat_sft(name, entry, tokenizer_config, out_path, batch_conversations, engine,
+                               entry.get("workers", default("sft.*.workers")) if workers is None else workers)
     messages = entry["message_construction"]
     on_bad_line = entry.get("on_bad_line", default("sft.*.on_bad_line"))
     sources, skipped, proof = [], {}, ProofTally()
@@ -123,7 +139,7 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
 
 
 def _write_chat_sft(name: str, entry: dict, tokenizer_config: dict, out_path: str | os.PathLike,
-                    batch_conversations: int, engine: str | None) -> SidecarRecord:
+                    batch_conversations: int, engine: str | None, workers: int) -> SidecarRecord:
     """``write_sft`` for an entry with a ``chat_template``: each conversation rendered by the model's template
     and tokenized as transformers' ``apply_chat_template`` does, masked by
     :class:`~tokenmill.tokenization.chat_template.ChatTemplateEncoder` (see its module for the rules).
@@ -153,28 +169,24 @@ def _write_chat_sft(name: str, entry: dict, tokenizer_config: dict, out_path: st
     on_bad_line = entry.get("on_bad_line", default("sft.*.on_bad_line"))
     fit = _ChatFit(entry["seq_length"], entry.get("truncation", default("sft.*.truncation")))
     sources, skipped = [], {}
+    files = [ConversationFile(source) for source in inputs]
+    counts = [[0, 0] for _ in files]  # documents, tokens of each input
     with PbinWriter(out_path, tokenizer.token_width) as tokens_out:
-        with PbinWriter(loss_mask_path(out_path), 1) as mask_out:
-            for source in inputs:
-                conversations = ConversationFile(source)
-                documents = tokens = 0
-                for start in range(0, len(conversations), batch_conversations):
-                    batch = []
-                    for i in range(start, min(start + batch_conversations, len(conversations))):
-                        try:
-                            batch.append((conversations.record(i), conversations.path, i + 1))
-                        except BadLine as bad:
-                            _count_bad(bad, on_bad_line, skipped)
-                    kept = []
-                    for result in encoder.encode_batch(batch):
-                        if isinstance(result, BadLine):
-                            _count_bad(result, on_bad_line, skipped)
-                        elif (fitted := fit(*result)) is not None:
-                            kept.append(fitted)
-                    documents, tokens = documents + len(kept), tokens + _write_pairs(kept, tokens_out, mask_out)
-                sources.append({"path": str(source), "bytes": _input_size(source), "sha256": file_sha256(source),
-                                "lines": len(conversations), "documents": documents, "tokens": tokens,
-                                **({"object": pinned_identity(source).sidecar_entry()} if is_url(source) else {})})
+        with PbinWriter(loss_mask_path(out_path), 1) as mask_out, \
+                contextlib.closing(encode_conversations(encoder, files, batch_conversations, workers)) as in_order:
+            for number, results in in_order:
+                kept = []
+                for result in results:
+                    if isinstance(result, BadLine):
+                        _count_bad(result, on_bad_line, skipped)
+                    elif (fitted := fit(*result)) is not None:
+                        kept.append(fitted)
+                counts[number][0] += len(kept)
+                counts[number][1] += _write_pairs(kept, tokens_out, mask_out)
+        for source, conversations, (documents, tokens) in zip(inputs, files, counts):
+            sources.append({"path": str(source), "bytes": _input_size(source), "sha256": file_sha256(source),
+                            "lines": len(conversations), "documents": documents, "tokens": tokens,
+                            **({"object": pinned_identity(source).sidecar_entry()} if is_url(source) else {})})
         special_ids = {key: token_id for key, token in template.special_tokens.items()
                        if (token_id := tokenizer.tokenizer.token_to_id(token)) is not None}
         tokens_out.sidecar = {
@@ -202,11 +214,77 @@ def _write_chat_sft(name: str, entry: dict, tokenizer_config: dict, out_path: st
     return {**tokens_out.sidecar, "file": tokens_out.identity}
 
 
+def encode_conversations(encoder: ChatTemplateEncoder, files: list[ConversationFile], batch_conversations: int = 1000,
+                         workers: int = 1):
+    """Yield ``(input number, results)`` for each batch of ``batch_conversations`` lines of ``files``, in order:
+    each line's ``(ids, trained)`` or its :class:`BadLine`, as ``encoder.encode_batch`` gives them. The batches are
+    rendered in ``workers`` worker processes (never more than there are batches; 1: in this process) and encoded
+    here, through pack's pool (:class:`_ChatJob`); the results are the same for any count. Close the generator
+    (``contextlib.closing``) to stop the processes at once when leaving early.
+
+    Raises:
+        TokenmillError: see :meth:`~tokenmill.tokenization.chat_template.ChatTemplateEncoder.encode_batch`; an
+            object that cannot be read.
+    """
+    batches = sum(-(-len(conversations) // batch_conversations) for conversations in files)
+    tasks = ((number, conversations.path, start + 1,
+              conversations.line_bytes(start, min(start + batch_conversations, len(conversations))))
+             for number, conversations in enumerate(files)
+             for start in range(0, len(conversations), batch_conversations))
+    with _ChatJob(encoder, min(workers, batches)) as job, \
+            contextlib.closing(ordered_results(tasks, job, job.workers, lambda: 1)) as in_order:
+        yield from in_order
+
+
 def _count_bad(bad: BadLine, on_bad_line: str, skipped: dict[str, list[int]]) -> None:
     """Raise ``bad`` under ``on_bad_line: error``, else count it by reason."""
     if on_bad_line == "error":
         raise bad
     skipped.setdefault(bad.reason, []).append(bad.line)
+
+
+class _ChatJob:
+    """The two stages of a batch of conversations for :func:`tokenmill.pack.batches.ordered_results` (pack's pool:
+    results strictly in batch order, a few batches in flight): *prepare* parses and renders the batch's lines
+    (:meth:`~tokenmill.tokenization.chat_template.ChatRenderer.render_lines`), in one of ``workers`` worker processes
+    when there are several (Jinja holds the GIL: ~80 % of the time on one core otherwise), each thread of the
+    pool waiting on its batch's process; *finish* tokenizes and masks it in this process
+    (:meth:`~tokenmill.tokenization.chat_template.ChatTemplateEncoder.encode_rendered`, whose engines release the GIL).
+    Tasks are ``(input number, path, first line, the lines' bytes)``; a result is ``(input number, results)``.
+
+    The processes come from a forkserver (started clean, the template module preloaded; never a fork of this
+    process, whose threads may hold locks), each given the renderer once; they are stopped on exit.
+    """
+
+    def __init__(self, encoder: ChatTemplateEncoder, workers: int):
+        self.encoder, self.workers = encoder, max(1, workers)
+        self.pool = None
+
+    def __enter__(self) -> _ChatJob:
+        if self.workers > 1:
+            import multiprocessing
+            from concurrent.futures import ProcessPoolExecutor
+
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(["__main__", "jinja2", "jinja2.ext", "jinja2.sandbox",
+                                             "tokenmill.tokenization.chat_template"])
+            self.pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=start_render_worker,
+                                            initargs=(self.encoder.renderer,))
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+
+    def prepare(self, task: tuple[int, str, int, list[bytes]]) -> tuple[int, list]:
+        number, path, first_line, lines = task
+        if self.pool is None:
+            return number, self.encoder.renderer.render_lines(path, first_line, lines)
+        return number, self.pool.submit(render_in_worker, path, first_line, lines).result()
+
+    def finish(self, prepared: tuple[int, list]) -> tuple[int, list]:
+        number, rendered = prepared
+        return number, self.encoder.encode_rendered(rendered)
 
 
 class _ChatFit:

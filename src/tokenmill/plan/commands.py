@@ -356,8 +356,10 @@ class Plan(Units):
 
     def sft_config(self, name: str) -> str:
         """The resolved config that ``tokenmill sft -`` reads: this entry and its tokenizer (as JSON)."""
-        # packing and olmo_path are left out: they change only the packing jobs' outputs, never the pair
-        entry = {key: value for key, value in self.config["sft"][name].items() if key not in ("packing", "olmo_path")}
+        # packing and olmo_path are left out: they change only the packing jobs' outputs, never the pair; workers
+        # (the rule's threads) changes no byte
+        entry = {key: value for key, value in self.config["sft"][name].items()
+                 if key not in ("packing", "olmo_path", "workers")}
         tokenizer = entry["tokenizer"]
         return json.dumps({"sft": {name: entry}, "tokenizers": {tokenizer: self.config["tokenizers"][tokenizer]}},
                           sort_keys=True)

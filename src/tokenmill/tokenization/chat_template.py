@@ -55,7 +55,9 @@ go through the sandbox), and skips the span recording where the template has no 
 
 Cost: one render of the conversation, plus, for the prefix rule, two renders per assistant turn (one where it
 is the last message: the render through it is the whole). Jinja takes ~40-80 µs a render of a ChatML template
-here; the renders are ~80 % of the time with fastokens.
+here; the renders are ~80 % of the time with fastokens, so :class:`ChatRenderer` (the render stage alone, which
+pickles) lets ``tokenmill sft --workers N`` render batches in N processes while this one encodes
+(:func:`tokenmill.pack.sft.encode_conversations`).
 Measured by ``bench/chat_template_bench.py`` (bench/RESULTS.md) on 2,000 synthetic 2-to-9-message conversations
 (1.06 M tokens) with the GPT-2-based folders of the tests, 2 busy cores, against transformers 5.24.0's
 ``apply_chat_template(tokenize=True, return_assistant_tokens_mask=True)``: see bench/RESULTS.md for the figures;
@@ -68,18 +70,22 @@ import hashlib
 import json
 import os
 import re
+import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cached_property
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
 from tokenmill.errors import BadLine, TokenmillError
+from tokenmill.inputs.text_selection import conversation_record
 from tokenmill.tokenization.engine import Encoder
 from tokenmill.tokenization.proof import DEFAULT_CHECK_FRACTION, ProofSampler, ProofTally, encode_proven
 
-__all__ = ["ChatTemplate", "ChatTemplateEncoder", "load_chat_template", "chat_template_file", "conversation_of",
+__all__ = ["ChatTemplate", "ChatRenderer", "ChatTemplateEncoder", "Rendered", "load_chat_template",
+           "chat_template_file", "conversation_of", "start_render_worker", "render_in_worker",
            "SHAREGPT_ROLES",
            "TRAIN_ON", "SPECIAL_TOKEN_NAMES", "TOKENIZER_TEMPLATE"]
 
@@ -160,7 +166,7 @@ def _compiled(source: str):
 
 class _GenerationSpans:
     """Where the ``{% generation %}`` blocks of the render under way start and end (one render at a time per
-    compiled template: tokenmill renders in one thread)."""
+    compiled template: each process renders in one thread; ``sft --workers N`` renders in N processes)."""
 
     def __init__(self, never: bool):
         self.never = never  # the template has no generation block: renders skip the recording
@@ -382,123 +388,64 @@ def conversation_of(record: dict, path: str, line: int) -> tuple[list[dict], lis
     return messages, tools
 
 
-class ChatTemplateEncoder:
-    """Conversations → ``(ids, trained)`` through a chat template and a Hugging Face tokenizer.
+class Rendered(NamedTuple):
+    """A conversation rendered: its text, its trained ``[start, end)`` character spans, whether the prefix rule
+    found them (their ends must then be token boundaries), and its file and line."""
+
+    text: str
+    spans: list[tuple[int, int]]
+    by_prefix: bool
+    path: str
+    line: int
+
+
+class ChatRenderer:
+    """The render stage of :class:`ChatTemplateEncoder`: conversations → rendered texts and their trained
+    character spans. Pure Python (Jinja); it pickles (the template and ``train_on``; compiled again on first use in
+    another process), so that ``tokenmill sft --workers N`` renders batches in N worker processes
+    (:mod:`tokenmill.pack.sft`).
 
     Args:
         template: the loaded template.
-        tokenizer: a ``tokenizers.Tokenizer`` (special-token strings in the rendered text are read as tokens:
-            its ``encode_special_tokens`` must be off, as loading leaves it).
-        train_on: ``assistant`` (every assistant turn), ``last_assistant`` or ``all``.
-        engine: a fast :class:`~tokenmill.tokenization.engine.Encoder` over the same tokenizer (made with
-            ``split_special_tokens=False``), or None for Hugging Face alone. With fastokens, a batch's texts are
-            encoded in one call (proven against Hugging Face on ``check_fraction`` of them, as ``pack`` proves its
-            documents) and their masks read off the ids' bytes (byte-level BPE) or off pieces cut at span ends;
-            a text neither resolves is encoded by Hugging Face with offsets, as without an engine (module docstring).
-        check_fraction: see :class:`tokenmill.tokenization.proof.ProofSampler`.
-
-    Attributes:
-        proof: what the proof checked so far (:class:`tokenmill.tokenization.proof.ProofTally`).
-        by_offsets: conversations masked through Hugging Face's offsets (all of them without a fast engine).
+        train_on: ``assistant``, ``last_assistant`` or ``all``.
 
     Raises:
         TokenmillError: an unknown ``train_on``.
     """
 
-    def __init__(self, template: ChatTemplate, tokenizer, train_on: str = "assistant", engine: Encoder | None = None,
-                 check_fraction: float = DEFAULT_CHECK_FRACTION):
+    def __init__(self, template: ChatTemplate, train_on: str = "assistant"):
         if train_on not in TRAIN_ON:
             raise TokenmillError(f"train_on must be one of {', '.join(TRAIN_ON)}, not {train_on!r}")
-        self.template = template
-        self.tokenizer = tokenizer
-        self.train_on = train_on
-        self.engine = engine
-        self.sampler = ProofSampler(engine.info.added_tokens(), check_fraction) if engine is not None else None
-        self.proof = ProofTally()
-        self.by_offsets = 0
-        # token boundaries read off the fast engine's ids (None: the tokenizer is not byte-level BPE)
-        self._byte_table = _ByteTable.of(tokenizer) if engine is not None and engine.name != "hf" else None
+        self.template, self.train_on = template, train_on
 
-    def encode_batch(self, conversations: list[tuple[dict, str, int]]) -> list[tuple[np.ndarray, np.ndarray] | BadLine]:
-        """Each ``(record, path, line)`` as ``(ids int64, trained bool)``, or the :class:`BadLine` it is.
-
-        A line the template raises on (``raise_exception``, a missing key) is a bad line carrying the template's
-        message; a template that breaks the prefix rule raises at once (it is the template that is wrong).
+    def render_batch(self, conversations: list[tuple[dict, str, int]]) -> list[Rendered | BadLine]:
+        """Each ``(record, path, line)`` rendered, or the :class:`BadLine` it is (the template raised on it).
 
         Raises:
-            TokenmillError: the prefix rule fails on a conversation, or an assistant span does not fall on
-                token boundaries (naming file, line, turn and template); a fast engine that disagrees with
-                Hugging Face (``EngineMismatch``).
+            TokenmillError: the prefix rule fails on a conversation (naming file, line, turn and template).
         """
-        rendered: list[tuple[str, list[tuple[int, int]], bool] | BadLine] = []
+        rendered: list[Rendered | BadLine] = []
         for record, path, line in conversations:
             try:
-                rendered.append(self._render(record, path, line))
+                rendered.append(Rendered(*self._render(record, path, line), path, line))
             except BadLine as bad:
                 rendered.append(bad)
-        good = [(item, path, line) for item, (_, path, line) in zip(rendered, conversations)
-                if not isinstance(item, BadLine)]
-        fast = self._encode_fast(good) if self.engine is not None and self.engine.name != "hf" else [None] * len(good)
-        slow = [item for item, result in zip(good, fast) if result is None]
-        self.by_offsets += len(slow)
-        encodings = iter(self.tokenizer.encode_batch([text for (text, _, _), _, _ in slow], add_special_tokens=False)
-                         if slow else [])
-        results: list[tuple[np.ndarray, np.ndarray] | BadLine] = []
-        fast_results, slow_items = iter(fast), iter(slow)
-        for item in rendered:
-            if isinstance(item, BadLine):
-                results.append(item)
-                continue
-            result = next(fast_results)
-            if result is None:
-                (text, spans, by_prefix), path, line = next(slow_items)
-                encoding = next(encodings)
-                result = (np.asarray(encoding.ids, dtype=np.int64),
-                          self._mask(encoding.offsets, spans, len(text) if by_prefix else None, path, line))
-            results.append(result)
-        return results
+        return rendered
 
-    def _encode_fast(self, good: list) -> list[tuple[np.ndarray, np.ndarray] | None]:
-        """The fast engine's ``(ids, trained)`` of each rendered conversation, or None where its token boundaries
-        could not be read off its ids (that one is encoded with offsets instead)."""
-        if not good:
-            return []
-        texts = [text for (text, _, _), _, _ in good]
-        whole, proof = encode_proven(self.engine, texts, False, self.sampler,
-                                     [f"{path}:{line}" for _, path, line in good])
-        self.proof += proof
-        if self._byte_table is not None:
-            masks = self._byte_table.masks(texts, [spans for (_, spans, _), _, _ in good],
-                                           [by_prefix for (_, _, by_prefix), _, _ in good], whole)
-            return [None if trained is None else (ids, trained) for ids, trained in zip(whole, masks)]
-        return self._pieces(good, whole)
+    def render_lines(self, path: str, first_line: int, lines: list[bytes]) -> list[Rendered | BadLine]:
+        """:meth:`render_batch` of JSONL lines numbered from ``first_line``, each parsed first
+        (:func:`tokenmill.inputs.text_selection.conversation_record`: a line that is not a JSON object is a bad line).
 
-    def _pieces(self, good: list, whole: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray] | None]:
-        """For a tokenizer without a byte table: each text cut at its span ends and the pieces encoded alone;
-        where their ids join into the whole's, the mask is read off their lengths, else None."""
-        pieces, cuts = [], []
-        for text, spans, _ in (item for item, _, _ in good):
-            ends = sorted({end for span in spans for end in span if 0 < end < len(text)})
-            bounds = [0, *ends, len(text)]
-            cuts.append(bounds)
-            pieces += [text[start:end] for start, end in zip(bounds, bounds[1:])]
-        piece_ids, lengths = self.engine.encode_batch(pieces, False) if pieces else (np.zeros(0), np.zeros(0))
-        piece_ids = np.asarray(piece_ids, dtype=np.int64)
-        starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-        results, piece = [], 0
-        for ((_, spans, _), _, _), ids, bounds in zip(good, whole, cuts):
-            count = len(bounds) - 1
-            joined = piece_ids[starts[piece]:starts[piece + count]]
-            if not np.array_equal(joined, ids):
-                results.append(None)
-            else:
-                trained = np.zeros(len(ids), dtype=bool)
-                for k, (start, end) in enumerate(zip(bounds, bounds[1:])):
-                    if start != end and any(a <= start and end <= b for a, b in spans):
-                        trained[starts[piece + k] - starts[piece]:starts[piece + k + 1] - starts[piece]] = True
-                results.append((ids, trained))
-            piece += count
-        return results
+        Raises:
+            TokenmillError: see :meth:`render_batch`.
+        """
+        rendered: list[Rendered | BadLine] = []
+        for line, raw in enumerate(lines, start=first_line):
+            try:
+                rendered.append(Rendered(*self._render(conversation_record(raw, path, line), path, line), path, line))
+            except BadLine as bad:
+                rendered.append(bad)
+        return rendered
 
     def _render(self, record: dict, path: str, line: int) -> tuple[str, list[tuple[int, int]], bool]:
         """The conversation's text, its trained character spans, and whether the prefix rule found them (so
@@ -545,6 +492,150 @@ class ChatTemplateEncoder:
                                      f"generation prompt is not where the assistant turn starts")
             spans.append((len(prompt), len(through)))
         return spans
+
+
+# The renderer of a worker process (``sft --workers N``): set once by start_render_worker, used by render_in_worker.
+_WORKER_RENDERER: ChatRenderer | None = None
+
+
+def start_render_worker(renderer: ChatRenderer) -> None:
+    """A render worker process's initializer: keep ``renderer`` for :func:`render_in_worker` (its template is
+    compiled on first use)."""
+    global _WORKER_RENDERER
+    _WORKER_RENDERER = renderer
+
+
+def render_in_worker(path: str, first_line: int, lines: list[bytes]) -> list[Rendered | BadLine]:
+    """:meth:`ChatRenderer.render_lines` with the renderer :func:`start_render_worker` gave this process.
+
+    Raises:
+        TokenmillError: see :meth:`ChatRenderer.render_batch`.
+    """
+    return _WORKER_RENDERER.render_lines(path, first_line, lines)
+
+
+class ChatTemplateEncoder:
+    """Conversations → ``(ids, trained)`` through a chat template and a Hugging Face tokenizer.
+
+    Args:
+        template: the loaded template.
+        tokenizer: a ``tokenizers.Tokenizer`` (special-token strings in the rendered text are read as tokens:
+            its ``encode_special_tokens`` must be off, as loading leaves it).
+        train_on: ``assistant`` (every assistant turn), ``last_assistant`` or ``all``.
+        engine: a fast :class:`~tokenmill.tokenization.engine.Encoder` over the same tokenizer (made with
+            ``split_special_tokens=False``), or None for Hugging Face alone. With fastokens, a batch's texts are
+            encoded in one call (proven against Hugging Face on ``check_fraction`` of them, as ``pack`` proves its
+            documents) and their masks read off the ids' bytes (byte-level BPE) or off pieces cut at span ends;
+            a text neither resolves is encoded by Hugging Face with offsets, as without an engine (module docstring).
+        check_fraction: see :class:`tokenmill.tokenization.proof.ProofSampler`.
+
+    Attributes:
+        proof: what the proof checked so far (:class:`tokenmill.tokenization.proof.ProofTally`).
+        by_offsets: conversations masked through Hugging Face's offsets (all of them without a fast engine).
+
+    Raises:
+        TokenmillError: an unknown ``train_on``.
+    """
+
+    def __init__(self, template: ChatTemplate, tokenizer, train_on: str = "assistant", engine: Encoder | None = None,
+                 check_fraction: float = DEFAULT_CHECK_FRACTION):
+        self.renderer = ChatRenderer(template, train_on)
+        self.template, self.train_on = template, train_on
+        self.tokenizer = tokenizer
+        self.engine = engine
+        self.sampler = ProofSampler(engine.info.added_tokens(), check_fraction) if engine is not None else None
+        self.proof = ProofTally()
+        self.by_offsets = 0
+        self._tally_lock = threading.Lock()  # encode_rendered may run in several threads (sft's encode stage)
+        # token boundaries read off the fast engine's ids (None: the tokenizer is not byte-level BPE)
+        self._byte_table = _ByteTable.of(tokenizer) if engine is not None and engine.name != "hf" else None
+
+    def encode_batch(self, conversations: list[tuple[dict, str, int]]) -> list[tuple[np.ndarray, np.ndarray] | BadLine]:
+        """Each ``(record, path, line)`` as ``(ids int64, trained bool)``, or the :class:`BadLine` it is: the
+        renders (:meth:`ChatRenderer.render_batch`), then :meth:`encode_rendered`.
+
+        A line the template raises on (``raise_exception``, a missing key) is a bad line carrying the template's
+        message; a template that breaks the prefix rule raises at once (it is the template that is wrong).
+
+        Raises:
+            TokenmillError: the prefix rule fails on a conversation, or an assistant span does not fall on
+                token boundaries (naming file, line, turn and template); a fast engine that disagrees with
+                Hugging Face (``EngineMismatch``).
+        """
+        return self.encode_rendered(self.renderer.render_batch(conversations))
+
+    def encode_rendered(self, rendered: list[Rendered | BadLine]) -> list[tuple[np.ndarray, np.ndarray] | BadLine]:
+        """The encode stage: each rendered conversation as ``(ids int64, trained bool)``, bad lines passed through,
+        in order. Safe in several threads at once (the engines release the GIL; the tallies are locked).
+
+        Raises:
+            TokenmillError: an assistant span of the prefix rule that does not fall on token boundaries; a fast
+                engine that disagrees with Hugging Face (``EngineMismatch``).
+        """
+        good = [item for item in rendered if not isinstance(item, BadLine)]
+        fast = self._encode_fast(good) if self.engine is not None and self.engine.name != "hf" else [None] * len(good)
+        slow = [item for item, result in zip(good, fast) if result is None]
+        with self._tally_lock:
+            self.by_offsets += len(slow)
+        encodings = iter(self.tokenizer.encode_batch([item.text for item in slow], add_special_tokens=False)
+                         if slow else [])
+        results: list[tuple[np.ndarray, np.ndarray] | BadLine] = []
+        fast_results, slow_items = iter(fast), iter(slow)
+        for item in rendered:
+            if isinstance(item, BadLine):
+                results.append(item)
+                continue
+            result = next(fast_results)
+            if result is None:
+                text, spans, by_prefix, path, line = next(slow_items)
+                encoding = next(encodings)
+                result = (np.asarray(encoding.ids, dtype=np.int64),
+                          self._mask(encoding.offsets, spans, len(text) if by_prefix else None, path, line))
+            results.append(result)
+        return results
+
+    def _encode_fast(self, good: list[Rendered]) -> list[tuple[np.ndarray, np.ndarray] | None]:
+        """The fast engine's ``(ids, trained)`` of each rendered conversation, or None where its token boundaries
+        could not be read off its ids (that one is encoded with offsets instead)."""
+        if not good:
+            return []
+        texts = [item.text for item in good]
+        whole, proof = encode_proven(self.engine, texts, False, self.sampler,
+                                     [f"{item.path}:{item.line}" for item in good])
+        with self._tally_lock:
+            self.proof += proof
+        if self._byte_table is not None:
+            masks = self._byte_table.masks(texts, [item.spans for item in good], [item.by_prefix for item in good],
+                                           whole)
+            return [None if trained is None else (ids, trained) for ids, trained in zip(whole, masks)]
+        return self._pieces(good, whole)
+
+    def _pieces(self, good: list[Rendered], whole: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray] | None]:
+        """For a tokenizer without a byte table: each text cut at its span ends and the pieces encoded alone;
+        where their ids join into the whole's, the mask is read off their lengths, else None."""
+        pieces, cuts = [], []
+        for text, spans in ((item.text, item.spans) for item in good):
+            ends = sorted({end for span in spans for end in span if 0 < end < len(text)})
+            bounds = [0, *ends, len(text)]
+            cuts.append(bounds)
+            pieces += [text[start:end] for start, end in zip(bounds, bounds[1:])]
+        piece_ids, lengths = self.engine.encode_batch(pieces, False) if pieces else (np.zeros(0), np.zeros(0))
+        piece_ids = np.asarray(piece_ids, dtype=np.int64)
+        starts = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        results, piece = [], 0
+        for spans, ids, bounds in zip((item.spans for item in good), whole, cuts):
+            count = len(bounds) - 1
+            joined = piece_ids[starts[piece]:starts[piece + count]]
+            if not np.array_equal(joined, ids):
+                results.append(None)
+            else:
+                trained = np.zeros(len(ids), dtype=bool)
+                for k, (start, end) in enumerate(zip(bounds, bounds[1:])):
+                    if start != end and any(a <= start and end <= b for a, b in spans):
+                        trained[starts[piece + k] - starts[piece]:starts[piece + k + 1] - starts[piece]] = True
+                results.append((ids, trained))
+            piece += count
+        return results
 
     def _mask(self, offsets: list[tuple[int, int]], spans: list[tuple[int, int]], length: int | None, path: str,
               line: int) -> np.ndarray:

@@ -52,14 +52,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
-import orjson
 
 from tokenmill.errors import BadLine, TokenmillError
 from tokenmill.files.objects import ObjectFile, is_url, pinned_identity
 from tokenmill.formats.pbin import PbinFile, file_identity_problem, read_sidecar
 from tokenmill.formats.sidecar import sidecar_path
 from tokenmill.inputs.raw_index import read_index, scan_lines
-from tokenmill.inputs.text_selection import describe_json_error
+from tokenmill.inputs.text_selection import conversation_record
 from tokenmill.packing.sft_packing import conversations_fingerprint, load_sft_best_fit
 from tokenmill.tokenization.engine import Encoder, EncoderPickling
 from tokenmill.tokenization.families import TokenizerSpec
@@ -129,35 +128,36 @@ class ConversationFile:
     def __getstate__(self) -> dict:
         return {**self.__dict__, "_mapped": None}  # a map or an open object does not pickle: reopened on use
 
-    def _error(self, i: int, reason: str) -> BadLine:
-        return BadLine(self.path, i + 1, reason)
-
     def record(self, i: int) -> dict:
         """The parsed JSON object of line ``i``.
 
         Raises:
             TokenmillError: not a JSON object.
         """
-        offset, length = (int(x) for x in self.lines[i])
-        if is_url(self.path):
-            # An object is read forward through an 8 MiB buffer (one ranged GET per refill), as conversations
-            # are taken in order; a jump outside the buffer costs one GET.
-            if self._mapped is None:
+        return conversation_record(self.line_bytes(i, i + 1)[0], self.path, i + 1)
+
+    def line_bytes(self, start: int, stop: int) -> list[bytes]:
+        """The bytes of lines ``start`` to ``stop - 1`` (0-based), unparsed.
+
+        Raises:
+            TokenmillError: an object that cannot be read.
+        """
+        if self._mapped is None:
+            if is_url(self.path):
+                # An object is read forward through an 8 MiB buffer (one ranged GET per refill), as conversations
+                # are taken in order; a jump outside the buffer costs one GET.
                 self._mapped = io.BufferedReader(ObjectFile(pinned_identity(self.path)), _OBJECT_BUFFER_BYTES)
-            self._mapped.seek(offset)
-            line = self._mapped.read(length)
-        else:
-            if self._mapped is None:
+            else:
                 with open(self.path, "rb") as handle:
                     self._mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-            line = self._mapped[offset:offset + length]
-        try:
-            record = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            raise self._error(i, "blank line" if not line.strip() else describe_json_error(line, exc)) from None
-        if not isinstance(record, dict):
-            raise self._error(i, "not a conversation (not a JSON object)")
-        return record
+        lines = []
+        for offset, length in self.lines[start:stop].tolist():
+            if is_url(self.path):
+                self._mapped.seek(offset)
+                lines.append(self._mapped.read(length))
+            else:
+                lines.append(self._mapped[offset:offset + length])
+        return lines
 
 
 class InstructionDataset(EncoderPickling):
