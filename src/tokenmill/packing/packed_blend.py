@@ -34,7 +34,7 @@ from tokenmill.megatron.blend import blend_sizes, build_blending_indices, check_
 from tokenmill.megatron.gpt_indices import SPLIT_NAMES, normalise
 from tokenmill.megatron.index_cache import load_npy
 from tokenmill.packing.packed_index import (build_packed_index, load_packed_index, packed_index_problems,
-                                            sample_figures)
+                                            read_description, sample_figures)
 
 __all__ = ["PACKED_BLEND_FORMAT", "packed_blend_names", "dataset_folder", "blend_draws", "build_packed_blend",
            "load_packed_blend", "packed_blend_problems"]
@@ -159,14 +159,8 @@ def load_packed_blend(cache_dir: str | os.PathLike, strategy: str,
     """
     names = packed_blend_names(strategy, split_name)
     path = Path(cache_dir) / names["description"]
-    try:
-        description = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TokenmillError(f"{path}: no packed blend (tokenmill best-fit --blend builds it)") from None
-    except (OSError, ValueError) as exc:
-        raise TokenmillError(f"{path}: unreadable ({exc})") from None
-    if not isinstance(description, dict) or description.get("format") != PACKED_BLEND_FORMAT or \
-            not isinstance(description.get("datasets"), list):
+    description = read_description(path, PACKED_BLEND_FORMAT, "no packed blend (tokenmill best-fit --blend builds it)")
+    if not isinstance(description.get("datasets"), list):
         raise TokenmillError(f"{path}: not a {PACKED_BLEND_FORMAT} description")
     dataset_index, dataset_sample_index = (load_npy(Path(cache_dir) / names[key])
                                            for key in ("dataset_index", "dataset_sample_index"))

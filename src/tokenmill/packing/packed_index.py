@@ -34,9 +34,9 @@ from tokenmill.megatron.gpt_indices import SPLIT_NAMES, parse_split, split_matri
 from tokenmill.megatron.index_cache import dataset_fingerprint, load_npy
 from tokenmill.packing.best_fit import cut_long_documents, pack_best_fit
 
-__all__ = ["PACKED_INDEX_FORMAT", "packed_index_names", "document_token_ranges", "build_packed_index",
-           "packed_index_of", "packed_index_problems", "load_packed_index", "packing_figures", "document_figures",
-           "sample_figures"]
+__all__ = ["PACKED_INDEX_FORMAT", "read_description", "load_pieces", "packed_index_names", "document_token_ranges",
+           "build_packed_index", "packed_index_of", "packed_index_problems", "load_packed_index", "packing_figures",
+           "document_figures", "sample_figures"]
 
 PACKED_INDEX_FORMAT = "tokenmill-packed-index/1"
 
@@ -204,6 +204,37 @@ def _piece_problems(path: Path, pieces: np.ndarray, offsets: np.ndarray, lengths
     return problems
 
 
+def read_description(path: Path, format_name: str, missing: str) -> dict:
+    """The JSON description of a packing output at ``path``, of format ``format_name``.
+
+    Raises:
+        TokenmillError: no such file (``missing`` says what builds it), unreadable, or not that format.
+    """
+    try:
+        description = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise TokenmillError(f"{path}: {missing}") from None
+    except (OSError, ValueError) as exc:
+        raise TokenmillError(f"{path}: unreadable ({exc})") from None
+    if not isinstance(description, dict) or description.get("format") != format_name:
+        raise TokenmillError(f"{path}: not a {format_name} description")
+    return description
+
+
+def load_pieces(folder: Path, names: dict[str, str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(pieces, sample_offsets)`` of a packing output, memory-mapped: ``(document, start, end)`` rows and each
+    sample's first row (the layout of docs/formats.md §13, which SFT rows share).
+
+    Raises:
+        TokenmillError: a missing or unreadable file, or arrays that do not fit each other.
+    """
+    pieces, offsets = (load_npy(folder / names[key]) for key in ("pieces", "sample_offsets"))
+    if pieces.ndim != 2 or pieces.shape[1] != 3 or offsets.ndim != 1 or not len(offsets) or \
+            offsets[-1] != len(pieces):
+        raise TokenmillError(f"{folder / names['pieces']}: does not match {names['sample_offsets']}")
+    return pieces, offsets
+
+
 def load_packed_index(cache_dir: str | os.PathLike, strategy: str,
                       split_name: str) -> tuple[dict, np.ndarray, np.ndarray]:
     """One split's ``(description, pieces, sample_offsets)``, the arrays memory-mapped.
@@ -212,17 +243,6 @@ def load_packed_index(cache_dir: str | os.PathLike, strategy: str,
         TokenmillError: a missing or unreadable file, or one that is not a packed index.
     """
     names = packed_index_names(strategy, split_name)
-    path = Path(cache_dir) / names["description"]
-    try:
-        description = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TokenmillError(f"{path}: no packed index (tokenmill best-fit builds it)") from None
-    except (OSError, ValueError) as exc:
-        raise TokenmillError(f"{path}: unreadable ({exc})") from None
-    if not isinstance(description, dict) or description.get("format") != PACKED_INDEX_FORMAT:
-        raise TokenmillError(f"{path}: not a {PACKED_INDEX_FORMAT} description")
-    pieces, offsets = (load_npy(Path(cache_dir) / names[key]) for key in ("pieces", "sample_offsets"))
-    if pieces.ndim != 2 or pieces.shape[1] != 3 or offsets.ndim != 1 or not len(offsets) or \
-            offsets[-1] != len(pieces):
-        raise TokenmillError(f"{Path(cache_dir) / names['pieces']}: does not match {names['sample_offsets']}")
-    return description, pieces, offsets
+    description = read_description(Path(cache_dir) / names["description"], PACKED_INDEX_FORMAT,
+                                   "no packed index (tokenmill best-fit builds it)")
+    return (description, *load_pieces(Path(cache_dir), names))

@@ -31,9 +31,8 @@ import numpy as np
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import atomic_output
 from tokenmill.formats.pbin import PbinFile
-from tokenmill.megatron.index_cache import load_npy
 from tokenmill.packing.best_fit import pack_best_fit
-from tokenmill.packing.packed_index import sample_figures
+from tokenmill.packing.packed_index import load_pieces, read_description, sample_figures
 
 __all__ = ["SFT_PACKING_FORMAT", "SFT_PACKING_NAMES", "conversations_fingerprint", "sft_best_fit_of",
            "build_sft_best_fit", "load_sft_best_fit", "sft_best_fit_problems"]
@@ -99,21 +98,9 @@ def load_sft_best_fit(folder: str | os.PathLike) -> tuple[dict, np.ndarray, np.n
     Raises:
         TokenmillError: a missing or unreadable file, or one that is not SFT rows.
     """
-    path = Path(folder) / SFT_PACKING_NAMES["description"]
-    try:
-        description = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise TokenmillError(f"{path}: no SFT best-fit rows (tokenmill best-fit PAIR.pbin builds them)") from None
-    except (OSError, ValueError) as exc:
-        raise TokenmillError(f"{path}: unreadable ({exc})") from None
-    if not isinstance(description, dict) or description.get("format") != SFT_PACKING_FORMAT:
-        raise TokenmillError(f"{path}: not a {SFT_PACKING_FORMAT} description")
-    pieces, offsets = (load_npy(Path(folder) / SFT_PACKING_NAMES[key]) for key in ("pieces", "sample_offsets"))
-    if pieces.ndim != 2 or pieces.shape[1] != 3 or offsets.ndim != 1 or not len(offsets) or \
-            offsets[-1] != len(pieces):
-        raise TokenmillError(f"{Path(folder) / SFT_PACKING_NAMES['pieces']}: does not match "
-                             f"{SFT_PACKING_NAMES['sample_offsets']}")
-    return description, pieces, offsets
+    description = read_description(Path(folder) / SFT_PACKING_NAMES["description"], SFT_PACKING_FORMAT,
+                                   "no SFT best-fit rows (tokenmill best-fit PAIR.pbin builds them)")
+    return (description, *load_pieces(Path(folder), SFT_PACKING_NAMES))
 
 
 def sft_best_fit_problems(folder: str | os.PathLike) -> list[str]:
