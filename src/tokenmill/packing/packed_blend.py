@@ -29,12 +29,11 @@ from pathlib import Path
 import numpy as np
 
 from tokenmill.errors import TokenmillError
-from tokenmill.files.atomic import atomic_output
 from tokenmill.megatron.blend import blend_sizes, build_blending_indices, check_weights
 from tokenmill.megatron.gpt_indices import SPLIT_NAMES, normalise
 from tokenmill.megatron.index_cache import load_npy
 from tokenmill.packing.packed_index import (build_packed_index, load_packed_index, packed_index_problems,
-                                            read_description, sample_figures)
+                                            read_description, sample_figures, write_packing_output)
 
 __all__ = ["PACKED_BLEND_FORMAT", "packed_blend_names", "dataset_folder", "blend_draws", "build_packed_blend",
            "load_packed_blend", "packed_blend_problems"]
@@ -114,11 +113,7 @@ def build_packed_blend(prefixes: list[str], weights: list[float], cache_dir: str
                                    [_sample_lengths(dataset_folder(cache_dir, i), strategy, split_name)
                                     for i in range(len(prefixes))])
         names = packed_blend_names(strategy, split_name)
-        for key, array in arrays.items():
-            with atomic_output(cache_dir / names[key]) as temporary, open(temporary, "wb") as handle:
-                np.save(handle, array, allow_pickle=False)
-        with atomic_output(cache_dir / names["description"]) as temporary:
-            temporary.write_text(json.dumps(description, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        write_packing_output(cache_dir, names, arrays, description)
         descriptions[split_name] = description
     return descriptions
 

@@ -34,9 +34,9 @@ from tokenmill.megatron.gpt_indices import SPLIT_NAMES, parse_split, split_matri
 from tokenmill.megatron.index_cache import dataset_fingerprint, load_npy
 from tokenmill.packing.best_fit import cut_long_documents, pack_best_fit
 
-__all__ = ["PACKED_INDEX_FORMAT", "read_description", "load_pieces", "packed_index_names", "document_token_ranges",
-           "build_packed_index", "packed_index_of", "packed_index_problems", "load_packed_index", "packing_figures",
-           "document_figures", "sample_figures"]
+__all__ = ["PACKED_INDEX_FORMAT", "write_packing_output", "read_description", "load_pieces", "packed_index_names",
+           "document_token_ranges", "build_packed_index", "packed_index_of", "packed_index_problems",
+           "load_packed_index", "packing_figures", "document_figures", "sample_figures"]
 
 PACKED_INDEX_FORMAT = "tokenmill-packed-index/1"
 
@@ -98,11 +98,7 @@ def build_packed_index(prefix: str | os.PathLike, cache_dir: str | os.PathLike, 
                                                              strategy).items():
         cache_dir.mkdir(parents=True, exist_ok=True)
         names = packed_index_names(strategy, split_name)
-        for key, array in arrays.items():
-            with atomic_output(cache_dir / names[key]) as temporary, open(temporary, "wb") as handle:
-                np.save(handle, array, allow_pickle=False)
-        with atomic_output(cache_dir / names["description"]) as temporary:
-            temporary.write_text(json.dumps(description, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        write_packing_output(cache_dir, names, arrays, description)
         descriptions[split_name] = description
     return descriptions
 
@@ -202,6 +198,16 @@ def _piece_problems(path: Path, pieces: np.ndarray, offsets: np.ndarray, lengths
         document = int(documents[wrong[0]]) if len(wrong) else int(ordered[np.argmin(back_to_back), 0])
         problems.append(f"{path}: document {document} is not in its samples exactly once, whole")
     return problems
+
+
+def write_packing_output(folder: Path, names: dict[str, str], arrays: dict[str, np.ndarray], description: dict) -> None:
+    """Each array as ``.npy`` and the description as JSON (sorted keys), under ``names``, each written atomically;
+    the description last, so that a folder with one holds its arrays whole."""
+    for key, array in arrays.items():
+        with atomic_output(folder / names[key]) as temporary, open(temporary, "wb") as handle:
+            np.save(handle, array, allow_pickle=False)
+    with atomic_output(folder / names["description"]) as temporary:
+        temporary.write_text(json.dumps(description, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
 def read_description(path: Path, format_name: str, missing: str) -> dict:

@@ -22,17 +22,15 @@ Cost: one read of the ``.pbin`` index (no token is read), O(C log C) to sort and
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 from pathlib import Path
 
 import numpy as np
 
 from tokenmill.errors import TokenmillError
-from tokenmill.files.atomic import atomic_output
 from tokenmill.formats.pbin import PbinFile
 from tokenmill.packing.best_fit import pack_best_fit
-from tokenmill.packing.packed_index import load_pieces, read_description, sample_figures
+from tokenmill.packing.packed_index import load_pieces, read_description, sample_figures, write_packing_output
 
 __all__ = ["SFT_PACKING_FORMAT", "SFT_PACKING_NAMES", "conversations_fingerprint", "sft_best_fit_of",
            "build_sft_best_fit", "load_sft_best_fit", "sft_best_fit_problems"]
@@ -84,11 +82,7 @@ def build_sft_best_fit(pbin: str | os.PathLike, folder: str | os.PathLike, seque
     description, arrays = sft_best_fit_of(pbin, sequence_length)
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    for key, array in arrays.items():
-        with atomic_output(folder / SFT_PACKING_NAMES[key]) as temporary, open(temporary, "wb") as handle:
-            np.save(handle, array, allow_pickle=False)
-    with atomic_output(folder / SFT_PACKING_NAMES["description"]) as temporary:
-        temporary.write_text(json.dumps(description, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    write_packing_output(folder, SFT_PACKING_NAMES, arrays, description)
     return description
 
 
