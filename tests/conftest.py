@@ -296,3 +296,15 @@ def train_sentencepiece(path, **options) -> bytes:
         byte_fallback=True, minloglevel=2, **options)
     path.write_bytes(model.getvalue())
     return model.getvalue()
+
+
+def chat_cases():
+    """tests/tokenization/chat_template_cases.py (tokenizer folders, templates, conversations), loaded by path: it
+    lives with the tokenization tests, whose reference ids it made."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("chat_template_cases",
+                                                  Path(__file__).parent / "tokenization/chat_template_cases.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

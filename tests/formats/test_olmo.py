@@ -286,17 +286,12 @@ def test_chat_template_conversations_get_the_eos_olmo_core_cuts_at(tmp_path):
     appended, not trained (label 0); the parts less those EOS are the .pbin, and verify --made-from agrees.
     OLMo-core 3.0.0's own document finder (``iter_document_indices(part, eos_token_id=50256, dtype=np.uint16)``,
     in the throwaway venv of the module docstring) gives the conversations' lengths + 1: [20, 46, 55]."""
-    import importlib.util
-
-    from conftest import REPO, write_jsonl_bytes
+    from conftest import chat_cases, write_jsonl_bytes
     from tokenmill.pack.sft import write_sft
     from tokenmill.training.sft_datasets import loss_mask_path
     from tokenmill.formats.olmo import verify_olmo
 
-    spec = importlib.util.spec_from_file_location("chat_template_cases",
-                                                  REPO / "tests/tokenization/chat_template_cases.py")
-    cases = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cases)
+    cases = chat_cases()
     folder = cases.make_folder("chatml_tools", tmp_path / "tokenizer")
     write_jsonl_bytes(tmp_path / "chats.jsonl", [json.dumps(cases.CONVERSATIONS[n], ensure_ascii=False).encode()
                                                  for n in (0, 1, 2)])

@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import GPT2, GPT2_EOD, REPO, TEKKEN, write_jsonl_bytes
+from conftest import GPT2, GPT2_EOD, REPO, TEKKEN, chat_cases, write_jsonl_bytes
 from tokenmill.errors import TokenmillError
 from tokenmill.formats.pbin import PbinFile
 from tokenmill.formats.sidecar import sidecar_path
@@ -170,18 +170,6 @@ def test_missing_config_key_is_named(tmp_path):
 
 
 # ---- chat_template: the model's own template (tokenmill.tokenization.chat_template) ----------------------------
-
-def chat_cases():
-    """tests/tokenization/chat_template_cases.py (folders, conversations), loaded by path: it lives with the
-    tokenization tests, whose reference ids it made."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("chat_template_cases",
-                                                  REPO / "tests/tokenization/chat_template_cases.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
 
 def chat_config(tmp_path, lines, **entry):
     cases = chat_cases()

@@ -98,16 +98,11 @@ def test_an_sft_document_shows_its_turns_and_what_is_trained(tmp_path):
     """An SFT .pbin rendered with a chat template: inspect --doc lists the source line's turns (role, text) and
     the tokens in runs of the loss mask, each decoded: the assistant's answers and their end of turn trained,
     the prompt not."""
-    import importlib.util
-
-    from conftest import REPO
+    from conftest import chat_cases
     from tokenmill.pack.sft import write_sft
     from tokenmill.views.inspect_file import show_document
 
-    spec = importlib.util.spec_from_file_location("chat_template_cases",
-                                                  REPO / "tests/tokenization/chat_template_cases.py")
-    cases = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(cases)
+    cases = chat_cases()
     folder = cases.make_folder("chatml_tools", tmp_path / "tokenizer")
     write_jsonl_bytes(tmp_path / "chats.jsonl", [json.dumps(cases.CONVERSATIONS[n], ensure_ascii=False).encode()
                                                  for n in (0, 1, 4)])
