@@ -3,9 +3,9 @@
 A team runs several configs in one working folder (pretraining and SFT, one per corpus, ...). When a run starts
 (the Snakefile's ``onstart``, so that a run that fails still has its record) and again at its end, ``tokenmill
 prune`` writes ``data/plans/<name>.json`` (the config's ``name``, by default its file's stem): what the plan makes
-(:meth:`tokenmill.plan.Plan.all_targets`), the identity of each tokenizer folder it writes, and of each output
-another config could make differently (:meth:`tokenmill.plan.Plan.output_identities`: a digest of its job's
-options and planned input paths). Then:
+(:meth:`tokenmill.plan.outputs.Outputs.all_targets`), the identity of each tokenizer folder it writes, and of each
+output another config could make differently (:meth:`tokenmill.plan.commands.Commands.output_identities`: a digest of
+its job's options and planned input paths). Then:
 
 * ``prune`` keeps every path another config's record names, as if its own plan made it: a config's run never
   moves another's outputs, whichever ran last, and a file both make is shared;
@@ -111,7 +111,7 @@ def tokenizer_folder_conflict(name: str, tokenizer_folders: dict[str, str],
 
 
 def output_conflict(name: str, outputs: dict[str, str], root: str | os.PathLike = ".") -> str | None:
-    """Why an output of plan ``name`` (:meth:`tokenmill.plan.Plan.output_identities`) clashes with another
+    """Why an output of plan ``name`` (:meth:`tokenmill.plan.commands.Commands.output_identities`) clashes with another
     config's: the first, by path, that another config's record makes from other inputs or options; or None.
 
     Raises:
@@ -136,8 +136,8 @@ def record_plan(plan, name: str, root: str | os.PathLike = ".") -> Path:
     Raises:
         OSError: a record that cannot be written.
     """
-    return write_plan_record(name, plan.all_targets(), plan.tokenizer_folder_identities(), root,
-                             plan.output_identities())
+    return write_plan_record(name, plan.outputs.all_targets(), plan.commands.tokenizer_folder_identities(), root,
+                             plan.commands.output_identities())
 
 
 def prune_for_config(plan, name: str, keep_runs: int | None, dry_run: bool = False,
@@ -150,10 +150,11 @@ def prune_for_config(plan, name: str, keep_runs: int | None, dry_run: bool = Fal
     Raises:
         TokenmillError: an unreadable record, a folder that cannot be listed, or a move that fails.
     """
-    targets = plan.all_targets()
+    targets = plan.outputs.all_targets()
     kept = targets + targets_of_other_plans(name, root)
     if dry_run:
         return stale_paths(kept, root), []
     moved = move_stale(kept, root)
-    write_plan_record(name, targets, plan.tokenizer_folder_identities(), root, plan.output_identities())
+    write_plan_record(name, targets, plan.commands.tokenizer_folder_identities(), root,
+                      plan.commands.output_identities())
     return moved, drop_old_runs(keep_runs, root)

@@ -1,6 +1,8 @@
-"""Planning the units of work: datasets → builds → units (a file, a byte-range shard of a big plain file, a
-run of row groups of a big Parquet file, or a group of small files), from the config and one look at each
-input (a ``stat``, an object's ``HEAD``, a big Parquet file's footer). See :mod:`tokenmill.plan` for the names.
+"""What a config builds: datasets → builds → units (a file, a byte-range shard of a big plain file, a run of row
+groups of a big Parquet file, or a group of small files), blends and SFT sets, the inputs each job reads, and
+every check of the config that needs a look at the files (inputs that exist once and outside the output
+folders, tokenizers and their EODs, sampling, blend weights); from the config and one look at each input (a
+``stat``, an object's ``HEAD``, a big Parquet file's footer). See :mod:`tokenmill.plan` for the names.
 
 Cost: one ``glob`` (or bucket listing) per pattern and one ``stat`` per input file; the rest is O(units).
 """
@@ -24,12 +26,12 @@ from tokenmill.megatron.blend import check_weights
 from tokenmill.megatron.gpt_indices import parse_split
 from tokenmill.megatron.job_tokenizer import DEFAULT_VERSION, SUPPORTED_TYPES, job_tokenizer
 from tokenmill.pack.tokens_in import token_source_files
-from tokenmill.plan.layout import OUTPUT_FOLDERS, STALE_FOLDER, raw_index_path
+from tokenmill.plan.layout import OUTPUT_FOLDERS, STALE_FOLDER
 from tokenmill.tokenization.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS
 from tokenmill.tokenization.tokenizer import check_eod_in_file
 
-__all__ = ["InputFile", "Unit", "Build", "Units", "parse_size", "job_flags_of", "path_identity",
-           "MAX_LISTED_INPUT_CHARS", "with_local_paths_absolute"]
+__all__ = ["InputFile", "Unit", "Build", "Units", "parse_size", "job_flags_of", "MAX_LISTED_INPUT_CHARS",
+           "with_local_paths_absolute"]
 
 
 @dataclass(frozen=True)
@@ -127,24 +129,11 @@ def job_flags_of(tokenizer: dict) -> list[str] | None:
     return flags
 
 
-def path_identity(path: str, size: int | None = None, mtime_ns: int | None = None) -> str:
-    """A file's size and modification time (stat'ed now unless given), as a params value; a missing
-    file says so (Snakemake then names it). A folder's (a tokenizer type's files): each file's."""
-    if size is None and os.path.isdir(path):
-        return "; ".join(path_identity(os.path.join(path, name)) for name in sorted(os.listdir(path))
-                         if os.path.isfile(os.path.join(path, name))) or f"{path}: empty folder"
-    if size is None:
-        try:
-            stat = os.stat(path)
-        except OSError:
-            return f"{path}: missing"
-        size, mtime_ns = stat.st_size, stat.st_mtime_ns
-    return f"{path}: {size} bytes, mtime {mtime_ns} ns"
-
 
 class Units:
     """What the workflow builds for a validated config (defaults filled in): datasets → builds → units
-    (files, shards, groups), blends and SFT datasets; :class:`tokenmill.plan.Plan` adds each job's command.
+    (files, shards, groups), blends and SFT datasets, and the inputs each job reads; where their outputs go is
+    :class:`tokenmill.plan.outputs.Outputs`, each job's command :class:`tokenmill.plan.commands.Commands`.
 
     Args:
         config: the workflow config after schema validation.
@@ -201,7 +190,6 @@ class Units:
                                          f"(it would be overwritten or moved); keep inputs elsewhere, e.g. data/raw/")
 
     def _check_tokenizers(self) -> None:
-        self.tokenizer_identities = {}
         self.ordinary_eods: dict[str, str] = {}  # tokenizer → an EOD that is an ordinary vocabulary token
         for name, tokenizer in self.config["tokenizers"].items():
             if re.fullmatch(r"(part|shard)[0-9]+", name):
@@ -228,7 +216,6 @@ class Units:
                 if kind != tokenizer["type"]:
                     raise TokenmillError(f"tokenizers.{name}.megatron.args: --tokenizer-type {kind} is not its type "
                                          f"{tokenizer['type']}")
-            self.tokenizer_identities[name] = path_identity(path)
 
     def notes(self) -> list[str]:
         """What planning says without stopping, one line each: an EOD that is an ordinary vocabulary token; a
@@ -482,18 +469,29 @@ class Units:
         return [build for build in self.builds
                 if all((name in self.formats(build)) == wanted for name, wanted in formats.items())]
 
-    def unit_index(self, unit: str) -> list[str]:
-        """The raw index a unit is read through: none for compressed or Parquet files (read as a
-        stream) and for a group of small files (scanned by the job)."""
-        return [raw_index_path(stem) for stem in self.unit(unit).stems if stem in self.indexed]
-
     def unit_inputs(self, unit: str) -> list[str]:
         """The input files and objects a unit packs, in order."""
         return [self.files[stem].path for stem in self.unit(unit).stems]
 
+    def unit_tokenizer_path(self, unit: str) -> str:
+        """The tokenizer.json a unit is packed with."""
+        return self.tokenizer_of(self.unit(unit).build)["path"]
+
+    def tokens_in_inputs(self, build: str) -> list[str]:
+        """The files a ``tokens_in`` job reads: the sources' files and the tokenizer."""
+        return [*self.token_files(build), self.tokenizer_of(build)["path"]]
+
+    def dataset_of(self, build: str) -> dict:
+        """The config entry of a build's dataset."""
+        return self.config["datasets"][self.builds[build].dataset]
+
+    def tokenizer_of(self, build: str) -> dict:
+        """The config entry of a build's tokenizer."""
+        return self.config["tokenizers"][self.builds[build].tokenizer]
+
     def unit_local_inputs(self, unit: str) -> list[str]:
         """The input files a unit packs that Snakemake sees: its objects are read by URL, and their ETags
-        (:meth:`unit_identity`) rerun it when one is replaced."""
+        (:meth:`tokenmill.plan.commands.Commands.unit_identity`) rerun it when one is replaced."""
         return [path for path in self.unit_inputs(unit) if not is_url(path)]
 
     def build_inputs(self, build: str) -> list[InputFile]:
@@ -556,7 +554,7 @@ class Units:
     def formats(self, build: str) -> list[str]:
         """The formats a build is made in (its dataset's ``formats``): ``pbin``, ``megatron``, ``datatrove``,
         ``olmo``."""
-        return self.config["datasets"][self.builds[build].dataset]["formats"]
+        return self.dataset_of(build)["formats"]
 
     def _blend_builds(self, blend_name: str) -> dict[str, float]:
         """Build → weight of a blend: each dataset as packed with the blend's tokenizer (its
