@@ -18,6 +18,7 @@ import os
 import shlex
 
 from tokenmill import FORMAT_VERSIONS
+from tokenmill.formats.kinds import MADE_FROM_PBIN, OUTPUT_FORMATS
 from tokenmill.megatron.gpt_indices import SPLIT_NAMES
 from tokenmill.plan.layout import (PARTS_FOLDER, blend_cache_name, brace_ranges, datatrove_name, hf_tokenizer_folder,
                                    megatron_prefix, olmo_folder, packed_path, part_megatron_prefix, part_pbin_path,
@@ -128,8 +129,8 @@ class Commands:
     def pack_format(self, unit_name: str) -> str:
         """The format versions of the files a unit's pack writes (see :meth:`pack_outputs`)."""
         outputs = self.pack_outputs(unit_name)
-        return " ".join(FORMAT_VERSIONS[name] for name, flag in (("pbin", "-o"), ("mmidx", "--megatron"),
-                                                                 ("datatrove", "--datatrove")) if flag in outputs)
+        return " ".join(FORMAT_VERSIONS[kind.version_key] for kind in OUTPUT_FORMATS.values()
+                        if kind.pack_flag in outputs)
 
     def file_identity(self, stem: str) -> str:
         """Size and modification time of an input file (what its raw index reads)."""
@@ -241,7 +242,7 @@ class Commands:
         checked = [packed_path(build), *([megatron_prefix(build)] if "megatron" in formats else []),
                    *([f"{datatrove_name(build)}.ds"] if "datatrove" in formats else []),
                    *([olmo_folder(build)] if "olmo" in formats else []), *self.outputs.cache_dirs(build)]
-        arguments = ["--made-from", packed_path(build)] if {"megatron", "datatrove", "olmo"} & set(formats) else []
+        arguments = ["--made-from", packed_path(build)] if MADE_FROM_PBIN & set(formats) else []
         indexed = self.units.indexed_input(build)
         if indexed is not None:
             arguments += ["--jsonl", indexed.path]

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.objects import ObjectIdentity, expand_url, is_url, pinned_identity
+from tokenmill.formats.kinds import BEST_FIT_FORMATS, BEST_FIT_POWER_OF_TWO, EOS_SCANNED
 from tokenmill.formats.mmidx import prefix_of
 from tokenmill.formats.provenance import field_keys
 from tokenmill.inputs.jsonl import input_compression
@@ -532,7 +533,8 @@ class Units:
             raise TokenmillError("blends: a weighted blend needs sampling.num_samples for every split "
                                  "(train, valid and test; 0 for an unused one)")
         for name, dataset in self.config["datasets"].items():
-            scanned = {"olmo", "datatrove"} & set(dataset["formats"])  # readers that find documents by the EOS
+            # the formats whose readers find documents by the EOS
+            scanned = [name for name in dataset["formats"] if name in EOS_SCANNED]
             for tokenizer in self.tokenizer_names(name):
                 if tokenizer in self.ordinary_eods and scanned and \
                         not self.config["tokenizers"][tokenizer]["ordinary_eod"]:
@@ -543,11 +545,11 @@ class Units:
                         f"tokenizers.{tokenizer}.ordinary_eod: true")
             if dataset["packing"] != "best_fit":
                 continue
-            if not {"megatron", "olmo"} & set(dataset["formats"]):
+            if not BEST_FIT_FORMATS & set(dataset["formats"]):
                 raise TokenmillError(f"datasets.{name}.packing: best_fit packs for the megatron or olmo format; "
                                      f"its formats are {', '.join(dataset['formats'])}")
             odd = [length for length in sampling["seq_lengths"] if length & (length - 1)]
-            if "olmo" in dataset["formats"] and odd:
+            if BEST_FIT_POWER_OF_TWO & set(dataset["formats"]) and odd:
                 raise TokenmillError(f"datasets.{name}.packing: OLMo-core packs only sequence lengths that are powers "
                                      f"of two; sampling.seq_lengths has {', '.join(map(str, odd))}")
 
@@ -604,7 +606,7 @@ class Units:
             except TokenmillError as exc:
                 raise TokenmillError(f"sft.{name}.inputs: {exc}") from None
             length = sft["seq_length"]
-            if sft["packing"] == "best_fit" and "olmo" in sft["formats"] and length & (length - 1):
+            if sft["packing"] == "best_fit" and BEST_FIT_POWER_OF_TWO & set(sft["formats"]) and length & (length - 1):
                 raise TokenmillError(f"sft.{name}.packing: OLMo-core packs only sequence lengths that are powers of "
                                      f"two; its seq_length is {length}")
 

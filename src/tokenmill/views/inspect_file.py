@@ -39,6 +39,7 @@ import numpy as np
 from tokenmill.errors import TokenmillError
 from tokenmill.files.objects import is_url
 from tokenmill.formats.datatrove import DatatroveFile, is_datatrove
+from tokenmill.formats.kinds import TOKENS_READ_IN, source_unit
 from tokenmill.formats.mmidx import MMapIndexedDataset, is_megatron_index, prefix_of
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.formats.sidecar import SidecarRecord, resolve_sidecar_paths, resolved_against
@@ -67,7 +68,7 @@ def source_of(meta: SidecarRecord | None, document: int) -> tuple[str, int | Non
     if not meta or "sources" not in meta:
         return None
     for source in meta["sources"]:
-        if document < source["documents"] and source.get("format") in _READ_IN:
+        if document < source["documents"] and source.get("format") in TOKENS_READ_IN:
             return source["path"], document
         if document < source["documents"]:
             skipped = source.get("skipped", {})
@@ -88,12 +89,8 @@ def _origin(meta: SidecarRecord | None, document: int) -> tuple[str, str] | None
     origin = source_of(meta, document)
     if origin is None:
         return None
-    kinds = {source.get("format") for source in meta["sources"] if source["path"] == origin[0]}
-    unit = "document" if kinds & _READ_IN else "row" if "parquet" in kinds else "line"
+    unit = source_unit({source.get("format") for source in meta["sources"] if source["path"] == origin[0]})
     return origin[0], f"{unit} {origin[1] if origin[1] is not None else 'unknown'}"
-
-
-_READ_IN = {"megatron", "pbin"}  # a sidecar source's formats of tokens read in (tokens-in), numbered by document
 
 
 def _sidecar(pbin_path: Path | None) -> dict | None:
