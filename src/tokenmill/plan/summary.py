@@ -47,7 +47,7 @@ from tokenmill.megatron.job_tokenizer import null_tokenizer_flags
 from tokenmill.plan import (blend_cache_name, datatrove_name, hf_tokenizer_folder, job_flags_of, megatron_prefix,
                             olmo_folder, packed_path, sft_files)
 from tokenmill.plan.facade import Plan
-from tokenmill.plan.layout import OUTPUT_FOLDERS, STALE_FOLDER
+from tokenmill.plan.layout import OUTPUT_FOLDERS, PACKED_FOLDER, STALE_FOLDER, cache_folder
 from tokenmill.plan.prune import MOVED_RECORD, last_run_stamp
 
 __all__ = ["MAX_BUILDS_SHOWN", "summary_lines", "print_summary", "report_command", "report_front_page", "report_table",
@@ -92,7 +92,7 @@ def _counts(meta: SidecarRecord, items: str = "documents") -> str:
 
 
 def _folders(paths: list[str]) -> str:
-    """Cache folders of one build: ``data/cache/web/{seq512_seed1234,seq2048_seed1234}``, or a count."""
+    """Cache folders of one build: ``.../cache/web/{seq512_seed1234,seq2048_seed1234}``, or a count."""
     if len(paths) == 1:
         return paths[0]
     parent = os.path.dirname(paths[0])
@@ -286,7 +286,7 @@ def summary_lines(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
         if packed:
             lines.append(f"    best fit {_folders(packed)}{_blend_padding(packed[0])}")
     if len(blends) > _MAX_OTHERS_SHOWN:
-        lines.append(f"  and {len(blends) - _MAX_OTHERS_SHOWN} more blends in data/cache/blend_*/")
+        lines.append(f"  and {len(blends) - _MAX_OTHERS_SHOWN} more blends in {cache_folder(blend_cache_name('*'))}/")
     if unbuilt:
         lines.append(f"  not built yet: {', '.join(unbuilt[:5])}{', ...' if len(unbuilt) > 5 else ''} "
                      f"(snakemake without targets builds the whole config)")
@@ -300,7 +300,7 @@ def summary_lines(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
 
 def _stale_lines(name: str) -> list[str]:
     """What the run's last job moved out of where trainers look (:mod:`tokenmill.plan.prune`), and what
-    earlier plans' outputs take in ``data/stale/``."""
+    earlier plans' outputs take in the stale folder."""
     stamp = Path(last_run_stamp(name))
     moved = stamp.read_text(encoding="utf-8").splitlines() if stamp.is_file() else []
     shown_first = tuple(f"{folder}/" for folder in OUTPUT_FOLDERS)  # in the order of the output folders
@@ -386,8 +386,8 @@ def storage_summary_lines(plan: Plan, prefix: str, configfiles: Sequence[str | o
         caches = plan.outputs.cache_dirs(build)
         lines.append(f"  {build}: {'; '.join(files)}" + (f"; caches {_folders(caches)}" if caches else ""))
     if len(builds) > MAX_BUILDS_SHOWN:
-        lines.append(f"  and {len(builds) - MAX_BUILDS_SHOWN} more in data/packed/")
-    lines += [f"  {name} (instruction tuning): data/sft/{name}.pbin + {name}.loss_mask.pbin"
+        lines.append(f"  and {len(builds) - MAX_BUILDS_SHOWN} more in {PACKED_FOLDER}/")
+    lines += [f"  {name} (instruction tuning): {sft_files(name)[0]} + {os.path.basename(sft_files(name)[1])}"
               for name in plan.units.config["sft"]]
     lines += [f"  blend {name}: caches {_folders(plan.outputs.cache_dirs(blend_cache_name(name)))}"
               for name in plan.units.blends]

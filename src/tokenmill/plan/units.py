@@ -27,7 +27,7 @@ from tokenmill.megatron.blend import check_weights
 from tokenmill.megatron.gpt_indices import parse_split
 from tokenmill.megatron.job_tokenizer import DEFAULT_VERSION, SUPPORTED_TYPES, job_tokenizer
 from tokenmill.pack.tokens_in import token_source_files
-from tokenmill.plan.layout import OUTPUT_FOLDERS, STALE_FOLDER
+from tokenmill.plan.layout import OUTPUT_FOLDERS, RAW_FOLDER, STALE_FOLDER, cache_folder
 from tokenmill.tokenization.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS
 from tokenmill.tokenization.tokenizer import check_eod_in_file
 
@@ -188,7 +188,8 @@ class Units:
             for folder, shown in zip(folders, (*OUTPUT_FOLDERS, STALE_FOLDER)):
                 if os.path.commonpath([real, folder]) == folder:
                     raise TokenmillError(f"{key}: {path} lies in {shown}/, where the workflow writes its outputs "
-                                         f"(it would be overwritten or moved); keep inputs elsewhere, e.g. data/raw/")
+                                         f"(it would be overwritten or moved); keep inputs elsewhere, e.g. "
+                                         f"{RAW_FOLDER}/")
 
     def _check_tokenizers(self) -> None:
         self.ordinary_eods: dict[str, str] = {}  # tokenizer → an EOD that is an ordinary vocabulary token
@@ -302,7 +303,7 @@ class Units:
             raise TokenmillError(f"datasets.{name}.count_by: a dataset of tokens has no JSON lines to count by; "
                                  f"set it to null")
         if name.startswith("blend_") and name.removeprefix("blend_") in self.config["blends"]:
-            raise TokenmillError(f"datasets.{name}: its caches would share data/cache/{name}/ with blend "
+            raise TokenmillError(f"datasets.{name}: its caches would share {cache_folder(name)}/ with blend "
                                  f"{name.removeprefix('blend_')!r}; rename one of them")
         entries: list[str] = []
         for pattern in dataset["tokens"]:
@@ -348,7 +349,7 @@ class Units:
             if tokenizer not in self.config["tokenizers"]:
                 raise TokenmillError(f"datasets.{name}.tokenizer: {tokenizer!r} is not in tokenizers")
         if name.startswith("blend_") and name.removeprefix("blend_") in self.config["blends"]:
-            raise TokenmillError(f"datasets.{name}: its caches would share data/cache/{name}/ with blend "
+            raise TokenmillError(f"datasets.{name}: its caches would share {cache_folder(name)}/ with blend "
                                  f"{name.removeprefix('blend_')!r}; rename one of them")
         self._check_fields(name)
         paths = self._input_paths(name)
