@@ -308,3 +308,27 @@ def chat_cases():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture
+def plan_folder(tmp_path, monkeypatch) -> Path:
+    """A working directory holding GPT-2 and three small inputs, for the plan's tests (tests/plan/): raw/a.jsonl
+    (250 bytes), raw/b.jsonl and raw/c.jsonl.gz."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw/a.jsonl").write_bytes(b'{"text": "hello world, this is line one"}\n' * 5)
+    (tmp_path / "raw/b.jsonl").write_bytes(b'{"text": "b"}\n')
+    (tmp_path / "raw/c.jsonl.gz").write_bytes(b"\x1f\x8b\x08\x00" + bytes(20))
+    shutil.copy(GPT2, tmp_path / "gpt2.json")
+    return tmp_path
+
+
+def plan_of(**datasets):
+    """The plan (tokenmill.plan.Plan) of GPT-2 over ``datasets`` (name → entry), sampled at 512 tokens, seeds 1, 2."""
+    from tokenmill.config import validate_config
+    from tokenmill.plan import Plan
+
+    config = {"tokenizers": {"gpt2": {"path": "gpt2.json", "eod": "<|endoftext|>"}},
+              "datasets": {name: {"tokenizer": "gpt2", **entry} for name, entry in datasets.items()},
+              "sampling": {"seq_lengths": [512], "seeds": [1, 2]}}
+    return Plan(validate_config(config, "my.yaml"))

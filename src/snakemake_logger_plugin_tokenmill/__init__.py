@@ -6,7 +6,7 @@ error block with the command again, "look above", then ``WorkflowError``. Where 
 its log ends in tokenmill's one-line error (:func:`tokenmill.plan.summary.failure_line`), this handler leaves
 those out and ends the run with that line and its log instead::
 
-    tokenmill: error: data/raw/bad.jsonl:6: invalid JSON (...)
+    tokenmill: error: raw/bad.jsonl:6: invalid JSON (...)
       log: logs/pack/bad.log
 
 Every other record passes to the stream handler Snakemake would use, with Snakemake's own filter and

@@ -523,7 +523,8 @@ def _add_pack_verb(verbs) -> None:
 
 def _add_prune_verb(verbs) -> None:
     """The ``prune`` verb's arguments."""
-    prune = verbs.add_parser("prune", help="move the workflow's outputs that its plan no longer makes to data/stale/")
+    prune = verbs.add_parser("prune", help="move the workflow's outputs that its plan no longer makes to the same "
+                                           "place in its stale folder")
     config = prune.add_mutually_exclusive_group(required=True)
     config.add_argument("--config", metavar="YAML", help="the workflow's config file (its plan is recorded under its "
                                                          "name, else the file's stem)")
@@ -532,7 +533,7 @@ def _add_prune_verb(verbs) -> None:
                        help="list what would move (one path a line on stdout) and change nothing")
     prune.add_argument("--stamp", help="write the paths moved this time here")
     prune.add_argument("--keep-stale-runs", type=_stale_runs, metavar="N|all",
-                       help="keep in data/stale/ what the last N runs that moved something moved, deleting older "
+                       help="keep in the stale folder what the last N runs that moved something moved, deleting older "
                             "runs' (all: keep everything; default: the config's keep_stale_runs, else "
                             f"{default('keep_stale_runs')})")
     prune.set_defaults(run=_prune)
@@ -686,7 +687,8 @@ def _add_inspect_verb(verbs) -> None:
                                       "rows folder, or (with --sample) an index cache folder")
     inspect.add_argument("--doc", type=int, help="show document I, decoded, with its source file and line")
     inspect.add_argument("--sample", type=int, help="show sample K of a split: its pieces, decoded, with sources")
-    inspect.add_argument("--seq-length", type=int, help="with --sample: find data/cache/<name>/seq<L>_seed<S>")
+    inspect.add_argument("--seq-length", type=int,
+                         help="with --sample: find the workflow's cache folder of that length and --seed")
     inspect.add_argument("--seed", type=int, help="with --sample: see --seq-length")
     inspect.add_argument("--cache", help="with --sample: the cache folder (instead of --seq-length/--seed)")
     inspect.add_argument("--split", default="train", choices=("train", "valid", "test"))
@@ -814,7 +816,7 @@ def _add_report_verb(verbs) -> None:
     report = verbs.add_parser("report", help="an HTML page on a build, a blend or an SFT set, for snakemake --report")
     report.add_argument("path", help=".pbin (a build; with --sft an SFT pair's), or with --blend a blend cache folder")
     report.add_argument("-o", "--output", required=True, help="the HTML page to write")
-    report.add_argument("--verified", metavar="STAMP", help="the build's verify stamp (data/verified/<name>.ok)")
+    report.add_argument("--verified", metavar="STAMP", help="the build's verify stamp (rule verify's)")
     report.add_argument("--cache", action="append", metavar="DIR", help="an index cache folder of the build")
     report.add_argument("--best-fit", action="append", metavar="DIR",
                         help="a best-fit packing folder of the build (a packed index, or an OLMo-core work dir)")

@@ -3,14 +3,14 @@
 A step that knows its size (bytes of input, say) calls :meth:`Progress.update` as it goes. On a
 terminal (stderr is a TTY) that drives a tqdm bar with the count of items done::
 
-    pack data/raw/web.jsonl:  42%|█████▉        | 41.9M/100M [00:01<00:02, 38.2MB/s, 9,071 documents]
+    pack raw/web.jsonl:  42%|█████▉        | 41.9M/100M [00:01<00:02, 38.2MB/s, 9,071 documents]
 
 A terminal that reports a size of 0 (``stty size`` says ``0 0``: a pty that nobody sized, as in many
 CI runners and containers) gets a bar 80 columns wide (or ``$COLUMNS``): tqdm would draw nothing
 there. Elsewhere — a Snakemake job's log file — it writes one line at most every ``interval``
 seconds::
 
-    pack data/raw/web.jsonl: 41.9/100.0 MB (42 %), 9,071 documents, 38.2 MB/s, ETA 0:00:02
+    pack raw/web.jsonl: 41.9/100.0 MB (42 %), 9,071 documents, 38.2 MB/s, ETA 0:00:02
 
 and nothing for a step that ends sooner. A job whose log takes its stderr may also name, in
 ``TOKENMILL_CONSOLE_FD``, a file descriptor it opened on its own console (the workflow's pack rule runs
@@ -76,7 +76,7 @@ class Progress:
     """Reports ``done / total`` bytes of a step (plus a count of items, e.g. documents).
 
     Args:
-        label: what is being done, e.g. ``"pack data/raw/web.jsonl"``.
+        label: what is being done, e.g. ``"pack raw/web.jsonl"``.
         total_bytes: the size of the whole step.
         stream: where to report (default stderr); a bar is drawn only if it is a terminal.
         interval: seconds between log lines when it is not (default 5, or TOKENMILL_PROGRESS_SECONDS).

@@ -166,9 +166,9 @@ def test_a_workflow_tokenizer_without_eod_packs_with_no_eod_said_explicitly(tmp_
     monkeypatch.chdir(make_project(tmp_path))
     config = {"tokenizers": {"gpt2": {"path": "tok/gpt2.json"}},
               "datasets": {"a": {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2"}}}
-    assert "--no-eod" in Plan(validate_config(config, "my.yaml")).pack_options("a")
+    assert "--no-eod" in Plan(validate_config(config, "my.yaml")).commands.pack_options("a")
     config["tokenizers"]["gpt2"]["eod"] = GPT2_EOD
-    options = Plan(validate_config(config, "my.yaml")).pack_options("a")
+    options = Plan(validate_config(config, "my.yaml")).commands.pack_options("a")
     assert "--no-eod" not in options and options[options.index("--eod") + 1] == GPT2_EOD
 
 

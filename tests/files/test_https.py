@@ -194,13 +194,13 @@ def test_the_plan_of_a_config_with_a_file_on_a_web_server_names_its_etag_and_dat
         config = {"tokenizers": {"gpt2": {"path": str(GPT2), "eod": "<|endoftext|>"}},
                   "datasets": {"web": {"tokenizer": "gpt2", "inputs": [url]}}}
         before = Plan(validate_config(config, "my.yaml"))
-        assert (before.unit_inputs("web"), before.unit_local_inputs("web")) == ([url], [])  # read by URL
-        identity = before.file_identity("web")
+        assert (before.units.unit_inputs("web"), before.units.unit_local_inputs("web")) == ([url], [])  # read by URL
+        identity = before.commands.file_identity("web")
         assert identity == (f"{url}: {MIXED_JSONL.stat().st_size} bytes, ETag "
                             f'"{hashlib.md5(MIXED_JSONL.read_bytes()).hexdigest()}" Last-Modified {server.modified}')
         server.modified = "Thu, 22 Oct 2026 07:28:00 GMT"  # the same bytes, touched: a changed input
         objects._pinned.clear()
-        assert Plan(validate_config(config, "my.yaml")).file_identity("web") != identity
+        assert Plan(validate_config(config, "my.yaml")).commands.file_identity("web") != identity
 
 
 # ---- Faults mid-GET: a loopback proxy (tests/fault_proxy.py) between tokenmill's client and the server

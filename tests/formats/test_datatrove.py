@@ -322,24 +322,25 @@ def plan_of(folder: Path, blends: dict | None = None, **datasets):
 
 def test_formats_default_to_pbin_and_megatron_and_datatrove_adds_its_folder(tmp_path):
     plan = plan_of(tmp_path, web={}, nano={"formats": ["pbin", "megatron", "datatrove"]}, lean={"formats": ["pbin"]})
-    assert plan.formats("web") == ["pbin", "megatron"]
+    assert plan.units.formats("web") == ["pbin", "megatron"]
     ds = ["data/datatrove/nano/nano.ds", "data/datatrove/nano/nano.ds.index", "data/datatrove/nano/nano.ds.metadata"]
-    targets = plan.all_targets()
+    targets = plan.outputs.all_targets()
     assert not any(target.startswith("data/datatrove/web") for target in targets)
-    assert set(ds) <= set(targets) and set(ds) <= set(plan.verify_files("nano"))
-    assert plan.verify_options("nano")[-4:] == ["data/packed/nano.pbin", "data/megatron/nano_text_document",
-                                                "data/datatrove/nano/nano.ds", "data/cache/nano/seq512_seed1"]
-    assert plan.built_files("lean") == ["data/packed/lean.pbin", "data/packed/lean.pbin.meta.json"]
-    assert plan.cache_dirs("lean") == [] and not any("lean" in target and "megatron" in target for target in targets)
-    assert plan.verify_options("lean")[-1:] == ["data/packed/lean.pbin"]
+    assert set(ds) <= set(targets) and set(ds) <= set(plan.outputs.verify_files("nano"))
+    assert plan.commands.verify_options("nano")[-4:] == ["data/packed/nano.pbin", "data/megatron/nano_text_document",
+                                                         "data/datatrove/nano/nano.ds", "data/cache/nano/seq512_seed1"]
+    assert plan.outputs.built_files("lean") == ["data/packed/lean.pbin", "data/packed/lean.pbin.meta.json"]
+    assert plan.outputs.cache_dirs("lean") == []
+    assert not any("lean" in target and "megatron" in target for target in targets)
+    assert plan.commands.verify_options("lean")[-1:] == ["data/packed/lean.pbin"]
     # pack writes the .pbin and Megatron's files in its one pass; datatrove's are converted from the .pbin, so
     # that adding that format to a built dataset never tokenizes it again
-    assert plan.pack_outputs("nano") == ["-o", "data/packed/nano.pbin", "--megatron",
-                                         "data/megatron/nano_text_document"]
+    assert plan.commands.pack_outputs("nano") == ["-o", "data/packed/nano.pbin", "--megatron",
+                                                  "data/megatron/nano_text_document"]
     without_datatrove = plan_of(tmp_path, web={}, nano={}, lean={"formats": ["pbin"]})
-    assert plan.pack_outputs("nano") == without_datatrove.pack_outputs("nano")
-    assert plan.pack_outputs("lean") == ["-o", "data/packed/lean.pbin"]
-    assert plan.pack_format("nano") == " ".join(FORMAT_VERSIONS[name] for name in ("pbin", "mmidx"))
+    assert plan.commands.pack_outputs("nano") == without_datatrove.commands.pack_outputs("nano")
+    assert plan.commands.pack_outputs("lean") == ["-o", "data/packed/lean.pbin"]
+    assert plan.commands.pack_format("nano") == " ".join(FORMAT_VERSIONS[name] for name in ("pbin", "mmidx"))
 
 
 def test_a_blend_needs_its_datasets_in_the_megatron_format_and_pbin_is_always_made(tmp_path):

@@ -325,13 +325,14 @@ def test_a_big_parquet_file_is_cut_into_row_group_units_and_a_small_one_is_one_u
     shard_bytes = 2 * max(sizes)
     plan = plan_of(tmp_path, web={"inputs": ["demo.parquet"], "shard_bytes": shard_bytes},
                    small={"inputs": ["demo.parquet"], "shard_bytes": 10 ** 9, "allow_duplicate_inputs": True})
-    assert plan.builds["web"].units == ("web.shard0", "web.shard1", "web.shard2")
-    assert [plan.units[unit].row_groups for unit in plan.builds["web"].units] == ["0:2", "2:4", "4:5"]
-    assert plan.pack_options("web.shard1")[-4:] == ["--row-groups", "2:4", "--eod", GPT2_EOD]
-    assert plan.unit_index("web.shard1") == [] and plan.files["web"].compression == "parquet"
-    assert plan.unit_text_bytes("web.shard1") == 4 * sum(sizes[2:4])
-    assert plan.builds["small"].units == ("small",) and "--row-groups" not in plan.pack_options("small")
-    assert "data/index/web.idx" not in plan.all_targets() and "data/index/web.idx" not in plan.verify_files("web")
+    assert plan.units.builds["web"].units == ("web.shard0", "web.shard1", "web.shard2")
+    assert [plan.units.units[unit].row_groups for unit in plan.units.builds["web"].units] == ["0:2", "2:4", "4:5"]
+    assert plan.commands.pack_options("web.shard1")[-4:] == ["--row-groups", "2:4", "--eod", GPT2_EOD]
+    assert plan.outputs.unit_index("web.shard1") == [] and plan.units.files["web"].compression == "parquet"
+    assert plan.units.unit_text_bytes("web.shard1") == 4 * sum(sizes[2:4])
+    assert plan.units.builds["small"].units == ("small",) and "--row-groups" not in plan.commands.pack_options("small")
+    assert "data/index/web.idx" not in plan.outputs.all_targets()
+    assert "data/index/web.idx" not in plan.outputs.verify_files("web")
 
 
 def test_a_damaged_parquet_input_stops_the_plan_naming_the_key(tmp_path, demo, monkeypatch):

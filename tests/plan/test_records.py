@@ -65,7 +65,8 @@ def test_prune_keeps_what_another_config_makes_and_dry_run_moves_nothing(tmp_pat
     assert not (tmp_path / plan_record_path("mine")).exists()
     run_tokenmill("prune", "--config", "mine.yaml", cwd=tmp_path)
     assert sorted(path.name for path in (tmp_path / "data/packed").iterdir()) == ["a.pbin", "b.pbin"]
-    assert read_plan_records(tmp_path)["mine"]["targets"] == sorted(Plan(validate_config(config, "x")).all_targets())
+    planned = Plan(validate_config(config, "x")).outputs.all_targets()
+    assert read_plan_records(tmp_path)["mine"]["targets"] == sorted(planned)
 
 
 def tiny_plan(folder, inputs: list[str], name: str = "a", **dataset) -> Plan:
@@ -88,13 +89,13 @@ def test_an_output_another_config_makes_from_other_inputs_is_named_and_a_shared_
     assert not any(path.startswith(("data/verified", "data/reports")) for path in outputs)  # cheap to redo
     # the same dataset, inputs and options (input times aside): shared, as is the config's own record
     (tmp_path / "a.jsonl").write_text('{"text": "a newer, longer line"}\n')
-    assert output_conflict("pre2", tiny_plan(tmp_path, ["a.jsonl"]).output_identities(), tmp_path) is None
-    assert output_conflict("pre", tiny_plan(tmp_path, ["b.jsonl"]).output_identities(), tmp_path) is None
-    assert output_conflict("pre2", tiny_plan(tmp_path, ["b.jsonl"]).output_identities(), tmp_path) == (
+    assert output_conflict("pre2", tiny_plan(tmp_path, ["a.jsonl"]).commands.output_identities(), tmp_path) is None
+    assert output_conflict("pre", tiny_plan(tmp_path, ["b.jsonl"]).commands.output_identities(), tmp_path) is None
+    assert output_conflict("pre2", tiny_plan(tmp_path, ["b.jsonl"]).commands.output_identities(), tmp_path) == (
         "data/index/a.idx is made by config 'pre' (data/plans/pre.json) and by this config 'pre2' "
         "from other inputs or options: each run would remake it, and a job would read whichever ran last; give the "
         "dataset (or blend, or SFT set) another name in one of the two")
-    other_options = tiny_plan(tmp_path, ["a.jsonl"], on_bad_line="skip").output_identities()
+    other_options = tiny_plan(tmp_path, ["a.jsonl"], on_bad_line="skip").commands.output_identities()
     assert output_conflict("pre2", other_options, tmp_path).startswith("data/megatron/a_text_document.bin is made ")
     assert other_options["data/index/a.idx"] == outputs["data/index/a.idx"]  # the raw index is still the same
 

@@ -71,11 +71,11 @@ try:
     _first_config = str(workflow.overwrite_configfiles[0]) if workflow.overwrite_configfiles else "config/config.yaml"
     config["name"] = config["name"] or os.path.splitext(os.path.basename(_first_config))[0]
     PLAN = Plan(config, _spelled_paths)
-    for _note in PLAN.notes():
+    for _note in PLAN.units.notes():
         print(f"tokenmill: note: {_CONFIG_SOURCE}: {_note}", file=sys.stderr)
     # a tokenizer folder or an output that another config's record makes differently (plan/records.py)
-    _clash = tokenizer_folder_conflict(config["name"], PLAN.tokenizer_folder_identities()) or output_conflict(
-        config["name"], PLAN.output_identities()
+    _clash = tokenizer_folder_conflict(config["name"], PLAN.commands.tokenizer_folder_identities()) or output_conflict(
+        config["name"], PLAN.commands.output_identities()
     )
     if _clash:
         raise TokenmillError(_clash)
@@ -92,31 +92,31 @@ def _alternatives(names):
 
 # Wildcard patterns. They stay short for thousands of files: names of datasets and builds, then
 # numbered suffixes; a unit or file stem that matches but does not exist fails in its input function.
-_SINGLE_FILE = [name for name, files in PLAN.dataset_files.items() if len(files) == 1]
-_MULTI_FILE = [name for name, files in PLAN.dataset_files.items() if len(files) > 1]
+_SINGLE_FILE = [name for name, files in PLAN.units.dataset_files.items() if len(files) == 1]
+_MULTI_FILE = [name for name, files in PLAN.units.dataset_files.items() if len(files) > 1]
 FILE_STEM = rf"(?:{_alternatives(_SINGLE_FILE)})|(?:{_alternatives(_MULTI_FILE)})\.part[0-9]+"
 # A build of one unit is packed by the rule whose outputs are its formats (every build has a .pbin; Megatron's
 # files come from the same pass); a merged build's units and merge, by whether it has the megatron format.
 # datatrove's files are converted from the .pbin (datatrove.smk): adding that format to a built dataset
 # converts it, it never tokenizes it again.
-SINGLE_UNIT = {megatron: _alternatives(PLAN.single_unit_builds(megatron=megatron)) for megatron in (True, False)}
-MERGED = {megatron: _alternatives(PLAN.merged_builds(megatron=megatron)) for megatron in (True, False)}
+SINGLE_UNIT = {megatron: _alternatives(PLAN.units.single_unit_builds(megatron=megatron)) for megatron in (True, False)}
+MERGED = {megatron: _alternatives(PLAN.units.merged_builds(megatron=megatron)) for megatron in (True, False)}
 UNIT_OF_MERGED = {
     megatron: rf"(?:{builds})(?:\.part[0-9]+(?:\.shard[0-9]+)?|\.shard[0-9]+)" for megatron, builds in MERGED.items()
 }
 # A dataset of tokens already made (`tokens`) has no pack unit: one tokens_in job writes its .pbin (and Megatron's files).
-TOKENS_IN = {megatron: _alternatives(PLAN.token_builds(megatron=megatron)) for megatron in (True, False)}
-DATATROVE = _alternatives(PLAN.builds_with(datatrove=True))
-OLMO = _alternatives(PLAN.builds_with(olmo=True))
-BEST_FIT = _alternatives([build for build in PLAN.builds if PLAN.best_fit_dirs(build)])
-BUILD = _alternatives(PLAN.builds)
-BLEND = _alternatives(PLAN.blends)
-BEST_FIT_BLEND = _alternatives([blend for blend in PLAN.blends if PLAN.blend_packing_dirs(blend)])
+TOKENS_IN = {megatron: _alternatives(PLAN.units.token_builds(megatron=megatron)) for megatron in (True, False)}
+DATATROVE = _alternatives(PLAN.units.builds_with(datatrove=True))
+OLMO = _alternatives(PLAN.units.builds_with(olmo=True))
+BEST_FIT = _alternatives([build for build in PLAN.units.builds if PLAN.outputs.best_fit_dirs(build)])
+BUILD = _alternatives(PLAN.units.builds)
+BLEND = _alternatives(PLAN.units.blends)
+BEST_FIT_BLEND = _alternatives([blend for blend in PLAN.units.blends if PLAN.outputs.blend_packing_dirs(blend)])
 SFT = _alternatives(config["sft"])
-SFT_OLMO = _alternatives([name for name in config["sft"] if PLAN.sft_olmo_folders(name)])
-SFT_BEST_FIT = _alternatives([name for name in config["sft"] if PLAN.sft_packing_dirs(name)])
-SFT_OLMO_BEST_FIT = _alternatives([name for name in config["sft"] if PLAN.sft_olmo_packing_dirs(name)])
-HF_TOKENIZER_FOLDERS = _alternatives(PLAN.hf_tokenizer_folders())
+SFT_OLMO = _alternatives([name for name in config["sft"] if PLAN.outputs.sft_olmo_folders(name)])
+SFT_BEST_FIT = _alternatives([name for name in config["sft"] if PLAN.outputs.sft_packing_dirs(name)])
+SFT_OLMO_BEST_FIT = _alternatives([name for name in config["sft"] if PLAN.outputs.sft_olmo_packing_dirs(name)])
+HF_TOKENIZER_FOLDERS = _alternatives(PLAN.outputs.hf_tokenizer_folders())
 
 
 def _plan(method, wildcard):
@@ -182,28 +182,28 @@ REPORT_FRONT_PAGE = report_front_page(
 
 # ---- Input functions
 
-file_jsonl = _input(lambda stem: PLAN.file(stem).path, "stem")
-unit_jsonl = _input(PLAN.unit_local_inputs, "unit")
-unit_index = _input(PLAN.unit_index, "unit")
-unit_tokenizer_path = _input(PLAN.unit_tokenizer_path, "unit")
+file_jsonl = _input(lambda stem: PLAN.units.file(stem).path, "stem")
+unit_jsonl = _input(PLAN.units.unit_local_inputs, "unit")
+unit_index = _input(PLAN.outputs.unit_index, "unit")
+unit_tokenizer_path = _input(PLAN.units.unit_tokenizer_path, "unit")
 hf_tokenizer_json = _input(lambda name: config["tokenizers"][name]["path"], "tokenizer")
-merge_units = _input(PLAN.merge_units, "build")
-tokens_in_files = _input(PLAN.token_files, "build")
-tokens_in_tokenizer = _input(lambda build: PLAN.tokens_in_inputs(build)[-1], "build")
-merge_unit_sidecars = _input(lambda build: [f"{path}.meta.json" for path in PLAN.merge_units(build)], "build")
-merge_unit_megatron_files = _input(PLAN.merge_unit_megatron_files, "build")
-verify_inputs = _input(PLAN.verify_files, "build")
-report_caches = _input(PLAN.cache_dirs, "build")
-report_best_fit = _input(PLAN.best_fit_dirs, "build")
-report_files = _input(lambda build: PLAN.built_files(build)[2:], "build")  # besides the .pbin and its sidecar
-blend_caches = _input(lambda blend: PLAN.cache_dirs(blend_cache_name(blend)), "blend")
-blend_megatron_files = _input(PLAN.blend_inputs, "blend")
+merge_units = _input(PLAN.outputs.merge_units, "build")
+tokens_in_files = _input(PLAN.units.token_files, "build")
+tokens_in_tokenizer = _input(lambda build: PLAN.units.tokens_in_inputs(build)[-1], "build")
+merge_unit_sidecars = _input(lambda build: [f"{path}.meta.json" for path in PLAN.outputs.merge_units(build)], "build")
+merge_unit_megatron_files = _input(PLAN.outputs.merge_unit_megatron_files, "build")
+verify_inputs = _input(PLAN.outputs.verify_files, "build")
+report_caches = _input(PLAN.outputs.cache_dirs, "build")
+report_best_fit = _input(PLAN.outputs.best_fit_dirs, "build")
+report_files = _input(lambda build: PLAN.outputs.built_files(build)[2:], "build")  # besides the .pbin and its sidecar
+blend_caches = _input(lambda blend: PLAN.outputs.cache_dirs(blend_cache_name(blend)), "blend")
+blend_megatron_files = _input(PLAN.outputs.blend_inputs, "blend")
 
 
 def report_blend_best_fit(wildcards):
     """A blend's packed blend of one length and seed, where its packing is best_fit (none otherwise)."""
     folder = packed_index_dir(blend_cache_name(wildcards.blend), wildcards.seq_length, wildcards.seed)
-    return [folder] if folder in PLAN.blend_packing_dirs(wildcards.blend) else []
+    return [folder] if folder in PLAN.outputs.blend_packing_dirs(wildcards.blend) else []
 
 
 def report_blend_best_fit_options(wildcards):
@@ -211,42 +211,44 @@ def report_blend_best_fit_options(wildcards):
     return shell_join([part for folder in report_blend_best_fit(wildcards) for part in ("--best-fit", folder)])
 
 
-sft_inputs = _input(PLAN.sft_inputs, "name")
-sft_olmo_folders = _input(PLAN.sft_olmo_folders, "name")
+sft_inputs = _input(PLAN.units.sft_inputs, "name")
+sft_olmo_folders = _input(PLAN.outputs.sft_olmo_folders, "name")
 sft_seq_length = _plan(lambda name: config["sft"][name]["seq_length"], "name")
-sft_olmo_best_fit_options = _shell(PLAN.sft_olmo_best_fit_options, "name")
-sft_report_rows = _input(lambda name: PLAN.sft_packing_dirs(name) + PLAN.sft_olmo_packing_dirs(name), "name")
-sft_report_options = _shell(PLAN.sft_report_options, "name")
+sft_olmo_best_fit_options = _shell(PLAN.commands.sft_olmo_best_fit_options, "name")
+sft_report_rows = _input(
+    lambda name: PLAN.outputs.sft_packing_dirs(name) + PLAN.outputs.sft_olmo_packing_dirs(name), "name"
+)
+sft_report_options = _shell(PLAN.commands.sft_report_options, "name")
 
 
 # ---- Params: every option that changes an output, as a plain recorded value
 
-pack_options = _shell(PLAN.pack_options, "unit")
-pack_outputs = _shell(PLAN.pack_outputs, "unit")
-pack_format = _plan(PLAN.pack_format, "unit")
-hf_tokenizer_options = _shell(PLAN.hf_tokenizer_options, "tokenizer")
-pack_inputs = _shell(PLAN.unit_inputs, "unit")  # files and URLs (these no input of Snakemake's)
+pack_options = _shell(PLAN.commands.pack_options, "unit")
+pack_outputs = _shell(PLAN.commands.pack_outputs, "unit")
+pack_format = _plan(PLAN.commands.pack_format, "unit")
+hf_tokenizer_options = _shell(PLAN.commands.hf_tokenizer_options, "tokenizer")
+pack_inputs = _shell(PLAN.units.unit_inputs, "unit")  # files and URLs (these no input of Snakemake's)
 build_megatron_prefix = _plan(megatron_prefix, "build")
-datatrove_options = _shell(PLAN.datatrove_options, "build")
-olmo_options = _shell(PLAN.olmo_options, "build")
-best_fit_options = _shell(PLAN.best_fit_options, "build")
-olmo_best_fit_options = _shell(PLAN.olmo_best_fit_options, "build")
-unit_identity = _plan(PLAN.unit_identity, "unit")
-file_identity = _plan(PLAN.file_identity, "stem")
-sample_index_options = _shell(PLAN.sample_index_options, "build")
-blend_options = _shell(PLAN.blend_options, "blend")
-blend_best_fit_options = _shell(PLAN.blend_best_fit_options, "blend")
-verify_options = _shell(PLAN.verify_options, "build")
-report_options = _shell(PLAN.report_options, "build")
-sft_config = _plan(PLAN.sft_config, "name")
-sft_identity = _plan(PLAN.sft_identity, "name")
-sft_verify_options = _shell(PLAN.sft_verify_options, "name")
+datatrove_options = _shell(PLAN.commands.datatrove_options, "build")
+olmo_options = _shell(PLAN.commands.olmo_options, "build")
+best_fit_options = _shell(PLAN.commands.best_fit_options, "build")
+olmo_best_fit_options = _shell(PLAN.commands.olmo_best_fit_options, "build")
+unit_identity = _plan(PLAN.commands.unit_identity, "unit")
+file_identity = _plan(PLAN.commands.file_identity, "stem")
+sample_index_options = _shell(PLAN.commands.sample_index_options, "build")
+blend_options = _shell(PLAN.commands.blend_options, "blend")
+blend_best_fit_options = _shell(PLAN.commands.blend_best_fit_options, "blend")
+verify_options = _shell(PLAN.commands.verify_options, "build")
+report_options = _shell(PLAN.commands.report_options, "build")
+sft_config = _plan(PLAN.commands.sft_config, "name")
+sft_identity = _plan(PLAN.commands.sft_identity, "name")
+sft_verify_options = _shell(PLAN.commands.sft_verify_options, "name")
 
 
-merge_commands = _plan(PLAN.merge_commands, "build")
-tokens_in_options = _shell(PLAN.tokens_in_options, "build")
-tokens_in_outputs = _shell(PLAN.tokens_in_outputs, "build")
-tokens_identity = _plan(PLAN.tokens_identity, "build")
+merge_commands = _plan(PLAN.commands.merge_commands, "build")
+tokens_in_options = _shell(PLAN.commands.tokens_in_options, "build")
+tokens_in_outputs = _shell(PLAN.commands.tokens_in_outputs, "build")
+tokens_identity = _plan(PLAN.commands.tokens_identity, "build")
 
 
 def part_file(path):
@@ -257,8 +259,8 @@ def part_file(path):
 def all_targets():
     """Every final file of the configured matrix; on object storage named, not downloaded."""
     if STORAGE_PREFIX:
-        return [storage(f"{STORAGE_PREFIX}/{path}", retrieve=False) for path in PLAN.all_targets()]
-    return PLAN.all_targets()
+        return [storage(f"{STORAGE_PREFIX}/{path}", retrieve=False) for path in PLAN.outputs.all_targets()]
+    return PLAN.outputs.all_targets()
 
 
 def prune_stamp():
@@ -280,12 +282,12 @@ def _job_text_mb(wildcards):
     if "name" in wildcards.keys():
         return _sft_text_mb(wildcards)
     if "unit" in wildcards.keys():
-        return PLAN.unit_text_bytes(wildcards.unit) / 1e6
+        return PLAN.units.unit_text_bytes(wildcards.unit) / 1e6
     if "stem" in wildcards.keys():
-        return PLAN.file(wildcards.stem).size / 1e6
+        return PLAN.units.file(wildcards.stem).size / 1e6
     if "blend" in wildcards.keys():
-        return PLAN.blend_text_bytes(wildcards.blend) / 1e6
-    return PLAN.build_text_bytes(wildcards.build) / 1e6
+        return PLAN.units.blend_text_bytes(wildcards.blend) / 1e6
+    return PLAN.units.build_text_bytes(wildcards.build) / 1e6
 
 
 def pack_threads(wildcards):
@@ -305,8 +307,8 @@ def tokenize_runtime(wildcards):
 
 
 def _sft_text_mb(wildcards):
-    local = [path for path in PLAN.sft_inputs(wildcards.name) if os.path.isfile(path)]
-    return (sum(map(os.path.getsize, local)) + sum(item.size for item in PLAN.sft_objects(wildcards.name))) / 1e6
+    local = [path for path in PLAN.units.sft_inputs(wildcards.name) if os.path.isfile(path)]
+    return (sum(map(os.path.getsize, local)) + sum(item.size for item in PLAN.units.sft_objects(wildcards.name))) / 1e6
 
 
 def sft_runtime(wildcards):

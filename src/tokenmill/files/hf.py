@@ -5,7 +5,7 @@
   ``refs%2Fpr%2F1``). It is resolved to a commit sha once per process (``HfApi.dataset_info``), every
   listing and read of the process is of that commit, and the sidecar records it (``object.revision``):
   a branch moved since is a changed input for the plan.
-* **Globs.** ``PATH`` may hold ``*``, ``?``, ``[...]`` and ``**`` (``hf://datasets/o/n/data/*.parquet``):
+* **Globs.** ``PATH`` may hold ``*``, ``?``, ``[...]`` and ``**`` (``hf://datasets/o/n/train/*.parquet``):
   the commit's tree is listed recursively from the folder before the first wildcard
   (``HfApi.list_repo_tree``) and the matching files taken in sorted order.
 * **Identity.** One ``paths-info`` call per file: its size and content id (the LFS sha256, else the git blob

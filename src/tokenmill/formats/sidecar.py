@@ -52,6 +52,7 @@ from typing import TypedDict, Union
 
 import numpy as np
 
+from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import atomic_output
 from tokenmill.files.objects import is_url
@@ -131,7 +132,7 @@ class SourceRecord(TypedDict, total=False):
     """One input (or its byte range, or row groups) in pack order."""
     path: str
     absolute_path: str
-    format: str  # "parquet"; "megatron" (path: its .bin) or "pbin" for tokens read in (tokens-in); absent for JSONL
+    format: str  # its kind (tokenmill.formats.kinds.SOURCE_KINDS); absent for JSONL. "megatron": path is its .bin
     compression: str
     bytes: int
     decompressed_bytes: int
@@ -339,7 +340,8 @@ def write_sidecar(pbin_path: str | os.PathLike, meta: dict) -> None:
 
 
 # The first format of each sidecar kind whose relative paths count from the sidecar's folder.
-_PATHS_FROM_SIDECAR_FOLDER = {"modalities-pbin-0.5.0": 4, "tokenmill-sft-pbin-pair": 3}
+_PATHS_FROM_SIDECAR_FOLDER = {FORMAT_VERSIONS["pbin"].rpartition("/")[0]: 4,
+                              FORMAT_VERSIONS["sft"].rpartition("/")[0]: 3}
 
 
 def _paths_from_sidecar_folder(meta: dict) -> bool:

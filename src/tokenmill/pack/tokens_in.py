@@ -67,7 +67,7 @@ class _Source:
     """One source opened and checked: its documents' token ends, where its tokens lie, what it records."""
 
     path: str  # the .bin or the .pbin
-    kind: str  # "megatron" or "pbin"
+    kind: str  # its kind of source, one of tokenmill.formats.kinds.TOKENS_READ_IN: "megatron" or "pbin"
     tokens: np.ndarray
     doc_ends: np.ndarray  # each document's end in tokens, from the source's first token
     megatron: MMapIndexedDataset | None = None

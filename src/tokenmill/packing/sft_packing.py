@@ -5,7 +5,8 @@ The conversations are the pair's documents (each already fits a row: ``tokenmill
 longer ones), packed by :func:`tokenmill.packing.best_fit.pack_best_fit` (stable sort: the same bytes on every
 numpy); the rows keep the order OBFD opened them in (longest conversations first, as OLMo-core's instances):
 a trainer shuffles them with its sampler (:class:`tokenmill.training.loader.ResumableSampler`). Files, in a
-folder of their own (``data/sft/<name>.best_fit/``; docs/formats.md, "SFT best-fit rows")::
+folder of their own (the workflow's :func:`tokenmill.plan.layout.sft_packing_dir`; docs/formats.md, "SFT best-fit
+rows")::
 
     sft_best_fit-pieces.npy          int64 (C, 3): per conversation (its document number in the pair, 0, its
                                      tokens), the conversations of row 0, then of row 1, ...

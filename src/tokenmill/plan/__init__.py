@@ -1,7 +1,9 @@
-"""What the Snakemake side calls. The build plan, in three modules: :mod:`~tokenmill.plan.layout` (where every
-output lives), :mod:`~tokenmill.plan.units` (datasets → builds → units) and :mod:`~tokenmill.plan.commands` (each
-job's arguments); and what the plan does with the tree: :mod:`~tokenmill.plan.prune` (outputs no longer planned,
-moved aside), :mod:`~tokenmill.plan.records` (each config's plan by name, so that configs share a folder) and
+"""What the Snakemake side calls. The build plan (:class:`~tokenmill.plan.facade.Plan`), one object per
+responsibility: :mod:`~tokenmill.plan.units` (what is built: datasets → builds → units, blends, SFT sets),
+:mod:`~tokenmill.plan.outputs` (where each job's outputs go, the targets) and :mod:`~tokenmill.plan.commands`
+(each job's arguments and identities), over :mod:`~tokenmill.plan.layout` (every path); and what the plan does
+with the tree: :mod:`~tokenmill.plan.prune` (outputs no longer planned, moved aside),
+:mod:`~tokenmill.plan.records` (each config's plan by name, so that configs share a folder) and
 :mod:`~tokenmill.plan.summary` (the screens that end a build).
 
 May import: the root's ``errors``, ``progress`` and ``config``; ``files``, ``inputs``, ``tokenization``, ``formats``,
@@ -29,10 +31,10 @@ Names (they are also the workflow's wildcards):
   of small files make a few jobs; one per other file. A build of one unit is packed straight to its
   ``.pbin``; a build of several is the merge of their ``.pbin`` files, in input order.
 
-Every option that changes an output is returned here as plain strings (:meth:`Plan.pack_options`,
-:meth:`Plan.sampling_options`, ...), so the workflow records them as Snakemake params and reruns
+Every option that changes an output is returned here as plain strings (:meth:`Commands.pack_options`,
+:meth:`Commands.sampling_options`, ...), so the workflow records them as Snakemake params and reruns
 exactly the jobs an edit affects. So is each input's and tokenizer's size and modification time
-(:meth:`Plan.unit_identity`, :meth:`Plan.file_identity`): a file replaced by an *older* one
+(:meth:`Commands.unit_identity`, :meth:`Commands.file_identity`): a file replaced by an *older* one
 (``cp -p``, ``rsync -a``), which
 Snakemake's mtime trigger misses, still reruns what reads it. Errors name the config key:
 ``datasets.web.inputs: ...``.
@@ -43,15 +45,17 @@ bigger than ``shard_bytes``; the rest is O(number of units).
 
 from __future__ import annotations
 
-from tokenmill.plan.commands import Plan
+from tokenmill.plan.commands import Commands
+from tokenmill.plan.facade import Plan
 from tokenmill.plan.layout import (PARTS_FOLDER, blend_cache_name, brace_ranges, build_of, cache_dir, datatrove_name,
                                    hf_tokenizer_folder, megatron_prefix, olmo_folder, packed_index_dir_of, packed_path,
                                    part_megatron_prefix, part_pbin_path, raw_index_path, report_page, sft_files,
                                    sft_report_page, verified_blend_stamp, verified_sft_stamp, verified_stamp)
+from tokenmill.plan.outputs import Outputs
 from tokenmill.plan.units import Build, InputFile, Unit, Units, job_flags_of, parse_size
 
-__all__ = ["Plan", "Units", "InputFile", "Unit", "Build", "parse_size", "job_flags_of", "raw_index_path", "packed_path",
-           "PARTS_FOLDER", "part_pbin_path", "part_megatron_prefix", "megatron_prefix", "datatrove_name", "olmo_folder",
-           "cache_dir", "blend_cache_name", "verified_stamp", "verified_blend_stamp", "verified_sft_stamp", "sft_files",
-           "report_page", "sft_report_page", "build_of", "brace_ranges", "hf_tokenizer_folder",
-           "packed_index_dir_of"]
+__all__ = ["Plan", "Units", "Outputs", "Commands", "InputFile", "Unit", "Build", "parse_size", "job_flags_of",
+           "raw_index_path", "packed_path", "PARTS_FOLDER", "part_pbin_path", "part_megatron_prefix", "megatron_prefix",
+           "datatrove_name", "olmo_folder", "cache_dir", "blend_cache_name", "verified_stamp", "verified_blend_stamp",
+           "verified_sft_stamp", "sft_files", "report_page", "sft_report_page", "build_of", "brace_ranges",
+           "hf_tokenizer_folder", "packed_index_dir_of"]

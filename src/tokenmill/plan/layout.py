@@ -10,21 +10,31 @@ import os
 import re
 from pathlib import Path
 
-__all__ = ["OUTPUT_FOLDERS", "STALE_FOLDER", "PLANS_FOLDER", "raw_index_path", "packed_path", "PARTS_FOLDER",
-           "part_pbin_path", "part_megatron_prefix",
-           "megatron_prefix", "datatrove_name", "olmo_folder", "blend_cache_name", "cache_dir", "brace_ranges",
-           "build_of", "verified_stamp", "verified_blend_stamp", "verified_sft_stamp", "sft_files", "report_page",
-           "sft_report_page", "hf_tokenizer_folder", "packed_index_dir", "packed_index_dir_of", "olmo_packing_dir",
-           "sft_packing_dir", "sft_olmo_packing_dir"]
+__all__ = ["DATA_FOLDER", "OUTPUT_FOLDERS", "PACKED_FOLDER", "CACHE_FOLDER", "STALE_FOLDER", "PLANS_FOLDER",
+           "RAW_FOLDER", "stale_path", "raw_index_path", "packed_path", "PARTS_FOLDER", "part_pbin_path",
+           "part_megatron_prefix", "megatron_prefix", "datatrove_name", "olmo_folder", "blend_cache_name",
+           "cache_folder", "cache_dir", "brace_ranges", "build_of", "verified_stamp", "verified_blend_stamp",
+           "verified_sft_stamp", "sft_files", "report_page", "sft_report_page", "hf_tokenizer_folder",
+           "packed_index_dir", "packed_index_dir_of", "olmo_packing_dir", "sft_packing_dir", "sft_olmo_packing_dir"]
 
 # ---- The layout: where each output lives (relative to the workflow's working directory) ----------
 
+DATA_FOLDER = "data"  # the workflow's tree
 # The folders the workflow writes the files trainers and tools read (logs and benchmarks are not looked in):
 # its own, which prune keeps to the plan (tokenmill.plan.prune)
 OUTPUT_FOLDERS = ("data/index", "data/packed", "data/parts", "data/megatron", "data/datatrove", "data/olmo",
                   "data/cache", "data/sft", "data/verified", "data/report")
+PACKED_FOLDER = "data/packed"  # each build's .pbin and sidecar (packed_path)
+CACHE_FOLDER = "data/cache"  # each build's and blend's cache folders (cache_dir)
 STALE_FOLDER = "data/stale"  # where prune moves the outputs of an earlier plan
 PLANS_FOLDER = "data/plans"  # each config's plan by name (tokenmill.plan.records)
+RAW_FOLDER = "data/raw"  # the demo's inputs, which the workflow never writes: where inputs may lie
+
+
+def stale_path(path: str) -> str:
+    """Where prune moves ``path`` (in an output folder): the same place under :data:`STALE_FOLDER`
+    (``data/packed/b.pbin`` → ``data/stale/packed/b.pbin``)."""
+    return f"{STALE_FOLDER}/{path[len(DATA_FOLDER) + 1:]}"
 
 
 def raw_index_path(stem: str) -> str:
@@ -34,7 +44,7 @@ def raw_index_path(stem: str) -> str:
 
 def packed_path(build_or_unit: str) -> str:
     """The ``.pbin`` of a build or of one of its units (its sidecar is this path + ``.meta.json``)."""
-    return f"data/packed/{build_or_unit}.pbin"
+    return f"{PACKED_FOLDER}/{build_or_unit}.pbin"
 
 
 # A merged build's units (its files' and shards' packs) live apart from the final files, so that
@@ -75,15 +85,20 @@ def blend_cache_name(blend: str) -> str:
     return f"blend_{blend}"
 
 
-def cache_dir(name: str, seq_length: int, seed: int) -> str:
+def cache_folder(name: str) -> str:
+    """The folder of a build's (or :func:`blend_cache_name`'s) cache folders, one per length and seed."""
+    return f"{CACHE_FOLDER}/{name}"
+
+
+def cache_dir(name: str, seq_length: int | str, seed: int | str) -> str:
     """The index cache folder of a build (or of :func:`blend_cache_name`) for one length and seed."""
-    return f"data/cache/{name}/seq{seq_length}_seed{seed}"
+    return f"{cache_folder(name)}/seq{seq_length}_seed{seed}"
 
 
 def packed_index_dir(build: str, seq_length: int, seed: int) -> str:
     """A build's best-fit packed index for one length and seed (``tokenmill best-fit``), beside its caches; for
     :func:`blend_cache_name`, the blend's packed blend (``tokenmill best-fit --blend``)."""
-    return f"data/cache/{build}/seq{seq_length}_seed{seed}_best_fit"
+    return f"{cache_dir(build, seq_length, seed)}_best_fit"
 
 
 def olmo_packing_dir(build: str, seq_length: int) -> str:

@@ -5,8 +5,8 @@ renamed), the outputs the new plan no longer makes would stay beside the new one
 the merged file, a cache folder of a dropped length with a valid-looking ``megatron_args.txt``, which
 Megatron loads without a word. So the workflow's last job moves every entry of the output folders
 (:data:`OUTPUT_FOLDERS`) that the plan does not make and that is the workflow's (below) to the same
-relative place under :data:`STALE_FOLDER` (``data/packed/b.shard3.pbin`` →
-``data/stale/packed/b.shard3.pbin``), where no trainer and no glob over ``data/megatron/`` finds it, and
+relative place under :data:`STALE_FOLDER` (:func:`~tokenmill.plan.layout.stale_path`: ``packed/b.shard3.pbin`` →
+``stale/packed/b.shard3.pbin`` in the data folder), where no trainer and no glob over the Megatron folder finds it, and
 records the move in :data:`MOVED_RECORD`. The workflow's inputs never lie in these folders
 (:func:`tokenmill.plan` refuses them). An entry moved where an earlier move left one of the same name
 gets the first free ``.1``, ``.2``... suffix, so nothing moved before is lost; folders emptied by the
@@ -28,29 +28,29 @@ What is the workflow's (everything else stays where it is, at any depth):
   workflow folder where a user left a file) stays; the workflow's files and folders in it are moved. A
   folder that cannot be listed stays too (what it holds is unknown); one on the plan's path is an error.
 
-Links. An output folder, or a folder on the way to a planned path, may be a link (``data/megatron`` on
+Links. An output folder, or a folder on the way to a planned path, may be a link (the Megatron folder on
 a larger disk): it is followed, and the link itself is never renamed, removed or rmdir'ed. Any other
 link is an entry like a file, judged by its own name and moved as a link; what it points to is never
 read, moved or deleted. Folders are known by device and inode, so two spellings of one folder (two
 output folders linked to one place) are listed once, with the planned names of both.
 
-Moves. One ``os.replace`` per entry. An entry on another file system than ``data/stale/`` (``EXDEV``:
+Moves. One ``os.replace`` per entry. An entry on another file system than the stale folder (``EXDEV``:
 a linked output folder on another disk) is copied, then removed, file by file: each file is copied to
 ``.<name>.prune-copy<pid>`` in its target folder (mode and times kept), fsync'ed, renamed to its name, and
-only then removed where it was; a link is made anew; a folder is created in ``data/stale/`` and the
-source folder removed once emptied. So ``data/stale/`` stays the one place for all of it (rather than a
+only then removed where it was; a link is made anew; a folder is created in the stale folder and the
+source folder removed once emptied. So the stale folder stays the one place for all of it (rather than a
 stale folder per file system, which trainers' globs and the bound would have to find), at the cost of
 one copy of what crosses. A failed move or copy (a full disk) removes its temporary and stops with one
 line naming the path; what was not copied is whole where it was, a folder copied in part is recorded,
 and the rest moves on the next run (beside it, ``.1``). The temporary a killed prune left is removed
-when a later run lists that folder of ``data/stale/``.
+when a later run lists that folder in the stale folder.
 
 Record. :data:`MOVED_RECORD` holds one JSON object per line, one line per move, oldest first::
 
-    {"run": 4, "time": "2026-11-27T19:43:37Z", "from": "data/packed/b.shard3.pbin",
-     "to": "data/stale/packed/b.shard3.pbin"}
+    {"run": 4, "time": "2026-11-27T19:43:37Z", "from": "DATA/packed/b.shard3.pbin",
+     "to": "DATA/stale/packed/b.shard3.pbin"}
 
-(each on one line).
+(each on one line; ``DATA`` the data folder, :data:`~tokenmill.plan.layout.DATA_FOLDER`).
 
 ``run`` numbers the prune runs that moved something (1, 2, ...); names are JSON strings as
 ``json.dumps(..., ensure_ascii=False)`` writes them, readable UTF-8, with a newline or other control
@@ -63,9 +63,9 @@ without the quotes (:func:`escaped`).
 
 Bound. :func:`drop_old_runs` keeps the moves of the last ``keep_runs`` runs that moved something (the
 config's ``keep_stale_runs``, default 3; ``null``/``all``: keep everything) and deletes the rest, oldest
-run first: it deletes only paths its records name, only below ``data/stale/<output folder>/``, never
-through a link inside ``data/stale/``, never a path a kept record names or holds (a later move into an
-earlier move's folder stays); a moved link is deleted as a link. Files a user put in ``data/stale/``
+run first: it deletes only paths its records name, only below ``<stale folder>/<output folder>/``, never
+through a link inside the stale folder, never a path a kept record names or holds (a later move into an
+earlier move's folder stays); a moved link is deleted as a link. Files a user put in the stale folder
 are never deleted. The lines of the dropped runs leave the record (a path that could not be deleted, or
 lies behind a link, keeps its line).
 
@@ -95,7 +95,7 @@ from typing import NamedTuple
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import atomic_output, discard, process_running
-from tokenmill.plan.layout import OUTPUT_FOLDERS, STALE_FOLDER
+from tokenmill.plan.layout import OUTPUT_FOLDERS, STALE_FOLDER, stale_path
 
 __all__ = ["OUTPUT_FOLDERS", "OUTPUT_SUFFIXES", "OUTPUT_NAMES", "STALE_FOLDER", "MOVED_RECORD", "last_run_stamp",
            "Move", "is_output_name", "escaped", "stale_paths", "move_stale", "read_moves", "drop_old_runs"]
@@ -112,7 +112,7 @@ OUTPUT_NAMES = frozenset({"metadata.json", "megatron_args.txt", "sequences_per_d
                           "tokenizer_config.json", "tokenmill-olmo-packing.yaml", ".snakemake_timestamp"})
 # tokenmill.files.atomic.temporary_name: ".<final name>.tmp<pid>"
 _TEMPORARY = re.compile(r"\.(.+)\.tmp([0-9]+)", re.DOTALL)
-# A copy across file systems on its way into data/stale/ (only prune names files so, only there).
+# A copy across file systems on its way into the stale folder (only prune names files so, only there).
 _COPY_TEMPORARY = re.compile(r"\..+\.prune-copy([0-9]+)", re.DOTALL)
 MOVED_RECORD = f"{STALE_FOLDER}/MOVED.txt"
 
@@ -319,12 +319,12 @@ class _Targets:
         self.names: dict[str, set[str]] = {}
 
     def free(self, path: str) -> str:
-        """The first free place under data/stale/ for ``path`` (``data/...``), taken from now on.
+        """The first free place under the stale folder for ``path`` (in an output folder), taken from now on.
 
         Raises:
             TokenmillError: the target folder cannot be made or listed.
         """
-        folder, name = os.path.split(f"{STALE_FOLDER}/{path[len('data/'):]}")  # path: in an output folder
+        folder, name = os.path.split(stale_path(path))  # path: in an output folder
         names = self._names(folder)
         candidate, number = name, 0
         while candidate in names:  # an earlier move's: kept
@@ -503,7 +503,7 @@ def move_stale(planned: list[str], root: str | os.PathLike = ".") -> list[str]:
     return [move.source for move in moved]
 
 
-# ---- The record, and the bound on data/stale/ ------------------------------------------------------
+# ---- The record, and the bound on the stale folder --------------------------------------------------
 
 
 def _record_lines(root: Path) -> list[tuple[Move, str]]:
@@ -544,7 +544,7 @@ def read_moves(root: str | os.PathLike = ".") -> list[Move]:
 
 
 def _deletable(target: str) -> bool:
-    """Whether a recorded target is a path prune may delete: below ``data/stale/<output folder>/``, with no
+    """Whether a recorded target is a path prune may delete: below ``<stale folder>/<output folder>/``, with no
     ``..`` (a record edited by hand, or from elsewhere, never reaches another place)."""
     parts = Path(target).parts
     output_names = {os.path.basename(folder) for folder in OUTPUT_FOLDERS}
@@ -617,7 +617,7 @@ def drop_old_runs(keep_runs: int | None, root: str | os.PathLike = ".") -> list[
                 any(str(parent) in kept for parent in Path(target).parents):
             continue  # nothing of prune's to delete, or what a kept move holds: the line goes
         if os.path.commonpath([os.path.realpath(root / os.path.dirname(target)), stale_real]) != stale_real:
-            remaining.append(line)  # reached through a link out of data/stale/: never deleted
+            remaining.append(line)  # reached through a link out of the stale folder: never deleted
             continue
         try:
             _delete(root, target, kept, holding_kept)
@@ -637,7 +637,7 @@ def drop_old_runs(keep_runs: int | None, root: str | os.PathLike = ".") -> list[
 
 
 def _remove_emptied_stale(root: Path, deleted: list[str]) -> None:
-    """Remove the folders of ``data/stale/<output folder>/...`` that the deletions emptied, deepest first,
+    """Remove the folders of ``<stale folder>/<output folder>/...`` that the deletions emptied, deepest first,
     one ``rmdir`` each (it fails, and so leaves, a folder that still holds anything; never a link)."""
     folders = {str(parent) for path in deleted for parent in Path(path).parents
                if len(parent.parts) > len(Path(STALE_FOLDER).parts)}

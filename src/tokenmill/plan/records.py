@@ -2,22 +2,23 @@
 
 A team runs several configs in one working folder (pretraining and SFT, one per corpus, ...). When a run starts
 (the Snakefile's ``onstart``, so that a run that fails still has its record) and again at its end, ``tokenmill
-prune`` writes ``data/plans/<name>.json`` (the config's ``name``, by default its file's stem): what the plan makes
-(:meth:`tokenmill.plan.Plan.all_targets`), the identity of each tokenizer folder it writes, and of each output
-another config could make differently (:meth:`tokenmill.plan.Plan.output_identities`: a digest of its job's
-options and planned input paths). Then:
+prune`` writes ``<name>.json`` in :data:`~tokenmill.plan.layout.PLANS_FOLDER` (the config's ``name``, by default its
+file's stem): what the plan makes
+(:meth:`tokenmill.plan.outputs.Outputs.all_targets`), the identity of each tokenizer folder it writes, and of each
+output another config could make differently (:meth:`tokenmill.plan.commands.Commands.output_identities`: a digest of
+its job's options and planned input paths). Then:
 
 * ``prune`` keeps every path another config's record names, as if its own plan made it: a config's run never
   moves another's outputs, whichever ran last, and a file both make is shared;
-* planning refuses, in one line naming both configs, a tokenizer folder (``data/megatron/tokenizers/<t>/``)
-  that another config writes from another tokenizer file or EOD: each run would rewrite it, and a job would
-  read whichever ran last;
-* planning refuses likewise an output (``data/packed/a.pbin``, a cache folder, ...) that another config makes
+* planning refuses, in one line naming both configs, a tokenizer folder
+  (:func:`~tokenmill.plan.layout.hf_tokenizer_folder`) that another config writes from another tokenizer file or
+  EOD: each run would rewrite it, and a job would read whichever ran last;
+* planning refuses likewise an output (a build's ``.pbin``, a cache folder, ...) that another config makes
   from other inputs or options: two configs naming a dataset ``a`` each on its own files. An output both make
   from the same inputs and options is shared. A record of the older format ``tokenmill-plan/1`` has no output
   identities: nothing of it is refused.
 
-A record is plain JSON, written atomically; deleting ``data/plans/<name>.json`` of a config no longer used
+A record is plain JSON, written atomically; deleting the record ``<name>.json`` of a config no longer used
 lets ``prune`` move what only it made. Cost: one read of each record per plan and per prune.
 """
 
@@ -41,7 +42,7 @@ READ_FORMATS = ("tokenmill-plan/1", PLAN_RECORD_FORMAT)  # /1: without "outputs"
 
 
 def plan_record_path(name: str) -> str:
-    """``data/plans/<name>.json``."""
+    """``<name>.json`` in :data:`~tokenmill.plan.layout.PLANS_FOLDER`."""
     return f"{PLANS_FOLDER}/{name}.json"
 
 
@@ -63,7 +64,7 @@ def write_plan_record(name: str, targets: list[str], tokenizer_folders: dict[str
 
 
 def read_plan_records(root: str | os.PathLike = ".") -> dict[str, dict]:
-    """Every record in ``data/plans/`` by name.
+    """Every record in :data:`~tokenmill.plan.layout.PLANS_FOLDER` by name.
 
     Raises:
         TokenmillError: a record that is not one (naming it: delete or fix it).
@@ -111,7 +112,7 @@ def tokenizer_folder_conflict(name: str, tokenizer_folders: dict[str, str],
 
 
 def output_conflict(name: str, outputs: dict[str, str], root: str | os.PathLike = ".") -> str | None:
-    """Why an output of plan ``name`` (:meth:`tokenmill.plan.Plan.output_identities`) clashes with another
+    """Why an output of plan ``name`` (:meth:`tokenmill.plan.commands.Commands.output_identities`) clashes with another
     config's: the first, by path, that another config's record makes from other inputs or options; or None.
 
     Raises:
@@ -136,24 +137,25 @@ def record_plan(plan, name: str, root: str | os.PathLike = ".") -> Path:
     Raises:
         OSError: a record that cannot be written.
     """
-    return write_plan_record(name, plan.all_targets(), plan.tokenizer_folder_identities(), root,
-                             plan.output_identities())
+    return write_plan_record(name, plan.outputs.all_targets(), plan.commands.tokenizer_folder_identities(), root,
+                             plan.commands.output_identities())
 
 
 def prune_for_config(plan, name: str, keep_runs: int | None, dry_run: bool = False,
                      root: str | os.PathLike = ".") -> tuple[list[str], list[str]]:
     """``tokenmill prune`` for the config ``name`` whose :class:`~tokenmill.plan.Plan` is ``plan``: move what no
-    config's plan makes (its own now, the others' as recorded) to ``data/stale/``, record its plan, and bound
-    ``data/stale/`` to the moves of the last ``keep_runs`` runs (None: all). Returns ``(moved, deleted)``; with
+    config's plan makes (its own now, the others' as recorded) to the stale folder, record its plan, and bound
+    the stale folder to the moves of the last ``keep_runs`` runs (None: all). Returns ``(moved, deleted)``; with
     ``dry_run``, what would move and nothing done.
 
     Raises:
         TokenmillError: an unreadable record, a folder that cannot be listed, or a move that fails.
     """
-    targets = plan.all_targets()
+    targets = plan.outputs.all_targets()
     kept = targets + targets_of_other_plans(name, root)
     if dry_run:
         return stale_paths(kept, root), []
     moved = move_stale(kept, root)
-    write_plan_record(name, targets, plan.tokenizer_folder_identities(), root, plan.output_identities())
+    write_plan_record(name, targets, plan.commands.tokenizer_folder_identities(), root,
+                      plan.commands.output_identities())
     return moved, drop_old_runs(keep_runs, root)

@@ -44,9 +44,10 @@ from typing import TextIO
 from tokenmill.files.atomic import write_if_changed
 from tokenmill.formats.sidecar import SidecarRecord, eod_within_note
 from tokenmill.megatron.job_tokenizer import null_tokenizer_flags
-from tokenmill.plan import (Plan, blend_cache_name, datatrove_name, hf_tokenizer_folder, job_flags_of, megatron_prefix,
+from tokenmill.plan import (blend_cache_name, datatrove_name, hf_tokenizer_folder, job_flags_of, megatron_prefix,
                             olmo_folder, packed_path, sft_files)
-from tokenmill.plan.layout import OUTPUT_FOLDERS, STALE_FOLDER
+from tokenmill.plan.facade import Plan
+from tokenmill.plan.layout import OUTPUT_FOLDERS, PACKED_FOLDER, STALE_FOLDER, cache_folder
 from tokenmill.plan.prune import MOVED_RECORD, last_run_stamp
 
 __all__ = ["MAX_BUILDS_SHOWN", "summary_lines", "print_summary", "report_command", "report_front_page", "report_table",
@@ -91,7 +92,7 @@ def _counts(meta: SidecarRecord, items: str = "documents") -> str:
 
 
 def _folders(paths: list[str]) -> str:
-    """Cache folders of one build: ``data/cache/web/{seq512_seed1234,seq2048_seed1234}``, or a count."""
+    """Cache folders of one build: ``.../cache/web/{seq512_seed1234,seq2048_seed1234}``, or a count."""
     if len(paths) == 1:
         return paths[0]
     parent = os.path.dirname(paths[0])
@@ -151,10 +152,10 @@ def report_table(plan: Plan) -> str:
             found.append([name, kind, *(f"{count:,}" for count in counts), pbin_of(name)])
         return found, totals
 
-    datasets, totals = rows(list(plan.builds), packed_path, "dataset")
+    datasets, totals = rows(list(plan.units.builds), packed_path, "dataset")
     if len(datasets) > 1:
         datasets.append(["all datasets", "", *(f"{total:,}" for total in totals), ""])
-    sft, _ = rows(list(plan.config["sft"]), lambda name: sft_files(name)[0], "SFT set")
+    sft, _ = rows(list(plan.units.config["sft"]), lambda name: sft_files(name)[0], "SFT set")
     header = ["name", "kind", "documents / conversations", "tokens", "file"]
     return "\n".join([".. list-table::", "   :header-rows: 1", "",
                       *(f"   {'*' if column == 0 else ' '} - {cell}".rstrip()
@@ -163,7 +164,7 @@ def report_table(plan: Plan) -> str:
 
 def _converted_folders(plan: Plan, build: str) -> list[str]:
     """The folders of a build's formats converted from its ``.pbin`` (datatrove's, OLMo's)."""
-    formats = plan.formats(build)
+    formats = plan.units.formats(build)
     return [*([f"datatrove {os.path.dirname(datatrove_name(build))}/"] if "datatrove" in formats else []),
             *([f"OLMo {olmo_folder(build)}/"] if "olmo" in formats else [])]
 
@@ -171,7 +172,7 @@ def _converted_folders(plan: Plan, build: str) -> list[str]:
 def _build_lines(plan: Plan, build: str) -> list[str]:
     """Up to three lines: counts; the files; the cache folders (with ``--data-path`` as the job spells it)."""
     pbin = packed_path(build)
-    formats = plan.formats(build)
+    formats = plan.units.formats(build)
     files = [f"{pbin} ({_size(pbin)})"]
     if "megatron" in formats:
         files.append(f"Megatron {megatron_prefix(build)} ({_size(megatron_prefix(build) + '.bin')})")
@@ -180,19 +181,20 @@ def _build_lines(plan: Plan, build: str) -> list[str]:
     lines = [f"  {build}: {_counts(meta)}", "    " + "; ".join(files)]
     tokenizer = meta.get("tokenizer")
     if isinstance(tokenizer, dict) and "eod_id" in tokenizer and tokenizer["eod_id"] is None:
-        name = plan.builds[build].tokenizer
-        said = f"tokenizers.{name}.eod: null" if "eod" in plan.config["tokenizers"][name] else \
+        name = plan.units.builds[build].tokenizer
+        said = f"tokenizers.{name}.eod: null" if "eod" in plan.units.config["tokenizers"][name] else \
             f"tokenizers.{name} names no eod"  # (a tokenizer.json without a type: the config says nothing)
         lines.append(f"    warning: packed without an EOD ({said}): its documents run together in training")
     if note := eod_within_note(meta):
         lines.append(f"    warning: {note}")
-    caches = [folder for folder in plan.cache_dirs(build) if os.path.isdir(folder)]  # a run for one target has none
+    # a run for one target has none
+    caches = [folder for folder in plan.outputs.cache_dirs(build) if os.path.isdir(folder)]
     if caches:
-        hashed = plan.job_data_path(build)
+        hashed = plan.outputs.job_data_path(build)
         lines.append(f"    caches {_folders(caches)}"
                      + (f", for --data-path {hashed}" if hashed != megatron_prefix(build) else ""))
-    for what, planned in (("best fit", plan.packed_index_dirs(build)),
-                          ("best fit, OLMo-core work_dir", plan.olmo_packing_dirs(build))):
+    for what, planned in (("best fit", plan.outputs.packed_index_dirs(build)),
+                          ("best fit, OLMo-core work_dir", plan.outputs.olmo_packing_dirs(build))):
         folders = [folder for folder in planned if os.path.isdir(folder)]
         if folders:
             lines.append(f"    {what} {_folders(folders)}{_padding(folders[0])}")
@@ -250,10 +252,11 @@ def summary_lines(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
             directory, the next commands start with ``cd`` to it.
     """
     workdir = os.getcwd()
-    built = [build for build in plan.builds if os.path.exists(packed_path(build))]
-    unbuilt = [build for build in plan.builds if build not in built]
-    sft = [name for name in plan.config["sft"] if os.path.exists(sft_files(name)[0])]
-    blends = [name for name in plan.blends if all(map(os.path.isdir, plan.cache_dirs(blend_cache_name(name))))]
+    built = [build for build in plan.units.builds if os.path.exists(packed_path(build))]
+    unbuilt = [build for build in plan.units.builds if build not in built]
+    sft = [name for name in plan.units.config["sft"] if os.path.exists(sft_files(name)[0])]
+    blends = [name for name in plan.units.blends
+              if all(map(os.path.isdir, plan.outputs.cache_dirs(blend_cache_name(name))))]
     config_text = ", ".join(_shown_path(path, workdir) for path in configfiles) or "config/config.yaml"
     lines = [f"tokenmill: {len(built)} dataset{'' if len(built) == 1 else 's'} of {config_text} in {workdir}:"]
 
@@ -270,24 +273,24 @@ def summary_lines(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
         pbin = sft_files(name)[0]
         lines.append(f"  {name} (instruction tuning): {_counts(_sidecar(pbin), 'conversations')} -> {pbin} "
                      f"+ {name}.loss_mask.pbin")
-        for folder in plan.sft_packing_dirs(name) + plan.sft_olmo_packing_dirs(name):
+        for folder in plan.outputs.sft_packing_dirs(name) + plan.outputs.sft_olmo_packing_dirs(name):
             if os.path.isdir(folder):
                 lines.append(f"    best fit {folder}{_sft_rows(folder)}")
     if len(sft) > _MAX_OTHERS_SHOWN:
         lines.append(f"  and {len(sft) - _MAX_OTHERS_SHOWN} more instruction-tuning datasets in "
                      f"{os.path.dirname(sft_files(sft[-1])[0])}/")
     for name in blends[:_MAX_OTHERS_SHOWN]:
-        lines.append(f"  blend {name} ({', '.join(plan.blends[name])}): caches "
-                     f"{_folders(plan.cache_dirs(blend_cache_name(name)))}")
-        packed = [folder for folder in plan.blend_packing_dirs(name) if os.path.isdir(folder)]
+        lines.append(f"  blend {name} ({', '.join(plan.units.blends[name])}): caches "
+                     f"{_folders(plan.outputs.cache_dirs(blend_cache_name(name)))}")
+        packed = [folder for folder in plan.outputs.blend_packing_dirs(name) if os.path.isdir(folder)]
         if packed:
             lines.append(f"    best fit {_folders(packed)}{_blend_padding(packed[0])}")
     if len(blends) > _MAX_OTHERS_SHOWN:
-        lines.append(f"  and {len(blends) - _MAX_OTHERS_SHOWN} more blends in data/cache/blend_*/")
+        lines.append(f"  and {len(blends) - _MAX_OTHERS_SHOWN} more blends in {cache_folder(blend_cache_name('*'))}/")
     if unbuilt:
         lines.append(f"  not built yet: {', '.join(unbuilt[:5])}{', ...' if len(unbuilt) > 5 else ''} "
                      f"(snakemake without targets builds the whole config)")
-    lines += _stale_lines(plan.config.get("name") or "config")
+    lines += _stale_lines(plan.units.config.get("name") or "config")
 
     lines.append("Next:")
     if shell_dir and os.path.isdir(shell_dir) and not os.path.samefile(shell_dir, workdir):
@@ -297,7 +300,7 @@ def summary_lines(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
 
 def _stale_lines(name: str) -> list[str]:
     """What the run's last job moved out of where trainers look (:mod:`tokenmill.plan.prune`), and what
-    earlier plans' outputs take in ``data/stale/``."""
+    earlier plans' outputs take in the stale folder."""
     stamp = Path(last_run_stamp(name))
     moved = stamp.read_text(encoding="utf-8").splitlines() if stamp.is_file() else []
     shown_first = tuple(f"{folder}/" for folder in OUTPUT_FOLDERS)  # in the order of the output folders
@@ -318,9 +321,10 @@ def _stale_lines(name: str) -> list[str]:
 def _next_lines(plan: Plan, build: str | None, report: str) -> list[str]:
     """The next commands, on one build's files (the first), each with what it shows."""
     commands = []
-    cache = next((folder for folder in plan.cache_dirs(build) if os.path.isdir(folder)), None) if build else None
+    cache = next((folder for folder in plan.outputs.cache_dirs(build) if os.path.isdir(folder)), None) \
+        if build else None
     if build:
-        read_in = build in plan.token_sources  # tokens read in: no text to re-encode
+        read_in = build in plan.units.token_sources  # tokens read in: no text to re-encode
         commands.append((f"tokenmill inspect {packed_path(build)} --doc 0",
                          "a document, with its source file and " + ("document there" if read_in else "line")))
         if cache:
@@ -334,8 +338,8 @@ def _next_lines(plan: Plan, build: str | None, report: str) -> list[str]:
     lines = [f"  {command:<{width}}  # {why}" for command, why in commands]
     if cache:
         lines.append(f"  Megatron-LM: the arguments in {cache}/megatron_args.txt")
-        name = plan.builds[build].tokenizer
-        folder, tokenizer = hf_tokenizer_folder(name), plan.config["tokenizers"][name]
+        name = plan.units.builds[build].tokenizer
+        folder, tokenizer = hf_tokenizer_folder(name), plan.units.config["tokenizers"][name]
         # What HuggingFaceTokenizer's --tokenizer-model needs is there; the caches are named for the tokenizer
         # flags of megatron_args.txt (NullTokenizer where the config names none), so other flags need the key
         if os.path.isfile(f"{folder}/tokenizer_config.json") and not tokenizer["megatron"].get("args") \
@@ -345,7 +349,7 @@ def _next_lines(plan: Plan, build: str | None, report: str) -> list[str]:
                          f"caches named for it: tokenizers.{name}.megatron.args: {json.dumps(flags)}")
         # The caches are named for the job's spelling of the prefix: a Nanoset given only the local
         # prefix would build a second set of caches beside them.
-        hashed = plan.job_data_path(build)
+        hashed = plan.outputs.job_data_path(build)
         lines.append(f"  PyTorch: NanosetConfig on that folder with dataset_path={hashed!r} and")
         lines.append(f"    {_identifiers_hint(plan, build)} (README, \"Training with it\")")
     elif build:
@@ -356,9 +360,9 @@ def _next_lines(plan: Plan, build: str | None, report: str) -> list[str]:
 def _identifiers_hint(plan: Plan, build: str) -> str:
     """The ``tokenizer_identifiers`` a Nanoset needs to find a build's caches: those of the training job's
     tokenizer flags, which the caches' names hash (as ``megatron_args.txt`` spells them)."""
-    tokenizer = plan.config["tokenizers"][plan.builds[build].tokenizer]
+    tokenizer = plan.units.config["tokenizers"][plan.units.builds[build].tokenizer]
     if tokenizer["megatron_identifiers"] is not None:
-        return f"tokenizer_identifiers=<tokenizers.{plan.builds[build].tokenizer}.megatron_identifiers>"
+        return f"tokenizer_identifiers=<tokenizers.{plan.units.builds[build].tokenizer}.megatron_identifiers>"
     flags = tokenizer["megatron"].get("args") or shlex.join(job_flags_of(tokenizer) or [])
     if not flags:  # the workflow's NullTokenizer of the packed vocabulary
         meta = _sidecar(packed_path(build)).get("tokenizer", {})
@@ -371,20 +375,22 @@ def storage_summary_lines(plan: Plan, prefix: str, configfiles: Sequence[str | o
     are under the prefix, laid out as a local build's tree. (Their counts are in the sidecars there: this
     process holds no local copy to read them from.)"""
     config_text = ", ".join(_shown_path(path, os.getcwd()) for path in configfiles) or "config/config.yaml"
-    lines = [f"tokenmill: the {len(plan.builds)} dataset{'' if len(plan.builds) == 1 else 's'} of {config_text} "
+    builds = plan.units.builds
+    lines = [f"tokenmill: the {len(builds)} dataset{'' if len(builds) == 1 else 's'} of {config_text} "
              f"under {prefix}/ (laid out as a local build):"]
-    for build in list(plan.builds)[:MAX_BUILDS_SHOWN]:
+    for build in list(builds)[:MAX_BUILDS_SHOWN]:
         files = [packed_path(build)]
-        if "megatron" in plan.formats(build):
+        if "megatron" in plan.units.formats(build):
             files.append(f"Megatron {megatron_prefix(build)}")
         files += _converted_folders(plan, build)
-        caches = plan.cache_dirs(build)
+        caches = plan.outputs.cache_dirs(build)
         lines.append(f"  {build}: {'; '.join(files)}" + (f"; caches {_folders(caches)}" if caches else ""))
-    if len(plan.builds) > MAX_BUILDS_SHOWN:
-        lines.append(f"  and {len(plan.builds) - MAX_BUILDS_SHOWN} more in data/packed/")
-    lines += [f"  {name} (instruction tuning): data/sft/{name}.pbin + {name}.loss_mask.pbin"
-              for name in plan.config["sft"]]
-    lines += [f"  blend {name}: caches {_folders(plan.cache_dirs(blend_cache_name(name)))}" for name in plan.blends]
+    if len(builds) > MAX_BUILDS_SHOWN:
+        lines.append(f"  and {len(builds) - MAX_BUILDS_SHOWN} more in {PACKED_FOLDER}/")
+    lines += [f"  {name} (instruction tuning): {sft_files(name)[0]} + {os.path.basename(sft_files(name)[1])}"
+              for name in plan.units.config["sft"]]
+    lines += [f"  blend {name}: caches {_folders(plan.outputs.cache_dirs(blend_cache_name(name)))}"
+              for name in plan.units.blends]
     return lines + ["Next:", f"  aws s3 sync {prefix}/data data    # a local copy, for tokenmill inspect and training"]
 
 

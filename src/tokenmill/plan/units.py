@@ -1,6 +1,8 @@
-"""Planning the units of work: datasets → builds → units (a file, a byte-range shard of a big plain file, a
-run of row groups of a big Parquet file, or a group of small files), from the config and one look at each
-input (a ``stat``, an object's ``HEAD``, a big Parquet file's footer). See :mod:`tokenmill.plan` for the names.
+"""What a config builds: datasets → builds → units (a file, a byte-range shard of a big plain file, a run of row
+groups of a big Parquet file, or a group of small files), blends and SFT sets, the inputs each job reads, and
+every check of the config that needs a look at the files (inputs that exist once and outside the output
+folders, tokenizers and their EODs, sampling, blend weights); from the config and one look at each input (a
+``stat``, an object's ``HEAD``, a big Parquet file's footer). See :mod:`tokenmill.plan` for the names.
 
 Cost: one ``glob`` (or bucket listing) per pattern and one ``stat`` per input file; the rest is O(units).
 """
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.objects import ObjectIdentity, expand_url, is_url, pinned_identity
+from tokenmill.formats.kinds import BEST_FIT_FORMATS, BEST_FIT_POWER_OF_TWO, EOS_SCANNED
 from tokenmill.formats.mmidx import prefix_of
 from tokenmill.formats.provenance import field_keys
 from tokenmill.inputs.jsonl import input_compression
@@ -24,12 +27,12 @@ from tokenmill.megatron.blend import check_weights
 from tokenmill.megatron.gpt_indices import parse_split
 from tokenmill.megatron.job_tokenizer import DEFAULT_VERSION, SUPPORTED_TYPES, job_tokenizer
 from tokenmill.pack.tokens_in import token_source_files
-from tokenmill.plan.layout import OUTPUT_FOLDERS, STALE_FOLDER, raw_index_path
+from tokenmill.plan.layout import OUTPUT_FOLDERS, RAW_FOLDER, STALE_FOLDER, cache_folder
 from tokenmill.tokenization.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS
 from tokenmill.tokenization.tokenizer import check_eod_in_file
 
-__all__ = ["InputFile", "Unit", "Build", "Units", "parse_size", "job_flags_of", "path_identity",
-           "MAX_LISTED_INPUT_CHARS", "with_local_paths_absolute"]
+__all__ = ["InputFile", "Unit", "Build", "Units", "parse_size", "job_flags_of", "MAX_LISTED_INPUT_CHARS",
+           "with_local_paths_absolute"]
 
 
 @dataclass(frozen=True)
@@ -127,24 +130,11 @@ def job_flags_of(tokenizer: dict) -> list[str] | None:
     return flags
 
 
-def path_identity(path: str, size: int | None = None, mtime_ns: int | None = None) -> str:
-    """A file's size and modification time (stat'ed now unless given), as a params value; a missing
-    file says so (Snakemake then names it). A folder's (a tokenizer type's files): each file's."""
-    if size is None and os.path.isdir(path):
-        return "; ".join(path_identity(os.path.join(path, name)) for name in sorted(os.listdir(path))
-                         if os.path.isfile(os.path.join(path, name))) or f"{path}: empty folder"
-    if size is None:
-        try:
-            stat = os.stat(path)
-        except OSError:
-            return f"{path}: missing"
-        size, mtime_ns = stat.st_size, stat.st_mtime_ns
-    return f"{path}: {size} bytes, mtime {mtime_ns} ns"
-
 
 class Units:
     """What the workflow builds for a validated config (defaults filled in): datasets → builds → units
-    (files, shards, groups), blends and SFT datasets; :class:`tokenmill.plan.Plan` adds each job's command.
+    (files, shards, groups), blends and SFT datasets, and the inputs each job reads; where their outputs go is
+    :class:`tokenmill.plan.outputs.Outputs`, each job's command :class:`tokenmill.plan.commands.Commands`.
 
     Args:
         config: the workflow config after schema validation.
@@ -198,10 +188,10 @@ class Units:
             for folder, shown in zip(folders, (*OUTPUT_FOLDERS, STALE_FOLDER)):
                 if os.path.commonpath([real, folder]) == folder:
                     raise TokenmillError(f"{key}: {path} lies in {shown}/, where the workflow writes its outputs "
-                                         f"(it would be overwritten or moved); keep inputs elsewhere, e.g. data/raw/")
+                                         f"(it would be overwritten or moved); keep inputs elsewhere, e.g. "
+                                         f"{RAW_FOLDER}/")
 
     def _check_tokenizers(self) -> None:
-        self.tokenizer_identities = {}
         self.ordinary_eods: dict[str, str] = {}  # tokenizer → an EOD that is an ordinary vocabulary token
         for name, tokenizer in self.config["tokenizers"].items():
             if re.fullmatch(r"(part|shard)[0-9]+", name):
@@ -228,7 +218,6 @@ class Units:
                 if kind != tokenizer["type"]:
                     raise TokenmillError(f"tokenizers.{name}.megatron.args: --tokenizer-type {kind} is not its type "
                                          f"{tokenizer['type']}")
-            self.tokenizer_identities[name] = path_identity(path)
 
     def notes(self) -> list[str]:
         """What planning says without stopping, one line each: an EOD that is an ordinary vocabulary token; a
@@ -314,7 +303,7 @@ class Units:
             raise TokenmillError(f"datasets.{name}.count_by: a dataset of tokens has no JSON lines to count by; "
                                  f"set it to null")
         if name.startswith("blend_") and name.removeprefix("blend_") in self.config["blends"]:
-            raise TokenmillError(f"datasets.{name}: its caches would share data/cache/{name}/ with blend "
+            raise TokenmillError(f"datasets.{name}: its caches would share {cache_folder(name)}/ with blend "
                                  f"{name.removeprefix('blend_')!r}; rename one of them")
         entries: list[str] = []
         for pattern in dataset["tokens"]:
@@ -360,7 +349,7 @@ class Units:
             if tokenizer not in self.config["tokenizers"]:
                 raise TokenmillError(f"datasets.{name}.tokenizer: {tokenizer!r} is not in tokenizers")
         if name.startswith("blend_") and name.removeprefix("blend_") in self.config["blends"]:
-            raise TokenmillError(f"datasets.{name}: its caches would share data/cache/{name}/ with blend "
+            raise TokenmillError(f"datasets.{name}: its caches would share {cache_folder(name)}/ with blend "
                                  f"{name.removeprefix('blend_')!r}; rename one of them")
         self._check_fields(name)
         paths = self._input_paths(name)
@@ -482,18 +471,29 @@ class Units:
         return [build for build in self.builds
                 if all((name in self.formats(build)) == wanted for name, wanted in formats.items())]
 
-    def unit_index(self, unit: str) -> list[str]:
-        """The raw index a unit is read through: none for compressed or Parquet files (read as a
-        stream) and for a group of small files (scanned by the job)."""
-        return [raw_index_path(stem) for stem in self.unit(unit).stems if stem in self.indexed]
-
     def unit_inputs(self, unit: str) -> list[str]:
         """The input files and objects a unit packs, in order."""
         return [self.files[stem].path for stem in self.unit(unit).stems]
 
+    def unit_tokenizer_path(self, unit: str) -> str:
+        """The tokenizer.json a unit is packed with."""
+        return self.tokenizer_of(self.unit(unit).build)["path"]
+
+    def tokens_in_inputs(self, build: str) -> list[str]:
+        """The files a ``tokens_in`` job reads: the sources' files and the tokenizer."""
+        return [*self.token_files(build), self.tokenizer_of(build)["path"]]
+
+    def dataset_of(self, build: str) -> dict:
+        """The config entry of a build's dataset."""
+        return self.config["datasets"][self.builds[build].dataset]
+
+    def tokenizer_of(self, build: str) -> dict:
+        """The config entry of a build's tokenizer."""
+        return self.config["tokenizers"][self.builds[build].tokenizer]
+
     def unit_local_inputs(self, unit: str) -> list[str]:
         """The input files a unit packs that Snakemake sees: its objects are read by URL, and their ETags
-        (:meth:`unit_identity`) rerun it when one is replaced."""
+        (:meth:`tokenmill.plan.commands.Commands.unit_identity`) rerun it when one is replaced."""
         return [path for path in self.unit_inputs(unit) if not is_url(path)]
 
     def build_inputs(self, build: str) -> list[InputFile]:
@@ -534,7 +534,8 @@ class Units:
             raise TokenmillError("blends: a weighted blend needs sampling.num_samples for every split "
                                  "(train, valid and test; 0 for an unused one)")
         for name, dataset in self.config["datasets"].items():
-            scanned = {"olmo", "datatrove"} & set(dataset["formats"])  # readers that find documents by the EOS
+            # the formats whose readers find documents by the EOS
+            scanned = [name for name in dataset["formats"] if name in EOS_SCANNED]
             for tokenizer in self.tokenizer_names(name):
                 if tokenizer in self.ordinary_eods and scanned and \
                         not self.config["tokenizers"][tokenizer]["ordinary_eod"]:
@@ -545,18 +546,18 @@ class Units:
                         f"tokenizers.{tokenizer}.ordinary_eod: true")
             if dataset["packing"] != "best_fit":
                 continue
-            if not {"megatron", "olmo"} & set(dataset["formats"]):
+            if not BEST_FIT_FORMATS & set(dataset["formats"]):
                 raise TokenmillError(f"datasets.{name}.packing: best_fit packs for the megatron or olmo format; "
                                      f"its formats are {', '.join(dataset['formats'])}")
             odd = [length for length in sampling["seq_lengths"] if length & (length - 1)]
-            if "olmo" in dataset["formats"] and odd:
+            if BEST_FIT_POWER_OF_TWO & set(dataset["formats"]) and odd:
                 raise TokenmillError(f"datasets.{name}.packing: OLMo-core packs only sequence lengths that are powers "
                                      f"of two; sampling.seq_lengths has {', '.join(map(str, odd))}")
 
     def formats(self, build: str) -> list[str]:
         """The formats a build is made in (its dataset's ``formats``): ``pbin``, ``megatron``, ``datatrove``,
         ``olmo``."""
-        return self.config["datasets"][self.builds[build].dataset]["formats"]
+        return self.dataset_of(build)["formats"]
 
     def _blend_builds(self, blend_name: str) -> dict[str, float]:
         """Build → weight of a blend: each dataset as packed with the blend's tokenizer (its
@@ -606,7 +607,7 @@ class Units:
             except TokenmillError as exc:
                 raise TokenmillError(f"sft.{name}.inputs: {exc}") from None
             length = sft["seq_length"]
-            if sft["packing"] == "best_fit" and "olmo" in sft["formats"] and length & (length - 1):
+            if sft["packing"] == "best_fit" and BEST_FIT_POWER_OF_TWO & set(sft["formats"]) and length & (length - 1):
                 raise TokenmillError(f"sft.{name}.packing: OLMo-core packs only sequence lengths that are powers of "
                                      f"two; its seq_length is {length}")
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.objects import is_url
+from tokenmill.formats.kinds import TOKENS_READ_IN
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.formats.sidecar import resolve_sidecar_paths, resolved_against
 from tokenmill.inputs.jsonl import iter_lines, source_sha256
@@ -46,7 +47,7 @@ def verify_against_tokenizer(path: str | os.PathLike, fraction: float) -> tuple[
     """
     path = Path(path)
     meta = read_sidecar(path)
-    if meta and any(source.get("format") in ("megatron", "pbin") for source in meta.get("sources", [])):
+    if meta and any(source.get("format") in TOKENS_READ_IN for source in meta.get("sources", [])):
         raise TokenmillError(f"{path}: its tokens were read in from existing files (tokens-in), not packed from text: "
                              f"there is no text to re-encode; tokenmill verify without --against-tokenizer checks it")
     if not meta or not {"sources", "tokenizer", "text"} <= meta.keys():

@@ -39,11 +39,12 @@ import numpy as np
 from tokenmill.errors import TokenmillError
 from tokenmill.files.objects import is_url
 from tokenmill.formats.datatrove import DatatroveFile, is_datatrove
+from tokenmill.formats.kinds import TOKENS_READ_IN, source_unit
 from tokenmill.formats.mmidx import MMapIndexedDataset, is_megatron_index, prefix_of
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.formats.sidecar import SidecarRecord, resolve_sidecar_paths, resolved_against
 from tokenmill.inputs.raw_index import read_index
-from tokenmill.plan import build_of, cache_dir, megatron_prefix, packed_index_dir_of, packed_path
+from tokenmill.plan.layout import PACKED_FOLDER, build_of, cache_dir, megatron_prefix, packed_index_dir_of, packed_path
 
 __all__ = ["describe", "describe_caches", "show_document", "show_sample", "sample_target", "source_of",
            "pbin_of_megatron"]
@@ -52,8 +53,8 @@ _SNIPPET = 160
 
 
 def pbin_of_megatron(prefix: str | os.PathLike) -> Path | None:
-    """``data/megatron/<name>_text_document`` → ``data/packed/<name>.pbin`` when the layout is the
-    workflow's (:mod:`tokenmill.plan`) and that file exists."""
+    """A build's :func:`~tokenmill.plan.layout.megatron_prefix` → its :func:`~tokenmill.plan.layout.packed_path`
+    when the layout is the workflow's (:mod:`tokenmill.plan`) and that file exists."""
     found = build_of(prefix)
     if found is None:
         return None
@@ -67,7 +68,7 @@ def source_of(meta: SidecarRecord | None, document: int) -> tuple[str, int | Non
     if not meta or "sources" not in meta:
         return None
     for source in meta["sources"]:
-        if document < source["documents"] and source.get("format") in _READ_IN:
+        if document < source["documents"] and source.get("format") in TOKENS_READ_IN:
             return source["path"], document
         if document < source["documents"]:
             skipped = source.get("skipped", {})
@@ -88,12 +89,8 @@ def _origin(meta: SidecarRecord | None, document: int) -> tuple[str, str] | None
     origin = source_of(meta, document)
     if origin is None:
         return None
-    kinds = {source.get("format") for source in meta["sources"] if source["path"] == origin[0]}
-    unit = "document" if kinds & _READ_IN else "row" if "parquet" in kinds else "line"
+    unit = source_unit({source.get("format") for source in meta["sources"] if source["path"] == origin[0]})
     return origin[0], f"{unit} {origin[1] if origin[1] is not None else 'unknown'}"
-
-
-_READ_IN = {"megatron", "pbin"}  # a sidecar source's formats of tokens read in (tokens-in), numbered by document
 
 
 def _sidecar(pbin_path: Path | None) -> dict | None:
@@ -421,8 +418,9 @@ def sample_target(path: str | os.PathLike, cache: str | os.PathLike | None = Non
     """(Megatron prefix or None, cache folder) that ``inspect PATH --sample K`` reads.
 
     ``path`` is a cache folder (its descriptions name the dataset), a Megatron prefix or a ``.pbin``
-    of the workflow's layout (``data/packed/<b>.pbin`` → ``data/megatron/<b>_text_document``); without
-    ``cache`` the folder is the workflow's ``data/cache/<b>/seq<L>_seed<S>``.
+    of the workflow's layout (:func:`~tokenmill.plan.layout.packed_path` →
+    :func:`~tokenmill.plan.layout.megatron_prefix`); without ``cache`` the folder is the workflow's
+    :func:`~tokenmill.plan.layout.cache_dir`.
 
     Raises:
         TokenmillError: a ``.pbin`` without its Megatron dataset, or no way to find the cache folder.
@@ -438,7 +436,7 @@ def sample_target(path: str | os.PathLike, cache: str | os.PathLike | None = Non
     if path.suffix == ".pbin":
         if found is None:
             raise TokenmillError(f"{path}: samples come from its Megatron dataset; give its prefix (this .pbin is "
-                                 f"not in the workflow's data/packed/ to find it by)")
+                                 f"not in the workflow's {PACKED_FOLDER}/ to find it by)")
         prefix = found[0] / megatron_prefix(found[1])
         if not prefix.with_name(prefix.name + ".idx").exists():
             raise TokenmillError(f"{path}: samples come from its Megatron dataset, and {prefix}.idx does not exist")
@@ -446,20 +444,20 @@ def sample_target(path: str | os.PathLike, cache: str | os.PathLike | None = Non
         prefix = Path(prefix_of(path))
     if cache is None:
         if seq_length is None or seed is None or found is None:
-            raise TokenmillError("--sample needs a cache folder: --cache, or --seq-length and --seed to find the "
-                                 "workflow's data/cache/<name>/seq<L>_seed<S>")
+            raise TokenmillError(f"--sample needs a cache folder: --cache, or --seq-length and --seed to find the "
+                                 f"workflow's {cache_dir('<name>', '<L>', '<S>')}")
         cache = found[0] / cache_dir(found[1], seq_length, seed)
     return prefix, Path(cache)
 
 
 def _local_prefix(dataset_path: str, cache: Path) -> Path:
     """The Megatron dataset a cache description names, here: for a cache folder of the workflow's layout,
-    the same name in its own ``data/megatron/`` (whose ``.pbin`` and sidecar give each document's text and
+    the same name in its own Megatron folder (whose ``.pbin`` and sidecar give each document's text and
     source), else the path as hashed (how the training job spells it, e.g. on a cluster file system, where a
     copy of the files may lie without them)."""
     candidates = [Path(dataset_path)]
     found = build_of(cache) or build_of(cache.resolve())  # as given where it shows the layout: paths as spelled
-    if found is not None:  # data/cache/<build>/seq<L>_seed<S> → data/megatron/<the hashed path's name>
+    if found is not None:  # cache_dir(build, L, S) → megatron folder/<the hashed path's name>
         candidates.insert(0, found[0] / Path(megatron_prefix("")).parent / Path(dataset_path).name)
     existing = [candidate for candidate in candidates if candidate.with_name(candidate.name + ".idx").exists()]
     if existing:

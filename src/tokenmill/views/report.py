@@ -31,6 +31,7 @@ import numpy as np
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import atomic_output
+from tokenmill.formats.kinds import TOKENS_READ_IN
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.formats.provenance import document_lines, field_values, tokens_per_source
 from tokenmill.formats.sidecar import SourceRecord, resolve_sidecar_paths
@@ -122,7 +123,7 @@ def dataset_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, veri
     meta = resolve_sidecar_paths(meta, pbin_path)  # its tokenizer and sources as reached from here, not `../raw/`
     text_bytes = sum(_text_bytes(source) for source in meta["sources"])
     tokenizer, engine = meta.get("tokenizer", {}), meta.get("engine", {})
-    read_in = [source for source in meta["sources"] if source.get("format") in ("megatron", "pbin")]
+    read_in = [source for source in meta["sources"] if source.get("format") in TOKENS_READ_IN]
     facts = [("documents", pbin.num_documents), ("tokens", pbin.num_tokens),
              ("text", f"none: tokens read in from {len(read_in)} source(s), nothing tokenized (tokens-in)" if read_in
               else f"{text_bytes / 1e6:,.1f} MB in {len(meta['sources'])} source(s)"),

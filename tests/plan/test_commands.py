@@ -1,0 +1,135 @@
+"""Each job's command line and identity (tokenmill.plan.commands): every setting that changes an output is in a
+recorded param, and a replaced input changes its job's identity."""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+
+import pytest
+
+from conftest import plan_of
+from tokenmill.config import validate_config
+from tokenmill.errors import TokenmillError
+from tokenmill.plan import Plan
+
+
+@pytest.mark.parametrize("key, value, option", [
+    ("text", ".body", ".body"), ("on_bad_line", "skip", "skip"), ("max_line_bytes", 1000, "1000"),
+    ("engine", "hf", "hf"), ("check_fraction", 0.5, "0.5"), ("on_mismatch", "hf", "hf"),
+    ("eod", "!", "!"), ("add_special_tokens", False, "--no-special-tokens"),
+    ("allow_duplicate_inputs", True, "--allow-duplicate-inputs"), ("shard_bytes", 100, "--byte-range"),
+])
+def test_every_setting_that_changes_packed_bytes_is_in_the_recorded_pack_options(plan_folder, key, value, option):
+    """Snakemake reruns a job when a recorded param changes: each setting must show in the options."""
+    config = {"tokenizers": {"gpt2": {"path": "gpt2.json", "eod": "<|endoftext|>"}},
+              "datasets": {"a": {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2"}}}
+    before = Plan(validate_config(config, "my.yaml"))
+    edited = copy.deepcopy(config)
+    (edited["tokenizers"]["gpt2"] if key in ("eod", "engine", "check_fraction", "on_mismatch", "add_special_tokens")
+     else edited["datasets"]["a"])[key] = value
+    after = Plan(validate_config(edited, "my.yaml"))
+    unit = after.units.builds["a"].units[0]
+    assert option in after.commands.pack_options(unit) and option not in before.commands.pack_options("a")
+
+
+@pytest.mark.parametrize("replaced", ["raw/a.jsonl", "gpt2.json"])
+def test_a_replaced_input_or_tokenizer_changes_the_recorded_identity_even_when_older(plan_folder, replaced):
+    """The unit `a` is named like its file stem `a`: its identity must still hold its tokenizer's."""
+    before = plan_of(a={"inputs": ["raw/a.jsonl"]})
+    os.utime(replaced, ns=(1, 1))  # as `cp -p` of an older file leaves it
+    after = plan_of(a={"inputs": ["raw/a.jsonl"]})
+    assert after.commands.unit_identity("a") != before.commands.unit_identity("a")
+    assert (after.commands.file_identity("a") != before.commands.file_identity("a")) == (replaced == "raw/a.jsonl")
+
+
+def test_verify_checks_the_inputs_a_build_must_cover(plan_folder):
+    plan = plan_of(a={"inputs": ["raw/a.jsonl", "raw/b.jsonl"], "group_bytes": None})
+    assert plan.commands.verify_options("a") == ["--made-from", "data/packed/a.pbin", "--inputs", "raw/a.jsonl",
+                                                 "raw/b.jsonl", "--", "data/packed/a.pbin",
+                                                 "data/megatron/a_text_document", "data/cache/a/seq512_seed1",
+                                                 "data/cache/a/seq512_seed2"]
+    assert {"raw/a.jsonl", "raw/b.jsonl", "data/index/a.part0.idx"} <= set(plan.outputs.verify_files("a"))
+
+
+def test_the_olmo_format_is_a_folder_converted_verified_and_reported(plan_folder):
+    plan = plan_of(a={"inputs": ["raw/a.jsonl"], "formats": ["pbin", "olmo"], "id_field": None,
+                      "olmo_max_tokens": 1000, "count_by": ".meta.domain"})
+    assert plan.units.builds_with(olmo=True) == ["a"] and "data/olmo/a" in plan.outputs.all_targets()
+    assert plan.commands.olmo_options("a") == ["--max-tokens", "1000", "--id-field", ""]
+    assert plan.commands.verify_options("a")[:2] == ["--made-from", "data/packed/a.pbin"]
+    assert plan.commands.verify_options("a")[-1] == "data/olmo/a"  # no caches without the megatron format
+    assert plan.commands.report_options("a") == ["--file", "data/olmo/a", "--count-by", ".meta.domain"]
+    assert plan_of(a={"inputs": ["raw/a.jsonl"]}).commands.olmo_options("a") == ["--max-tokens", "536870912",
+                                                                                  "--id-field", "id"]
+
+
+def test_an_sft_set_with_the_olmo_format_has_its_folder_verified_against_its_pair(plan_folder):
+    config = {"tokenizers": {"gpt2": {"path": "gpt2.json", "eod": "<|endoftext|>"}},
+              "datasets": {"a": {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2"}},
+              "sft": {name: {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2",
+                             "special_tokens": {"bos_token": "<|endoftext|>", "eos_token": "<|endoftext|>"},
+                             "message_construction": ["conversations"], "seq_length": 64, **extra}
+                      for name, extra in (("plain", {}), ("olmo", {"formats": ["pbin", "olmo"]}))}}
+    plan = Plan(validate_config(config, "my.yaml"))
+    assert plan.outputs.sft_olmo_folders("plain") == []
+    assert plan.commands.sft_verify_options("plain") == ["data/sft/plain.pbin"]
+    assert plan.outputs.sft_olmo_folders("olmo") == ["data/sft/olmo.olmo"]
+    assert "data/sft/olmo.olmo" in plan.outputs.all_targets()
+    assert plan.commands.sft_verify_options("olmo") == ["data/sft/olmo.pbin", "data/sft/olmo.olmo", "--made-from",
+                                                        "data/sft/olmo.pbin"]
+
+
+def test_a_merged_builds_commands_name_its_units_as_brace_ranges_in_order(plan_folder):
+    from tokenmill.plan import brace_ranges
+
+    assert brace_ranges(["w.part0", "w.part1", "w.part2", "w.part5", "w.part6.shard0", "w.part6.shard1", "x"],
+                        "data/packed/", ".pbin") == ("data/packed/w.part{0..2}.pbin data/packed/w.part5.pbin "
+                                                     "data/packed/w.part6.shard{0..1}.pbin data/packed/x.pbin")
+    plan = plan_of(a={"inputs": ["raw/a.jsonl"], "shard_bytes": 100},
+                   b={"inputs": ["raw/a.jsonl"], "shard_bytes": 100, "formats": ["pbin"],
+                      "allow_duplicate_inputs": True})
+    assert plan.commands.merge_commands("a") == (
+        "tokenmill merge data/parts/a.shard{0..2}.pbin -o data/packed/a.pbin --force && "
+        "tokenmill merge data/parts/a.shard{0..2}_text_document -o data/megatron/a_text_document --force")
+    assert plan.commands.merge_commands("b") == \
+        "tokenmill merge data/parts/b.shard{0..2}.pbin -o data/packed/b.pbin --force"
+    assert plan.outputs.merge_unit_megatron_files("b") == [] and len(plan.outputs.merge_unit_megatron_files("a")) == 6
+    assert plan.units.merged_builds(megatron=True) == ["a"] and plan.units.merged_builds(megatron=False) == ["b"]
+
+
+def test_an_sft_set_with_a_chat_template_needs_no_config_rendering_and_passes_it_to_its_job(plan_folder):
+    """``chat_template`` frees an entry of ``special_tokens``/``message_construction``; the job's config (params,
+    so an edit reruns it) carries the template and ``train_on``, with their defaults filled in."""
+    config = {"tokenizers": {"gpt2": {"path": "gpt2.json"}},
+              "sft": {"chat": {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2", "chat_template": "tokenizer",
+                               "seq_length": 64}}}
+    plan = Plan(validate_config(config, "my.yaml"))
+    entry = json.loads(plan.commands.sft_config("chat"))["sft"]["chat"]
+    assert (entry["chat_template"], entry["train_on"]) == ("tokenizer", "assistant")
+    assert "data/sft/chat.pbin" in plan.outputs.all_targets()
+    # the file the template comes from is an input: editing it rebuilds the set (a .jinja path, or the folder's)
+    assert plan.units.sft_inputs("chat") == ["raw/a.jsonl", "gpt2.json", "tokenizer_config.json"]
+    config["sft"]["chat"]["chat_template"] = "templates/chatml.jinja"
+    assert Plan(validate_config(config, "my.yaml")).units.sft_inputs("chat")[-1] == "templates/chatml.jinja"
+    config["sft"]["chat"]["chat_template"] = "tokenizer"
+    del config["sft"]["chat"]["chat_template"]
+    with pytest.raises(TokenmillError, match="my.yaml: sft.chat: 'special_tokens' is a required property"):
+        validate_config(config, "my.yaml")
+    config["sft"]["chat"].update(chat_template="tokenizer", train_on="users")
+    with pytest.raises(TokenmillError, match="my.yaml: sft.chat.train_on: 'users' is not one of"):
+        validate_config(config, "my.yaml")
+
+
+def test_datatroves_tokenizer_name_is_the_configs_spelling_also_where_the_plans_paths_are_absolute(plan_folder):
+    """On object storage the workflow plans with absolute local paths; .ds.metadata still names the tokenizer as
+    the config file spells it, as a local build's does."""
+    from tokenmill.plan.units import with_local_paths_absolute
+    config = validate_config({"tokenizers": {"gpt2": {"path": "gpt2.json", "eod": "<|endoftext|>"}},
+                              "datasets": {"a": {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2",
+                                                 "formats": ["pbin", "datatrove"]}}}, "my.yaml")
+    absolute = with_local_paths_absolute(config)
+    assert absolute["tokenizers"]["gpt2"]["path"] == str(plan_folder / "gpt2.json")
+    assert Plan(config).commands.datatrove_options("a") == ["--tokenizer-name", "gpt2.json"]
+    assert Plan(absolute, {"gpt2": "gpt2.json"}).commands.datatrove_options("a") == ["--tokenizer-name", "gpt2.json"]
