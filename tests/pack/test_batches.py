@@ -22,7 +22,7 @@ def test_lines_are_cut_into_batches_of_about_batch_bytes_of_whole_lines():
     lines = np.array([[0, 9], [10, 9], [20, 29], [50, 4], [55, 4]], dtype=np.int64)  # offset, length (no \n)
     sizes = deque()
     tasks = list(line_batches("x.jsonl", lines, 7, 20, "hf", sizes))
-    # cut after the line that ends past each multiple of 20 bytes (the third line ends past both 20 and 40)
+    # a batch ends with the last line that ends by a multiple of 20 bytes (the third line spans both 20 and 40)
     assert [(task[1], task[2][:, 0].tolist()) for task in tasks] == [(7, [0, 10]), (9, [20, 50, 55])]
     assert list(sizes) == [20, 40]  # each batch's bytes, its last newline included
     assert all(task[0] == "x.jsonl" and task[3] == "hf" and task[4] is None for task in tasks)
