@@ -1,8 +1,10 @@
-"""Inputs in object storage, against a real S3 API server on 127.0.0.1: the s3:// scheme (tokenmill.files.s3)
-through the interface every scheme shares (tokenmill.files.objects; the others: test_gs, test_https, test_hf).
+"""files/objects: inputs by URL through the one interface every scheme shares — packed to the bytes of the same
+files on disk, byte-range shards by ranged GETs, globs, a replaced object found by verify and the workflow, a
+broken GET resumed — against a real S3 API server on 127.0.0.1 (the scheme's own cases: test_s3; the others:
+test_gs, test_https, test_hf).
 
-The server is moto's (``moto_server``, from the ``[test]`` extra), started per module on a free
-loopback port and stopped after: no traffic leaves the machine. tokenmill reaches it as any
+The server is moto's (``moto_server``, from the ``[test]`` extra; tests/files/moto_server.py), started per module
+on a free loopback port and stopped after: no traffic leaves the machine. tokenmill reaches it as any
 S3-compatible store, through ``AWS_ENDPOINT_URL`` and the ``AWS_*`` credentials, in-process (``cli.main``).
 """
 
@@ -10,18 +12,12 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 
 import pytest
 
 from conftest import MIXED_JSONL
 from fault_proxy import FAULTS, FaultProxy
+from moto_server import SECRET, moto_endpoint, s3_bucket  # noqa: F401 (fixtures)
 from tokenmill import cli
 from tokenmill.files import objects, remote, s3 as s3_scheme
 from tokenmill.formats.pbin import read_sidecar
@@ -29,60 +25,6 @@ from url_inputs import (CHAT, FAULTED, PACK, assert_a_broken_get_resumes, assert
                         assert_a_local_builds_bytes, pack_equal, sft_equal, tokenmill)
 
 boto3 = pytest.importorskip("boto3", reason="the [s3] extra is not installed")
-SECRET = "secret-key-never-printed"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
-def _start_moto(extra_env: dict | None = None) -> tuple[subprocess.Popen, str]:
-    server = shutil.which("moto_server", path=os.path.dirname(sys.executable))
-    if server is None:
-        pytest.skip("moto_server is not installed (pip install -e '.[test]')")
-    port = _free_port()
-    process = subprocess.Popen([server, "-H", "127.0.0.1", "-p", str(port)], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL, env={**os.environ, **(extra_env or {})})
-    endpoint = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            urllib.request.urlopen(f"{endpoint}/moto-api/", timeout=1)
-            return process, endpoint
-        except OSError:
-            assert process.poll() is None and time.monotonic() < deadline, "moto_server did not start"
-            time.sleep(0.1)
-
-
-@pytest.fixture(scope="module")
-def endpoint():
-    process, url = _start_moto()
-    yield url
-    process.terminate()
-    process.wait(10)
-
-
-def _use(monkeypatch, endpoint: str, key_id: str = "tokenmill-test") -> None:
-    for name, value in {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": key_id, "AWS_SECRET_ACCESS_KEY": SECRET,
-                        "AWS_DEFAULT_REGION": "us-east-1"}.items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    s3_scheme._client.cache_clear()
-    objects._pinned.clear()
-
-
-@pytest.fixture
-def s3(monkeypatch, endpoint):
-    """A boto3 client of the server, with a fresh bucket ``corpora``; tokenmill's client points there too."""
-    _use(monkeypatch, endpoint)
-    client = boto3.client("s3")
-    bucket = f"corpora-{_free_port()}"
-    client.create_bucket(Bucket=bucket)
-    client.bucket = bucket
-    yield client
-    s3_scheme._client.cache_clear()
 
 
 def test_objects_pack_to_the_bytes_of_the_same_files_on_disk_plain_gzip_zstd_and_parquet(s3, tmp_path, capsys):
@@ -161,59 +103,6 @@ def test_verify_finds_an_object_replaced_under_the_same_key(s3, tmp_path, capsys
     s3.put_object(Bucket=s3.bucket, Key="raw/mixed.jsonl", Body=MIXED_JSONL.read_bytes() + b'{"text": "one more"}\n')
     code, said = tokenmill("verify", tmp_path / "a.pbin", capsys=capsys)
     assert code == 1 and f"source {url} has changed since it was packed (ETag" in said
-
-
-def test_an_object_replaced_during_a_read_stops_it_with_one_line(s3):
-    s3.put_object(Bucket=s3.bucket, Key="raw/a.jsonl", Body=b'{"text": "old"}\n' * 1000)
-    url = f"s3://{s3.bucket}/raw/a.jsonl"
-    identity = objects.pin(url)
-    with objects.open_object(identity) as stream:
-        assert stream.read(100) == (b'{"text": "old"}\n' * 7)[:100]
-        s3.put_object(Bucket=s3.bucket, Key="raw/a.jsonl", Body=b'{"text": "new"}\n' * 1000)
-        stream._body.close()  # the connection drops: the read resumes pinned to the first version's ETag
-        with pytest.raises(objects.TokenmillError, match=rf"^{url}: the object changed during the read"):
-            stream.read()
-
-
-def test_missing_objects_empty_globs_bad_urls_and_a_silent_endpoint_are_one_line_each(s3, tmp_path, monkeypatch,
-                                                                                      capsys):
-    bucket = s3.bucket
-    cases = [
-        ((f"s3://{bucket}/raw/none.jsonl",), f"tokenmill: error: s3://{bucket}/raw/none.jsonl: no such object"),
-        ((f"s3://{bucket}/raw/*.jsonl",), f"tokenmill: error: s3://{bucket}/raw/*.jsonl: matches no object"),
-        (("s3://no-such-bucket-here/x/*.jsonl",), "tokenmill: error: s3://no-such-bucket-here/x/*.jsonl: "
-                                                  "no such bucket"),
-        (("s3://bucket-only",), "tokenmill: error: s3://bucket-only: not an object URL; give s3://BUCKET/KEY"),
-        (("s3://no-such-bucket-here/a.jsonl",), "tokenmill: error: s3://no-such-bucket-here/a.jsonl: no such bucket"),
-    ]
-    for inputs, expected in cases:
-        code, said = tokenmill("pack", *inputs, *PACK, "-o", tmp_path / "x.pbin", capsys=capsys)
-        assert (code, said.strip().splitlines()[-1]) == (1, expected)
-    assert list(tmp_path.iterdir()) == []
-    code, said = tokenmill("pack", "s3://Bad_Bucket!/x.jsonl", *PACK, "-o", tmp_path / "x.pbin", capsys=capsys)
-    assert code == 1 and said.startswith("tokenmill: error: s3://Bad_Bucket!/x.jsonl: ParamValidationError while "
-                                         "reading its metadata: Parameter validation failed: Invalid bucket name")
-    assert said.count("\n") == 1
-
-    _use(monkeypatch, f"http://127.0.0.1:{_free_port()}")  # nothing listens there
-    started = time.monotonic()
-    code, said = tokenmill("pack", f"s3://{bucket}/raw/a.jsonl", *PACK, "-o", tmp_path / "x.pbin", capsys=capsys)
-    assert code == 1 and said.strip() == (f"tokenmill: error: s3://{bucket}/raw/a.jsonl: the endpoint "
-                                          f"{os.environ['AWS_ENDPOINT_URL'][7:]} does not answer (3 attempts) while "
-                                          f"reading its metadata")
-    assert time.monotonic() - started < 30 and list(tmp_path.iterdir()) == []
-
-
-def test_a_store_that_refuses_the_credentials_is_named_and_the_secret_is_not(monkeypatch, tmp_path, capsys):
-    process, url = _start_moto({"INITIAL_NO_AUTH_ACTION_COUNT": "0"})  # moto checks keys against its IAM
-    try:
-        _use(monkeypatch, url, key_id="AKIAUNKNOWNKEY000000")
-        code, said = tokenmill("pack", "s3://corpora/raw/a.jsonl", *PACK, "-o", tmp_path / "x.pbin", capsys=capsys)
-    finally:
-        process.terminate()
-        process.wait(10)
-    assert code == 1 and said.startswith("tokenmill: error: s3://corpora/raw/a.jsonl: permission denied (")
-    assert "check the credentials (AWS_ACCESS_KEY_ID, AWS_PROFILE)" in said and SECRET not in said
 
 
 def test_globs_stay_within_one_level_unless_doubled(s3):

@@ -3,16 +3,12 @@
 import os
 import pickle
 import struct
-import subprocess
-import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from conftest import GPT2, GPT2_EOD, MIXED_JSONL, run_tokenmill
 from tokenmill.errors import TokenmillError
-from tokenmill.files.atomic import temporary_name
 from tokenmill.formats.pbin import LAYOUT_050, LAYOUT_LEGACY, PbinFile, PbinWriter, read_sidecar
 
 
@@ -122,23 +118,6 @@ def test_merging_different_token_widths_is_an_error(tmp_path):
     assert result.returncode == 1
     assert "different token widths" in result.stderr and "four.pbin: 4" in result.stderr
     assert not (tmp_path / "out.pbin").exists()
-
-
-def test_temporaries_of_dead_writers_are_cleared_and_live_ones_kept(tmp_path):
-    zombie = subprocess.Popen(["true"])  # exits and stays unreaped (a killed writer's state) until wait()
-    zombie_pid = zombie.pid
-    deadline = time.monotonic() + 60  # however loaded the machine, wait until it has really exited
-    while Path(f"/proc/{zombie_pid}/stat").read_bytes().rsplit(b")", 1)[1].split()[0] != b"Z":
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
-    final = tmp_path / "x.pbin"
-    dead = tmp_path / f".x.pbin.tmp{zombie_pid}"
-    live = tmp_path / f".x.pbin.tmp{os.getppid()}"
-    dead.write_bytes(b"half")
-    live.write_bytes(b"busy")
-    assert temporary_name(final) == tmp_path / f".x.pbin.tmp{os.getpid()}"
-    assert not dead.exists() and live.exists()
-    zombie.wait()
 
 
 def test_a_source_outside_the_working_folder_is_found_after_the_folder_moves(tmp_path):

@@ -1,4 +1,4 @@
-"""`tokenmill verify`: sound files pass; each planted defect is found and named."""
+"""verify/checks: `tokenmill verify` — sound files pass; each planted defect is found and named."""
 
 import json
 import pickle

@@ -1,0 +1,85 @@
+"""pack/batches: indexed lines cut into batches of about batch_bytes of whole lines; each batch prepared (read,
+parsed, its proof sample chosen) and finished (encoded, proven, the EOD appended where a text does not already
+end with it) in threads; results back strictly in batch order whatever the worker count."""
+
+import random
+import threading
+import time
+from collections import deque
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tokenizers import Tokenizer
+
+from conftest import GPT2, GPT2_EOD, GPT2_EOD_ID, write_jsonl_bytes
+from tokenmill.inputs.raw_index import scan_lines
+from tokenmill.pack.batches import line_batches, ordered_results, start_engine
+from tokenmill.pack.settings import PackSettings
+
+
+def test_lines_are_cut_into_batches_of_about_batch_bytes_of_whole_lines():
+    lines = np.array([[0, 9], [10, 9], [20, 29], [50, 4], [55, 4]], dtype=np.int64)  # offset, length (no \n)
+    sizes = deque()
+    tasks = list(line_batches("x.jsonl", lines, 7, 20, "hf", sizes))
+    # a batch ends with the last line that ends by a multiple of 20 bytes (the third line spans both 20 and 40)
+    assert [(task[1], task[2][:, 0].tolist()) for task in tasks] == [(7, [0, 10]), (9, [20, 50, 55])]
+    assert list(sizes) == [20, 40]  # each batch's bytes, its last newline included
+    assert all(task[0] == "x.jsonl" and task[3] == "hf" and task[4] is None for task in tasks)
+    assert list(line_batches("x.jsonl", lines[:0], 1, 20, "hf", deque())) == []
+
+
+@settings(max_examples=50, deadline=None)
+@given(lengths=st.lists(st.integers(0, 50), min_size=1, max_size=40), batch_bytes=st.integers(1, 200))
+def test_batches_hold_every_line_once_in_order(lengths, batch_bytes):
+    offsets = np.concatenate([[0], np.cumsum(np.array(lengths) + 1)[:-1]])
+    lines = np.stack([offsets, lengths], axis=1).astype(np.int64)
+    sizes = deque()
+    tasks = list(line_batches("x", lines, 1, batch_bytes, "hf", sizes))
+    assert np.array_equal(np.concatenate([task[2] for task in tasks]), lines)
+    assert [task[1] for task in tasks] == list(np.cumsum([0] + [len(task[2]) for task in tasks[:-1]]) + 1)
+    assert sum(sizes) == int(offsets[-1] + lengths[-1]) + 1
+    # a batch past batch_bytes holds one line more than fits, never a cut line
+    assert all(len(task[2]) == 1 or size <= batch_bytes + max(lengths) + 1 for task, size in zip(tasks, sizes))
+
+
+class Shuffled:
+    """A job whose stages take random times, as batches of different texts do."""
+
+    def __init__(self):
+        self.threads = set()
+
+    def prepare(self, task):
+        time.sleep(random.random() / 500)
+        return task
+
+    def finish(self, task):
+        self.threads.add(threading.get_ident())
+        time.sleep(random.random() / 500)
+        return task * 2
+
+
+def test_results_come_back_in_task_order_whatever_the_workers():
+    for workers in (1, 3, 8):
+        job = Shuffled()
+        assert list(ordered_results(range(60), job, workers, lambda: 2)) == [2 * i for i in range(60)]
+        assert len(job.threads) <= workers
+
+
+def test_a_batch_of_real_lines_is_encoded_with_one_eod_per_document_and_its_bad_lines_named(tmp_path):
+    texts = ["Hello world", "ends with its own <|endoftext|>", "third"]
+    lines = [f'{{"text": "{text}"}}'.encode() for text in texts]
+    lines.insert(1, b"not json")
+    source = write_jsonl_bytes(tmp_path / "x.jsonl", lines)
+    job = start_engine(PackSettings(str(GPT2), eod=GPT2_EOD, on_bad_line="skip", engine="hf"), "hf", 100, "")
+    try:
+        (task,) = line_batches(str(source), scan_lines(source), 1, 1 << 20, "hf", deque())
+        tokens, lengths, bad, _, eod_in_text, eod_within = job.finish(job.prepare(task))
+    finally:
+        job.close()
+    reference = Tokenizer.from_file(str(GPT2))
+    expected = [reference.encode(text).ids for text in texts]
+    expected = [ids if ids[-1] == GPT2_EOD_ID else ids + [GPT2_EOD_ID] for ids in expected]
+    assert tokens.tolist() == [token for ids in expected for token in ids]
+    assert lengths.tolist() == [len(ids) for ids in expected]
+    assert [line for line, _ in bad] == [2] and eod_in_text.tolist() == [1] and eod_within == 0
