@@ -37,7 +37,7 @@ def test_lines_are_read_plain_gzip_or_xz_alike_numbered_from_one_and_zip_is_refu
     for path, kind in ((plain, None), (packed, "gzip"), (xz, "xz")):
         assert input_compression(path) == kind
         assert list(iter_lines(path)) == list(enumerate(lines, start=1))
-    for path in (packed, xz):  # a stream's line over max_line_bytes is given empty, never held
+    for path in (plain, packed, xz):  # a line over max_line_bytes is given empty, never held whole
         assert list(iter_lines(path, max_line_bytes=15)) == [(1, lines[0]), (2, lines[1]), (3, b""), (4, b"")]
     assert source_sha256({"path": str(packed)}) == hashlib.sha256(packed.read_bytes()).hexdigest()
     assert source_sha256({"path": str(plain), "byte_range": (16, 32)}) == hashlib.sha256(data[16:32]).hexdigest()
@@ -48,6 +48,22 @@ def test_lines_are_read_plain_gzip_or_xz_alike_numbered_from_one_and_zip_is_refu
     with pytest.raises(TokenmillError, match=r"a.jsonl: a zip archive; tokenmill reads plain JSONL or a "
                                              r"gzip/zstd/xz/bzip2-compressed stream of it, or Parquet$"):
         input_compression(tmp_path / "a.jsonl")
+
+
+@settings(max_examples=60, deadline=None)
+@given(lines=st.lists(st.binary(max_size=12).map(lambda line: line.replace(b"\n", b"")), min_size=1, max_size=12),
+       max_line_bytes=st.integers(0, 14), final_newline=st.booleans())
+def test_a_plain_file_gives_the_lines_of_its_gzip_stream_whatever_the_longest_line_allowed(
+        tmp_path_factory, lines, max_line_bytes, final_newline):
+    data = b"\n".join(lines) + (b"\n" if final_newline else b"")
+    folder = tmp_path_factory.mktemp("long")
+    plain, packed = folder / "x.jsonl", folder / "x.jsonl.gz"
+    plain.write_bytes(data)
+    packed.write_bytes(gzip.compress(data))
+    whole_lines = data.removesuffix(b"\n").split(b"\n") if data else []
+    expected = [(number, line if len(line) <= max_line_bytes else b"") for number, line in enumerate(whole_lines, 1)]
+    assert list(iter_lines(plain, max_line_bytes=max_line_bytes)) == expected
+    assert list(iter_lines(packed, max_line_bytes=max_line_bytes)) == expected
 
 
 @settings(max_examples=40, deadline=None)

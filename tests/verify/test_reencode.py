@@ -2,6 +2,7 @@
 lines its sidecar names and reports the first document whose ids differ from the tokenizer's, by file, line and
 token."""
 
+import gzip
 import json
 
 import numpy as np
@@ -30,3 +31,18 @@ def test_verify_against_tokenizer_re_encodes_documents_from_their_lines(tmp_path
     result = run_tokenmill("verify", tmp_path / "y.pbin", "--against-tokenizer", "1.0", check=False)
     assert result.returncode == 1
     assert f"y.pbin: document 30 ({source}:32) differs from what the tokenizer gives at token 3" in result.stderr
+
+
+def test_lines_over_max_line_bytes_are_skipped_by_the_check_as_by_the_pack_plain_or_compressed(tmp_path):
+    lines = [json.dumps({"text": f"document {i}: " + "word " * (i % 7)}).encode() for i in range(30)]
+    lines[4] = json.dumps({"text": "a valid line, but longer than the longest allowed " * 4}).encode()
+    plain = write_jsonl_bytes(tmp_path / "x.jsonl", lines)
+    compressed = tmp_path / "x.jsonl.gz"
+    compressed.write_bytes(gzip.compress(plain.read_bytes()))
+    for source in (plain, compressed):
+        output = tmp_path / f"{source.name}.pbin"
+        run_tokenmill("pack", source, "--tokenizer", GPT2, "--eod", GPT2_EOD, "--on-bad-line", "skip",
+                      "--max-line-bytes", "100", "-o", output)
+        assert PbinFile(output).num_documents == 29  # the long line is a bad line, not a document
+        result = run_tokenmill("verify", output, "--against-tokenizer", "1.0")
+        assert "no problem found" in result.stderr

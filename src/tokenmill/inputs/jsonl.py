@@ -377,17 +377,21 @@ def iter_lines(path: str | os.PathLike, byte_range: tuple[int, int] | None = Non
             raise TokenmillError(f"{path}: a byte range needs a plain JSONL file, not {compression} data")
         for first_line, lines, block in stream_line_batches(path, compression, 4 << 20, max_line_bytes):
             for number, (offset, length) in enumerate(lines.tolist(), start=first_line):
-                yield number, b"" if offset < 0 else block[offset:offset + length]
+                yield number, b"" if offset < 0 or length > max_line_bytes else block[offset:offset + length]
         return
     start, end = byte_range or (0, 1 << 62)
     with open(path, "rb") as handle:
         number, position = 1, 0
-        for line in handle:
-            if position >= end:
-                return
+        while position < end and (line := handle.readline(max_line_bytes + 1)):
+            length = len(line)
+            too_long = not line.endswith(b"\n") and length > max_line_bytes
+            while too_long and (rest := handle.readline(4 << 20)):  # skipped a piece at a time, never held whole
+                length += len(rest)
+                if rest.endswith(b"\n"):
+                    break
             if position >= start:
-                yield number, line.rstrip(b"\n")
-            number, position = number + 1, position + len(line)
+                yield number, b"" if too_long else line.rstrip(b"\n")
+            number, position = number + 1, position + length
 
 
 def source_sha256(source: dict) -> str:
