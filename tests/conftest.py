@@ -31,13 +31,18 @@ GPT2_EOD_ID = 50256
 def pytest_configure(config):
     """With pytest-xdist, one test at a time to each worker (``--maxschedchunk=1``) unless told otherwise: by
     default a worker is sent a quarter of the suite at once, and with the slow tests collected first (below)
-    one worker got nearly all of them.
+    one worker got nearly all of them. And tests by group (``--dist loadgroup`` where ``-n`` alone gives
+    ``load``): the tests marked ``xdist_group(name)`` run on one worker, so that what they share through
+    per-process caches (the TikTokenizer conversions of tests/megatron/test_preprocess_data.py) is made once per
+    run, not once per worker; every other test is still handed out alone.
 
     Where Python is told not to write bytecode (PYTHONDONTWRITEBYTECODE, as CI's machines set it), src/ is
     compiled once here, before any worker starts: else each of the suite's ~600 Snakemake and job processes
     compiles every tokenmill module it imports again (a demo build: 4.1 CPU-s instead of 3.6)."""
     if getattr(config.option, "maxschedchunk", 0) is None:
         config.option.maxschedchunk = 1
+    if getattr(config.option, "dist", None) == "load" and not getattr(config.option, "distload", False):
+        config.option.dist = "loadgroup"
     if sys.dont_write_bytecode and not hasattr(config, "workerinput"):
         compileall.compile_dir(REPO / "src", quiet=1)
 
