@@ -15,7 +15,7 @@ The venv installs from PyPI: megatron-core 0.19.2 (its cp311 wheel says Python >
 typing_extensions), triton (megatron.core imports it at start; a stub module does not do, as torch then
 takes triton for present and calls into it; a 290 MB wheel, 1 GB installed, removed afterwards) and
 transformers (HuggingFaceTokenizer), layered over this venv (torch, numpy, tokenizers). One pip call with
-``--no-deps`` and ``--no-compile`` (14 s instead of 35 s: no resolver, and no bytecode for the ~5,000 modules
+``--no-deps`` and ``--no-compile`` (14 s instead of 35 s: no resolver, and no bytecode for the thousands of modules
 the job never imports): transformers' requirements are this venv's but safetensors, pinned here, and the fixture
 checks each of them as pip's resolver would have. So it runs only
 with TOKENMILL_TEST_MEGATRON=1 (which .ci/run sets); without it the test is skipped and names the variable.
