@@ -272,7 +272,12 @@ def built_demo(shared_demo_build: Path, tmp_path: Path) -> Path:
 
 def planned_jobs(workflow_dir: Path, *args) -> set[str]:
     """Rule names in the job table of a dry run (with Snakemake's ``args``)."""
-    result = run_snakemake(workflow_dir, "-n", *args)
+    return jobs_of(run_snakemake(workflow_dir, "-n", *args))
+
+
+def jobs_of(result: subprocess.CompletedProcess) -> set[str]:
+    """Rule names in the job table that a Snakemake run printed before its first job: what a dry run of the same
+    arguments plans (:func:`planned_jobs`), without a second Snakemake process for it (~2 s)."""
     table = (result.stdout + result.stderr).split("Job stats:")[-1].split("\n\n")[0]
     return {row.split()[0] for row in table.strip().splitlines()[2:] if row.split()[0] != "total"}
 
