@@ -25,6 +25,11 @@ from tokenmill.tokenization.tokenizer import load_tokenizer
 REFERENCE = json.loads((REPO / "tests/data/chat_template_reference.json").read_text(encoding="utf-8"))
 
 
+# The tokenizer folders below (~3 s) and the tokenizers loaded from them serve every test here: one xdist worker
+# runs them all (tests/conftest.py distributes by group), so they are made once per run, not once per worker.
+pytestmark = pytest.mark.xdist_group("chat-template-folders")
+
+
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
     root = tmp_path_factory.mktemp("chat_templates")
