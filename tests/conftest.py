@@ -31,13 +31,18 @@ GPT2_EOD_ID = 50256
 def pytest_configure(config):
     """With pytest-xdist, one test at a time to each worker (``--maxschedchunk=1``) unless told otherwise: by
     default a worker is sent a quarter of the suite at once, and with the slow tests collected first (below)
-    one worker got nearly all of them.
+    one worker got nearly all of them. And tests by group (``--dist loadgroup`` where ``-n`` alone gives
+    ``load``): the tests marked ``xdist_group(name)`` run on one worker, so that what they share through
+    per-process caches (the TikTokenizer conversions of tests/megatron/test_preprocess_data.py) is made once per
+    run, not once per worker; every other test is still handed out alone.
 
     Where Python is told not to write bytecode (PYTHONDONTWRITEBYTECODE, as CI's machines set it), src/ is
     compiled once here, before any worker starts: else each of the suite's ~600 Snakemake and job processes
     compiles every tokenmill module it imports again (a demo build: 4.1 CPU-s instead of 3.6)."""
     if getattr(config.option, "maxschedchunk", 0) is None:
         config.option.maxschedchunk = 1
+    if getattr(config.option, "dist", None) == "load" and not getattr(config.option, "distload", False):
+        config.option.dist = "loadgroup"
     if sys.dont_write_bytecode and not hasattr(config, "workerinput"):
         compileall.compile_dir(REPO / "src", quiet=1)
 
@@ -267,7 +272,12 @@ def built_demo(shared_demo_build: Path, tmp_path: Path) -> Path:
 
 def planned_jobs(workflow_dir: Path, *args) -> set[str]:
     """Rule names in the job table of a dry run (with Snakemake's ``args``)."""
-    result = run_snakemake(workflow_dir, "-n", *args)
+    return jobs_of(run_snakemake(workflow_dir, "-n", *args))
+
+
+def jobs_of(result: subprocess.CompletedProcess) -> set[str]:
+    """Rule names in the job table that a Snakemake run printed before its first job: what a dry run of the same
+    arguments plans (:func:`planned_jobs`), without a second Snakemake process for it (~2 s)."""
     table = (result.stdout + result.stderr).split("Job stats:")[-1].split("\n\n")[0]
     return {row.split()[0] for row in table.strip().splitlines()[2:] if row.split()[0] != "total"}
 

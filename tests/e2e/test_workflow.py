@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from conftest import PROFILE_NOTICE, REPO, planned_jobs, run_snakemake, run_tokenmill
+from conftest import PROFILE_NOTICE, REPO, jobs_of, planned_jobs, run_snakemake, run_tokenmill
 from tokenmill.formats.mmidx import MMapIndexedDataset
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 
@@ -44,9 +44,9 @@ def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(
     assert planned_jobs(workflow_dir) == {"pack", "sample_index", "verify", "report_dataset", "sft", "verify_sft",
                                           "report_sft", "hf_tokenizer_folder", "prune", "all"}
     os.utime(workflow_dir / "data/raw/demo.jsonl")
-    assert planned_jobs(workflow_dir) == {"raw_index", "pack", "sample_index", "verify", "report_dataset", "sft",
-                                          "verify_sft", "report_sft", "hf_tokenizer_folder", "prune", "all"}
-    run_snakemake(workflow_dir)
+    assert jobs_of(run_snakemake(workflow_dir)) == {"raw_index", "pack", "sample_index", "verify", "report_dataset",
+                                                    "sft", "verify_sft", "report_sft", "hf_tokenizer_folder", "prune",
+                                                    "all"}
     assert pbin.read_bytes() == first_build
     assert read_sidecar(workflow_dir / "data/sft/chat.pbin")["documents"] == 65
     assert (workflow_dir / "data/verified/sft/chat.ok").exists()
@@ -150,7 +150,7 @@ def test_sampling_matrix_builds_one_cache_per_seed_and_length_and_a_new_seed_bui
     result = run_snakemake(workflow_dir, "-n")
     assert "-> data/cache/demo/seq64_seed3 (log:" in result.stdout  # the jobs' one-line messages
     assert "-> data/cache/demo/seq64_seed1 (log:" not in result.stdout
-    assert planned_jobs(workflow_dir) == {"sample_index", "verify", "report_dataset", "prune", "all"}
+    assert jobs_of(result) == {"sample_index", "verify", "report_dataset", "prune", "all"}
 
 
 def test_named_blend_builds_megatron_blend_caches(workflow_dir):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import DEMO_JSONL, GPT2, REPO, built_once, copy_built, planned_jobs, run_snakemake
+from conftest import DEMO_JSONL, GPT2, REPO, built_once, copy_built, jobs_of, run_snakemake
 from tokenmill.formats.pbin import read_sidecar
 
 pytestmark = pytest.mark.slow
@@ -165,8 +165,8 @@ def test_deleted_outputs_are_rebuilt_to_the_same_bytes(built_base):
     (["data/raw/*.jsonl", "data/raw/b*.jsonl"], "datasets.a.inputs: data/raw/b.jsonl is the file data/raw/b.jsonl "
                                                 "again and would be packed twice", 3),
 ])
-def test_an_input_named_twice_is_refused_unless_allowed(tmp_path, inputs, message, sources):
-    folder = _workspace(tmp_path)
+def test_an_input_named_twice_is_refused_unless_allowed(built_base, inputs, message, sources):
+    folder = built_base  # b built already: the allowed build packs a alone
     config = _edit(BASE_CONFIG, lambda c: c["datasets"]["a"].update(inputs=inputs))
     result = _build(folder, config, check=False)
     assert result.returncode != 0 and message in result.stderr
@@ -187,9 +187,7 @@ def test_best_fit_packing_is_added_and_edited_rebuilding_only_its_outputs(built_
              (lambda c: c["datasets"]["a"].update(packing="concat"), {"report_dataset", "prune", "all"})]
     for step, (change, jobs) in enumerate(steps):
         config = _edit(config, change)
-        (folder / "my.yaml").write_text(yaml.safe_dump(config))
-        assert planned_jobs(folder, "--configfile", "my.yaml") == jobs, step
-        _build(folder, config)
+        assert jobs_of(_build(folder, config)) == jobs, step  # the jobs it ran: those a dry run plans
         packed_index = folder / "data/cache/a/seq128_seed1_best_fit"
         if config["datasets"]["a"]["packing"] == "best_fit":
             strategy = config["datasets"]["a"].get("long_doc_strategy", "truncate")
@@ -223,9 +221,7 @@ def test_best_fit_packing_of_a_blend_and_an_sft_set_is_edited_rebuilding_only_it
               {"report_blend", "report_sft", "prune", "all"})]
     for step, (change, jobs) in enumerate(steps):
         config = _edit(config, change)
-        (folder / "my.yaml").write_text(yaml.safe_dump(config))
-        assert planned_jobs(folder, "--configfile", "my.yaml") == jobs, step
-        _build(folder, config)
+        assert jobs_of(_build(folder, config)) == jobs, step  # the jobs it ran: those a dry run plans
         assert (packed_blend / "blend-fragment-train-description.json").is_file() == (step == 0)
         assert (rows / "sft_best_fit-description.json").is_file() == (step == 0)
         assert (folder / "data/sft/chat.olmo.best_fit/tokenmill-olmo-packing.yaml").is_file() == (step == 0)

@@ -12,6 +12,10 @@ from conftest import DATA, GPT2, GPT2_EOD, MIXED_JSONL, REPO, run_tokenmill
 from tokenmill.formats.pbin import read_sidecar
 from tokenmill.formats.sidecar import record_problems
 
+# Both tests read the sidecars below (~4 s to make): one xdist worker runs them (tests/conftest.py distributes by
+# group), so they are made once per run, not once per worker.
+pytestmark = pytest.mark.xdist_group("sidecars")
+
 
 @pytest.fixture(scope="module")
 def sidecars(tmp_path_factory) -> dict[str, dict]:

@@ -37,6 +37,10 @@ from tokenmill.tokenization.tokenizer import TYPE_EOD, load_tokenizer
 DATA = Path(__file__).parents[1] / "data"
 CORPUS = DATA / "megatron_types.jsonl"
 MISTRAL_MODEL = DATA / "mistral-v1.tokenizer.model"
+# The tests that convert the 131 k TikTokenizer list (2-4 s a conversion, cached per process by the file and the
+# options): one xdist worker runs them all (tests/conftest.py distributes by group), so the run converts each
+# variant once instead of once per worker.
+TIKTOKEN = pytest.mark.xdist_group("tiktoken-conversions")
 
 # The flags of each recorded run; {model}, {tiktoken}, {gpt2_hf}, {tekken_hf} name the files above.
 CASES = {
@@ -182,6 +186,7 @@ def test_sentencepiece_types_encode_hello_world_as_megatron(kind):
                                                                                       "sentencepiece")
 
 
+@TIKTOKEN
 def test_tiktoken_type_encodes_hello_world_as_megatron(files):
     info = load_tokenizer(TokenizerSpec(files["tiktoken"], "TikTokenizer", "v2"), TYPE_EOD)
     assert info.encode_reference(["Hello world"], False)[0].tolist() == [22177, 4304]
@@ -197,6 +202,7 @@ def test_literal_control_pieces_follow_each_library():
     assert sentencepiece.encode_reference(["<s>"], False)[0].tolist() == [523, 28713, 28767]
 
 
+@TIKTOKEN
 def test_tiktoken_specials_in_text_are_the_specials(files):
     info = load_tokenizer(TokenizerSpec(files["tiktoken"], "TikTokenizer"))
     assert info.encode_reference(["<s>", "</s>", "<unk>", "<SPECIAL_17>"], False)[0].tolist() == [1, 2, 0, 17]
@@ -206,7 +212,8 @@ def test_tiktoken_specials_in_text_are_the_specials(files):
 # ---- preprocess-data equals preprocess_data.py -------------------------------------------------------------------
 
 @pytest.mark.parametrize("engine", ["hf", "fastokens"])
-@pytest.mark.parametrize("case", sorted(CASES))
+@pytest.mark.parametrize("case", [pytest.param(case, marks=TIKTOKEN if "TikTokenizer" in CASES[case] else ())
+                                  for case in sorted(CASES)])
 def test_preprocess_data_writes_megatrons_bytes(case, engine, files, tmp_path):
     prefix = tmp_path / "out"
     flags = CASES[case].format(**files).split()
@@ -306,6 +313,7 @@ def test_a_file_that_is_no_model_is_refused(tmp_path):
         load_family(TokenizerSpec(str(model), "Llama2Tokenizer"))
 
 
+@TIKTOKEN
 def test_mistrals_tekken_dict_reads_as_its_vocab_list(files, tmp_path):
     """Megatron reads only the list; tokenmill also takes Mistral's dict file, whose ``vocab`` is that list."""
     tekken_dict = tmp_path / "tekken.json"
@@ -315,6 +323,7 @@ def test_mistrals_tekken_dict_reads_as_its_vocab_list(files, tmp_path):
     assert as_dict.hf_json == as_list.hf_json
 
 
+@TIKTOKEN
 def test_converted_types_equal_their_library_on_mixed_text(files):
     texts = [json.loads(line)["text"] for line in (DATA / "mixed.jsonl").read_text(encoding="utf-8").splitlines()]
     texts += ["x  y", " lead", "", "  ", "\n\n", "\u2581 \u262f literal", "a\r\nb\tc"]

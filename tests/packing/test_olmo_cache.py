@@ -169,6 +169,10 @@ PARTS_SHA256_UINT32 = {
     "part-00002.npy": "79b2827ba0a6e77bd908fc071f857638369408c8d8337d319801c6e3e30c9956",
 }
 
+# The demo packed and cut into parts twice below (~3 s): one xdist worker runs this module's tests (tests/conftest.py
+# distributes by group), so the parts are made once per run, not once per worker.
+pytestmark = pytest.mark.xdist_group("olmo-parts")
+
 
 @pytest.fixture(scope="module")
 def parts(tmp_path_factory):

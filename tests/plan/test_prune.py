@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import GPT2, GPT2_EOD, planned_jobs, run_snakemake, run_tokenmill
+from conftest import GPT2, GPT2_EOD, jobs_of, run_snakemake, run_tokenmill
 from tokenmill.config import validate_config
 from tokenmill.errors import TokenmillError
 from tokenmill.plan import Plan
@@ -107,8 +107,7 @@ def test_dropping_a_length_and_a_format_moves_their_files_and_a_reshard_leaves_o
 
     config["keep_stale_runs"] = 1  # a plain value of prune's: it alone reruns, and keeps only the last run's
     config_path.write_text(yaml.safe_dump(config))
-    assert planned_jobs(workflow_dir) == {"prune", "all"}
-    run_snakemake(workflow_dir)
+    assert jobs_of(run_snakemake(workflow_dir)) == {"prune", "all"}
     assert not (workflow_dir / "data/stale/cache").exists()  # the second run's move
     assert (workflow_dir / "data/stale/parts/demo.shard3.pbin").is_file()
     assert {move.run for move in read_moves(workflow_dir)} == {2}

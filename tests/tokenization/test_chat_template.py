@@ -25,6 +25,11 @@ from tokenmill.tokenization.tokenizer import load_tokenizer
 REFERENCE = json.loads((REPO / "tests/data/chat_template_reference.json").read_text(encoding="utf-8"))
 
 
+# The tokenizer folders below (~3 s) and the tokenizers loaded from them serve every test here: one xdist worker
+# runs them all (tests/conftest.py distributes by group), so they are made once per run, not once per worker.
+pytestmark = pytest.mark.xdist_group("chat-template-folders")
+
+
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory):
     root = tmp_path_factory.mktemp("chat_templates")
@@ -123,18 +128,18 @@ TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30) | st.sa
 def test_the_byte_table_masks_as_hf_offsets_do(folders, turns, name):
     """Any text, any template: the fast engine's ids and masks (boundaries read off the ids' bytes) equal HF's
     with its offsets, or both refuse the conversation in the same words."""
-    if name not in ENGINES:  # fastokens loaded once per template
+    if name not in ENGINES:  # fastokens, the template and the encoders (the byte table: 0.25 s) made once per template
         info = load_tokenizer(folders[name] / "tokenizer.json")
-        ENGINES[name] = info, Encoder(info, "fastokens")
-    info, fast = ENGINES[name]
-    template = load_chat_template("tokenizer", folders[name])
+        template = load_chat_template("tokenizer", folders[name])
+        ENGINES[name] = [ChatTemplateEncoder(template, info.tokenizer, engine=engine)
+                         for engine in (Encoder(info, "fastokens"), None)]
     messages = [message for user, assistant in turns
                 for message in ({"role": "user", "content": user}, {"role": "assistant", "content": assistant})]
     batch = [({"messages": messages}, "c", 1)]
     outcomes = []
-    for engine in (fast, None):
+    for encoder in ENGINES[name]:  # an encoder keeps only tallies between batches
         try:
-            [(ids, trained)] = ChatTemplateEncoder(template, info.tokenizer, engine=engine).encode_batch(batch)
+            [(ids, trained)] = encoder.encode_batch(batch)
             outcomes.append((ids.tolist(), trained.tolist()))
         except TokenmillError as error:
             outcomes.append(str(error))
