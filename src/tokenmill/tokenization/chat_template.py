@@ -79,6 +79,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from tokenmill import _kernels
 from tokenmill.errors import BadLine, TokenmillError
 from tokenmill.inputs.text_selection import conversation_record
 from tokenmill.tokenization.engine import Encoder
@@ -224,13 +225,34 @@ def _compile(source: str):
         __call__ = staticmethod(dict)
         fromkeys = staticmethod(dict.fromkeys)
 
+    # the sandbox's verdict on an attribute depends on the object's type and the name alone
+    # (jinja2.sandbox.is_internal_attribute, modifies_known_mutable): for these exact types it is kept once found
+    # safe (str.format/format_map never: the sandbox wraps those per object)
+    remembered_types = frozenset({str, int, float, bool, type(None), list, tuple, jinja2.runtime.LoopContext,
+                                  SafeNamespace})
+    safe_attributes: set[tuple[type, str]] = set()
+
     class Environment(ImmutableSandboxedEnvironment):
         def getattr(self, obj, attribute):  # message.role: the sandbox's answer, without its AttributeError
-            if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
+            kind = type(obj)
+            if kind is dict and attribute not in _DICT_ATTRIBUTES:
                 try:
                     return obj[attribute]
                 except KeyError:
                     return self.undefined(obj=obj, name=attribute)
+            if (kind, attribute) in safe_attributes:  # loop.index0, ns.found, text.strip: known safe
+                try:
+                    return getattr(obj, attribute)
+                except AttributeError:
+                    pass
+            elif kind in remembered_types and attribute not in ("format", "format_map"):
+                try:
+                    value = getattr(obj, attribute)
+                except AttributeError:
+                    pass
+                else:
+                    if self.is_safe_attribute(obj, attribute, value):
+                        safe_attributes.add((kind, attribute))
             return ImmutableSandboxedEnvironment.getattr(self, obj, attribute)
 
     env = Environment(trim_blocks=True, lstrip_blocks=True, extensions=[GenerationBlock, jinja2.ext.loopcontrols])
@@ -720,49 +742,39 @@ class _ByteTable:
         sizes = np.array([len(each) for each in encoded], dtype=np.int64)
         counts = np.array([len(each) for each in ids], dtype=np.int64)
         flat_ids = np.concatenate(ids).astype(np.int64) if ids else np.zeros(0, dtype=np.int64)
-        lengths = self.length[flat_ids]
-        token_ends = np.concatenate([[0], np.cumsum(counts)])
-        unknown = np.concatenate([[0], np.cumsum(lengths < 0)])
-        lengths = np.maximum(lengths, 0)
-        byte_ends = np.concatenate([[0], np.cumsum(lengths)])  # byte_ends[i]: bytes before token i, all texts
-        ok = ((byte_ends[token_ends[1:]] - byte_ends[token_ends[:-1]] == sizes)
-              & (unknown[token_ends[1:]] == unknown[token_ends[:-1]]))
-        if not ok.all():  # texts laid end to end only where their tokens spell as many bytes
-            keep = np.repeat(ok, counts)
-            lengths, flat_ids, counts = lengths[keep], flat_ids[keep], counts[ok]
-            encoded, sizes = [each for each, good in zip(encoded, ok) if good], sizes[ok]
-            token_ends = np.concatenate([[0], np.cumsum(counts)])
-            byte_ends = np.concatenate([[0], np.cumsum(lengths)])
-        text_ends = np.concatenate([[0], np.cumsum(sizes)])
-        numbers = np.flatnonzero(ok)  # text k of what is laid out is texts[numbers[k]]
-        gather = np.repeat(self.start[flat_ids] - byte_ends[:-1], lengths) + np.arange(byte_ends[-1])
-        wrong = np.flatnonzero(self.flat[gather] != np.frombuffer(b"".join(encoded), dtype=np.uint8))
-        spelled = np.ones(len(numbers), dtype=bool)
-        spelled[np.searchsorted(text_ends, wrong, side="right") - 1] = False
+        token_ends = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        text_ends = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        byte_ends = np.empty(len(flat_ids) + 1, dtype=np.int64)  # byte_ends[i]: bytes spelled before token i
+        spelled = np.zeros(len(texts), dtype=np.uint8)
+        _kernels.spell_tokens(flat_ids, self.length, self.start, self.flat,
+                              np.frombuffer(b"".join(encoded), dtype=np.uint8), token_ends, text_ends, byte_ends,
+                              spelled)
+        spelled = spelled.astype(bool)
+        bases = byte_ends[token_ends]  # where each text's tokens start: a spelled text's bytes lie from there
         firsts, stops, owners, checked = [], [], [], []
-        for k, number in enumerate(numbers):
-            text, base = texts[number], int(text_ends[k])
-            for start, end in spans[number]:
+        for k in np.flatnonzero(spelled).tolist():
+            text, base = texts[k], int(bases[k])
+            for start, end in spans[k]:
                 if not text.isascii():
                     start, end = len(text[:start].encode("utf-8")), len(text[:end].encode("utf-8"))
                 firsts.append(base + start)
                 stops.append(base + end)
                 owners.append(k)
-                checked.append(by_prefix[number] and start != end)
+                checked.append(by_prefix[k] and start != end)
         starts, ends = np.asarray(firsts, dtype=np.int64), np.asarray(stops, dtype=np.int64)
         owners = np.asarray(owners, dtype=np.int64)
         first = np.searchsorted(byte_ends[1:], starts, side="right")  # the first token ending after the start
         stop = np.searchsorted(byte_ends[:-1], ends, side="left")  # the first token starting at the end or later
         # the prefix rule's spans begin and end on token boundaries (or at the text's end / start)
-        on_bounds = (((starts == text_ends[owners + 1]) | (byte_ends[np.minimum(first, len(byte_ends) - 1)] == starts))
-                     & ((ends == text_ends[owners]) | (byte_ends[stop] == ends)))
+        on_bounds = (((starts == bases[owners] + sizes[owners])
+                      | (byte_ends[np.minimum(first, len(byte_ends) - 1)] == starts))
+                     & ((ends == bases[owners]) | (byte_ends[stop] == ends)))
         spelled[owners[np.asarray(checked, dtype=bool) & ~on_bounds]] = False
-        marks = np.zeros(len(lengths) + 1, dtype=np.int64)
+        marks = np.zeros(len(flat_ids) + 1, dtype=np.int64)
         np.add.at(marks, first, 1)
         np.add.at(marks, np.maximum(stop, first), -1)
         trained = np.cumsum(marks[:-1]) > 0
         masks: list[np.ndarray | None] = [None] * len(texts)
-        for k, number in enumerate(numbers):
-            if spelled[k]:
-                masks[number] = trained[token_ends[k]:token_ends[k + 1]].copy()
+        for k in np.flatnonzero(spelled).tolist():
+            masks[k] = trained[token_ends[k]:token_ends[k + 1]].copy()
         return masks
