@@ -126,7 +126,7 @@ class ChatTemplate:
 
     def has_generation(self, name: str = "default") -> bool:
         """Whether the template marks assistant text with ``{% generation %}`` (transformers' own test)."""
-        return bool(_GENERATION_TAG.search(self.templates[name]))
+        return not _compiled(self.templates[name])[1].never  # the compiled template's test, made once
 
     def name_for(self, tools: list | None) -> str:
         """The template a conversation is rendered with: ``tool_use`` where it has tools and one exists."""
@@ -140,9 +140,9 @@ class ChatTemplate:
         Raises:
             jinja2.TemplateError: what the template raises (``raise_exception``, an undefined call, ...).
         """
-        compiled, recorder = _compiled(self.templates[name])
-        context = compiled.new_context({"messages": messages, "tools": tools, "documents": None,
-                                        "add_generation_prompt": add_generation_prompt, **self.special_tokens})
+        compiled, recorder, context_of = _compiled(self.templates[name])
+        context = context_of({"messages": messages, "tools": tools, "documents": None,
+                              "add_generation_prompt": add_generation_prompt, **self.special_tokens})
         if recorder.never:  # no {% generation %} in it: nothing to record, the pieces joined at once
             return "".join(compiled.root_render_func(context)), []
         pieces: list[str] = []
@@ -155,11 +155,12 @@ class ChatTemplate:
             recorder.pieces = None
 
 
-_COMPILED: dict[str, tuple[object, object]] = {}
+_COMPILED: dict[str, tuple[object, object, object]] = {}
 
 
 def _compiled(source: str):
-    """The template compiled in transformers' environment, and its generation-span recorder (cached by source)."""
+    """The template compiled in transformers' environment, its generation-span recorder, and the function that
+    makes a render's context from its variables (cached by source)."""
     if source not in _COMPILED:
         _COMPILED[source] = _compile(source)
     return _COMPILED[source]
@@ -262,7 +263,32 @@ def _compile(source: str):
                        dict=DictMaker(), namespace=SafeNamespace)
     compiled = env.from_string(source)
     compiled.globals = dict(compiled.globals)  # a ChainMap over env.globals: each render's context copies it
-    return compiled, recorder
+    return compiled, recorder, _context_maker(compiled)
+
+
+def _context_maker(compiled):
+    """A function of a render's variables to the ``jinja2.runtime.Context`` that ``compiled.new_context`` makes:
+    the same attributes, set directly (1 µs instead of 3.3: no globals copied twice, no set of their names made
+    per render, no blocks to copy), checked once against Jinja's own; Jinja's own where they differ or the template
+    has blocks."""
+    from jinja2.runtime import Context, EvalContext
+
+    environment, template_globals, name = compiled.environment, compiled.globals, compiled.name
+    globals_keys = frozenset(template_globals)  # read only: Jinja tests names against it
+
+    def context_of(variables: dict):
+        context = Context.__new__(Context)
+        context.__dict__.update(parent={**template_globals, **variables}, vars={}, environment=environment,
+                                eval_ctx=EvalContext(environment, name), exported_vars=set(), name=name,
+                                globals_keys=globals_keys, blocks={})
+        return context
+
+    probe = {"messages": []}
+    if compiled.blocks or environment.context_class is not Context or \
+            {key: value for key, value in vars(context_of(probe)).items() if key != "eval_ctx"} != \
+            {key: value for key, value in vars(compiled.new_context(probe)).items() if key != "eval_ctx"}:
+        return compiled.new_context
+    return context_of
 
 
 def _token_string(value: object) -> str | None:
