@@ -327,3 +327,20 @@ def test_spell_tokens_worked_example():
     assert byte_ends.tolist() == [0, 2, 3, 5, 6, 8, 8, 10, 12, 12, 12]
     with pytest.raises(ValueError, match="inconsistent sizes"):
         _kernels.spell_tokens(flat, lengths, starts, table, table, token_ends, text_ends, byte_ends, spelled)
+
+
+def test_the_demo_chatml_template_masks_the_demo_conversations():
+    """``config/chatml.jinja`` (the README's runnable example) on ``data/raw/chat.jsonl`` with GPT-2: every turn's
+    text rendered in order, the prefix rule holds, and exactly the assistant turns with their ``<|im_end|>\\n``
+    are trained."""
+    info = load_tokenizer(REPO / "data/tokenizers/gpt2.tokenizer.json")
+    template = load_chat_template(str(REPO / "config/chatml.jinja"), REPO / "data/tokenizers")
+    lines = (REPO / "data/raw/chat.jsonl").read_text(encoding="utf-8").splitlines()[:5]
+    batch = [(json.loads(line), "chat.jsonl", number) for number, line in enumerate(lines, start=1)]
+    for (record, _, _), (ids, trained) in zip(batch, ChatTemplateEncoder(template, info.tokenizer).encode_batch(batch)):
+        turns = record["conversations"]
+        assert info.tokenizer.decode(ids.tolist()) == "".join(
+            f"<|im_start|>{'user' if turn['from'] == 'human' else 'assistant'}\n{turn['value']}<|im_end|>\n"
+            for turn in turns)
+        assert info.tokenizer.decode(ids[trained].tolist()) == "".join(
+            f"{turn['value']}<|im_end|>\n" for turn in turns if turn["from"] == "gpt")
