@@ -427,9 +427,12 @@ def conversation_of(record: dict, path: str, line: int) -> tuple[list[dict], lis
         content = turn.get("content")
         if content is not None and not isinstance(content, (str, list)):
             raise BadLine(path, line, f"{key}[{number}]: content is not a string, a list of parts or null")
+        if len(turn) == 2 and content is not None:  # role and content alone (most turns): as they are
+            messages.append(turn)
+            continue
         message = {name: value for name, value in turn.items() if value is not None}
         reasoning = (next((message[name] for name in _REASONING_FIELDS if name in message), None)
-                     if len(message) > 2 else None)  # role and content alone: none (most turns)
+                     if len(message) > 2 else None)
         if reasoning is not None:
             message = {"thinking": reasoning, **message, "reasoning_content": reasoning}
         messages.append(message)
