@@ -11,16 +11,16 @@ An entry with a ``chat_template`` (or ``--chat-template``) renders each conversa
 template instead (:mod:`tokenmill.tokenization.chat_template`: the ids of transformers' ``apply_chat_template``,
 assistant-only masks); a conversation longer than ``seq_length`` is dropped, or cut after its last trained run
 that fits; the sidecar records the template's source and sha256 in ``chat_template``. Its batches go through
-pack's ordered pool (:func:`tokenmill.pack.batches.ordered_results`): each is parsed and rendered in one of
-``workers`` worker processes (Jinja holds the GIL, and the renders are ~80 % of the time: one process renders on one
-core), then encoded and masked in this one, and written strictly in batch order, so the bytes are the same for any
-worker count.
+pack's ordered pool (:func:`tokenmill.pack.batches.ordered_results`): each is parsed and rendered in this process
+or, cut in pieces, in ``workers`` forked worker processes (Jinja holds the GIL, and the renders are ~70 % of the
+time: one process renders on one core), then encoded and masked in this one, and written strictly in batch order,
+so the bytes are the same for any worker count.
 
 Cost: tokenizing the messages (the fast engine where proven, the proof as ``pack``'s), one write per batch
 of conversations, and the sha256 of each input; with a chat template, its renders (one per conversation, two
 more per assistant turn without generation blocks), spread over the workers, and the encoding of the rendered
-texts; starting the workers (a forkserver, then one fork each) costs ~0.2-0.5 s, so there are never more workers
-than batches.
+texts; a worker costs a fork (10-15 ms) and its first render pays for the pages it copies (~80 ms here, gVisor), so
+there is at most one per MIN_WORKER_CONVERSATIONS lines.
 """
 
 from __future__ import annotations
