@@ -12,15 +12,15 @@ template instead (:mod:`tokenmill.tokenization.chat_template`: the ids of transf
 assistant-only masks); a conversation longer than ``seq_length`` is dropped, or cut after its last trained run
 that fits; the sidecar records the template's source and sha256 in ``chat_template``. Its batches go through
 pack's ordered pool (:func:`tokenmill.pack.batches.ordered_results`): each is parsed and rendered in this process
-or, cut in pieces, in ``workers`` forked worker processes (Jinja holds the GIL, and the renders are ~70 % of the
+or, cut in pieces, in ``workers`` worker processes (Jinja holds the GIL, and the renders are ~70 % of the
 time: one process renders on one core), then encoded and masked in this one, and written strictly in batch order,
 so the bytes are the same for any worker count.
 
 Cost: tokenizing the messages (the fast engine where proven, the proof as ``pack``'s), one write per batch
 of conversations, and the sha256 of each input; with a chat template, its renders (one per conversation, two
 more per assistant turn without generation blocks), spread over the workers, and the encoding of the rendered
-texts; a worker costs a fork (10-15 ms) and its first render pays for the pages it copies (~80 ms here, gVisor), so
-there is at most one per MIN_WORKER_CONVERSATIONS lines.
+texts; starting the workers (a forkserver, then one fork each) costs 0.7-1 s, so there is at most one per
+MIN_WORKER_CONVERSATIONS lines.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ from tokenmill.training.sft_datasets import (ConversationFile, InstructionCollat
 
 __all__ = ["write_sft", "encode_conversations", "MIN_WORKER_CONVERSATIONS"]
 
-MIN_WORKER_CONVERSATIONS = 200  # fewer conversations per render worker than this: fewer workers (a fork is ~15 ms)
+# fewer lines per render worker than this: fewer workers (starting them costs 0.7-1 s, ~10,000 renders' time)
+MIN_WORKER_CONVERSATIONS = 5000
 
 
 def _input_size(path: str) -> int:
@@ -250,15 +251,16 @@ class _ChatJob:
     """The two stages of a batch of conversations for :func:`tokenmill.pack.batches.ordered_results` (pack's pool:
     results strictly in batch order, a few batches in flight): *prepare* parses and renders the batch's lines
     (:meth:`~tokenmill.tokenization.chat_template.ChatRenderer.render_lines`), in ``workers`` worker processes
-    when there are several (Jinja holds the GIL: ~80 % of the time on one core otherwise), the batch cut into one
+    when there are several (Jinja holds the GIL: ~70 % of the time on one core otherwise), the batch cut into one
     piece per worker so that all of them render every batch; *finish* tokenizes and masks it in this process
     (:meth:`~tokenmill.tokenization.chat_template.ChatTemplateEncoder.encode_rendered`, whose engines release the GIL).
     Tasks are ``(input number, path, first line, the lines' bytes)``; a result is ``(input number, results)``.
 
-    The processes are forks of this one (10-15 ms each, the compiled template inherited), all made at once on entry,
-    from the calling thread, before the pool's threads start; a worker only parses JSON and renders (no tokenizer,
-    no threads, no file of this process touched; it ends with ``os._exit``). Where fork is not available, a
-    forkserver (started clean, the template module preloaded: 0.7-1 s). They are stopped on exit.
+    The processes come from a forkserver (started clean, the template module preloaded; never a fork of this
+    process, whose threads may hold locks), each given the renderer once; they are stopped on exit. Forks of this
+    process were measured too (bench/RESULTS.md): 10-15 ms to start, but each worker's first render ~80 ms slower
+    (the pages it copies, gVisor) and this process slower afterwards (its own first writes to pages it had
+    shared), so no faster here, and less safe.
     """
 
     def __init__(self, encoder: ChatTemplateEncoder, workers: int):
@@ -270,16 +272,11 @@ class _ChatJob:
             import multiprocessing
             from concurrent.futures import ProcessPoolExecutor
 
-            if "fork" in multiprocessing.get_all_start_methods():
-                context = multiprocessing.get_context("fork")
-            else:
-                context = multiprocessing.get_context("forkserver")
-                context.set_forkserver_preload(["__main__", "jinja2", "jinja2.ext", "jinja2.sandbox",
-                                                 "tokenmill.tokenization.chat_template"])
+            context = multiprocessing.get_context("forkserver")
+            context.set_forkserver_preload(["__main__", "jinja2", "jinja2.ext", "jinja2.sandbox",
+                                             "tokenmill.tokenization.chat_template"])
             self.pool = ProcessPoolExecutor(self.workers, mp_context=context, initializer=start_render_worker,
                                             initargs=(self.encoder.renderer,))
-            # forked workers are all made at the first task: here, before any thread of the pool runs
-            self.pool.submit(os.getpid).result()
         return self
 
     def __exit__(self, *exc_info) -> None:

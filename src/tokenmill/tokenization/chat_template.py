@@ -62,7 +62,7 @@ Cost: one render of the conversation, plus, for the prefix rule, two renders per
 is the last message: the render through it is the whole), i.e. renders of about every growing prefix: quadratic in
 the turns, ~5 renders for a conversation of 5 messages. A render costs ~3 µs plus ~2-3 µs a message here; with
 fastokens the renders are ~70 % of the time, on one core (Jinja holds the GIL). :class:`ChatRenderer` (the
-render stage alone, which pickles) lets ``tokenmill sft --workers N`` render in N forked processes while this one
+render stage alone, which pickles) lets ``tokenmill sft --workers N`` render in N processes while this one
 encodes (:func:`tokenmill.pack.sft.encode_conversations`).
 Measured by ``bench/chat_template_bench.py`` (bench/RESULTS.md) on 2,000 synthetic 2-to-9-message conversations
 (1.06 M tokens) with the GPT-2-based folders of the tests, 2 busy cores, against transformers 5.24.0's
