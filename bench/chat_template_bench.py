@@ -20,7 +20,9 @@ are its ``assistant_masks``: exact for a template with ``{% generation %}`` bloc
 
 tokenmill: :func:`tokenmill.pack.sft.encode_conversations` (``tokenmill sft``'s loop without the file writing) with
 its :class:`~tokenmill.tokenization.chat_template.ChatTemplateEncoder` over the same file in batches of 1,000, the
-batches rendered in ``--workers`` processes (``sft --workers``; 1: in the calling process) and encoded in it, timed
+batches rendered in ``--workers`` processes (``sft --workers``, each batch cut among them, at most one per
+``tokenmill.pack.sft.MIN_WORKER_CONVERSATIONS`` lines: fewer conversations get fewer; 1: in the calling process)
+and encoded in it, timed
 after loading the tokenizer, with the file's index, its reading and the processes' start inside the time, in a
 python that has imported it; the engine as ``--engine`` (fastokens, proven against HF as sft proves it).
 

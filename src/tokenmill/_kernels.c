@@ -32,11 +32,21 @@
  *     widths[i] = the bytes per code point CPython stores texts[i] in (1, 2 or 4). A text of 1 byte each
  *     holds neither kind and is not read; the others are read once, up to their first such code point,
  *     with the GIL released. O(characters of the texts of 2 or 4 bytes each).
+ *
+ * spell_tokens(ids:int64[n], lengths:int64[V], starts:int64[V], table:uint8[], text:uint8[],
+ *              token_ends:int64[T+1], text_ends:int64[T+1], byte_ends:int64[n+1], spelled:uint8[T])
+ *     Whether each of T texts' ids spell its UTF-8 bytes exactly (tokenmill.tokenization.chat_template's byte
+ *     table: id i spells table[starts[i] : starts[i] + lengths[i]], lengths[i] < 0 for an id that spells no
+ *     bytes): text k's bytes are text[text_ends[k] : text_ends[k+1]], its ids ids[token_ends[k] :
+ *     token_ends[k+1]]. spelled[k] = 1 where they match; byte_ends[i+1] = byte_ends[i] + the bytes id i spells
+ *     (0 for none; byte_ends[0] = 0), so a spelled text's tokens lie at byte_ends[token_ends[k]] onwards exactly as
+ *     its bytes do. One pass over the tokens and bytes, the GIL released.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int get_buffer(PyObject *object, Py_buffer *view, Py_ssize_t itemsize, int writable, const char *name) {
     if (PyObject_GetBuffer(object, view, PyBUF_C_CONTIGUOUS | (writable ? PyBUF_WRITABLE : 0)) < 0) return -1;
@@ -317,6 +327,63 @@ static PyObject *first_risky_code_points(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+static PyObject *spell_tokens(PyObject *self, PyObject *args) {
+    PyObject *objects[9];
+    static const Py_ssize_t sizes[9] = {8, 8, 8, 1, 1, 8, 8, 8, 1};
+    static const int writable[9] = {0, 0, 0, 0, 0, 0, 0, 1, 1};
+    static const char *names[9] = {"ids", "lengths", "starts", "table", "text", "token_ends", "text_ends",
+                                   "byte_ends", "spelled"};
+    Py_buffer views[9];
+    int held = 0;
+    if (!PyArg_ParseTuple(args, "OOOOOOOOO", &objects[0], &objects[1], &objects[2], &objects[3], &objects[4],
+                          &objects[5], &objects[6], &objects[7], &objects[8]))
+        return NULL;
+    for (; held < 9; held++)
+        if (get_buffer(objects[held], &views[held], sizes[held], writable[held], names[held]) < 0) break;
+    if (held == 9) {
+        const int64_t *ids = views[0].buf, *lengths = views[1].buf, *starts = views[2].buf;
+        const uint8_t *table = views[3].buf, *text = views[4].buf;
+        const int64_t *token_ends = views[5].buf, *text_ends = views[6].buf;
+        int64_t *byte_ends = views[7].buf;
+        uint8_t *spelled = views[8].buf;
+        int64_t n = views[0].len / 8, vocabulary = views[1].len / 8, table_size = views[3].len;
+        int64_t texts = views[8].len, text_size = views[4].len;
+        int bad = views[2].len / 8 != vocabulary || views[5].len / 8 != texts + 1 || views[6].len / 8 != texts + 1
+                  || views[7].len / 8 != n + 1 || (texts >= 0 && (token_ends[texts] != n || token_ends[0] != 0
+                                                                   || text_ends[texts] > text_size));
+        for (int64_t k = 0; !bad && k < texts; k++)
+            bad = token_ends[k + 1] < token_ends[k] || text_ends[k + 1] < text_ends[k] || text_ends[k] < 0;
+        if (bad) {
+            PyErr_SetString(PyExc_ValueError, "spell_tokens: inconsistent sizes");
+        } else {
+            Py_BEGIN_ALLOW_THREADS
+            byte_ends[0] = 0;
+            for (int64_t k = 0; k < texts; k++) {
+                int64_t base = text_ends[k], size = text_ends[k + 1] - base, position = 0;
+                int good = 1;
+                for (int64_t i = token_ends[k]; i < token_ends[k + 1]; i++) {
+                    int64_t id = ids[i], length = -1;
+                    if (id >= 0 && id < vocabulary) length = lengths[id];
+                    if (length < 0 || starts[id] < 0 || starts[id] + length > table_size) {
+                        good = 0;
+                        length = 0;
+                    } else if (good && (position + length > size
+                                        || memcmp(table + starts[id], text + base + position, length) != 0)) {
+                        good = 0;
+                    }
+                    position += length;
+                    byte_ends[i + 1] = byte_ends[i] + length;
+                }
+                spelled[k] = (uint8_t)(good && position == size);
+            }
+            Py_END_ALLOW_THREADS
+        }
+    }
+    for (int i = 0; i < held; i++) PyBuffer_Release(&views[i]);
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+}
+
 /* best_fit_bins's tree: leaf c (1..width) holds c while some bin has c tokens of room (the capacity's leaf
  * always: a new bin), else 0; an inner node the largest of its leaves. */
 static void tree_set(int64_t *tree, int64_t width, int64_t leaf, int64_t value) {
@@ -417,6 +484,7 @@ static PyMethodDef methods[] = {
     {"exhaustive_blending_index", exhaustive_blending_index, METH_VARARGS, "Blending until every dataset is spent."},
     {"first_risky_code_points", first_risky_code_points, METH_VARARGS,
      "Each text's first code point outside the BMP or in a combining-mark block, and its width."},
+    {"spell_tokens", spell_tokens, METH_VARARGS, "Whether each text's ids spell its bytes, and each token's end."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -11,6 +11,7 @@ from seed_chat import CHAT, FIELDS, MASKING, ORDER, SPECIAL
 from tokenmill.errors import TokenmillError
 from tokenmill.formats.pbin import PbinFile
 from tokenmill.formats.sidecar import sidecar_path
+from tokenmill.pack import sft as sft_module
 from tokenmill.pack.sft import write_sft
 from tokenmill.training.sft_datasets import (IGNORE_INDEX, InstructionCollator, InstructionDataset,
                                              PackedInstructionDataset, loss_mask_path)
@@ -132,10 +133,12 @@ def test_chat_template_config_and_cli(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("name", sorted(chat_cases().CASES))
-def test_chat_template_pair_is_the_same_bytes_for_one_or_two_render_workers(tmp_path, name):
+def test_chat_template_pair_is_the_same_bytes_for_one_or_two_render_workers(tmp_path, name, monkeypatch):
     # every stored case of the template (twice, so that its batches of three straddle them), a line that is not
-    # JSON and one whose role is unknown: rendered here (workers 1) or in two worker processes, the same bytes,
-    # sidecar and bad lines (counted with their line numbers) included
+    # JSON and one whose role is unknown: rendered here (workers 1) or in two worker processes (each batch cut
+    # between them: pieces of two lines and one), the same bytes, sidecar and bad lines (counted with their line
+    # numbers) included
+    monkeypatch.setattr(sft_module, "MIN_WORKER_CONVERSATIONS", 1)  # workers even for these few lines
     cases = chat_cases()
     folder = cases.make_folder(name, tmp_path / "tokenizer")
     lines = [json.dumps(cases.CONVERSATIONS[n], ensure_ascii=False).encode() for n in cases.CASES[name] * 2]
@@ -160,9 +163,10 @@ def test_chat_template_pair_is_the_same_bytes_for_one_or_two_render_workers(tmp_
     assert first == reference[f"{name}/{cases.CASES[name][0]}"]["input_ids"]
 
 
-def test_chat_template_refusal_comes_back_from_a_render_worker(tmp_path):
+def test_chat_template_refusal_comes_back_from_a_render_worker(tmp_path, monkeypatch):
     # the reasoning template drops the first <think> block: the prefix rule's one-line refusal, raised in a worker
     # process, is the run's error, as it is in this process
+    monkeypatch.setattr(sft_module, "MIN_WORKER_CONVERSATIONS", 1)
     cases = chat_cases()
     folder = cases.make_folder("think", tmp_path / "tokenizer")
     write_jsonl_bytes(tmp_path / "chats.jsonl", [json.dumps(cases.CONVERSATIONS[n], ensure_ascii=False).encode()
@@ -175,3 +179,24 @@ def test_chat_template_refusal_comes_back_from_a_render_worker(tmp_path):
     assert not (tmp_path / "chats.pbin").exists()
     with pytest.raises(TokenmillError, match="workers must be at least 1, not 0"):
         write_sft("chats", config, tmp_path / "chats.pbin", workers=0)
+
+
+def test_few_conversations_are_rendered_here(tmp_path):
+    # fewer than MIN_WORKER_CONVERSATIONS lines a worker: no worker processes are made for them
+    cases = chat_cases()
+    folder = cases.make_folder("chatml_tools", tmp_path / "tokenizer")
+    write_jsonl_bytes(tmp_path / "chats.jsonl", [json.dumps(cases.CONVERSATIONS[0]).encode()] * 3)
+    config = {"tokenizers": {"t": {"path": str(folder / "tokenizer.json"), "eod": None}},
+              "sft": {"chats": {"inputs": [str(tmp_path / "chats.jsonl")], "tokenizer": "t",
+                                "chat_template": "tokenizer", "seq_length": 256}}}
+    made = []
+    real = sft_module._ChatJob.__init__
+
+    def spy(self, encoder, workers):
+        made.append(workers)
+        real(self, encoder, workers)
+
+    import unittest.mock
+    with unittest.mock.patch.object(sft_module._ChatJob, "__init__", spy):
+        assert write_sft("chats", config, tmp_path / "chats.pbin", workers=4)["documents"] == 3
+    assert made == [1]

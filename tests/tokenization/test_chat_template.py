@@ -276,3 +276,76 @@ def test_the_sandbox_and_transformers_filters(tmp_path):
     from jinja2.exceptions import SecurityError, UndefinedError
     with pytest.raises((SecurityError, UndefinedError)):
         load_chat_template(str(template), tmp_path).render([])
+
+
+@pytest.mark.parametrize("source", [
+    "{% for m in messages %}{{ loop.index0 }}{{ m.content.strip() }}{{ loop.last }}{% endfor %}",
+    "{% set ns = namespace(n=1) %}{% set ns.n = ns.n + 1 %}{{ ns.n }}{{ 'a b'.split() }}",
+    "{{ messages.append(1) }}",
+    "{{ messages.pop() }}",
+    "{{ '{0.__class__}'.format(messages) }}",
+    "{{ 'x'.format_map({}) }}",
+    "{% for m in messages %}{{ loop.__class__.__init__.__globals__ }}{% endfor %}",
+    "{{ messages[0].content.__class__.__mro__ }}",
+])
+def test_remembered_attributes_keep_the_sandbox_verdicts(tmp_path, source):
+    """The render keeps the sandbox's verdict per (type, attribute) once found safe (``loop.index0``): rendered
+    twice, so the second render goes through what was remembered, each probe gives what Jinja's own immutable
+    sandbox gives (the same text, or the same refusal)."""
+    import jinja2
+    import jinja2.ext
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    def outcome(render):
+        try:
+            return render()
+        except jinja2.TemplateError as exc:
+            return type(exc).__name__
+
+    reference = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True,
+                                              extensions=[jinja2.ext.loopcontrols]).from_string(source)
+    path = tmp_path / "t.jinja"
+    path.write_text(source, encoding="utf-8")
+    template = load_chat_template(str(path), tmp_path)
+    messages = [{"role": "user", "content": " hi "}, {"role": "assistant", "content": "yo"}]
+    want = outcome(lambda: reference.render(messages=[dict(m) for m in messages]))
+    for _ in range(2):
+        assert outcome(lambda: template.render([dict(m) for m in messages])[0]) == want
+
+
+def test_spell_tokens_worked_example():
+    """``_kernels.spell_tokens``: ids 0..3 spell "ab", "c", "", none; each text spelled exactly, or not (a byte
+    off, too few or too many bytes, an id that spells none, one outside the table), byte ends cumulative."""
+    from tokenmill import _kernels
+
+    lengths, starts = np.array([2, 1, 0, -1], dtype=np.int64), np.array([0, 2, 3, 3], dtype=np.int64)
+    table = np.frombuffer(b"abc", dtype=np.uint8)
+    texts = [b"abc", b"abd", b"ab", b"a", b"", b"ab", b"c"]
+    ids = [[0, 1], [0, 1], [0, 2], [0], [], [0, 3], [7]]
+    token_ends = np.cumsum([0, *map(len, ids)]).astype(np.int64)
+    text_ends = np.cumsum([0, *map(len, texts)]).astype(np.int64)
+    flat = np.array([i for each in ids for i in each], dtype=np.int64)
+    byte_ends, spelled = np.empty(len(flat) + 1, dtype=np.int64), np.zeros(len(texts), dtype=np.uint8)
+    _kernels.spell_tokens(flat, lengths, starts, table, np.frombuffer(b"".join(texts), dtype=np.uint8), token_ends,
+                          text_ends, byte_ends, spelled)
+    assert spelled.tolist() == [1, 0, 1, 0, 1, 0, 0]
+    assert byte_ends.tolist() == [0, 2, 3, 5, 6, 8, 8, 10, 12, 12, 12]
+    with pytest.raises(ValueError, match="inconsistent sizes"):
+        _kernels.spell_tokens(flat, lengths, starts, table, table, token_ends, text_ends, byte_ends, spelled)
+
+
+def test_the_demo_chatml_template_masks_the_demo_conversations():
+    """``config/chatml.jinja`` (the README's runnable example) on ``data/raw/chat.jsonl`` with GPT-2: every turn's
+    text rendered in order, the prefix rule holds, and exactly the assistant turns with their ``<|im_end|>\\n``
+    are trained."""
+    info = load_tokenizer(REPO / "data/tokenizers/gpt2.tokenizer.json")
+    template = load_chat_template(str(REPO / "config/chatml.jinja"), REPO / "data/tokenizers")
+    lines = (REPO / "data/raw/chat.jsonl").read_text(encoding="utf-8").splitlines()[:5]
+    batch = [(json.loads(line), "chat.jsonl", number) for number, line in enumerate(lines, start=1)]
+    for (record, _, _), (ids, trained) in zip(batch, ChatTemplateEncoder(template, info.tokenizer).encode_batch(batch)):
+        turns = record["conversations"]
+        assert info.tokenizer.decode(ids.tolist()) == "".join(
+            f"<|im_start|>{'user' if turn['from'] == 'human' else 'assistant'}\n{turn['value']}<|im_end|>\n"
+            for turn in turns)
+        assert info.tokenizer.decode(ids[trained].tolist()) == "".join(
+            f"{turn['value']}<|im_end|>\n" for turn in turns if turn["from"] == "gpt")

@@ -11,16 +11,16 @@ An entry with a ``chat_template`` (or ``--chat-template``) renders each conversa
 template instead (:mod:`tokenmill.tokenization.chat_template`: the ids of transformers' ``apply_chat_template``,
 assistant-only masks); a conversation longer than ``seq_length`` is dropped, or cut after its last trained run
 that fits; the sidecar records the template's source and sha256 in ``chat_template``. Its batches go through
-pack's ordered pool (:func:`tokenmill.pack.batches.ordered_results`): each is parsed and rendered in one of
-``workers`` worker processes (Jinja holds the GIL, and the renders are ~80 % of the time: one process renders on one
-core), then encoded and masked in this one, and written strictly in batch order, so the bytes are the same for any
-worker count.
+pack's ordered pool (:func:`tokenmill.pack.batches.ordered_results`): each is parsed and rendered in this process
+or, cut in pieces, in ``workers`` worker processes (Jinja holds the GIL, and the renders are ~70 % of the
+time: one process renders on one core), then encoded and masked in this one, and written strictly in batch order,
+so the bytes are the same for any worker count.
 
 Cost: tokenizing the messages (the fast engine where proven, the proof as ``pack``'s), one write per batch
 of conversations, and the sha256 of each input; with a chat template, its renders (one per conversation, two
 more per assistant turn without generation blocks), spread over the workers, and the encoding of the rendered
-texts; starting the workers (a forkserver, then one fork each) costs ~0.2-0.5 s, so there are never more workers
-than batches.
+texts; starting the workers (a forkserver, then one fork each) costs 0.7-1 s, so there is at most one per
+MIN_WORKER_CONVERSATIONS lines.
 """
 
 from __future__ import annotations
@@ -48,7 +48,10 @@ from tokenmill.tokenization.tokenizer import TokenizerInfo, is_plain_file, load_
 from tokenmill.training.sft_datasets import (ConversationFile, InstructionCollator, InstructionDataset,
                                              loss_mask_path)
 
-__all__ = ["write_sft", "encode_conversations"]
+__all__ = ["write_sft", "encode_conversations", "MIN_WORKER_CONVERSATIONS"]
+
+# fewer lines per render worker than this: fewer workers (starting them costs 0.7-1 s, ~10,000 renders' time)
+MIN_WORKER_CONVERSATIONS = 5000
 
 
 def _input_size(path: str) -> int:
@@ -218,7 +221,8 @@ def encode_conversations(encoder: ChatTemplateEncoder, files: list[ConversationF
                          workers: int = 1):
     """Yield ``(input number, results)`` for each batch of ``batch_conversations`` lines of ``files``, in order:
     each line's ``(ids, trained)`` or its :class:`BadLine`, as ``encoder.encode_batch`` gives them. The batches are
-    rendered in ``workers`` worker processes (never more than there are batches; 1: in this process) and encoded
+    rendered in ``workers`` worker processes (each batch cut among them; never fewer than MIN_WORKER_CONVERSATIONS
+    lines a worker; 1: in this process) and encoded
     here, through pack's pool (:class:`_ChatJob`); the results are the same for any count. Close the generator
     (``contextlib.closing``) to stop the processes at once when leaving early.
 
@@ -226,12 +230,12 @@ def encode_conversations(encoder: ChatTemplateEncoder, files: list[ConversationF
         TokenmillError: see :meth:`~tokenmill.tokenization.chat_template.ChatTemplateEncoder.encode_batch`; an
             object that cannot be read.
     """
-    batches = sum(-(-len(conversations) // batch_conversations) for conversations in files)
+    lines = sum(len(conversations) for conversations in files)
     tasks = ((number, conversations.path, start + 1,
               conversations.line_bytes(start, min(start + batch_conversations, len(conversations))))
              for number, conversations in enumerate(files)
              for start in range(0, len(conversations), batch_conversations))
-    with _ChatJob(encoder, min(workers, batches)) as job, \
+    with _ChatJob(encoder, min(workers, max(1, lines // MIN_WORKER_CONVERSATIONS))) as job, \
             contextlib.closing(ordered_results(tasks, job, job.workers, lambda: 1)) as in_order:
         yield from in_order
 
@@ -246,14 +250,17 @@ def _count_bad(bad: BadLine, on_bad_line: str, skipped: dict[str, list[int]]) ->
 class _ChatJob:
     """The two stages of a batch of conversations for :func:`tokenmill.pack.batches.ordered_results` (pack's pool:
     results strictly in batch order, a few batches in flight): *prepare* parses and renders the batch's lines
-    (:meth:`~tokenmill.tokenization.chat_template.ChatRenderer.render_lines`), in one of ``workers`` worker processes
-    when there are several (Jinja holds the GIL: ~80 % of the time on one core otherwise), each thread of the
-    pool waiting on its batch's process; *finish* tokenizes and masks it in this process
+    (:meth:`~tokenmill.tokenization.chat_template.ChatRenderer.render_lines`), in ``workers`` worker processes
+    when there are several (Jinja holds the GIL: ~70 % of the time on one core otherwise), the batch cut into one
+    piece per worker so that all of them render every batch; *finish* tokenizes and masks it in this process
     (:meth:`~tokenmill.tokenization.chat_template.ChatTemplateEncoder.encode_rendered`, whose engines release the GIL).
     Tasks are ``(input number, path, first line, the lines' bytes)``; a result is ``(input number, results)``.
 
     The processes come from a forkserver (started clean, the template module preloaded; never a fork of this
-    process, whose threads may hold locks), each given the renderer once; they are stopped on exit.
+    process, whose threads may hold locks), each given the renderer once; they are stopped on exit. Forks of this
+    process were measured too (bench/RESULTS.md): 10-15 ms to start, but each worker's first render ~80 ms slower
+    (the pages it copies, gVisor) and this process slower afterwards (its own first writes to pages it had
+    shared), so no faster here, and less safe.
     """
 
     def __init__(self, encoder: ChatTemplateEncoder, workers: int):
@@ -280,7 +287,10 @@ class _ChatJob:
         number, path, first_line, lines = task
         if self.pool is None:
             return number, self.encoder.renderer.render_lines(path, first_line, lines)
-        return number, self.pool.submit(render_in_worker, path, first_line, lines).result()
+        step = -(-len(lines) // self.workers)
+        pieces = [self.pool.submit(render_in_worker, path, first_line + start, lines[start:start + step])
+                  for start in range(0, len(lines), step)]
+        return number, [item for piece in pieces for item in piece.result()]
 
     def finish(self, prepared: tuple[int, list]) -> tuple[int, list]:
         number, rendered = prepared

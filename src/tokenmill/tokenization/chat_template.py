@@ -49,15 +49,21 @@ neither way resolves (an added token that strips spaces, a span end inside a cha
 Hugging Face ``tokenizers`` with offsets, the library transformers itself calls, as every text is with the ``hf``
 engine.
 
-Renders: the template is compiled once; each render builds its context from globals flattened once, reads a
-message's keys without the sandbox's failed attribute lookup first (same result: a dict's own attributes still
-go through the sandbox), and skips the span recording where the template has no generation block.
+Renders: the template is compiled once; each render's context is made directly from globals flattened once (the
+attributes Jinja's ``new_context`` sets, checked against it once per template: 1 µs instead of 3); a message's
+keys are read without the sandbox's failed attribute lookup first (same result: a dict's own attributes still go
+through the sandbox); the sandbox's verdict on any other attribute (``loop.index0``, a string's ``strip``) is kept
+per (exact type, name) once found safe, for the builtin types, loops and namespaces, whose verdict depends on
+nothing else (``jinja2.sandbox.is_internal_attribute``, ``modifies_known_mutable``; ``str.format`` never kept: the
+sandbox wraps it per string); the span recording is skipped where the template has no generation block. Every
+id a text is encoded to is checked against the text's bytes in C (``_kernels.spell_tokens``, the GIL released).
 
 Cost: one render of the conversation, plus, for the prefix rule, two renders per assistant turn (one where it
-is the last message: the render through it is the whole). Jinja takes ~40-80 µs a render of a ChatML template
-here; the renders are ~80 % of the time with fastokens, so :class:`ChatRenderer` (the render stage alone, which
-pickles) lets ``tokenmill sft --workers N`` render batches in N processes while this one encodes
-(:func:`tokenmill.pack.sft.encode_conversations`).
+is the last message: the render through it is the whole), i.e. renders of about every growing prefix: quadratic in
+the turns, ~5 renders for a conversation of 5 messages. A render costs ~3 µs plus ~2-3 µs a message here; with
+fastokens the renders are ~70 % of the time, on one core (Jinja holds the GIL). :class:`ChatRenderer` (the
+render stage alone, which pickles) lets ``tokenmill sft --workers N`` render in N processes while this one
+encodes (:func:`tokenmill.pack.sft.encode_conversations`).
 Measured by ``bench/chat_template_bench.py`` (bench/RESULTS.md) on 2,000 synthetic 2-to-9-message conversations
 (1.06 M tokens) with the GPT-2-based folders of the tests, 2 busy cores, against transformers 5.24.0's
 ``apply_chat_template(tokenize=True, return_assistant_tokens_mask=True)``: see bench/RESULTS.md for the figures;
@@ -79,6 +85,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from tokenmill import _kernels
 from tokenmill.errors import BadLine, TokenmillError
 from tokenmill.inputs.text_selection import conversation_record
 from tokenmill.tokenization.engine import Encoder
@@ -125,7 +132,7 @@ class ChatTemplate:
 
     def has_generation(self, name: str = "default") -> bool:
         """Whether the template marks assistant text with ``{% generation %}`` (transformers' own test)."""
-        return bool(_GENERATION_TAG.search(self.templates[name]))
+        return not _compiled(self.templates[name])[1].never  # the compiled template's test, made once
 
     def name_for(self, tools: list | None) -> str:
         """The template a conversation is rendered with: ``tool_use`` where it has tools and one exists."""
@@ -139,9 +146,9 @@ class ChatTemplate:
         Raises:
             jinja2.TemplateError: what the template raises (``raise_exception``, an undefined call, ...).
         """
-        compiled, recorder = _compiled(self.templates[name])
-        context = compiled.new_context({"messages": messages, "tools": tools, "documents": None,
-                                        "add_generation_prompt": add_generation_prompt, **self.special_tokens})
+        compiled, recorder, context_of = _compiled(self.templates[name])
+        context = context_of({"messages": messages, "tools": tools, "documents": None,
+                              "add_generation_prompt": add_generation_prompt, **self.special_tokens})
         if recorder.never:  # no {% generation %} in it: nothing to record, the pieces joined at once
             return "".join(compiled.root_render_func(context)), []
         pieces: list[str] = []
@@ -154,11 +161,12 @@ class ChatTemplate:
             recorder.pieces = None
 
 
-_COMPILED: dict[str, tuple[object, object]] = {}
+_COMPILED: dict[str, tuple[object, object, object]] = {}
 
 
 def _compiled(source: str):
-    """The template compiled in transformers' environment, and its generation-span recorder (cached by source)."""
+    """The template compiled in transformers' environment, its generation-span recorder, and the function that
+    makes a render's context from its variables (cached by source)."""
     if source not in _COMPILED:
         _COMPILED[source] = _compile(source)
     return _COMPILED[source]
@@ -224,13 +232,34 @@ def _compile(source: str):
         __call__ = staticmethod(dict)
         fromkeys = staticmethod(dict.fromkeys)
 
+    # the sandbox's verdict on an attribute depends on the object's type and the name alone
+    # (jinja2.sandbox.is_internal_attribute, modifies_known_mutable): for these exact types it is kept once found
+    # safe (str.format/format_map never: the sandbox wraps those per object)
+    remembered_types = frozenset({str, int, float, bool, type(None), list, tuple, jinja2.runtime.LoopContext,
+                                  SafeNamespace})
+    safe_attributes: set[tuple[type, str]] = set()
+
     class Environment(ImmutableSandboxedEnvironment):
         def getattr(self, obj, attribute):  # message.role: the sandbox's answer, without its AttributeError
-            if type(obj) is dict and attribute not in _DICT_ATTRIBUTES:
+            kind = type(obj)
+            if kind is dict and attribute not in _DICT_ATTRIBUTES:
                 try:
                     return obj[attribute]
                 except KeyError:
                     return self.undefined(obj=obj, name=attribute)
+            if (kind, attribute) in safe_attributes:  # loop.index0, ns.found, text.strip: known safe
+                try:
+                    return getattr(obj, attribute)
+                except AttributeError:
+                    pass
+            elif kind in remembered_types and attribute not in ("format", "format_map"):
+                try:
+                    value = getattr(obj, attribute)
+                except AttributeError:
+                    pass
+                else:
+                    if self.is_safe_attribute(obj, attribute, value):
+                        safe_attributes.add((kind, attribute))
             return ImmutableSandboxedEnvironment.getattr(self, obj, attribute)
 
     env = Environment(trim_blocks=True, lstrip_blocks=True, extensions=[GenerationBlock, jinja2.ext.loopcontrols])
@@ -240,7 +269,32 @@ def _compile(source: str):
                        dict=DictMaker(), namespace=SafeNamespace)
     compiled = env.from_string(source)
     compiled.globals = dict(compiled.globals)  # a ChainMap over env.globals: each render's context copies it
-    return compiled, recorder
+    return compiled, recorder, _context_maker(compiled)
+
+
+def _context_maker(compiled):
+    """A function of a render's variables to the ``jinja2.runtime.Context`` that ``compiled.new_context`` makes:
+    the same attributes, set directly (1 µs instead of 3.3: no globals copied twice, no set of their names made
+    per render, no blocks to copy), checked once against Jinja's own; Jinja's own where they differ or the template
+    has blocks."""
+    from jinja2.runtime import Context, EvalContext
+
+    environment, template_globals, name = compiled.environment, compiled.globals, compiled.name
+    globals_keys = frozenset(template_globals)  # read only: Jinja tests names against it
+
+    def context_of(variables: dict):
+        context = Context.__new__(Context)
+        context.__dict__.update(parent={**template_globals, **variables}, vars={}, environment=environment,
+                                eval_ctx=EvalContext(environment, name), exported_vars=set(), name=name,
+                                globals_keys=globals_keys, blocks={})
+        return context
+
+    probe = {"messages": []}
+    if compiled.blocks or environment.context_class is not Context or \
+            {key: value for key, value in vars(context_of(probe)).items() if key != "eval_ctx"} != \
+            {key: value for key, value in vars(compiled.new_context(probe)).items() if key != "eval_ctx"}:
+        return compiled.new_context
+    return context_of
 
 
 def _token_string(value: object) -> str | None:
@@ -379,9 +433,12 @@ def conversation_of(record: dict, path: str, line: int) -> tuple[list[dict], lis
         content = turn.get("content")
         if content is not None and not isinstance(content, (str, list)):
             raise BadLine(path, line, f"{key}[{number}]: content is not a string, a list of parts or null")
+        if len(turn) == 2 and content is not None:  # role and content alone (most turns): as they are
+            messages.append(turn)
+            continue
         message = {name: value for name, value in turn.items() if value is not None}
         reasoning = (next((message[name] for name in _REASONING_FIELDS if name in message), None)
-                     if len(message) > 2 else None)  # role and content alone: none (most turns)
+                     if len(message) > 2 else None)
         if reasoning is not None:
             message = {"thinking": reasoning, **message, "reasoning_content": reasoning}
         messages.append(message)
@@ -720,49 +777,39 @@ class _ByteTable:
         sizes = np.array([len(each) for each in encoded], dtype=np.int64)
         counts = np.array([len(each) for each in ids], dtype=np.int64)
         flat_ids = np.concatenate(ids).astype(np.int64) if ids else np.zeros(0, dtype=np.int64)
-        lengths = self.length[flat_ids]
-        token_ends = np.concatenate([[0], np.cumsum(counts)])
-        unknown = np.concatenate([[0], np.cumsum(lengths < 0)])
-        lengths = np.maximum(lengths, 0)
-        byte_ends = np.concatenate([[0], np.cumsum(lengths)])  # byte_ends[i]: bytes before token i, all texts
-        ok = ((byte_ends[token_ends[1:]] - byte_ends[token_ends[:-1]] == sizes)
-              & (unknown[token_ends[1:]] == unknown[token_ends[:-1]]))
-        if not ok.all():  # texts laid end to end only where their tokens spell as many bytes
-            keep = np.repeat(ok, counts)
-            lengths, flat_ids, counts = lengths[keep], flat_ids[keep], counts[ok]
-            encoded, sizes = [each for each, good in zip(encoded, ok) if good], sizes[ok]
-            token_ends = np.concatenate([[0], np.cumsum(counts)])
-            byte_ends = np.concatenate([[0], np.cumsum(lengths)])
-        text_ends = np.concatenate([[0], np.cumsum(sizes)])
-        numbers = np.flatnonzero(ok)  # text k of what is laid out is texts[numbers[k]]
-        gather = np.repeat(self.start[flat_ids] - byte_ends[:-1], lengths) + np.arange(byte_ends[-1])
-        wrong = np.flatnonzero(self.flat[gather] != np.frombuffer(b"".join(encoded), dtype=np.uint8))
-        spelled = np.ones(len(numbers), dtype=bool)
-        spelled[np.searchsorted(text_ends, wrong, side="right") - 1] = False
+        token_ends = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        text_ends = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        byte_ends = np.empty(len(flat_ids) + 1, dtype=np.int64)  # byte_ends[i]: bytes spelled before token i
+        spelled = np.zeros(len(texts), dtype=np.uint8)
+        _kernels.spell_tokens(flat_ids, self.length, self.start, self.flat,
+                              np.frombuffer(b"".join(encoded), dtype=np.uint8), token_ends, text_ends, byte_ends,
+                              spelled)
+        spelled = spelled.astype(bool)
+        bases = byte_ends[token_ends]  # where each text's tokens start: a spelled text's bytes lie from there
         firsts, stops, owners, checked = [], [], [], []
-        for k, number in enumerate(numbers):
-            text, base = texts[number], int(text_ends[k])
-            for start, end in spans[number]:
+        for k in np.flatnonzero(spelled).tolist():
+            text, base = texts[k], int(bases[k])
+            for start, end in spans[k]:
                 if not text.isascii():
                     start, end = len(text[:start].encode("utf-8")), len(text[:end].encode("utf-8"))
                 firsts.append(base + start)
                 stops.append(base + end)
                 owners.append(k)
-                checked.append(by_prefix[number] and start != end)
+                checked.append(by_prefix[k] and start != end)
         starts, ends = np.asarray(firsts, dtype=np.int64), np.asarray(stops, dtype=np.int64)
         owners = np.asarray(owners, dtype=np.int64)
         first = np.searchsorted(byte_ends[1:], starts, side="right")  # the first token ending after the start
         stop = np.searchsorted(byte_ends[:-1], ends, side="left")  # the first token starting at the end or later
         # the prefix rule's spans begin and end on token boundaries (or at the text's end / start)
-        on_bounds = (((starts == text_ends[owners + 1]) | (byte_ends[np.minimum(first, len(byte_ends) - 1)] == starts))
-                     & ((ends == text_ends[owners]) | (byte_ends[stop] == ends)))
+        on_bounds = (((starts == bases[owners] + sizes[owners])
+                      | (byte_ends[np.minimum(first, len(byte_ends) - 1)] == starts))
+                     & ((ends == bases[owners]) | (byte_ends[stop] == ends)))
         spelled[owners[np.asarray(checked, dtype=bool) & ~on_bounds]] = False
-        marks = np.zeros(len(lengths) + 1, dtype=np.int64)
+        marks = np.zeros(len(flat_ids) + 1, dtype=np.int64)
         np.add.at(marks, first, 1)
         np.add.at(marks, np.maximum(stop, first), -1)
         trained = np.cumsum(marks[:-1]) > 0
         masks: list[np.ndarray | None] = [None] * len(texts)
-        for k, number in enumerate(numbers):
-            if spelled[k]:
-                masks[number] = trained[token_ends[k]:token_ends[k + 1]].copy()
+        for k in np.flatnonzero(spelled).tolist():
+            masks[k] = trained[token_ends[k]:token_ends[k + 1]].copy()
         return masks
