@@ -112,7 +112,7 @@ def run_peer(python: str, folder: Path, data: Path, out: Path) -> dict[str, floa
     return json.loads(line[len("RESULT "):])
 
 
-def run_tokenmill(folder: Path, data: Path, engine: str, workers: int
+def run_tokenmill(folder: Path, data: Path, engine: str, workers: int, train_on: str
                   ) -> tuple[float, list[tuple[np.ndarray, np.ndarray]]]:
     import contextlib
 
@@ -128,7 +128,7 @@ def run_tokenmill(folder: Path, data: Path, engine: str, workers: int
     if engine != "hf":
         fast.encode_batch(["warm up"], False)  # fastokens loads on first use: not the encoder's time
     encoder = ChatTemplateEncoder(load_chat_template("tokenizer", folder / "tokenizer.json"), info.tokenizer,
-                                  engine=fast)
+                                  train_on, engine=fast)
     start = time.perf_counter()  # from here: the file's index and lines read, the render processes started
     results = []
     with contextlib.closing(encode_conversations(encoder, [ConversationFile(data)], BATCH, workers)) as batches:
@@ -147,6 +147,9 @@ def main() -> None:
     parser.add_argument("--engine", default="fastokens", choices=["hf", "fastokens"])
     parser.add_argument("--workers", type=int, nargs="+", default=[2],
                         help="tokenmill's render processes (sft --workers); several: each run every round")
+    parser.add_argument("--train-on", default="assistant", choices=["assistant", "last_assistant", "all"],
+                        help="tokenmill's mask (all: the ids alone, one render per conversation, as transformers "
+                             "makes for a template without generation blocks)")
     parser.add_argument("--out", type=Path, default=Path("/tmp/chat_bench"))
     args = parser.parse_args()
 
@@ -155,7 +158,8 @@ def main() -> None:
     records = make_conversations(args.conversations)
     data.write_text("".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records), encoding="utf-8")
     print(f"{len(records)} conversations, {data.stat().st_size / 1e6:.1f} MB, "
-          f"{sum(len(r['messages']) for r in records)} messages; engine {args.engine}, render workers {args.workers}")
+          f"{sum(len(r['messages']) for r in records)} messages; engine {args.engine}, render workers {args.workers}, "
+          f"train_on {args.train_on}")
     for name in args.templates:
         folder = cases.make_folder(name, args.out)
         peer_out = args.out / f"{name}.transformers.npz"
@@ -167,11 +171,12 @@ def main() -> None:
                 if side == "transformers":
                     times.update(run_peer(args.peer_python, folder, data, peer_out))
                 else:
-                    times[side], results = run_tokenmill(folder, data, args.engine, int(side[len("tokenmill"):]))
+                    times[side], results = run_tokenmill(folder, data, args.engine, int(side[len("tokenmill"):]),
+                                                               args.train_on)
             rounds.append(times)
         peer = np.load(peer_out, allow_pickle=False)
         cuts = np.concatenate([[0], np.cumsum(peer["lengths"])])
-        generation = "{% generation %}" in cases.TEMPLATES[name][0]
+        generation = "{% generation %}" in cases.TEMPLATES[name][0] and args.train_on == "assistant"
         same_ids = same_masks = 0
         for k, (ids, trained) in enumerate(results):
             want = peer["ids"][cuts[k]:cuts[k + 1]]
