@@ -18,7 +18,7 @@ Unlike Megatron, a line that is not a JSON object with the keys, or whose value 
 a list of strings, stops the run with its file and line; outputs appear only when whole (temporary
 names, renamed).
 
-Speed: texts are encoded in batches by the fast engine (fastokens, its threads one per worker), and a
+Speed: texts are encoded in batches by the fast engine (its thread pool one thread per worker), and a
 sample of each batch by the type's own library, which must give the same ids (:mod:`tokenmill.tokenization.proof`);
 a difference stops the run. Memory: one batch of lines (~4 MiB) and the ``.idx`` arrays.
 """
@@ -273,7 +273,7 @@ def preprocess_data(argv: list[str], log=sys.stderr) -> PreprocessSummary:
     info = load_tokenizer(spec, TYPE_EOD if flags.append_eod else None,
                           no_type_eod_advice="drop --append-eod, or pack with tokenmill pack --eod TOKEN")
     input_bytes = sum(os.path.getsize(path) for path in files if os.path.isfile(path))
-    encoder = Encoder(info, flags.engine, input_bytes=input_bytes, fall_back=True)
+    encoder = Encoder(info, flags.engine, input_bytes=input_bytes, fall_back=True, parallel=flags.workers > 1)
     print(f"tokenmill preprocess-data: {spec.type} {spec.path}, {encoder.reason}", file=log)
     sampler = ProofSampler(info.added_tokens(), DEFAULT_CHECK_FRACTION)
     dtype = optimal_dtype(info.vocab_size)
