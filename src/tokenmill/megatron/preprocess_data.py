@@ -45,7 +45,8 @@ from tokenmill.formats.document_blocks import eod_appended
 from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder, optimal_dtype
 from tokenmill.inputs.jsonl import iter_lines
 from tokenmill.megatron.job_tokenizer import FlagParser, add_tokenizer_flags
-from tokenmill.tokenization.engine import ENGINES, Encoder
+from tokenmill.tokenization.engine import (ENGINES, FAST_ENGINE_PAYS_BYTES, Encoder, preferred_fast_engine,
+                                           preload_fast_engine)
 from tokenmill.tokenization.families import HF_TYPE, TYPES, TokenizerSpec
 from tokenmill.tokenization.proof import DEFAULT_CHECK_FRACTION, ProofSample, ProofSampler
 from tokenmill.tokenization.tokenizer import TYPE_EOD, TokenizerInfo, load_tokenizer
@@ -269,10 +270,13 @@ def preprocess_data(argv: list[str], log=sys.stderr) -> PreprocessSummary:
     files = _input_files(flags)
     refuse_inputs_as_outputs([f"{prefix}{ext}" for prefix in prefixes.values() for ext in (".bin", ".idx")],
                              [*files, spec.path])
-    os.environ.setdefault("RAYON_NUM_THREADS", str(flags.workers))  # fastokens' threads, before its first use
+    os.environ.setdefault("RAYON_NUM_THREADS", str(flags.workers))  # the engines' threads, before their first use
+    input_bytes = sum(os.path.getsize(path) for path in files if os.path.isfile(path))
+    if flags.engine != "hf" and (flags.engine != "auto" or input_bytes >= FAST_ENGINE_PAYS_BYTES):
+        # the fast engine loads in the background (Rust, without the GIL) while the reference loads here
+        preload_fast_engine(spec, preferred_fast_engine(flags.engine, spec))
     info = load_tokenizer(spec, TYPE_EOD if flags.append_eod else None,
                           no_type_eod_advice="drop --append-eod, or pack with tokenmill pack --eod TOKEN")
-    input_bytes = sum(os.path.getsize(path) for path in files if os.path.isfile(path))
     encoder = Encoder(info, flags.engine, input_bytes=input_bytes, fall_back=True, parallel=flags.workers > 1)
     print(f"tokenmill preprocess-data: {spec.type} {spec.path}, {encoder.reason}", file=log)
     sampler = ProofSampler(info.added_tokens(), DEFAULT_CHECK_FRACTION)
