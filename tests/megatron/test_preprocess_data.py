@@ -290,6 +290,25 @@ def test_a_bad_line_names_file_and_line_and_leaves_no_output(files, tmp_path):
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl"]
 
 
+
+def test_a_bad_line_in_a_later_batch_comes_after_the_batches_before_it(files, tmp_path, monkeypatch):
+    """The next batch is parsed (and its encode started) before a batch is proven and written: a bad line there
+    is still raised only once every batch before it went through, and no output is left."""
+    import tokenmill.megatron.preprocess_data as module
+
+    monkeypatch.setattr(module, "_BATCH_BYTES", 64)
+    corpus = tmp_path / "in.jsonl"
+    corpus.write_text("".join(f'{{"text": "document {number} " }}\n' for number in range(40)) + '{"text": [1]}\n')
+    written = []
+    real = module._documents
+    monkeypatch.setattr(module, "_documents", lambda *args: written.append(len(args[2])) or real(*args))
+    with pytest.raises(TokenmillError, match=r"in.jsonl:41: 'text' is a list holding a int \(1\), not only strings"):
+        preprocess_data(["--input", str(corpus), "--output-prefix", str(tmp_path / "o"), "--workers", "2",
+                         "--engine", "fastokens", "--tokenizer-type", "Llama2Tokenizer", "--tokenizer-model",
+                         files["model"]])
+    assert written == [3] * 13  # batches of 3 lines (>= 64 bytes); the 14th holds lines 40 and 41
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl"]
+
 # ---- conversions ------------------------------------------------------------------------------------------------
 
 def _protobuf_field(number: int, payload: bytes | int) -> bytes:
