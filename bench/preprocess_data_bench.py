@@ -17,9 +17,9 @@ Prints MB/s (10**6 input bytes per second), each ratio to Megatron and to ``sent
 ``--proof-share``: then one more ``preprocess-data`` (the first engine) in this process, the proof's calls
 (:class:`tokenmill.tokenization.proof.ProofSample`'s ``of``: the sample's choice and the reference library's
 encode; ``check``: the excerpts' fast encode and the comparison) timed by ``time.process_time``, which counts
-every thread of the process: preprocess-data runs them in its one thread between batches, never beside the
-fast encode, so that is the proof's CPU. Prints it against the run's whole CPU and the documents checked whole.
-The Megatron venv is a peer, never a dependency (``specs/megatron-tokenizers.md``).
+every thread of the process; for that run the next batch's encode is made to run in line (it runs beside the
+proof in preprocess-data), so that is the proof's CPU. Prints it against the run's whole CPU and the documents
+checked whole. The Megatron venv is a peer, never a dependency (``specs/megatron-tokenizers.md``).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import Future
 from pathlib import Path
 
 
@@ -43,10 +44,34 @@ def wall(command: list[str], env: dict | None = None) -> float:
     return time.perf_counter() - start
 
 
+class _InLine:
+    """An executor that runs each call when it is submitted."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def __enter__(self) -> "_InLine":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+    def submit(self, function, *args) -> Future:
+        future = Future()
+        try:
+            future.set_result(function(*args))
+        except Exception as exc:  # raised by result(), as a thread's would be
+            future.set_exception(exc)
+        return future
+
+
 def proof_share(argv: list[str]) -> None:
     """One ``preprocess-data`` in this process with the proof's CPU counted (see the module docstring)."""
+    from tokenmill.megatron import preprocess_data as module
     from tokenmill.megatron.preprocess_data import preprocess_data
     from tokenmill.tokenization.proof import ProofSample
+
+    module.ThreadPoolExecutor = _InLine
 
     spent, tallies = [0.0], []
     original_of, original_check = ProofSample.of.__func__, ProofSample.check
