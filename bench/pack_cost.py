@@ -123,7 +123,7 @@ def main() -> None:
     documents, tally = 0, proof_module.ProofTally()
     with PbinWriter(str(out), info.token_width) as writer:
         for task in batches_module.line_batches(str(args.corpus), lines, 1, settings.batch_bytes, "fastokens", []):
-            tokens, lengths, _, checked, _ = job.finish(job.prepare(task))
+            tokens, lengths, _, checked, *_ = job.finish(job.prepare(task))
             writer.write(tokens, lengths)
             documents += len(lengths)
             tally += checked

@@ -22,6 +22,7 @@ import base64
 import hashlib
 import json
 import shutil
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +33,7 @@ from tokenmill.formats.mmidx import MMapIndexedDataset
 from tokenmill.megatron.preprocess_data import preprocess_data
 from tokenmill.tokenization.engine import FastEngineUnavailable
 from tokenmill.tokenization.families import TokenizerSpec, load_family
+from tokenmill.tokenization.sentencepiece_model import read_model
 from tokenmill.tokenization.tokenizer import TYPE_EOD, load_tokenizer
 
 DATA = Path(__file__).parents[1] / "data"
@@ -228,6 +230,18 @@ def test_preprocess_data_writes_megatrons_bytes(case, engine, files, tmp_path):
         assert _sha256(tmp_path / f"out_{name}") == sha256, name
 
 
+
+@pytest.mark.parametrize("case", ["llama2", "gpt_sentencepiece", "hf_gpt2"])
+def test_gigatoken_on_its_thread_pool_writes_megatrons_bytes(case, files, tmp_path):
+    """``--workers 2``: gigatoken splits each batch over its pool (Encoder's ``parallel``), the same bytes."""
+    prefix = tmp_path / "out"
+    flags = CASES[case].format(**files).split()
+    summary = preprocess_data(["--input", str(CORPUS), "--output-prefix", str(prefix), "--workers", "2",
+                               "--engine", "gigatoken", *flags])
+    assert summary.engine == "gigatoken"
+    for name, sha256 in MEGATRON_SHA256[case].items():
+        assert _sha256(tmp_path / f"out_{name}") == sha256, name
+
 def test_a_json_list_is_one_sequence_per_element_and_an_empty_text_an_empty_document(files, tmp_path):
     corpus = tmp_path / "in.jsonl"
     corpus.write_text('{"text": ["Hello world", "", "Hello world"]}\n{"text": ""}\n{"text": ["", ""]}\n'
@@ -283,6 +297,25 @@ def test_a_bad_line_names_file_and_line_and_leaves_no_output(files, tmp_path):
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl"]
 
 
+
+def test_a_bad_line_in_a_later_batch_comes_after_the_batches_before_it(files, tmp_path, monkeypatch):
+    """The next batch is parsed (and its encode started) before a batch is proven and written: a bad line there
+    is still raised only once every batch before it went through, and no output is left."""
+    import tokenmill.megatron.preprocess_data as module
+
+    monkeypatch.setattr(module, "_BATCH_BYTES", 64)
+    corpus = tmp_path / "in.jsonl"
+    corpus.write_text("".join(f'{{"text": "document {number} " }}\n' for number in range(40)) + '{"text": [1]}\n')
+    written = []
+    real = module._documents
+    monkeypatch.setattr(module, "_documents", lambda *args: written.append(len(args[2])) or real(*args))
+    with pytest.raises(TokenmillError, match=r"in.jsonl:41: 'text' is a list holding a int \(1\), not only strings"):
+        preprocess_data(["--input", str(corpus), "--output-prefix", str(tmp_path / "o"), "--workers", "2",
+                         "--engine", "fastokens", "--tokenizer-type", "Llama2Tokenizer", "--tokenizer-model",
+                         files["model"]])
+    assert written == [3] * 13  # batches of 3 lines (>= 64 bytes); the 14th holds lines 40 and 41
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl"]
+
 # ---- conversions ------------------------------------------------------------------------------------------------
 
 def _protobuf_field(number: int, payload: bytes | int) -> bytes:
@@ -305,6 +338,27 @@ def test_a_unigram_sentencepiece_model_is_refused_in_one_line(tmp_path):
     with pytest.raises(TokenmillError, match="unigram.model: Llama2Tokenizer model cannot be converted .* not a BPE"):
         load_family(TokenizerSpec(str(model), "Llama2Tokenizer"))
 
+
+def test_a_model_read_in_any_field_layout_gives_the_same_pieces():
+    """sentencepiece writes each piece as fields 1, 2, 3 with one-byte lengths (read directly); any other layout
+    (fields reordered, a type or score left out, a piece over 127 bytes) goes through the generic reader."""
+    score = struct.pack("<f", -1.5)
+    long_piece = "\u2581" + "x" * 200
+
+    def fixed32(number: int, payload: bytes) -> bytes:
+        return bytes([number << 3 | 5]) + payload
+
+    pieces = [_protobuf_field(1, b"<unk>") + fixed32(2, b"\0\0\0\0") + _protobuf_field(3, 2),
+              _protobuf_field(1, "\u2581a".encode()) + fixed32(2, score),
+              _protobuf_field(3, 3) + fixed32(2, score) + _protobuf_field(1, b"</s>"),
+              _protobuf_field(1, long_piece.encode()) + fixed32(2, score) + _protobuf_field(3, 1),
+              _protobuf_field(1, b"b")]
+    read, settings = read_model(b"".join(_protobuf_field(1, piece) for piece in pieces)
+                                + _protobuf_field(2, _protobuf_field(3, 2) + _protobuf_field(35, 1)))
+    assert read == [("<unk>", 0.0, 2), ("\u2581a", -1.5, 1), ("</s>", -1.5, 3), (long_piece, -1.5, 1), ("b", 0.0, 1)]
+    assert (settings["model_type"], settings["byte_fallback"]) == (2, True)
+    assert read_model(MISTRAL_MODEL.read_bytes())[0][:4] == [("<unk>", 0.0, 2), ("<s>", 0.0, 3), ("</s>", 0.0, 3),
+                                                             ("<0x00>", 0.0, 6)]
 
 def test_a_file_that_is_no_model_is_refused(tmp_path):
     model = tmp_path / "x.model"

@@ -527,6 +527,8 @@ def test_gigatoken_gives_the_reference_ids_of_every_text_of_the_test_corpora(tmp
     ids, lengths = encoder.encode_batch(texts, False)
     assert ids.dtype == np.uint32 and lengths.dtype == np.int64
     assert np.array_equal(lengths, reference_lengths) and np.array_equal(ids, reference_ids)
+    pooled_ids, pooled_lengths = Encoder(info, "gigatoken", parallel=True).encode_batch(texts, False)  # its pool
+    assert np.array_equal(pooled_lengths, lengths) and np.array_equal(pooled_ids, ids)
     assert "gigatoken" in encoder.versions()
     if family in ("gpt2", "tekken", "mistral"):  # fastokens is refused for the small model (its probes)
         fast_ids, fast_lengths = Encoder(info, "fastokens").encode_batch(texts, False)

@@ -18,9 +18,10 @@ Unlike Megatron, a line that is not a JSON object with the keys, or whose value 
 a list of strings, stops the run with its file and line; outputs appear only when whole (temporary
 names, renamed).
 
-Speed: texts are encoded in batches by the fast engine (fastokens, its threads one per worker), and a
-sample of each batch by the type's own library, which must give the same ids (:mod:`tokenmill.tokenization.proof`);
-a difference stops the run. Memory: one batch of lines (~4 MiB) and the ``.idx`` arrays.
+Speed: texts are encoded in batches by the fast engine (its thread pool one thread per worker), the next batch
+while this one is proven and written, and a sample of each batch by the type's own library, which must give the
+same ids (:mod:`tokenmill.tokenization.proof`); a difference stops the run. Memory: two batches of lines (~4 MiB
+each) and their ids, and the ``.idx`` arrays.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ import os
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,7 +47,8 @@ from tokenmill.formats.document_blocks import eod_appended
 from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder, optimal_dtype
 from tokenmill.inputs.jsonl import iter_lines
 from tokenmill.megatron.job_tokenizer import FlagParser, add_tokenizer_flags
-from tokenmill.tokenization.engine import ENGINES, Encoder
+from tokenmill.tokenization.engine import (ENGINES, FAST_ENGINE_PAYS_BYTES, Encoder, preferred_fast_engine,
+                                           preload_fast_engine)
 from tokenmill.tokenization.families import HF_TYPE, TYPES, TokenizerSpec
 from tokenmill.tokenization.proof import DEFAULT_CHECK_FRACTION, ProofSample, ProofSampler
 from tokenmill.tokenization.tokenizer import TYPE_EOD, TokenizerInfo, load_tokenizer
@@ -269,11 +272,14 @@ def preprocess_data(argv: list[str], log=sys.stderr) -> PreprocessSummary:
     files = _input_files(flags)
     refuse_inputs_as_outputs([f"{prefix}{ext}" for prefix in prefixes.values() for ext in (".bin", ".idx")],
                              [*files, spec.path])
-    os.environ.setdefault("RAYON_NUM_THREADS", str(flags.workers))  # fastokens' threads, before its first use
+    os.environ.setdefault("RAYON_NUM_THREADS", str(flags.workers))  # the engines' threads, before their first use
+    input_bytes = sum(os.path.getsize(path) for path in files if os.path.isfile(path))
+    if flags.engine != "hf" and (flags.engine != "auto" or input_bytes >= FAST_ENGINE_PAYS_BYTES):
+        # the fast engine loads in the background (Rust, without the GIL) while the reference loads here
+        preload_fast_engine(spec, preferred_fast_engine(flags.engine, spec))
     info = load_tokenizer(spec, TYPE_EOD if flags.append_eod else None,
                           no_type_eod_advice="drop --append-eod, or pack with tokenmill pack --eod TOKEN")
-    input_bytes = sum(os.path.getsize(path) for path in files if os.path.isfile(path))
-    encoder = Encoder(info, flags.engine, input_bytes=input_bytes, fall_back=True)
+    encoder = Encoder(info, flags.engine, input_bytes=input_bytes, fall_back=True, parallel=flags.workers > 1)
     print(f"tokenmill preprocess-data: {spec.type} {spec.path}, {encoder.reason}", file=log)
     sampler = ProofSampler(info.added_tokens(), DEFAULT_CHECK_FRACTION)
     dtype = optimal_dtype(info.vocab_size)
@@ -285,11 +291,11 @@ def preprocess_data(argv: list[str], log=sys.stderr) -> PreprocessSummary:
     with contextlib.ExitStack() as stack:
         builders = {key: stack.enter_context(MMapIndexedDatasetBuilder(prefix, dtype)) for key, prefix in
                     prefixes.items()}
-        for batch in _batches(_ordered_lines(flags), _BATCH_BYTES):
-            texts, counts = _texts_of(batch, keys)
+        for batch, texts, counts, encoded in _encoded_batches(_batches(_ordered_lines(flags), _BATCH_BYTES), keys,
+                                                              encoder, add_special_tokens):
             for key in keys:
-                ids, lengths = _encode_proven(encoder, info, sampler, texts[key], add_special_tokens,
-                                              _Locations(batch, counts[key]), sequences[key])
+                ids, lengths = _proven(encoder, info, sampler, texts[key], encoded[key], add_special_tokens,
+                                       _Locations(batch, counts[key]), sequences[key])
                 sequences[key] += len(texts[key])
                 ids, sequence_lengths, per_document = _documents(ids, lengths, counts[key],
                                                                  info.eod_id if flags.append_eod else None)
@@ -304,14 +310,45 @@ def preprocess_data(argv: list[str], log=sys.stderr) -> PreprocessSummary:
     return PreprocessSummary(prefixes, documents, tokens, encoder.name)
 
 
-def _encode_proven(encoder: Encoder, info: TokenizerInfo, sampler: ProofSampler, texts: list[str],
-                   add_special_tokens: bool, locations: _Locations, first: int) -> tuple[np.ndarray, np.ndarray]:
-    """``(ids, lengths)`` of ``texts`` (int64), a fast engine's proven on a sample against the reference;
-    the sample is drawn by each text's ordinal in the run, from ``first``."""
-    ids, lengths = encoder.encode_batch(texts, add_special_tokens)
+def _encoded_batches(batches: Iterator[list[tuple[str, int, bytes]]], keys: list[str], encoder: Encoder,
+                     add_special_tokens: bool) -> Iterator[tuple[list, dict, dict, dict]]:
+    """Each batch with its texts and counts (:func:`_texts_of`) and, per key, the fast engine's ``(ids, lengths)``:
+    the next batch is parsed and its encode started in a thread (the engines release the GIL) before a batch is
+    given, so that the engine works while the caller proves and writes the one before. A bad line is raised once
+    every batch before it has been given, as reading line by line would.
+
+    Raises:
+        TokenmillError: a bad line (see :func:`_texts_of`).
+    """
+    def encode(texts: dict[str, list[str]]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        return {key: encoder.encode_batch(texts[key], add_special_tokens) for key in keys}
+
+    pending, error = None, None
+    with ThreadPoolExecutor(1, thread_name_prefix="preprocess-encode") as pool:
+        for batch in batches:
+            try:
+                texts, counts = _texts_of(batch, keys)
+            except TokenmillError as exc:
+                error = exc
+                break
+            following = (batch, texts, counts, pool.submit(encode, texts))
+            if pending is not None:
+                yield *pending[:3], pending[3].result()
+            pending = following
+        if pending is not None:
+            yield *pending[:3], pending[3].result()
+    if error is not None:
+        raise error
+
+
+def _proven(encoder: Encoder, info: TokenizerInfo, sampler: ProofSampler, texts: list[str],
+            encoded: tuple[np.ndarray, np.ndarray], add_special_tokens: bool, locations: _Locations,
+            first: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(ids, lengths)`` of ``texts`` (int64) from the engine's ``encoded``, a fast engine's proven on a sample
+    against the reference; the sample is drawn by each text's ordinal in the run, from ``first``."""
+    ids, lengths = encoded
     if encoder.name != "hf":
         ordinals = np.arange(first, first + len(texts), dtype=np.int64)
         ProofSample.of(texts, sampler, info, add_special_tokens, ordinals).check(encoder, ids, lengths, locations,
                                                                                  add_special_tokens)
     return np.asarray(ids, dtype=np.int64), lengths
-

@@ -9,7 +9,8 @@
 * ``gigatoken``: gigatoken 0.10 (MIT; the optional extra ``tokenmill[gigatoken]``), a byte-level BPE and
   SentencePiece-BPE encoder in Rust with per-thread word caches (bounded: :data:`GIGATOKEN_CACHE_BYTES`).
   It is fed the texts tokenmill's own JSONL reader produced, as a ``list[str]`` (never a file: its
-  reader stops silently at a bad line), one thread per caller (``parallel=False``), and its awkward
+  reader stops silently at a bad line), one thread per caller (``parallel=False``) except where the caller
+  encodes from one thread and asks for its pool (:class:`Encoder`'s ``parallel``), and its awkward
   array is read as one flat ``uint32`` buffer and its offsets, never per text. Its ``BytesSource``
   (one buffer and a separator) was measured no faster (91.0 against 91.4 MB/s of CPU on the 100 MB
   corpus, GPT-2) and cannot hold an empty text or a separator inside one, so it is not used. It
@@ -221,6 +222,10 @@ class Encoder:
             the input with the next engine).
         input_bytes, estimate: the job's input size and how it was guessed, for ``auto``'s choice
             (see :func:`choose_engine`); None where the encoder serves an unknown amount of text.
+        parallel: gigatoken splits each batch over its process-wide thread pool (``RAYON_NUM_THREADS``
+            threads), for a caller that encodes from one thread (``preprocess-data``); without it gigatoken
+            encodes on the calling thread, for callers that run their own encoding threads (pack). fastokens
+            always uses its pool. The ids are the same either way.
 
     Attributes:
         name: the engine in use, ``hf``, ``fastokens`` or ``gigatoken``.
@@ -235,8 +240,10 @@ class Encoder:
     """
 
     def __init__(self, info: TokenizerInfo, engine: str = "auto", split_special_tokens: bool = False,
-                 fall_back: bool = False, input_bytes: float | None = None, estimate: str = ""):
+                 fall_back: bool = False, input_bytes: float | None = None, estimate: str = "",
+                 parallel: bool = False):
         self.name, self.reason = choose_engine(engine, info, input_bytes, estimate, split_special_tokens)
+        self.parallel = parallel
         self.info = info
         self.engine_asked = engine
         self.fall_back_in_place = fall_back
@@ -355,7 +362,7 @@ class Encoder:
             if not texts:
                 return np.empty(0, np.uint32), np.empty(0, np.int64)
             # gigatoken adds no special tokens (a post-processor that would is refused: gigatoken_refusal)
-            return _flat_of(fast.encode_batch(texts, parallel=False))
+            return _flat_of(fast.encode_batch(texts, parallel=self.parallel))
         ids, offsets = fast.encode_batch_flat(texts, add_special_tokens=add_special_tokens,
                                               split_special_tokens=self.split_special_tokens)
         return np.frombuffer(ids, dtype="<u4"), np.diff(np.frombuffer(offsets, dtype="<u8")).astype(np.int64)

@@ -14,12 +14,13 @@ The EOS, which Megatron's SentencePiece types append as their EOD, is what ``Sen
 gives: the id of the trainer spec's ``eos_piece`` (``</s>`` unless the model was trained with another) where
 that piece is a control piece, else none (a model trained with ``eos_id=-1``).
 
-Cost: one pass over the file and O(total piece length) to derive the merges: ~0.5 s for a 32k model.
+Cost: one pass over the file and O(total piece length) to derive the merges: ~0.2 s for a 32k model.
 """
 
 from __future__ import annotations
 
-import numpy as np
+import struct
+
 import orjson
 
 __all__ = ["read_model", "eos_piece", "conversion_refusal", "bpe_tokenizer_json", "PIECE_NORMAL", "PIECE_UNKNOWN",
@@ -71,21 +72,18 @@ MODEL_BPE = 2
 
 
 def read_model(content: bytes) -> tuple[list[tuple[str, float, int]], dict]:
-    """The pieces ``(piece, score, type)`` and the trainer and normalizer settings of a ``ModelProto``."""
+    """The pieces ``(piece, score, type)`` and the trainer and normalizer settings of a ``ModelProto``.
+
+    Raises:
+        ValueError: a truncated message or an unknown wire type.
+        UnicodeDecodeError: a piece or setting that is not UTF-8.
+    """
     pieces, settings = [], {"model_type": 1, "byte_fallback": False, "treat_whitespace_as_suffix": False,
                             "eos_piece": "</s>", "normalizer": "nmt_nfkc", "add_dummy_prefix": True,
                             "remove_extra_whitespaces": True, "escape_whitespaces": True}
     for number, _, value in _protobuf_fields(content):
-        if number == 1:  # SentencePiece: 1 piece, 2 score (float32), 3 type (default NORMAL)
-            piece, score, kind = "", 0.0, PIECE_NORMAL
-            for sub, _, sub_value in _protobuf_fields(value):
-                if sub == 1:
-                    piece = sub_value.decode("utf-8")
-                elif sub == 2:
-                    score = float(np.frombuffer(sub_value, "<f4")[0])
-                elif sub == 3:
-                    kind = sub_value
-            pieces.append((piece, score, kind))
+        if number == 1:
+            pieces.append(_piece(value))
         elif number == 2:  # TrainerSpec: 3 model_type, 24 treat_whitespace_as_suffix, 35 byte_fallback, 47 eos_piece
             for sub, _, sub_value in _protobuf_fields(value):
                 if sub == 3:
@@ -102,6 +100,32 @@ def read_model(content: bytes) -> tuple[list[tuple[str, float, int]], dict]:
                 if sub in names:
                     settings[names[sub]] = sub_value.decode("utf-8") if sub == 1 else bool(sub_value)
     return pieces, settings
+
+
+_FLOAT32 = struct.Struct("<f")
+
+
+def _piece(message: bytes) -> tuple[str, float, int]:
+    """One ``SentencePiece`` message's ``(piece, score, type)`` (1 piece, 2 score as float32, 3 type, NORMAL by
+    default): the layout sentencepiece writes read directly, any other through :func:`_protobuf_fields`."""
+    size = len(message)
+    if size >= 2 and message[0] == 0x0A and message[1] < 0x80:
+        end = 2 + message[1]
+        if size == end + 7 and message[end] == 0x15 and message[end + 5] == 0x18 and message[end + 6] < 0x80:
+            return message[2:end].decode("utf-8"), _FLOAT32.unpack_from(message, end + 1)[0], message[end + 6]
+        if size == end + 5 and message[end] == 0x15:
+            return message[2:end].decode("utf-8"), _FLOAT32.unpack_from(message, end + 1)[0], PIECE_NORMAL
+    piece, score, kind = "", 0.0, PIECE_NORMAL
+    for sub, _, sub_value in _protobuf_fields(message):
+        if sub == 1:
+            piece = sub_value.decode("utf-8")
+        elif sub == 2:
+            if not isinstance(sub_value, bytes) or len(sub_value) != 4:
+                raise ValueError("a piece's score is not a float32")
+            score = _FLOAT32.unpack(sub_value)[0]
+        elif sub == 3:
+            kind = sub_value
+    return piece, score, kind
 
 
 def eos_piece(pieces: list[tuple[str, float, int]], settings: dict) -> str | None:
@@ -135,12 +159,15 @@ def bpe_tokenizer_json(pieces: list[tuple[str, float, int]], byte_fallback: bool
     """The ``tokenizer.json`` (text) of a BPE over ``pieces`` that encodes as SentencePiece does (module docstring)."""
     vocab = {piece: index for index, (piece, _, _) in enumerate(pieces)}
     mergeable = {piece: index for index, (piece, _, kind) in enumerate(pieces) if kind == PIECE_NORMAL}
-    merges = []
+    merges = []  # (-score of the merged piece, its id, left id, right id): the order of the merges' ranks
     for piece, merged in mergeable.items():
-        splits = sorted((mergeable[piece[:cut]], mergeable[piece[cut:]], piece[:cut], piece[cut:])
-                        for cut in range(1, len(piece)) if piece[:cut] in mergeable and piece[cut:] in mergeable)
-        merges += [(-pieces[merged][1], merged, left_id, right_id, left, right)
-                   for left_id, right_id, left, right in splits]
+        rank = -pieces[merged][1]
+        for cut in range(1, len(piece)):
+            left = mergeable.get(piece[:cut])
+            if left is not None:
+                right = mergeable.get(piece[cut:])
+                if right is not None:
+                    merges.append((rank, merged, left, right))
     merges.sort()
     unk = next((piece for piece, _, kind in pieces if kind == PIECE_UNKNOWN), None)
     config = {
@@ -154,6 +181,7 @@ def bpe_tokenizer_json(pieces: list[tuple[str, float, int]], byte_fallback: bool
             {"type": "ByteFallback"}, {"type": "Fuse"}, {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
         "model": {"type": "BPE", "dropout": None, "unk_token": unk, "continuing_subword_prefix": None,
                   "end_of_word_suffix": None, "fuse_unk": True, "byte_fallback": byte_fallback,
-                  "ignore_merges": False, "vocab": vocab, "merges": [[left, right] for *_, left, right in merges]},
+                  "ignore_merges": False, "vocab": vocab,
+                  "merges": [[pieces[left][0], pieces[right][0]] for _, _, left, right in merges]},
     }
     return orjson.dumps(config).decode("utf-8")
