@@ -492,8 +492,10 @@ def _pack_source(item: _Input, engine: str, job: BatchTokenizer, writer: _Output
     sizes: deque = deque()  # input bytes of each batch handed out, in order
     tasks = _source_tasks(item, engine, settings, sizes)
     with Progress(f"pack {source['path']}", _source_bytes(source)) as progress:
-        def read_ahead() -> int:  # far while fastokens loads, then just enough to keep the encoder fed
-            if fast_engine_loading(settings.tokenizer_path):
+        # far while fastokens loads (its load releases the GIL), then just enough to keep the encoder fed;
+        # gigatoken's load (awkward's import, from_json) holds the GIL: parsing ahead would only slow it
+        def read_ahead() -> int:
+            if engine == "fastokens" and fast_engine_loading(settings.tokenizer_path):
                 return max(2, READ_AHEAD_BYTES // settings.batch_bytes)
             return 2
 
