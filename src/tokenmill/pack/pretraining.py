@@ -30,7 +30,9 @@ Cost (2 cores, GPT-2; bench/RESULTS.md, "One process, tokenizers loaded once"): 
 0.69x. Of the CPU (``bench/pack_cost.py``), fastokens' encode ~45 %, the proof (:mod:`tokenmill.tokenization.proof`:
 Hugging Face on ~0.25 % of the text, and the choice of it) ~8 % on prose and ~4 % on emoji-dense text,
 the two tokenizers' loads and the imports ~25 % of a 100 MB job. With gigatoken (issue 45, a busy machine):
-the same CPU as fastokens at 1 GB, 0.1 GiB less RSS, 1.08x Megatron main and 0.60x gigatoken alone there.
+the same CPU as fastokens at 1 GB, 0.1 GiB less RSS, 1.08x Megatron main and 0.60x gigatoken alone there; after
+the EOD and cast became one C pass and the proof's excerpts rode in the batch's engine call ("Pack's hot path,
+round two"), 1.56x main and 0.50x gigatoken alone at 1 GB, 4.96x and 0.69x at 100 MB (1.12-1.18x before them).
 With ``--engine hf``: the speed of HF alone.
 """
 
