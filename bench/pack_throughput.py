@@ -9,6 +9,7 @@
         --modalities 'VENV/bin/modalities'
     # today's peers: Megatron-LM main's preprocess_data_fast.py (bash /work/shared/bench/megatron_main_peer.sh
     # makes /tmp/megatron-main) and gigatoken's encode_files alone (a venv with gigatoken==0.10.0):
+    # before/after a change: --baseline-src /path/to/other/checkout/src runs that code's packs beside these
     python bench/pack_throughput.py CORPUS --engines auto \\
         --megatron-fast 'env PYTHONPATH=/tmp/megatron-main/shim:/tmp/megatron-main/src HF_HUB_OFFLINE=1
                          /tmp/megatron-main/bin/python /tmp/megatron-main/src/tools/preprocess_data_fast.py' \\
@@ -159,6 +160,8 @@ def main() -> None:
     parser.add_argument("--modalities", help="the modalities command of a venv with modalities installed")
     parser.add_argument("--megatron-fast", help="command running Megatron-LM main's tools/preprocess_data_fast.py")
     parser.add_argument("--gigatoken-python", help="python of a venv with gigatoken installed")
+    parser.add_argument("--baseline-src", nargs="+", default=[],
+                        help="src/ folders of other tokenmill checkouts whose packs run beside this one's")
     parser.add_argument("--no-hf-alone", action="store_true",
                         help="leave out the Hugging Face yardstick (~3 min per round at 1 GB)")
     args = parser.parse_args()
@@ -179,6 +182,13 @@ def main() -> None:
             "--megatron", str(output.with_suffix(""))], [output])
             for engine in args.engines for workers in args.workers
             for output in [scratch / f"{engine}{workers}.pbin"]}
+        for source in args.baseline_src:  # the same packs by another checkout's code (before/after, side by side)
+            for engine in args.engines:
+                output = scratch / f"{Path(source).parent.name}-{engine}.pbin"
+                commands[f"tokenmill pack --engine {engine} ({source})"] = ([
+                    "env", f"PYTHONPATH={source}", sys.executable, "-m", "tokenmill.cli", "pack", str(args.corpus),
+                    "--tokenizer", str(args.tokenizer), "--eod", args.eod, "--engine", engine, "--workers",
+                    str(args.workers[0]), "-o", str(output), "--megatron", str(output.with_suffix(""))], [output])
         commands.update(peer_commands(args, scratch))
         for _ in range(args.rounds):
             if not args.no_hf_alone:

@@ -4,6 +4,7 @@ import hashlib
 import json
 import re
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -11,7 +12,9 @@ from tokenizers import Tokenizer, models, pre_tokenizers
 
 from conftest import (DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, MIXED_JSONL, TEKKEN, run_tokenmill,
                       run_tokenmill_with_file_size_limit, write_jsonl_bytes)
+from tokenmill._kernels import eod_appended_cast
 from tokenmill.errors import TokenmillError
+from tokenmill.formats.document_blocks import eod_appended
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.formats.sidecar import sidecar_path
 from tokenmill.pack.pretraining import PackSettings, pack
@@ -261,3 +264,38 @@ def test_pack_creates_its_outputs_folders_but_a_refused_run_leaves_none(tmp_path
                   "--megatron", tmp_path / "new/b/x")
     assert sorted(path.name for path in (tmp_path / "new").rglob("*") if path.is_file()) == [
         "x.bin", "x.idx", "x.pbin", "x.pbin.meta.json"]
+
+
+def test_eod_appended_cast_worked_example():
+    """A batch of three documents, the second ending with its own EOD: the EOD after the others, the ids cast."""
+    tokens = np.array([5, 6, 9, 7, 9, 70000], np.uint32)
+    out, out_lengths, kept = np.empty(9, np.uint16), np.empty(3, np.int64), np.empty(3, np.int64)
+    assert eod_appended_cast(tokens, np.array([2, 3, 1], np.int64), 9, out, out_lengths, kept) == (8, 1, 2)
+    assert out[:8].tolist() == [5, 6, 9, 9, 7, 9, 70000 % 65536, 9]
+    assert out_lengths.tolist() == [3, 3, 2] and kept[:1].tolist() == [1]
+    with pytest.raises(ValueError, match="add up"):
+        eod_appended_cast(tokens, np.array([2, 3], np.int64), 9, out, out_lengths, kept)
+
+
+@given(st.lists(st.lists(st.integers(0, 2**32 - 1) | st.sampled_from([0, 1, 2]), min_size=1, max_size=8),
+                min_size=1, max_size=12),
+       st.sampled_from([None, 0, 1, 2, 65535, 2**32 - 1]), st.sampled_from(["<u1", "<u2", "<u4"]))
+@settings(max_examples=300, deadline=None)
+def test_eod_appended_cast_equals_the_numpy_steps(documents, eod, dtype):
+    """pack's one C pass gives the bytes of the numpy steps it replaced: the count of EODs, np.insert, astype."""
+    tokens = np.array([token for document in documents for token in document], np.uint32)
+    lengths = np.array([len(document) for document in documents], np.int64)
+    out, out_lengths, kept = (np.empty(len(tokens) + len(lengths), dtype), np.empty(len(lengths), np.int64),
+                              np.empty(len(lengths), np.int64))
+    written, num_kept, eod_count = eod_appended_cast(tokens, lengths, -1 if eod is None else eod, out, out_lengths,
+                                                     kept)
+    if eod is None:
+        assert (written, num_kept, eod_count) == (len(tokens), 0, 0)
+        assert out[:written].tobytes() == tokens.astype(dtype).tobytes() and out_lengths.tolist() == lengths.tolist()
+        return
+    needs_eod = tokens[np.cumsum(lengths) - 1] != eod
+    expected, expected_lengths, _ = eod_appended(tokens, lengths, needs_eod, eod)
+    assert out[:written].tobytes() == expected.astype(dtype).tobytes()
+    assert out_lengths.tolist() == expected_lengths.tolist()
+    assert kept[:num_kept].tolist() == np.flatnonzero(~needs_eod).tolist()
+    assert eod_count == int(np.count_nonzero(tokens == eod))

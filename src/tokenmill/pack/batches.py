@@ -27,6 +27,7 @@ from typing import Callable
 
 import numpy as np
 
+from tokenmill._kernels import eod_appended_cast
 from tokenmill.formats.document_blocks import eod_appended
 from tokenmill.formats.pbin import TOKEN_DTYPES
 from tokenmill.inputs.text_selection import TextSelector
@@ -199,16 +200,28 @@ class BatchTokenizer:
         if bad and self.settings.on_bad_line == "error":
             return np.empty(0), np.empty(0, np.int64), bad, ProofTally(), np.empty(0, np.int64), 0
         info, encoder = self.tokenizer, self.encoder(batch.engine)
-        tokens, lengths = encoder.encode_batch(batch.texts, self.settings.add_special_tokens)
+        # The proof's excerpts ride in the batch's own call (one release of the GIL, one result to unpack)
+        excerpts = batch.proof.excerpt_texts if encoder.name != "hf" and batch.proof is not None else []
+        tokens, lengths = encoder.encode_batch(batch.texts + excerpts if excerpts else batch.texts,
+                                               self.settings.add_special_tokens)
+        excerpt_ids = None
+        if excerpts:
+            count = len(batch.texts)
+            cut = int(lengths[:count].sum())
+            tokens, lengths, excerpt_ids = tokens[:cut], lengths[:count], (tokens[cut:], lengths[count:])
         checked = ProofTally()
         if encoder.name != "hf":
             checked = batch.proof.check(encoder, tokens, lengths, _Locations(batch.path, batch.text_lines),
-                                        self.settings.add_special_tokens)
+                                        self.settings.add_special_tokens, excerpt_ids)
         if (lengths == 0).any():  # e.g. only whitespace for a tokenizer that drops it
             bad = sorted(bad + [(int(batch.text_lines[i]), "text gives no tokens")
                                 for i in np.flatnonzero(lengths == 0)])
             lengths = lengths[lengths > 0]  # they hold no tokens, so `tokens` stays as it is
         eod_in_text, eod_within = np.empty(0, np.int64), 0
+        if tokens.dtype == np.uint32 and len(lengths):  # the fast engines' ids: one C pass (the same bytes)
+            tokens, lengths, eod_in_text, eod_within = _eod_appended_cast(tokens, lengths, info.eod_id,
+                                                                          TOKEN_DTYPES[info.token_width])
+            return tokens, lengths, bad, checked, eod_in_text, eod_within
         if info.eod_id is not None and len(lengths):
             doc_ends = np.cumsum(lengths)
             # Modalities' rule: not doubled when a text already ends with it (Megatron's .bin doubles it:
@@ -220,6 +233,22 @@ class BatchTokenizer:
             eod_within = int(np.count_nonzero(tokens == info.eod_id)) - len(eod_in_text)
             tokens, lengths, _ = eod_appended(tokens, lengths, needs_eod, info.eod_id)
         return tokens.astype(TOKEN_DTYPES[info.token_width]), lengths, bad, checked, eod_in_text, eod_within
+
+
+def _eod_appended_cast(tokens: np.ndarray, lengths: np.ndarray, eod_id: int | None,
+                       dtype: np.dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """``finish``'s last step on uint32 ids in one C pass (:func:`tokenmill._kernels.eod_appended_cast`): the ids
+    cast to ``dtype`` with ``eod_id`` after each document whose ids do not already end with it (Modalities'
+    rule), the new lengths, the documents that kept their own EOD, and the EOD ids before documents' last.
+    The bytes of the numpy steps it replaces (a comparison, a count, ``np.insert``, ``astype``), ~4x faster."""
+    out = np.empty(len(tokens) + (len(lengths) if eod_id is not None else 0), dtype)
+    out_lengths, kept = np.empty(len(lengths), np.int64), np.empty(len(lengths), np.int64)
+    written, num_kept, eod_count = eod_appended_cast(np.ascontiguousarray(tokens), np.ascontiguousarray(lengths,
+                                                                                                        np.int64),
+                                                     -1 if eod_id is None else eod_id, out, out_lengths, kept)
+    if eod_id is None:
+        return out, out_lengths, np.empty(0, np.int64), 0
+    return out[:written], out_lengths, kept[:num_kept].copy(), eod_count - num_kept
 
 
 # ---------------------------------------------------------------------------------------------

@@ -30,7 +30,9 @@ Cost (2 cores, GPT-2; bench/RESULTS.md, "One process, tokenizers loaded once"): 
 0.69x. Of the CPU (``bench/pack_cost.py``), fastokens' encode ~45 %, the proof (:mod:`tokenmill.tokenization.proof`:
 Hugging Face on ~0.25 % of the text, and the choice of it) ~8 % on prose and ~4 % on emoji-dense text,
 the two tokenizers' loads and the imports ~25 % of a 100 MB job. With gigatoken (issue 45, a busy machine):
-the same CPU as fastokens at 1 GB, 0.1 GiB less RSS, 1.08x Megatron main and 0.60x gigatoken alone there.
+the same CPU as fastokens at 1 GB, 0.1 GiB less RSS, 1.08x Megatron main and 0.60x gigatoken alone there; after
+the EOD and cast became one C pass and the proof's excerpts rode in the batch's engine call ("Pack's hot path,
+round two"), 1.56x main and 0.50x gigatoken alone at 1 GB, 4.96x and 0.69x at 100 MB (1.12-1.18x before them).
 With ``--engine hf``: the speed of HF alone.
 """
 
@@ -492,8 +494,10 @@ def _pack_source(item: _Input, engine: str, job: BatchTokenizer, writer: _Output
     sizes: deque = deque()  # input bytes of each batch handed out, in order
     tasks = _source_tasks(item, engine, settings, sizes)
     with Progress(f"pack {source['path']}", _source_bytes(source)) as progress:
-        def read_ahead() -> int:  # far while fastokens loads, then just enough to keep the encoder fed
-            if fast_engine_loading(settings.tokenizer_path):
+        # far while fastokens loads (its load releases the GIL), then just enough to keep the encoder fed;
+        # gigatoken's load (awkward's import, from_json) holds the GIL: parsing ahead would only slow it
+        def read_ahead() -> int:
+            if engine == "fastokens" and fast_engine_loading(settings.tokenizer_path):
                 return max(2, READ_AHEAD_BYTES // settings.batch_bytes)
             return 2
 

@@ -434,8 +434,9 @@ class ProofSample:
                    info.reference_library)
 
     def check(self, encoder: Encoder, tokens: np.ndarray, lengths: np.ndarray, locations: list[str],
-              add_special_tokens: bool) -> ProofTally:
-        """Compare the fast engine's flat ids of the whole batch (and its encoding of the excerpts)
+              add_special_tokens: bool, excerpt_ids: tuple[np.ndarray, np.ndarray] | None = None) -> ProofTally:
+        """Compare the fast engine's flat ids of the whole batch (and its encoding of the excerpts:
+        ``excerpt_ids``, where the caller encoded them with the batch in one call, else encoded here)
         with the reference.
 
         Raises:
@@ -446,7 +447,8 @@ class ProofSample:
         compare_ids([locations[i] for i in choice.documents], split_flat(tokens, lengths, choice.documents),
                     split_flat(*self.reference), "", *names)
         if choice.excerpts:
-            fast = encoder.encode_batch(self.excerpt_texts, add_special_tokens)
+            fast = excerpt_ids if excerpt_ids is not None else encoder.encode_batch(self.excerpt_texts,
+                                                                                     add_special_tokens)
             compare_ids([locations[excerpt.text] for excerpt in choice.excerpts], split_flat(*fast),
                         split_flat(*self.excerpt_reference),
                         [f" of an excerpt (characters {excerpt.start}-{excerpt.end}) around {excerpt.why}"
