@@ -7,9 +7,12 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conftest import DATA, GPT2, GPT2_EOD, TEKKEN
 from tokenmill.pack.pretraining import PackSettings, pack
+from tokenmill.tokenization.families import TokenizerSpec
 from tokenmill.tokenization.proof import (DEFAULT_CHECK_FRACTION, EXCERPT_CHARACTERS, LONG_WINDOW_CHARACTERS,
                                           ProofSampler, detection_statement, ordinal_draws)
 from tokenmill.tokenization.tokenizer import load_tokenizer
@@ -149,3 +152,77 @@ def test_a_small_job_checks_at_least_64_kib_whole_and_the_sidecar_keeps_the_frac
     assert engine["check_fraction"] == 0.002  # as asked
     assert engine["proof"]["fraction"] == pytest.approx(JOB_FLOOR_BYTES / source.stat().st_size)
     assert 0.02 < engine["proof"]["documents"] / meta["documents"] < 0.08  # ~4 % of 1,500 documents, not 0.2 %
+
+
+class _JoinedSearch(ProofSampler):
+    """The added-token search as it was before issue 45 (round c): the texts joined by a character no token holds
+    and searched as one string, one spot per text, until the budget. Kept only here, to prove that searching each
+    text on its own chooses the same."""
+
+    def __init__(self, added_tokens: list[str], fraction: float):
+        super().__init__(added_tokens, fraction)
+        self._separator = next(character for character in "\x00\x01\x02\x03\ufffe\uffff"
+                               if not any(character in token for token in added_tokens))
+
+    def _scan(self, texts, chosen, start_at, pattern, why, budget, spots):
+        from tokenmill.tokenization.proof import _excerpt
+
+        order = np.concatenate([chosen[start_at:], chosen[:start_at]])
+        picked = [texts[i] for i in order.tolist()]
+        joined = self._separator.join(picked)
+        starts = np.zeros(len(order) + 1, np.int64)
+        np.cumsum(np.fromiter(map(len, picked), np.int64, len(picked)) + 1, out=starts[1:])
+        collected, position = 0.0, 0
+        while collected < budget:
+            match = pattern.search(joined, position)
+            if match is None:
+                break
+            number = int(np.searchsorted(starts, match.start(), side="right")) - 1
+            offset = int(starts[number])
+            excerpt = _excerpt(picked[number], match.start() - offset, match.end() - offset, EXCERPT_CHARACTERS, why)
+            spots.setdefault(int(order[number]), []).append(excerpt)
+            collected += excerpt[1] - excerpt[0]
+            position = int(starts[number + 1])
+
+
+_ADDED_TOKEN_SETS = {
+    "gpt2": ["<|endoftext|>"],
+    "sentencepiece": lambda: load_tokenizer(TokenizerSpec(str(DATA / "mistral-v1.tokenizer.model"),
+                                                         "SentencePieceTokenizer")).added_tokens(),
+    "tekken": lambda: load_tokenizer(TEKKEN).added_tokens(),
+    "many first characters": [f"{first}tok{i}{last}"
+                              for i, (first, last) in enumerate(zip("<[{(|@#$%^&", ">]})|@#$%^&"))],
+    "nested": ["<s>", "<s>x", "</s>", "[INST]", "[/INST]", "<", "ab"],
+}
+_LOADED: dict[str, list[str]] = {}
+_FRAGMENTS = ["<s>", "</s>", "<unk>", "<0x0A>", "<0xFF>", "<|endoftext|>", "<|endoftext", "[INST]", "[/INST]",
+              "<SPECIAL_20>", "<SPECIAL_999>", "[TOOL_CALLS]", "<tok3>", "{tok2}", "<s>x", "ab", "<", "[", "<<", "[[",
+              "\n", " ", "plain words ", "x" * 300, "caf\u00e9", "e\u0301", "\U0001f642", "\ud800", "\x00", "\uffff"]
+
+
+def _added_tokens(name: str) -> list[str]:
+    if name not in _LOADED:
+        tokens = _ADDED_TOKEN_SETS[name]
+        _LOADED[name] = tokens() if callable(tokens) else tokens
+    return _LOADED[name]
+
+
+@settings(max_examples=150, deadline=None)
+@given(name=st.sampled_from(sorted(_ADDED_TOKEN_SETS)), fraction=st.sampled_from([0.0, 0.002, 0.25]),
+       with_ordinals=st.booleans(),
+       texts=st.lists(st.one_of(st.lists(st.sampled_from(_FRAGMENTS), max_size=40).map("".join), st.text(max_size=30)),
+                      max_size=60))
+def test_searching_each_text_alone_chooses_what_searching_them_joined_chose(name, fraction, with_ordinals, texts):
+    added = _added_tokens(name)
+    ordinals = np.arange(len(texts)) if with_ordinals else None
+    assert (ProofSampler(added, fraction).choose(texts, ordinals, 5)
+            == _JoinedSearch(added, fraction).choose(texts, ordinals, 5))
+
+
+def test_a_batch_whose_spots_overrun_the_budget_gets_the_same_choice_from_either_search():
+    texts = [("plain text " * (i % 7)) + ["<s>", "[INST]", "</s> then <unk>", "\U0001f642", "e\u0301", ""][i % 6]
+             + ("<" * (i % 3)) + f" tail {i}" for i in range(300)]
+    choice = ProofSampler(_added_tokens("tekken"), 0.002).choose(texts, np.arange(300), 11)
+    assert choice == _JoinedSearch(_added_tokens("tekken"), 0.002).choose(texts, np.arange(300), 11)
+    assert len(choice.excerpts) > 10 and {excerpt.why for excerpt in choice.excerpts} >= {
+        "an added-token string", "a rare code point"}

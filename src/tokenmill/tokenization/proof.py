@@ -55,8 +55,9 @@ a million. :func:`detection_statement` writes this for each job into the ``.pbin
 every document holding one has it checked.
 
 Cost, per 100 MB of text (``bench/pack_cost.py``): the choice ~0.15-0.2 s, all C-level passes
-over each batch (a ~1 µs hash per text; ``in`` per added token or first character; the texts
-holding one joined and searched by one regex; the texts that are not Latin-1 joined and searched
+over each batch (a ~1 µs hash per text; ``in`` per added token or first character; each text
+holding one searched by one regex, mapped in C, until the budget, never joined: 1.8-2.6 CPU-s per GB
+before, 1.1-1.8 after, ``bench/proof_choice.py``; the texts that are not Latin-1 joined and searched
 for rare code points, ~0.09 s, the largest part), HF on ~0.25 % of the text, and the comparison
 (one array comparison when all agree).
 """
@@ -207,8 +208,9 @@ class ProofSampler:
     """Chooses, deterministically, what of a batch the fast engine must prove equal to HF (see the
     module docstring for the rule, its budget and what it detects).
 
-    Every step is a C-level pass over the batch (``map``, numpy, ``str.join``, a regex or ``find``
-    over the joined texts) plus Python work per spot found, never per text: a corpus of a million
+    Every step is a C-level pass over the batch (``map``, numpy, a regex mapped over the texts
+    holding an added token's first character, a step of a Python loop each) plus Python work per
+    spot found, never per other text: a corpus of a million
     tweets costs what one of a thousand long documents does per byte.
 
     Args:
@@ -227,10 +229,6 @@ class ProofSampler:
         self.excerpt_share = max(_EXCERPT_SHARE, fraction / 4)
         self._limit = np.uint32(min(int(fraction * (1 << 32)), (1 << 32) - 1))
         self._added_patterns = _added_token_patterns(added_tokens)
-        # Joined texts are searched as one string: the separator must end any match, so it is a
-        # character no added token holds.
-        self._separator = next(character for character in "\x00\x01\x02\x03\ufffe\uffff"
-                               if not any(character in token for token in added_tokens))
 
     def choose(self, texts: list[str], ordinals: np.ndarray | None = None, key: int = 0) -> ProofChoice:
         """The documents and excerpts of ``texts`` to check.
@@ -297,28 +295,23 @@ class ProofSampler:
                                                                  "a window of a long document")))
         return candidates
 
-    def _scan(self, texts: list[str], chosen: np.ndarray, start_at: int, pattern: re.Pattern, why: str,
+    @staticmethod
+    def _scan(texts: list[str], chosen: np.ndarray, start_at: int, pattern: re.Pattern, why: str,
               budget: float, spots: dict) -> None:
         """Add to ``spots`` an excerpt around the first match of ``pattern`` in each of texts
         ``chosen`` (from number ``start_at`` on, then from the first), until ``budget`` characters
-        of excerpts: one regex search over the texts joined, one more per text where it matches."""
-        order = np.concatenate([chosen[start_at:], chosen[:start_at]])
-        picked = [texts[i] for i in order.tolist()]
-        joined = self._separator.join(picked)
-        starts = np.zeros(len(order) + 1, np.int64)  # where each text starts in `joined`, and its end + 1
-        np.cumsum(np.fromiter(map(len, picked), np.int64, len(picked)) + 1, out=starts[1:])
-        collected, position = 0.0, 0
-        while collected < budget:
-            match = pattern.search(joined, position)
-            if match is None:
+        of excerpts: one regex search per text, mapped in C, stopping at the budget. (Searching the
+        texts joined found the same spots but paid for the join, ~0.5 CPU-s per GB, and searched a
+        text of one byte per code point as four where any text joined was wide.)"""
+        order = np.concatenate([chosen[start_at:], chosen[:start_at]]).tolist()
+        collected = 0.0
+        for i, match in zip(order, map(pattern.search, map(texts.__getitem__, order))):
+            if collected >= budget:
                 break
-            number = int(np.searchsorted(starts, match.start(), side="right")) - 1
-            offset = int(starts[number])
-            excerpt = _excerpt(picked[number], match.start() - offset, match.end() - offset, EXCERPT_CHARACTERS, why)
-            spots.setdefault(int(order[number]), []).append(excerpt)
-            collected += excerpt[1] - excerpt[0]
-            position = int(starts[number + 1])  # the next text: one spot of a kind per text
-
+            if match is not None:
+                excerpt = _excerpt(texts[i], match.start(), match.end(), EXCERPT_CHARACTERS, why)
+                spots.setdefault(i, []).append(excerpt)
+                collected += excerpt[1] - excerpt[0]
 
     @staticmethod
     def _take_first_spots(texts: list[str], chosen: np.ndarray, start_at: int, first_spots: np.ndarray,
