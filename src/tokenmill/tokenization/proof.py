@@ -57,8 +57,8 @@ every document holding one has it checked.
 Cost, per 100 MB of text (``bench/pack_cost.py``): the choice ~0.15-0.2 s, all C-level passes
 over each batch (a ~1 µs hash per text; ``in`` per added token or first character; each text
 holding one searched by one regex, mapped in C, until the budget, never joined: 1.8-2.6 CPU-s per GB
-before, 1.1-1.8 after, ``bench/proof_choice.py``; the texts that are not Latin-1 joined and searched
-for rare code points, ~0.09 s, the largest part), HF on ~0.25 % of the text, and the comparison
+before, 1.1-1.8 after, ``bench/proof_choice.py``; the rare code points found by one C pass over the texts
+that are not Latin-1, ``_kernels.first_risky_code_points``), HF on ~0.25 % of the text, and the comparison
 (one array comparison when all agree).
 """
 
