@@ -32,7 +32,7 @@ from tokenmill.formats.document_blocks import eod_appended
 from tokenmill.formats.pbin import TOKEN_DTYPES
 from tokenmill.inputs.text_selection import TextSelector
 from tokenmill.pack.settings import PackSettings
-from tokenmill.tokenization.engine import Encoder, preferred_fast_engine, preload_fast_engine
+from tokenmill.tokenization.engine import Encoder, preferred_fast_engine, preload_fast_engine, wait_for_fast_engine
 from tokenmill.tokenization.proof import ProofSample, ProofSampler, ProofTally, input_key
 from tokenmill.tokenization.tokenizer import TokenizerInfo, load_tokenizer
 
@@ -305,12 +305,19 @@ def start_engine(settings: PackSettings, asked: str, input_bytes: float, estimat
     """Load the job's tokenizer once, fastokens in the background (the first batch waits for it), and
     choose its engine (see :func:`tokenmill.tokenization.engine.choose_engine`).
 
+    gigatoken's load (awkward's import, ``from_json``) holds the GIL, as Hugging Face's does: run side by side,
+    each starved the other and the first encode began ~0.5-0.8 s later than with the two one after the other
+    (100 MB, bench/RESULTS.md "Start-up"), so Hugging Face's load waits for gigatoken's.
+
     Raises:
         TokenmillError: an unreadable tokenizer, or one whose EOD is not a single token.
     """
     _limit_engine_threads(settings.workers)
     if settings.engine != "hf":
-        preload_fast_engine(settings.tokenizer_spec, preferred_fast_engine(settings.engine, settings.tokenizer_spec))
+        fast = preferred_fast_engine(settings.engine, settings.tokenizer_spec)
+        preload_fast_engine(settings.tokenizer_spec, fast)
+        if fast == "gigatoken":  # its load holds the GIL as HF's does: one after the other, not both slowed
+            wait_for_fast_engine(settings.tokenizer_path)
     big_hf_job = input_bytes > _HF_BIG_BUFFERS_BYTES
     if settings.engine == "hf" and big_hf_job:
         _free_big_buffers_at_once()  # before the tokenizer's load, whose buffers are big too

@@ -58,7 +58,8 @@ from tokenmill.tokenization.tokenizer import (TokenizerInfo, exception_first_lin
 
 __all__ = ["ENGINES", "FAST_ENGINES", "FAST_ENGINE_PAYS_BYTES", "GIGATOKEN_CACHE_BYTES", "choose_engine",
            "gigatoken_installed", "gigatoken_refusal", "gigatoken_family", "preferred_fast_engine", "Encoder",
-           "EncoderPickling", "FastEngineUnavailable", "preload_fast_engine", "fast_engine_loading", "split_flat"]
+           "EncoderPickling", "FastEngineUnavailable", "preload_fast_engine", "fast_engine_loading",
+           "wait_for_fast_engine", "split_flat"]
 
 ENGINES = ("auto", "hf", "fastokens", "gigatoken")
 FAST_ENGINES = ("gigatoken", "fastokens")  # auto's order of preference, each proven per job
@@ -495,6 +496,14 @@ def fast_engine_loading(path: str | os.PathLike) -> bool:
     """Whether a fast engine's tokenizer for ``path`` is still loading in the background."""
     loader = _fast_loads.get(_latest_fast_load.get(str(path), ("", "")))
     return loader is not None and loader.is_alive()
+
+
+def wait_for_fast_engine(path: str | os.PathLike) -> None:
+    """Wait until the fast engine's tokenizer last started loading for ``path`` (if any) has loaded or failed; a
+    failure is reported where the tokenizer is needed (:class:`Encoder`), as without the wait."""
+    loader = _fast_loads.get(_latest_fast_load.get(str(path), ("", "")))
+    if loader is not None:
+        loader.join()
 
 
 def split_flat(tokens: np.ndarray, lengths: np.ndarray, chosen: list[int] | None = None) -> list[np.ndarray]:
