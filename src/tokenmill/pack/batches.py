@@ -36,7 +36,7 @@ from tokenmill.tokenization.engine import Encoder, preferred_fast_engine, preloa
 from tokenmill.tokenization.proof import ProofSample, ProofSampler, ProofTally, input_key
 from tokenmill.tokenization.tokenizer import TokenizerInfo, load_tokenizer
 
-__all__ = ["READ_AHEAD_BYTES", "BatchTokenizer", "line_batches", "ordered_results", "start_engine"]
+__all__ = ["READ_AHEAD_BYTES", "BatchTokenizer", "line_batches", "ordered_results", "preload_engine", "start_engine"]
 
 # Hugging Face's encoder on more than this much text: its big buffers are returned at once
 # (:func:`_free_big_buffers_at_once`).
@@ -301,6 +301,18 @@ def _finish_when_prepared(job: BatchTokenizer, prepared: Future) -> tuple:
     return job.finish(prepared.result())
 
 
+def preload_engine(settings: PackSettings) -> str | None:
+    """Start loading the job's fast engine in the background (once per process; :func:`start_engine` does it
+    too), for a caller with other work to overlap it (pack's raw index scan and input hashing, which release
+    the GIL); return which engine, or None under ``hf``."""
+    _limit_engine_threads(settings.workers)  # before any engine starts its pool
+    if settings.engine == "hf":
+        return None
+    fast = preferred_fast_engine(settings.engine, settings.tokenizer_spec)
+    preload_fast_engine(settings.tokenizer_spec, fast)
+    return fast
+
+
 def start_engine(settings: PackSettings, asked: str, input_bytes: float, estimate: str) -> BatchTokenizer:
     """Load the job's tokenizer once, fastokens in the background (the first batch waits for it), and
     choose its engine (see :func:`tokenmill.tokenization.engine.choose_engine`).
@@ -312,12 +324,8 @@ def start_engine(settings: PackSettings, asked: str, input_bytes: float, estimat
     Raises:
         TokenmillError: an unreadable tokenizer, or one whose EOD is not a single token.
     """
-    _limit_engine_threads(settings.workers)
-    if settings.engine != "hf":
-        fast = preferred_fast_engine(settings.engine, settings.tokenizer_spec)
-        preload_fast_engine(settings.tokenizer_spec, fast)
-        if fast == "gigatoken":  # its load holds the GIL as HF's does: one after the other, not both slowed
-            wait_for_fast_engine(settings.tokenizer_path)
+    if preload_engine(settings) == "gigatoken":  # its load holds the GIL as HF's does: one after the other
+        wait_for_fast_engine(settings.tokenizer_path)
     big_hf_job = input_bytes > _HF_BIG_BUFFERS_BYTES
     if settings.engine == "hf" and big_hf_job:
         _free_big_buffers_at_once()  # before the tokenizer's load, whose buffers are big too
