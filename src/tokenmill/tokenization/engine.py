@@ -43,7 +43,6 @@ GPT-2 prose: :mod:`tokenmill.tokenization.proof`.)
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import importlib.util
 import os
 import threading
@@ -331,6 +330,8 @@ class Encoder:
 
     def versions(self) -> dict[str, str]:
         """The package versions whose ids this engine produces (recorded in sidecars)."""
+        import importlib.metadata  # here, not at the top: 30 ms of a job's start, before its fast engine's load
+
         versions = {"tokenizers": tokenizers.__version__}
         reference = self.info.family.reference if self.info.family else None
         if reference is not None:
@@ -384,6 +385,7 @@ def _flat_of(encoded) -> tuple[np.ndarray, np.ndarray]:
 
 def _gigatoken_version() -> str:
     """The installed gigatoken distribution's version (the bounded-cache ``gigatoken-cachefix`` says so)."""
+    import importlib.metadata
     for distribution in ("gigatoken-cachefix", "gigatoken"):
         try:
             return f"{importlib.metadata.version(distribution)}" + (" (cachefix)" if "cachefix" in distribution else "")
