@@ -5,8 +5,9 @@ Pipeline per input file:
 
 1. The raw index (given, or scanned now) cuts the file into batches of whole lines, about
    ``batch_bytes`` each.
-2. One process loads each tokenizer once (:func:`tokenmill.pack.batches.start_engine`; fastokens in the
-   background) and runs two stages per batch in ``workers`` threads each
+2. One process loads each tokenizer once (:func:`tokenmill.pack.batches.start_engine`; the fast engine in the
+   background, started before the inputs are scanned and their hashing begins, which it overlaps; Hugging
+   Face's load after gigatoken's, as both hold the GIL) and runs two stages per batch in ``workers`` threads each
    (:func:`tokenmill.pack.batches.ordered_results`). *Prepare*: read
    the batch's byte range in one ``pread``, parse each line (exactly one JSON value; orjson, then the
    ``jq`` package for a pattern other than a plain ``.key``), choose its proof sample and encode that
