@@ -14,7 +14,7 @@ from tokenizers import Tokenizer
 
 from conftest import GPT2, GPT2_EOD, GPT2_EOD_ID, write_jsonl_bytes
 from tokenmill.inputs.raw_index import scan_lines
-from tokenmill.pack.batches import line_batches, ordered_results, start_engine
+from tokenmill.pack.batches import line_batches, ordered_results, preload_engine, start_engine
 from tokenmill.pack.settings import PackSettings
 
 
@@ -83,3 +83,17 @@ def test_a_batch_of_real_lines_is_encoded_with_one_eod_per_document_and_its_bad_
     assert tokens.tolist() == [token for ids in expected for token in ids]
     assert lengths.tolist() == [len(ids) for ids in expected]
     assert [line for line, _ in bad] == [2] and eod_in_text.tolist() == [1] and eod_within == 0
+
+
+def test_preloading_names_the_fast_engine_start_engine_will_load_and_none_under_hf():
+    from tokenmill.tokenization.engine import gigatoken_installed, preferred_fast_engine
+
+    assert preload_engine(PackSettings(str(GPT2), eod=GPT2_EOD, engine="hf")) is None
+    settings = PackSettings(str(GPT2), eod=GPT2_EOD, engine="auto")
+    assert preload_engine(settings) == preferred_fast_engine("auto", GPT2) == (
+        "gigatoken" if gigatoken_installed() else "fastokens")
+    job = start_engine(settings, "auto", 1e9, "")  # gigatoken's load has ended before HF's began
+    try:
+        assert job.chosen.name == preload_engine(settings)
+    finally:
+        job.close()

@@ -637,3 +637,20 @@ def test_the_engine_preloaded_is_the_one_auto_will_choose_for_each_family(tmp_pa
                                                                               else "fastokens")
     assert preferred_fast_engine("gigatoken", TEKKEN) == "gigatoken"
     assert preferred_fast_engine("fastokens") == "fastokens"
+
+
+@needs_gigatoken
+def test_waiting_for_the_fast_engine_returns_once_its_load_has_ended_and_is_a_no_op_without_one(tmp_path):
+    from tokenmill.tokenization.engine import fast_engine_loading, preload_fast_engine, wait_for_fast_engine
+
+    copy = tmp_path / "gpt2.tokenizer.json"  # a path of its own: its load is started here, not by another test
+    copy.write_bytes(GPT2.read_bytes())
+    preload_fast_engine(copy, "gigatoken")
+    wait_for_fast_engine(copy)
+    assert not fast_engine_loading(copy)
+    wait_for_fast_engine(tmp_path / "never-loaded.json")
+    broken = tmp_path / "broken.tokenizer.json"  # a load that fails: the wait ends, the failure is Encoder's to tell
+    broken.write_text('{"model": {"type": "BPE"}}')
+    preload_fast_engine(broken, "gigatoken")
+    wait_for_fast_engine(broken)
+    assert not fast_engine_loading(broken)

@@ -32,11 +32,11 @@ from tokenmill.formats.document_blocks import eod_appended
 from tokenmill.formats.pbin import TOKEN_DTYPES
 from tokenmill.inputs.text_selection import TextSelector
 from tokenmill.pack.settings import PackSettings
-from tokenmill.tokenization.engine import Encoder, preferred_fast_engine, preload_fast_engine
+from tokenmill.tokenization.engine import Encoder, preferred_fast_engine, preload_fast_engine, wait_for_fast_engine
 from tokenmill.tokenization.proof import ProofSample, ProofSampler, ProofTally, input_key
 from tokenmill.tokenization.tokenizer import TokenizerInfo, load_tokenizer
 
-__all__ = ["READ_AHEAD_BYTES", "BatchTokenizer", "line_batches", "ordered_results", "start_engine"]
+__all__ = ["READ_AHEAD_BYTES", "BatchTokenizer", "line_batches", "ordered_results", "preload_engine", "start_engine"]
 
 # Hugging Face's encoder on more than this much text: its big buffers are returned at once
 # (:func:`_free_big_buffers_at_once`).
@@ -301,16 +301,31 @@ def _finish_when_prepared(job: BatchTokenizer, prepared: Future) -> tuple:
     return job.finish(prepared.result())
 
 
+def preload_engine(settings: PackSettings) -> str | None:
+    """Start loading the job's fast engine in the background (once per process; :func:`start_engine` does it
+    too), for a caller with other work to overlap it (pack's raw index scan and input hashing, which release
+    the GIL); return which engine, or None under ``hf``."""
+    _limit_engine_threads(settings.workers)  # before any engine starts its pool
+    if settings.engine == "hf":
+        return None
+    fast = preferred_fast_engine(settings.engine, settings.tokenizer_spec)
+    preload_fast_engine(settings.tokenizer_spec, fast)
+    return fast
+
+
 def start_engine(settings: PackSettings, asked: str, input_bytes: float, estimate: str) -> BatchTokenizer:
     """Load the job's tokenizer once, fastokens in the background (the first batch waits for it), and
     choose its engine (see :func:`tokenmill.tokenization.engine.choose_engine`).
 
+    gigatoken's load (awkward's import, ``from_json``) holds the GIL, as Hugging Face's does: run side by side,
+    each starved the other and the first encode began ~0.5-0.8 s later than with the two one after the other
+    (100 MB, bench/RESULTS.md "Start-up"), so Hugging Face's load waits for gigatoken's.
+
     Raises:
         TokenmillError: an unreadable tokenizer, or one whose EOD is not a single token.
     """
-    _limit_engine_threads(settings.workers)
-    if settings.engine != "hf":
-        preload_fast_engine(settings.tokenizer_spec, preferred_fast_engine(settings.engine, settings.tokenizer_spec))
+    if preload_engine(settings) == "gigatoken":  # its load holds the GIL as HF's does: one after the other
+        wait_for_fast_engine(settings.tokenizer_path)
     big_hf_job = input_bytes > _HF_BIG_BUFFERS_BYTES
     if settings.engine == "hf" and big_hf_job:
         _free_big_buffers_at_once()  # before the tokenizer's load, whose buffers are big too

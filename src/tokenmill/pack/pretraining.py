@@ -5,8 +5,9 @@ Pipeline per input file:
 
 1. The raw index (given, or scanned now) cuts the file into batches of whole lines, about
    ``batch_bytes`` each.
-2. One process loads each tokenizer once (:func:`tokenmill.pack.batches.start_engine`; fastokens in the
-   background) and runs two stages per batch in ``workers`` threads each
+2. One process loads each tokenizer once (:func:`tokenmill.pack.batches.start_engine`; the fast engine in the
+   background, started before the inputs are scanned and their hashing begins, which it overlaps; Hugging
+   Face's load after gigatoken's, as both hold the GIL) and runs two stages per batch in ``workers`` threads each
    (:func:`tokenmill.pack.batches.ordered_results`). *Prepare*: read
    the batch's byte range in one ``pread``, parse each line (exactly one JSON value; orjson, then the
    ``jq`` package for a pattern other than a plain ``.key``), choose its proof sample and encode that
@@ -64,7 +65,8 @@ from tokenmill.inputs.jsonl import input_compression, lines_in_range, stream_lin
 from tokenmill.inputs.parquet import parquet_source, row_line_batches
 from tokenmill.inputs.raw_index import read_index, scan_lines
 from tokenmill.inputs.text_selection import TextSelector
-from tokenmill.pack.batches import READ_AHEAD_BYTES, BatchTokenizer, line_batches, ordered_results, start_engine
+from tokenmill.pack.batches import (READ_AHEAD_BYTES, BatchTokenizer, line_batches, ordered_results, preload_engine,
+                                    start_engine)
 from tokenmill.pack.settings import BAD_LINE_POLICIES, BATCH_BYTES, MISMATCH_POLICIES, PackSettings, useful_workers
 from tokenmill.progress import Progress
 from tokenmill.tokenization.engine import FastEngineUnavailable, choose_engine, fast_engine_loading
@@ -125,16 +127,18 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
     check_fraction = settings.check_fraction  # as asked, for the sidecar; a small job checks more documents
     settings = dataclasses.replace(settings, check_fraction=job_check_fraction(check_fraction, input_bytes))
     with contextlib.ExitStack() as stack:
-        job = start_engine(settings, asked, input_bytes, estimate)
-        stack.callback(job.close)
+        preload_engine(settings)
         # Inputs are hashed for the sidecar in a thread (hashlib releases the GIL), beside tokenizing.
         hasher = stack.enter_context(ThreadPoolExecutor(1, thread_name_prefix="tokenmill-sha256"))
         hashing_stop = threading.Event()
         stack.callback(hashing_stop.set)  # on the way out (an error, a signal), before waiting for the thread
         hash_input = functools.partial(hasher.submit, file_sha256, stop=hashing_stop)
+        # Scanned (numpy, the GIL mostly released) and their hashing started while the fast engine loads
         read = [_plan_input(path, identities[path], compression, indexes[number] if indexes else None, byte_range,
                             row_groups, hash_input)
                 for number, (path, compression) in enumerate(zip(inputs, compressions))]
+        job = start_engine(settings, asked, input_bytes, estimate)
+        stack.callback(job.close)
         writer = _Outputs(stack, out_path, megatron_prefix, job.tokenizer,
                           datatrove_name, datatrove_tokenizer_name or str(settings.tokenizer_path),
                           settings.add_special_tokens)

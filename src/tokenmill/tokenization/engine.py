@@ -43,7 +43,6 @@ GPT-2 prose: :mod:`tokenmill.tokenization.proof`.)
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import importlib.util
 import os
 import threading
@@ -58,7 +57,8 @@ from tokenmill.tokenization.tokenizer import (TokenizerInfo, exception_first_lin
 
 __all__ = ["ENGINES", "FAST_ENGINES", "FAST_ENGINE_PAYS_BYTES", "GIGATOKEN_CACHE_BYTES", "choose_engine",
            "gigatoken_installed", "gigatoken_refusal", "gigatoken_family", "preferred_fast_engine", "Encoder",
-           "EncoderPickling", "FastEngineUnavailable", "preload_fast_engine", "fast_engine_loading", "split_flat"]
+           "EncoderPickling", "FastEngineUnavailable", "preload_fast_engine", "fast_engine_loading",
+           "wait_for_fast_engine", "split_flat"]
 
 ENGINES = ("auto", "hf", "fastokens", "gigatoken")
 FAST_ENGINES = ("gigatoken", "fastokens")  # auto's order of preference, each proven per job
@@ -330,6 +330,8 @@ class Encoder:
 
     def versions(self) -> dict[str, str]:
         """The package versions whose ids this engine produces (recorded in sidecars)."""
+        import importlib.metadata  # here, not at the top: 30 ms of a job's start, before its fast engine's load
+
         versions = {"tokenizers": tokenizers.__version__}
         reference = self.info.family.reference if self.info.family else None
         if reference is not None:
@@ -383,6 +385,7 @@ def _flat_of(encoded) -> tuple[np.ndarray, np.ndarray]:
 
 def _gigatoken_version() -> str:
     """The installed gigatoken distribution's version (the bounded-cache ``gigatoken-cachefix`` says so)."""
+    import importlib.metadata
     for distribution in ("gigatoken-cachefix", "gigatoken"):
         try:
             return f"{importlib.metadata.version(distribution)}" + (" (cachefix)" if "cachefix" in distribution else "")
@@ -495,6 +498,14 @@ def fast_engine_loading(path: str | os.PathLike) -> bool:
     """Whether a fast engine's tokenizer for ``path`` is still loading in the background."""
     loader = _fast_loads.get(_latest_fast_load.get(str(path), ("", "")))
     return loader is not None and loader.is_alive()
+
+
+def wait_for_fast_engine(path: str | os.PathLike) -> None:
+    """Wait until the fast engine's tokenizer last started loading for ``path`` (if any) has loaded or failed; a
+    failure is reported where the tokenizer is needed (:class:`Encoder`), as without the wait."""
+    loader = _fast_loads.get(_latest_fast_load.get(str(path), ("", "")))
+    if loader is not None:
+        loader.join()
 
 
 def split_flat(tokens: np.ndarray, lengths: np.ndarray, chosen: list[int] | None = None) -> list[np.ndarray]:
