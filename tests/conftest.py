@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import compileall
 import contextlib
 import fcntl
@@ -282,10 +283,56 @@ def jobs_of(result: subprocess.CompletedProcess) -> set[str]:
     return {row.split()[0] for row in table.strip().splitlines()[2:] if row.split()[0] != "total"}
 
 
+class _SnakemakeForks:
+    """This process's tests/snakemake_forks.py, started at its first run and ended with this process (its stdin
+    closed), and the folder where its runs write their output."""
+
+    def __init__(self) -> None:
+        self._server: subprocess.Popen | None = None
+        self._folder: str | None = None
+        self._env = dict(os.environ)  # this process's environment before any test's monkeypatch
+        atexit.register(self.close)
+
+    def run(self, args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
+        import tempfile
+
+        if self._server is None or self._server.poll() is not None:
+            self._folder = tempfile.mkdtemp(prefix="snakemake-forks-")
+            self._server = subprocess.Popen([sys.executable, str(Path(__file__).parent / "snakemake_forks.py")],
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                            env={**self._env, "PATH": tool_env()["PATH"]})
+        stdout, stderr = Path(self._folder, "stdout"), Path(self._folder, "stderr")
+        self._server.stdin.write(json.dumps({"args": args, "cwd": str(cwd), "env": env, "stdout": str(stdout),
+                                             "stderr": str(stderr)}) + "\n")
+        self._server.stdin.flush()
+        reply = self._server.stdout.readline()
+        if not reply:
+            raise AssertionError(f"tests/snakemake_forks.py ended (exit {self._server.wait()}) running snakemake "
+                                 f"{' '.join(args)}")
+        return subprocess.CompletedProcess(["snakemake", *args], int(reply), stdout.read_text(), stderr.read_text())
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.stdin.close()
+            self._server.wait()
+            shutil.rmtree(self._folder, ignore_errors=True)
+            self._server = None
+
+
+_SNAKEMAKE_FORKS = _SnakemakeForks()
+
+
 def run_snakemake(workdir: Path, *args, check: bool = True) -> subprocess.CompletedProcess:
-    """Run snakemake in ``workdir``; with ``check``, fail the test on a non-zero exit."""
-    result = subprocess.run([*SNAKEMAKE, *map(str, args)], cwd=workdir, capture_output=True, text=True,
-                            env=tool_env())
+    """Run snakemake in ``workdir``; with ``check``, fail the test on a non-zero exit.
+
+    A fork of a process that has imported Snakemake and its plugins already (tests/snakemake_forks.py): the same
+    command in a process of its own, without the ~1.5 CPU-s of imports that each `python -m snakemake` pays
+    first. ``TOKENMILL_TEST_SNAKEMAKE=process`` starts each run as ``python -m snakemake`` instead."""
+    if os.environ.get("TOKENMILL_TEST_SNAKEMAKE") == "process":
+        result = subprocess.run([*SNAKEMAKE, *map(str, args)], cwd=workdir, capture_output=True, text=True,
+                                env=tool_env())
+    else:
+        result = _SNAKEMAKE_FORKS.run([*SNAKEMAKE[3:], *map(str, args)], workdir, tool_env())
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(map(str, args))} failed:\n{result.stdout}\n{result.stderr}")
     return result

@@ -13,7 +13,10 @@ Every other record passes to the stream handler Snakemake would use, with Snakem
 formatter (set on this handler by Snakemake, since it declares neither). A failure that is not
 tokenmill's (a missing input, Snakemake's own error) is shown as Snakemake shows it.
 
-Cost: one read of the last 4 KiB of a failed job's log.
+Cost: one read of the last 4 KiB of a failed job's log. Nothing of tokenmill is imported before a job fails:
+Snakemake imports every installed logger plugin at each start, before it reads the Snakefile (which imports
+tokenmill.plan itself), and a Snakemake that never reads one (``snakemake --version``, a fork server of the
+tests) should not pay for tokenmill.plan (~0.3 s with numpy).
 """
 
 from __future__ import annotations
@@ -23,8 +26,6 @@ import sys
 
 from snakemake_interface_logger_plugins.base import LogHandlerBase
 from snakemake_interface_logger_plugins.common import LogEvent
-
-from tokenmill.plan.summary import failure_line
 
 __all__ = ["LogHandler"]
 
@@ -69,6 +70,8 @@ class LogHandler(LogHandlerBase):
         event = getattr(record, "event", None)
         text = record.msg if isinstance(record.msg, str) else ""
         if event == LogEvent.JOB_ERROR:
+            from tokenmill.plan.summary import failure_line  # imported by the Snakefile by now; here, not at start
+
             failure = next(((line, log) for log in (getattr(record, "log", None) or [])
                             if (line := failure_line(log)) is not None), None)
             if failure is not None:

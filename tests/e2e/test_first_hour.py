@@ -7,12 +7,11 @@ import json
 import logging
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from conftest import GPT2, GPT2_EOD, MIXED_JSONL, REPO, SNAKEMAKE, run_tokenmill, tool_env
+from conftest import GPT2, GPT2_EOD, MIXED_JSONL, REPO, run_snakemake, run_tokenmill
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.formats.pbin import read_sidecar
 from tokenmill.formats.sidecar import sidecar_path
@@ -311,8 +310,8 @@ def test_the_workflow_runs_from_a_data_folder_with_paths_relative_to_it(tmp_path
     for folder in (tmp_path / "one", tmp_path / "two/levels/down"):
         make_project(folder)
         (folder / "my.yaml").write_text(json.dumps(config))
-        subprocess.run([*SNAKEMAKE, "-s", REPO / "Snakefile", "--directory", folder, "--configfile",
-                        folder / "my.yaml", "--quiet"], cwd=tmp_path, check=True, capture_output=True, env=tool_env())
+        run_snakemake(tmp_path, "-s", REPO / "Snakefile", "--directory", folder, "--configfile", folder / "my.yaml",
+                      "--quiet")
         sidecars.append((folder / "data/packed/web.pbin.meta.json").read_bytes())
     assert sidecars[0] == sidecars[1]  # nothing of where the folder lives
     shown = run_tokenmill("inspect", tmp_path / "one/data/packed/web.pbin", "--doc", "31", cwd=REPO).stdout
