@@ -727,26 +727,28 @@ static const uint8_t *json_string(const uint8_t *p, const uint8_t *end, uint8_t 
             }
             continue;
         }
-        /* A multi-byte UTF-8 sequence, strictly (Unicode Table 3-7). */
-        Py_ssize_t need;
-        uint8_t low = 0x80, high = 0xBF;
-        if (c >= 0xC2 && c <= 0xDF) need = 1;
-        else if (c == 0xE0) { need = 2; low = 0xA0; }
-        else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) need = 2;
-        else if (c == 0xED) { need = 2; high = 0x9F; }
-        else if (c == 0xF0) { need = 3; low = 0x90; }
-        else if (c >= 0xF1 && c <= 0xF3) need = 3;
-        else if (c == 0xF4) { need = 3; high = 0x8F; }
-        else return NULL;
-        if (end - p < need + 1) return NULL;
-        if (p[1] < low || p[1] > high) return NULL;
-        for (Py_ssize_t k = 2; k <= need; k++)
-            if (p[k] < 0x80 || p[k] > 0xBF) return NULL;
-        if (o) {
-            memcpy(o, p, (size_t)need + 1);
-            o += need + 1;
-        }
-        p += need + 1;
+        /* A run of multi-byte UTF-8 sequences, strictly (Unicode Table 3-7). */
+        do {
+            Py_ssize_t need;
+            uint8_t low = 0x80, high = 0xBF;
+            if (c >= 0xC2 && c <= 0xDF) need = 1;
+            else if (c == 0xE0) { need = 2; low = 0xA0; }
+            else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) need = 2;
+            else if (c == 0xED) { need = 2; high = 0x9F; }
+            else if (c == 0xF0) { need = 3; low = 0x90; }
+            else if (c >= 0xF1 && c <= 0xF3) need = 3;
+            else if (c == 0xF4) { need = 3; high = 0x8F; }
+            else return NULL;
+            if (end - p < need + 1) return NULL;
+            if (p[1] < low || p[1] > high) return NULL;
+            for (Py_ssize_t k = 2; k <= need; k++)
+                if (p[k] < 0x80 || p[k] > 0xBF) return NULL;
+            if (o) {
+                memcpy(o, p, 4); /* (out has 8 bytes to spare past the texts; what is past this one is written over) */
+                o += need + 1;
+            }
+            p += need + 1;
+        } while (p < end && (c = *p) >= 0x80);
     }
 }
 
