@@ -4,7 +4,9 @@ A job (:func:`start_engine`) loads its tokenizer once (fastokens in the backgrou
 :class:`BatchTokenizer` holds what every batch needs. :func:`line_batches` cuts indexed lines into batches
 of about ``batch_bytes`` of whole lines. :func:`ordered_results` runs, per batch, *prepare* (read its byte
 range in one ``pread``, parse each line: exactly one JSON value, orjson, then the ``jq`` package for a pattern
-other than a plain ``.key``; choose its proof sample and encode that with Hugging Face) and *finish*
+other than a plain ``.key``; for gigatoken and a plain ``.key``, first a conservative C parser that unescapes the
+texts into one UTF-8 buffer, :class:`~tokenmill.inputs.utf8_texts.Utf8Texts`, with orjson only where it is not sure
+of a line; choose its proof sample and encode that with Hugging Face) and *finish*
 (tokenize the batch with the engine, compare the proof sample, append the EOD id to every document that
 does not already end with it, cast to the output dtype) in ``workers`` threads each; the engines release
 the GIL while they encode, so the threads share the cores. Results come back strictly in batch order,

@@ -8,8 +8,10 @@
   every one of the 21,639 documents of the 100 MB benchmark corpus (``bench/encoder_compare.py``).
 * ``gigatoken``: gigatoken 0.10 (MIT; the optional extra ``tokenmill[gigatoken]``), a byte-level BPE and
   SentencePiece-BPE encoder in Rust with per-thread word caches (bounded: :data:`GIGATOKEN_CACHE_BYTES`).
-  It is fed the texts tokenmill's own JSONL reader produced, as a ``list[str]`` (never a file: its
-  reader stops silently at a bad line), one thread per caller (``parallel=False``) except where the caller
+  It is fed the texts tokenmill's own JSONL reader produced (never a file: its reader stops silently at a
+  bad line), as a ``list[str]`` or, where pack's C parser unescaped a batch into one UTF-8 buffer
+  (:class:`~tokenmill.inputs.utf8_texts.Utf8Texts`), as an awkward array of strings over that buffer (no str
+  per text, nothing encoded to UTF-8 again), one thread per caller (``parallel=False``) except where the caller
   encodes from one thread and asks for its pool (:class:`Encoder`'s ``parallel``), and its awkward
   array is read as one flat ``uint32`` buffer and its offsets, never per text. Its ``BytesSource``
   (one buffer and a separator) was measured no faster (91.0 against 91.4 MB/s of CPU on the 100 MB
