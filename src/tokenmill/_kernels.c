@@ -50,6 +50,16 @@
  *     out_lengths[i] = its length then, eod_in_text lists (ascending) the documents that kept their own
  *     EOD. eod_id < 0: none appended (a cast). One pass, the GIL released: the numpy steps it replaces
  *     (a comparison, a count, np.insert, astype) read the batch five times.
+ *
+ * json_texts(block:bytes, starts:int64[n], lengths:int64[n], key:bytes, out:uint8[sum(lengths) + 8],
+ *            offsets:int64[n+1]) -> bool
+ *     A batch of JSONL lines' string values of one top-level key, unescaped into out (text i at
+ *     out[offsets[i]:offsets[i+1]]), True; or False where it is not sure of a line (the grammar it accepts is at
+ *     the function: a good verdict implies orjson accepts every line and gives the same texts). One pass, the GIL
+ *     released (tokenmill.inputs.utf8_texts).
+ *
+ * utf8_facts(data:uint8[], offsets:int64[n+1], characters:int64[n], first_risky:int64[n], widths:uint8[n])
+ *     For valid UTF-8 texts, what len() and first_risky_code_points give for their strs (tokenmill.inputs.utf8_texts).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -569,7 +579,411 @@ release_tokens:
     return result;
 }
 
+/* ---------------------------------------------------------------------------------------------
+ * json_texts: a batch of JSONL lines -> the string value of one top-level key of each, unescaped into one UTF-8
+ * buffer, or a verdict of "not sure" for the whole batch.
+ *
+ * CONSERVATIVE by design: a "good" verdict must imply that orjson accepts every line (strict RFC 8259 JSON, strict
+ * UTF-8, one value and nothing after it but whitespace) and gives the same text; anything this parser is not sure
+ * of gives up on the batch, and the caller reads it as before (orjson, then line by line with each bad line's
+ * reason). The grammar accepted (a subset of RFC 8259; ws = space, tab, LF, CR only):
+ *
+ *   line    = ws object ws                       the top level is an object (a plain-.key pattern's case)
+ *   object  = "{" ws [ member *( ws "," ws member ) ] ws "}"
+ *   member  = string ws ":" ws value
+ *   array   = "[" ws [ value *( ws "," ws value ) ] ws "]"
+ *   value   = object / array / string / number / "true" / "false" / "null"
+ *   number  = [ "-" ] ( "0" / digit1-9 *17digit ) [ "." 1*17digit ] [ ( "e" / "E" ) [ "+" / "-" ] 1*2digit ]
+ *             (at most 18 integer digits: an int64, never a big integer; short fractions and exponents only)
+ *   string  = '"' *( char / escape ) '"'
+ *   char    = a UTF-8 sequence of Unicode's Table 3-7 (no overlong form, no surrogate, nothing above U+10FFFF),
+ *             not '"', not '\', not a control byte < 0x20
+ *   escape  = '\' ( '"' / '\' / '/' / "b" / "f" / "n" / "r" / "t" / "u" 4hex ), where a "\u" of a high
+ *             surrogate (D800-DBFF) is followed by a "\u" of a low one (DC00-DFFF) and a low one never stands
+ *             alone (orjson refuses lone surrogates)
+ *
+ * and, beyond the grammar: containers nest at most 64 deep (orjson's limit is deeper); the top-level object
+ * holds the key exactly once (orjson would keep the last of two), its key strings hold no escape (one could
+ * spell the key), and the key's value is a non-empty string. Anything else: give up.
+ * --------------------------------------------------------------------------------------------- */
+
+#define JSON_MAX_DEPTH 64
+
+typedef struct {
+    const uint8_t *end;
+    uint8_t *out;     /* where the key's text is written, or NULL while validating only */
+} json_cursor;
+
+static inline const uint8_t *json_ws(const uint8_t *p, const uint8_t *end) {
+    while (p < end && (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')) p++;
+    return p;
+}
+
+static inline int json_hex(const uint8_t *p, uint32_t *value) {
+    uint32_t v = 0;
+    for (int i = 0; i < 4; i++) {
+        uint8_t c = p[i];
+        v <<= 4;
+        if (c >= '0' && c <= '9') v |= (uint32_t)(c - '0');
+        else if (c >= 'a' && c <= 'f') v |= (uint32_t)(c - 'a' + 10);
+        else if (c >= 'A' && c <= 'F') v |= (uint32_t)(c - 'A' + 10);
+        else return 0;
+    }
+    *value = v;
+    return 1;
+}
+
+#define SWAR_ONES 0x0101010101010101ULL
+#define SWAR_HIGHS 0x8080808080808080ULL
+/* Any byte of w that is < n (n <= 128), equal to zero after an xor, or has its high bit set. */
+#define SWAR_LESS(w, n) (((w) - SWAR_ONES * (n)) & ~(w) & SWAR_HIGHS)
+#define SWAR_ZERO(w) (((w) - SWAR_ONES) & ~(w) & SWAR_HIGHS)
+
+/* A string from its opening quote: the pointer after its closing quote, or NULL (give up). Its text goes to
+ * *out (advanced) where out is not NULL; *escaped is set where it held an escape. */
+static const uint8_t *json_string(const uint8_t *p, const uint8_t *end, uint8_t **out, int *escaped) {
+    uint8_t *o = out ? *out : NULL;
+    p++; /* the quote */
+    for (;;) {
+        /* Fast path: 8 plain ASCII bytes (0x20-0x7F but '"' and '\') at a time. */
+        while (end - p >= 8) {
+            uint64_t w;
+            memcpy(&w, p, 8);
+            uint64_t special = (w & SWAR_HIGHS) | SWAR_LESS(w, 0x20) | SWAR_ZERO(w ^ (SWAR_ONES * '"')) |
+                               SWAR_ZERO(w ^ (SWAR_ONES * '\\'));
+            /* The lowest flagged byte is exact (the tricks flag falsely only above a true one), little-endian */
+#if PY_LITTLE_ENDIAN
+            Py_ssize_t plain = special ? (Py_ssize_t)(__builtin_ctzll(special) >> 3) : 8;
+#else
+            Py_ssize_t plain = special ? 0 : 8;
+#endif
+            if (o) {
+                memcpy(o, p, 8); /* (out has 8 bytes more than the lines, and a text is shorter than its line) */
+                o += plain;
+            }
+            p += plain;
+            if (plain < 8) break;
+        }
+        if (p >= end) return NULL;
+        uint8_t c = *p;
+        if (c == '"') {
+            if (out) *out = o;
+            return p + 1;
+        }
+        if (c < 0x20) return NULL;
+        if (c < 0x80 && c != '\\') {
+            if (o) *o++ = c;
+            p++;
+            continue;
+        }
+        if (c == '\\') {
+            *escaped = 1;
+            if (end - p < 2) return NULL;
+            uint8_t e = p[1];
+            uint8_t plain = 0;
+            switch (e) {
+                case '"': plain = '"'; break;
+                case '\\': plain = '\\'; break;
+                case '/': plain = '/'; break;
+                case 'b': plain = '\b'; break;
+                case 'f': plain = '\f'; break;
+                case 'n': plain = '\n'; break;
+                case 'r': plain = '\r'; break;
+                case 't': plain = '\t'; break;
+                case 'u': break;
+                default: return NULL;
+            }
+            if (e != 'u') {
+                if (o) *o++ = plain;
+                p += 2;
+                continue;
+            }
+            uint32_t cp, low;
+            if (end - p < 6 || !json_hex(p + 2, &cp)) return NULL;
+            p += 6;
+            if (cp >= 0xDC00 && cp <= 0xDFFF) return NULL; /* a lone low surrogate */
+            if (cp >= 0xD800 && cp <= 0xDBFF) {             /* a high one: its low one must follow */
+                if (end - p < 6 || p[0] != '\\' || p[1] != 'u' || !json_hex(p + 2, &low) || low < 0xDC00 ||
+                    low > 0xDFFF)
+                    return NULL;
+                p += 6;
+                cp = 0x10000 + ((cp - 0xD800) << 10) + (low - 0xDC00);
+            }
+            if (o) {
+                if (cp < 0x80) *o++ = (uint8_t)cp;
+                else if (cp < 0x800) {
+                    *o++ = (uint8_t)(0xC0 | (cp >> 6));
+                    *o++ = (uint8_t)(0x80 | (cp & 0x3F));
+                } else if (cp < 0x10000) {
+                    *o++ = (uint8_t)(0xE0 | (cp >> 12));
+                    *o++ = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+                    *o++ = (uint8_t)(0x80 | (cp & 0x3F));
+                } else {
+                    *o++ = (uint8_t)(0xF0 | (cp >> 18));
+                    *o++ = (uint8_t)(0x80 | ((cp >> 12) & 0x3F));
+                    *o++ = (uint8_t)(0x80 | ((cp >> 6) & 0x3F));
+                    *o++ = (uint8_t)(0x80 | (cp & 0x3F));
+                }
+            }
+            continue;
+        }
+        /* A run of multi-byte UTF-8 sequences, strictly (Unicode Table 3-7). */
+        do {
+            Py_ssize_t need;
+            uint8_t low = 0x80, high = 0xBF;
+            if (c >= 0xC2 && c <= 0xDF) need = 1;
+            else if (c == 0xE0) { need = 2; low = 0xA0; }
+            else if ((c >= 0xE1 && c <= 0xEC) || c == 0xEE || c == 0xEF) need = 2;
+            else if (c == 0xED) { need = 2; high = 0x9F; }
+            else if (c == 0xF0) { need = 3; low = 0x90; }
+            else if (c >= 0xF1 && c <= 0xF3) need = 3;
+            else if (c == 0xF4) { need = 3; high = 0x8F; }
+            else return NULL;
+            if (end - p < need + 1) return NULL;
+            if (p[1] < low || p[1] > high) return NULL;
+            for (Py_ssize_t k = 2; k <= need; k++)
+                if (p[k] < 0x80 || p[k] > 0xBF) return NULL;
+            if (o) {
+                memcpy(o, p, 4); /* (out has 8 bytes to spare past the texts; what is past this one is written over) */
+                o += need + 1;
+            }
+            p += need + 1;
+        } while (p < end && (c = *p) >= 0x80);
+    }
+}
+
+static const uint8_t *json_digits(const uint8_t *p, const uint8_t *end, int most) {
+    const uint8_t *start = p;
+    while (p < end && *p >= '0' && *p <= '9') p++;
+    return (p == start || p - start > most) ? NULL : p;
+}
+
+static const uint8_t *json_number(const uint8_t *p, const uint8_t *end) {
+    if (p < end && *p == '-') p++;
+    if (p >= end) return NULL;
+    if (*p == '0') p++;
+    else if (*p >= '1' && *p <= '9') {
+        if (!(p = json_digits(p, end, 18))) return NULL;
+    } else return NULL;
+    if (p < end && *p == '.') {
+        if (!(p = json_digits(p + 1, end, 17))) return NULL;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        p++;
+        if (p < end && (*p == '+' || *p == '-')) p++;
+        if (!(p = json_digits(p, end, 2))) return NULL;
+    }
+    return p;
+}
+
+static const uint8_t *json_value(const uint8_t *p, const uint8_t *end, int depth);
+
+/* An array or object from its bracket: the pointer after its closing one, or NULL. */
+static const uint8_t *json_container(const uint8_t *p, const uint8_t *end, int depth) {
+    if (depth > JSON_MAX_DEPTH) return NULL;
+    uint8_t close = *p == '{' ? '}' : ']';
+    int escaped = 0;
+    p = json_ws(p + 1, end);
+    if (p < end && *p == close) return p + 1;
+    for (;;) {
+        if (close == '}') {
+            if (p >= end || *p != '"' || !(p = json_string(p, end, NULL, &escaped))) return NULL;
+            p = json_ws(p, end);
+            if (p >= end || *p != ':') return NULL;
+            p = json_ws(p + 1, end);
+        }
+        if (!(p = json_value(p, end, depth))) return NULL;
+        p = json_ws(p, end);
+        if (p >= end) return NULL;
+        if (*p == close) return p + 1;
+        if (*p != ',') return NULL;
+        p = json_ws(p + 1, end);
+    }
+}
+
+static const uint8_t *json_value(const uint8_t *p, const uint8_t *end, int depth) {
+    int escaped = 0;
+    if (p >= end) return NULL;
+    switch (*p) {
+        case '{':
+        case '[': return json_container(p, end, depth + 1);
+        case '"': return json_string(p, end, NULL, &escaped);
+        case 't': return (end - p >= 4 && memcmp(p, "true", 4) == 0) ? p + 4 : NULL;
+        case 'f': return (end - p >= 5 && memcmp(p, "false", 5) == 0) ? p + 5 : NULL;
+        case 'n': return (end - p >= 4 && memcmp(p, "null", 4) == 0) ? p + 4 : NULL;
+        default: return json_number(p, end);
+    }
+}
+
+/* One line: 1 where it is sure (the text written at *out, advanced), 0 where it gives up. */
+static int json_line_text(const uint8_t *p, const uint8_t *end, const uint8_t *key, Py_ssize_t key_length,
+                          uint8_t **out) {
+    int found = 0;
+    p = json_ws(p, end);
+    if (p >= end || *p != '{') return 0;
+    p = json_ws(p + 1, end);
+    if (p < end && *p == '}') return 0; /* {}: no key */
+    for (;;) {
+        int escaped = 0;
+        if (p >= end || *p != '"') return 0;
+        const uint8_t *name = p + 1;
+        if (!(p = json_string(p, end, NULL, &escaped)) || escaped) return 0;
+        int is_key = (p - 1 - name == key_length) && memcmp(name, key, (size_t)key_length) == 0;
+        p = json_ws(p, end);
+        if (p >= end || *p != ':') return 0;
+        p = json_ws(p + 1, end);
+        if (is_key) {
+            uint8_t *start = *out;
+            if (found++ || p >= end || *p != '"' || !(p = json_string(p, end, out, &escaped)) || *out == start)
+                return 0; /* twice, not a string, or empty */
+        } else if (!(p = json_value(p, end, 1))) return 0;
+        p = json_ws(p, end);
+        if (p >= end) return 0;
+        if (*p == '}') break;
+        if (*p != ',') return 0;
+        p = json_ws(p + 1, end);
+    }
+    return found && json_ws(p + 1, end) == end;
+}
+
+static PyObject *json_texts(PyObject *self, PyObject *args) {
+    PyObject *block_obj, *starts_obj, *lengths_obj, *out_obj, *offsets_obj;
+    const char *key;
+    Py_ssize_t key_length;
+    Py_buffer block_view, starts_view, lengths_view, out_view, offsets_view;
+    PyObject *result = NULL;
+    if (!PyArg_ParseTuple(args, "OOOy#OO", &block_obj, &starts_obj, &lengths_obj, &key, &key_length, &out_obj,
+                          &offsets_obj))
+        return NULL;
+    if (get_buffer(block_obj, &block_view, 1, 0, "block") < 0) return NULL;
+    if (get_buffer(starts_obj, &starts_view, 8, 0, "starts") < 0) goto release_block;
+    if (get_buffer(lengths_obj, &lengths_view, 8, 0, "lengths") < 0) goto release_starts;
+    if (get_buffer(out_obj, &out_view, 1, 1, "out") < 0) goto release_lengths;
+    if (get_buffer(offsets_obj, &offsets_view, 8, 1, "offsets") < 0) goto release_out;
+    Py_ssize_t count = starts_view.len / 8;
+    const int64_t *starts = starts_view.buf, *lengths = lengths_view.buf;
+    int64_t *offsets = offsets_view.buf;
+    if (lengths_view.len / 8 != count || offsets_view.len / 8 < count + 1) {
+        PyErr_SetString(PyExc_ValueError, "starts, lengths and offsets (one more) need one item per line");
+        goto release_offsets;
+    }
+    int64_t total = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (starts[i] < 0 || lengths[i] < 0 || starts[i] + lengths[i] > block_view.len) {
+            PyErr_SetString(PyExc_ValueError, "a line outside the block");
+            goto release_offsets;
+        }
+        total += lengths[i];
+    }
+    if (out_view.len < total + 8) {
+        PyErr_SetString(PyExc_ValueError, "out is shorter than the lines and 8 bytes");
+        goto release_offsets;
+    }
+    int good = 1;
+    Py_BEGIN_ALLOW_THREADS
+    const uint8_t *block = block_view.buf;
+    uint8_t *base = out_view.buf, *out = base;
+    offsets[0] = 0;
+    for (Py_ssize_t i = 0; good && i < count; i++) {
+        good = json_line_text(block + starts[i], block + starts[i] + lengths[i], (const uint8_t *)key, key_length,
+                              &out);
+        offsets[i + 1] = out - base;
+    }
+    Py_END_ALLOW_THREADS
+    result = PyBool_FromLong(good);
+release_offsets:
+    PyBuffer_Release(&offsets_view);
+release_out:
+    PyBuffer_Release(&out_view);
+release_lengths:
+    PyBuffer_Release(&lengths_view);
+release_starts:
+    PyBuffer_Release(&starts_view);
+release_block:
+    PyBuffer_Release(&block_view);
+    return result;
+}
+
+/* utf8_facts(data:uint8[], offsets:int64[n+1], characters:int64[n], first_risky:int64[n], widths:uint8[n])
+ * For texts given as valid UTF-8 (json_texts' output): the facts the proof's sampler reads off Python's str of
+ * each, without making one: characters[i] = its code points (len of its str), widths[i] = the bytes per code point
+ * CPython would store it in (1 below U+0100, 2 below U+10000, else 4), first_risky[i] = the index of its first code
+ * point outside the BMP or in a combining-mark block (is_combining_mark), else -1 (first_risky_code_points' rule).
+ * One pass, 8 ASCII bytes at a time, the GIL released. */
+static PyObject *utf8_facts(PyObject *self, PyObject *args) {
+    PyObject *objects[5];
+    Py_buffer views[5];
+    static const Py_ssize_t sizes[5] = {1, 8, 8, 8, 1};
+    static const int writable[5] = {0, 0, 1, 1, 1};
+    static const char *names[5] = {"data", "offsets", "characters", "first_risky", "widths"};
+    if (!PyArg_ParseTuple(args, "OOOOO", &objects[0], &objects[1], &objects[2], &objects[3], &objects[4]))
+        return NULL;
+    int got = 0;
+    for (; got < 5; got++)
+        if (get_buffer(objects[got], &views[got], sizes[got], writable[got], names[got]) < 0) break;
+    PyObject *result = NULL;
+    if (got == 5) {
+        Py_ssize_t count = views[1].len / 8 - 1;
+        const int64_t *offsets = views[1].buf;
+        int ok = count >= 0 && views[2].len / 8 >= count && views[3].len / 8 >= count && views[4].len >= count;
+        for (Py_ssize_t i = 0; ok && i < count; i++)
+            ok = offsets[i] >= 0 && offsets[i] <= offsets[i + 1] && offsets[i + 1] <= views[0].len;
+        if (!ok) PyErr_SetString(PyExc_ValueError, "offsets outside the data, or outputs too short");
+        else {
+            const uint8_t *data = views[0].buf;
+            int64_t *characters = views[2].buf, *first_risky = views[3].buf;
+            uint8_t *widths = views[4].buf;
+            Py_BEGIN_ALLOW_THREADS
+            for (Py_ssize_t i = 0; i < count; i++) {
+                const uint8_t *p = data + offsets[i], *end = data + offsets[i + 1];
+                int64_t chars = 0, risky = -1;
+                uint8_t highest = 0;
+                while (p < end) {
+                    if (end - p >= 8) {
+                        uint64_t w;
+                        memcpy(&w, p, 8);
+                        if (!(w & SWAR_HIGHS)) {
+                            chars += 8;
+                            p += 8;
+                            continue;
+                        }
+                    }
+                    uint8_t c = *p;
+                    if (c < 0x80) {
+                        chars++;
+                        p++;
+                        continue;
+                    }
+                    uint32_t cp;
+                    Py_ssize_t size;
+                    if (c < 0xE0) { cp = c & 0x1F; size = 2; }
+                    else if (c < 0xF0) { cp = c & 0x0F; size = 3; }
+                    else { cp = c & 0x07; size = 4; }
+                    if (end - p < size) size = end - p; /* (never, for valid UTF-8) */
+                    for (Py_ssize_t k = 1; k < size; k++) cp = (cp << 6) | (p[k] & 0x3F);
+                    if (c > highest) highest = c;
+                    if (risky < 0 && (cp > 0xFFFF || is_combining_mark(cp))) risky = chars;
+                    chars++;
+                    p += size;
+                }
+                characters[i] = chars;
+                first_risky[i] = risky;
+                widths[i] = highest < 0xC4 ? 1 : highest < 0xF0 ? 2 : 4;
+            }
+            Py_END_ALLOW_THREADS
+            result = Py_None;
+            Py_INCREF(result);
+        }
+    }
+    while (got-- > 0) PyBuffer_Release(&views[got]);
+    return result;
+}
+
 static PyMethodDef methods[] = {
+    {"json_texts", json_texts, METH_VARARGS,
+     "A batch of JSON lines' texts of one top-level key, unescaped into one buffer, or False where not sure."},
+    {"utf8_facts", utf8_facts, METH_VARARGS,
+     "Each UTF-8 text's code points, CPython width and first code point outside the BMP or combining."},
     {"eod_appended_cast", eod_appended_cast, METH_VARARGS,
      "A batch's ids cast to the output width with the EOD after each document that does not end with it."},
     {"best_fit_bins", best_fit_bins, METH_VARARGS, "Optimized Best-Fit Decreasing: each document's bin."},

@@ -8,14 +8,18 @@ import time
 from collections import deque
 
 import numpy as np
+import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
 from conftest import GPT2, GPT2_EOD, GPT2_EOD_ID, write_jsonl_bytes
 from tokenmill.inputs.raw_index import scan_lines
+from tokenmill.inputs.utf8_texts import Utf8Texts
 from tokenmill.pack.batches import line_batches, ordered_results, preload_engine, start_engine
 from tokenmill.pack.settings import PackSettings
+from tokenmill.tokenization.engine import gigatoken_installed
 
 
 def test_lines_are_cut_into_batches_of_about_batch_bytes_of_whole_lines():
@@ -86,7 +90,7 @@ def test_a_batch_of_real_lines_is_encoded_with_one_eod_per_document_and_its_bad_
 
 
 def test_preloading_names_the_fast_engine_start_engine_will_load_and_none_under_hf():
-    from tokenmill.tokenization.engine import gigatoken_installed, preferred_fast_engine
+    from tokenmill.tokenization.engine import preferred_fast_engine
 
     assert preload_engine(PackSettings(str(GPT2), eod=GPT2_EOD, engine="hf")) is None
     settings = PackSettings(str(GPT2), eod=GPT2_EOD, engine="auto")
@@ -95,5 +99,30 @@ def test_preloading_names_the_fast_engine_start_engine_will_load_and_none_under_
     job = start_engine(settings, "auto", 1e9, "")  # gigatoken's load has ended before HF's began
     try:
         assert job.chosen.name == preload_engine(settings)
+    finally:
+        job.close()
+
+
+@pytest.mark.skipif(not gigatoken_installed(), reason="gigatoken is an optional extra")
+def test_gigatoken_reads_a_batch_it_can_parse_in_c_as_one_buffer_and_a_batch_with_a_bad_line_as_before(tmp_path):
+    """The C parser's batch (one UTF-8 buffer, no str per text) gives the ids HF gives; a bad line anywhere sends
+    the batch to orjson, which names it as before."""
+    texts = ["Hello world", "caf\u00e9 \U0001f642 \"quoted\"\n\ttab", "ends with its own <|endoftext|>", "x" * 300]
+    good = [orjson.dumps({"id": i, "meta": {"text": 1}, "text": text}) for i, text in enumerate(texts)]
+    reference = Tokenizer.from_file(str(GPT2))
+    expected = [ids if ids[-1] == GPT2_EOD_ID else ids + [GPT2_EOD_ID]
+                for ids in (reference.encode(text).ids for text in texts)]
+    job = start_engine(PackSettings(str(GPT2), eod=GPT2_EOD, on_bad_line="skip", engine="gigatoken"), "gigatoken",
+                       1e9, "")
+    try:
+        for name, lines, bad_lines in (("good", good, []), ("bad", good[:2] + [b'{"text": NaN}'] + good[2:], [3])):
+            source = write_jsonl_bytes(tmp_path / f"{name}.jsonl", lines)
+            (task,) = line_batches(str(source), scan_lines(source), 1, 1 << 20, "gigatoken", deque())
+            prepared = job.prepare(task)
+            assert isinstance(prepared.texts, Utf8Texts) == (name == "good")
+            tokens, lengths, bad, checked, _, _ = job.finish(prepared)
+            assert tokens.tolist() == [token for ids in expected for token in ids]
+            assert lengths.tolist() == [len(ids) for ids in expected]
+            assert [line for line, _ in bad] == bad_lines and checked.texts == 4
     finally:
         job.close()

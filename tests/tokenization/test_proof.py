@@ -11,10 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import DATA, GPT2, GPT2_EOD, TEKKEN
+from tokenmill.inputs.utf8_texts import Utf8Texts
 from tokenmill.pack.pretraining import PackSettings, pack
 from tokenmill.tokenization.families import TokenizerSpec
 from tokenmill.tokenization.proof import (DEFAULT_CHECK_FRACTION, EXCERPT_CHARACTERS, LONG_WINDOW_CHARACTERS,
-                                          ProofSampler, detection_statement, ordinal_draws)
+                                          WHOLE_DOCUMENT_CHARACTERS, ProofSample, ProofSampler, detection_statement,
+                                          ordinal_draws)
 from tokenmill.tokenization.tokenizer import load_tokenizer
 
 
@@ -226,3 +228,36 @@ def test_a_batch_whose_spots_overrun_the_budget_gets_the_same_choice_from_either
     assert choice == _JoinedSearch(_added_tokens("tekken"), 0.002).choose(texts, np.arange(300), 11)
     assert len(choice.excerpts) > 10 and {excerpt.why for excerpt in choice.excerpts} >= {
         "an added-token string", "a rare code point"}
+
+
+def _utf8(text: str) -> str:
+    """``text`` without lone surrogates (which no UTF-8 buffer, and no JSON text orjson reads, holds)."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+@settings(max_examples=150, deadline=None)
+@given(name=st.sampled_from(sorted(_ADDED_TOKEN_SETS)), fraction=st.sampled_from([0.0, 0.002, 0.25, 1.0]),
+       with_ordinals=st.booleans(),
+       texts=st.lists(st.one_of(st.lists(st.sampled_from(_FRAGMENTS), max_size=40).map("".join), st.text(max_size=30),
+                                st.just("x" * (WHOLE_DOCUMENT_CHARACTERS + 5) + "\U0001f642")).map(_utf8),
+                      max_size=60))
+def test_the_choice_of_texts_in_one_utf8_buffer_is_the_choice_of_their_strs(name, fraction, with_ordinals, texts):
+    """The bytes form (character counts and rare code points from the C pass over UTF-8, added tokens by a byte
+    search, only the texts taken decoded) chooses the same documents and excerpts as the str form."""
+    added = _added_tokens(name)
+    ordinals = np.arange(len(texts)) if with_ordinals else None
+    sampler = ProofSampler(added, fraction)
+    assert sampler.choose(Utf8Texts.from_strings(texts), ordinals, 5) == sampler.choose(texts, ordinals, 5)
+
+
+def test_a_proof_sample_of_a_utf8_buffer_is_the_sample_of_its_strs():
+    info = load_tokenizer(GPT2, GPT2_EOD)
+    texts = [("plain text " * (i % 7)) + ["<|endoftext|>", "caf\u00e9", "\U0001f642 and e\u0301", "x"][i % 4]
+             + f" tail {i}" for i in range(400)]
+    sampler = ProofSampler(info.added_tokens(), 0.01)
+    mine = ProofSample.of(Utf8Texts.from_strings(texts), sampler, info, False, np.arange(400), 3)
+    theirs = ProofSample.of(texts, sampler, info, False, np.arange(400), 3)
+    assert mine.choice == theirs.choice and mine.excerpt_texts == theirs.excerpt_texts
+    assert (mine.hf_bytes, mine.hf_characters) == (theirs.hf_bytes, theirs.hf_characters)
+    assert all(np.array_equal(a, b) for a, b in zip(mine.reference, theirs.reference))
+    assert len(mine.choice.excerpts) > 5

@@ -4,7 +4,9 @@ A job (:func:`start_engine`) loads its tokenizer once (fastokens in the backgrou
 :class:`BatchTokenizer` holds what every batch needs. :func:`line_batches` cuts indexed lines into batches
 of about ``batch_bytes`` of whole lines. :func:`ordered_results` runs, per batch, *prepare* (read its byte
 range in one ``pread``, parse each line: exactly one JSON value, orjson, then the ``jq`` package for a pattern
-other than a plain ``.key``; choose its proof sample and encode that with Hugging Face) and *finish*
+other than a plain ``.key``; for gigatoken and a plain ``.key``, first a conservative C parser that unescapes the
+texts into one UTF-8 buffer, :class:`~tokenmill.inputs.utf8_texts.Utf8Texts`, with orjson only where it is not sure
+of a line; choose its proof sample and encode that with Hugging Face) and *finish*
 (tokenize the batch with the engine, compare the proof sample, append the EOD id to every document that
 does not already end with it, cast to the output dtype) in ``workers`` threads each; the engines release
 the GIL while they encode, so the threads share the cores. Results come back strictly in batch order,
@@ -31,6 +33,7 @@ from tokenmill._kernels import eod_appended_cast
 from tokenmill.formats.document_blocks import eod_appended
 from tokenmill.formats.pbin import TOKEN_DTYPES
 from tokenmill.inputs.text_selection import TextSelector
+from tokenmill.inputs.utf8_texts import Utf8Texts
 from tokenmill.pack.settings import PackSettings
 from tokenmill.tokenization.engine import Encoder, preferred_fast_engine, preload_fast_engine, wait_for_fast_engine
 from tokenmill.tokenization.proof import ProofSample, ProofSampler, ProofTally, input_key
@@ -88,7 +91,7 @@ class _Prepared:
 
     path: str
     engine: str
-    texts: list = field(default_factory=list)
+    texts: list | Utf8Texts = field(default_factory=list)  # one UTF-8 buffer where gigatoken takes the batch
     text_lines: list | np.ndarray = field(default_factory=list)  # each text's line number (an array once prepared)
     bad: list = field(default_factory=list)
     proof: ProofSample | None = None  # with a fast engine
@@ -159,7 +162,13 @@ class BatchTokenizer:
             if len(block) < int(lines[-1, 0] + lines[-1, 1]) - base:
                 batch.bad = [(first_line, "file is shorter than its index says (stale index?)")]
                 return batch
-        texts = None if block is None else self.selector.select_lines(block, lines[:, 0] - base, lines[:, 1])
+        texts = None
+        if block is not None and engine == "gigatoken" and self.selector.key is not None:
+            # One C pass: the texts unescaped into one UTF-8 buffer, which gigatoken reads as it is; None where
+            # the parser is not sure of a line (then orjson and each bad line's reason, as for the other engines)
+            texts = Utf8Texts.from_json_lines(block, lines[:, 0] - base, lines[:, 1], self.selector.key)
+        if texts is None and block is not None:
+            texts = self.selector.select_lines(block, lines[:, 0] - base, lines[:, 1])
         if texts is not None:  # every line good: one parse, nothing per line in Python
             batch.texts, batch.text_lines = texts, np.arange(first_line, first_line + len(texts), dtype=np.int64)
             lines = lines[:0]

@@ -8,8 +8,10 @@
   every one of the 21,639 documents of the 100 MB benchmark corpus (``bench/encoder_compare.py``).
 * ``gigatoken``: gigatoken 0.10 (MIT; the optional extra ``tokenmill[gigatoken]``), a byte-level BPE and
   SentencePiece-BPE encoder in Rust with per-thread word caches (bounded: :data:`GIGATOKEN_CACHE_BYTES`).
-  It is fed the texts tokenmill's own JSONL reader produced, as a ``list[str]`` (never a file: its
-  reader stops silently at a bad line), one thread per caller (``parallel=False``) except where the caller
+  It is fed the texts tokenmill's own JSONL reader produced (never a file: its reader stops silently at a
+  bad line), as a ``list[str]`` or, where pack's C parser unescaped a batch into one UTF-8 buffer
+  (:class:`~tokenmill.inputs.utf8_texts.Utf8Texts`), as an awkward array of strings over that buffer (no str
+  per text, nothing encoded to UTF-8 again), one thread per caller (``parallel=False``) except where the caller
   encodes from one thread and asks for its pool (:class:`Encoder`'s ``parallel``), and its awkward
   array is read as one flat ``uint32`` buffer and its offsets, never per text. Its ``BytesSource``
   (one buffer and a separator) was measured no faster (91.0 against 91.4 MB/s of CPU on the 100 MB
@@ -51,6 +53,7 @@ import numpy as np
 import tokenizers
 
 from tokenmill.errors import TokenmillError
+from tokenmill.inputs.utf8_texts import Utf8Texts
 from tokenmill.tokenization.families import TokenizerSpec, load_family
 from tokenmill.tokenization.tokenizer import (TokenizerInfo, exception_first_line, is_plain_file, is_rust_panic,
                                               spec_of)
@@ -342,8 +345,10 @@ class Encoder:
             versions["gigatoken"] = _gigatoken_version()
         return versions
 
-    def encode_batch(self, texts: list[str], add_special_tokens: bool) -> tuple[np.ndarray, np.ndarray]:
-        """``(ids, lengths)``: every text's ids back to back (uint32 or int64) and ids per text.
+    def encode_batch(self, texts: list[str] | Utf8Texts, add_special_tokens: bool) -> tuple[np.ndarray, np.ndarray]:
+        """``(ids, lengths)``: every text's ids back to back (uint32 or int64) and ids per text. Texts in one UTF-8
+        buffer (:class:`~tokenmill.inputs.utf8_texts.Utf8Texts`) reach gigatoken as they are, an awkward array of
+        strings over the buffer (no str per text, nothing encoded again); the other engines get them as str.
 
         Raises:
             FastEngineUnavailable: the fast engine cannot load the tokenizer, and this encoder does not
@@ -356,18 +361,34 @@ class Encoder:
                 if not self.fall_back_in_place:
                     raise
                 self.fall_back(unavailable)
-        return self.info.encode_reference(texts, add_special_tokens)
+        return self.info.encode_reference(texts.strings() if isinstance(texts, Utf8Texts) else texts,
+                                          add_special_tokens)
 
-    def _encode_with(self, fast, texts: list[str], add_special_tokens: bool) -> tuple[np.ndarray, np.ndarray]:
+    def _encode_with(self, fast, texts: list[str] | Utf8Texts, add_special_tokens: bool
+                     ) -> tuple[np.ndarray, np.ndarray]:
         """The fast engine ``fast``'s flat ids and lengths of ``texts``: C and Rust calls, nothing per text."""
         if self.name == "gigatoken":
-            if not texts:
+            if not len(texts):
                 return np.empty(0, np.uint32), np.empty(0, np.int64)
             # gigatoken adds no special tokens (a post-processor that would is refused: gigatoken_refusal)
-            return _flat_of(fast.encode_batch(texts, parallel=self.parallel))
+            return _flat_of(fast.encode_batch(_awkward_strings(texts) if isinstance(texts, Utf8Texts) else texts,
+                                              parallel=self.parallel))
+        if isinstance(texts, Utf8Texts):
+            texts = texts.strings()
         ids, offsets = fast.encode_batch_flat(texts, add_special_tokens=add_special_tokens,
                                               split_special_tokens=self.split_special_tokens)
         return np.frombuffer(ids, dtype="<u4"), np.diff(np.frombuffer(offsets, dtype="<u8")).astype(np.int64)
+
+
+def _awkward_strings(texts: Utf8Texts):
+    """An awkward array of strings over the texts' buffer and offsets, no copy (what gigatoken reads as
+    ``list[str]``, without a Python object per text)."""
+    from awkward import Array
+    from awkward.contents import ListOffsetArray, NumpyArray
+    from awkward.index import Index64
+
+    return Array(ListOffsetArray(Index64(texts.offsets), NumpyArray(texts.data, parameters={"__array__": "char"}),
+                                 parameters={"__array__": "string"}))
 
 
 def _flat_of(encoded) -> tuple[np.ndarray, np.ndarray]:

@@ -78,6 +78,7 @@ import numpy as np
 from tokenmill._kernels import first_risky_code_points
 from tokenmill.config import default
 from tokenmill.errors import TokenmillError
+from tokenmill.inputs.utf8_texts import Utf8Texts
 from tokenmill.tokenization.engine import Encoder, split_flat
 from tokenmill.tokenization.tokenizer import TokenizerInfo
 
@@ -230,8 +231,12 @@ class ProofSampler:
         self._limit = np.uint32(min(int(fraction * (1 << 32)), (1 << 32) - 1))
         self._added_patterns = _added_token_patterns(added_tokens)
 
-    def choose(self, texts: list[str], ordinals: np.ndarray | None = None, key: int = 0) -> ProofChoice:
+    def choose(self, texts: list[str] | Utf8Texts, ordinals: np.ndarray | None = None, key: int = 0) -> ProofChoice:
         """The documents and excerpts of ``texts`` to check.
+
+        ``texts`` may be a list of str or one UTF-8 buffer (:class:`~tokenmill.inputs.utf8_texts.Utf8Texts`), which
+        gives the same choice: its code points counted and its rare code points found by one C pass over the
+        bytes, the added tokens found by a byte search, and only the texts the search or the choice takes decoded.
 
         Each document is checked whole with probability ``fraction``, decided by a hash of its
         ordinal under ``key`` (:func:`ordinal_draws`), or without ordinals of its own content,
@@ -239,7 +244,10 @@ class ProofSampler:
         worker count, so they do not depend on the number of workers).
         """
         count = len(texts)
-        lengths = np.fromiter(map(len, texts), np.int64, count)
+        if isinstance(texts, Utf8Texts):
+            lengths = texts.code_point_facts()[0]
+        else:
+            lengths = np.fromiter(map(len, texts), np.int64, count)
         characters = int(lengths.sum())
         if self.fraction >= 1:
             return ProofChoice(list(range(count)), [], count, characters)
@@ -258,7 +266,7 @@ class ProofSampler:
         excerpts = sorted(Excerpt(i, start, end, why) for _, _, i, start, end, why in candidates)
         return ProofChoice(np.flatnonzero(whole).tolist(), excerpts, int(short.sum()), characters)
 
-    def _candidates(self, texts: list[str], lengths: np.ndarray, draws: np.ndarray, whole: np.ndarray,
+    def _candidates(self, texts: list[str] | Utf8Texts, lengths: np.ndarray, draws: np.ndarray, whole: np.ndarray,
                     budget: float) -> list[tuple]:
         """``(rank, draw, i, start, end, why)`` of the risky spots of the texts not checked whole:
         at most one of each kind per text (its first), ``rank`` counting a text's spots. Each kind
@@ -270,8 +278,11 @@ class ProofSampler:
         start_at = int(np.argmin(draws[others]))  # where each scan starts, so that no part of a batch is favoured
         holding = set()
         for needle, pattern in self._added_patterns:  # `needle in text` for each text: a memchr (or find) in C
-            within = others[np.fromiter(map(operator.contains, map(texts.__getitem__, others.tolist()),
-                                            itertools.repeat(needle)), bool, len(others))]
+            if isinstance(texts, Utf8Texts):  # a byte search of the buffer (the same texts)
+                within = others[texts.holding(needle)[others]]
+            else:
+                within = others[np.fromiter(map(operator.contains, map(texts.__getitem__, others.tolist()),
+                                                itertools.repeat(needle)), bool, len(others))]
             within = within[[int(i) not in holding for i in within.tolist()]] if holding else within
             if len(within):
                 self._scan(texts, within, start_at % len(within), pattern, "an added-token string", budget, spots)
@@ -279,9 +290,12 @@ class ProofSampler:
         # Rare code points: each text's first, found by one C pass over the texts not stored one byte per
         # code point (those hold none). Texts of two bytes each (only combining marks) are taken apart from
         # those of four, each group from its own drawn start, as the budget is spent in each.
-        first_spots = np.empty(len(texts), np.int64)
-        widths = np.empty(len(texts), np.uint8)
-        first_risky_code_points(texts, first_spots, widths)
+        if isinstance(texts, Utf8Texts):
+            _, first_spots, widths = texts.code_point_facts()
+        else:
+            first_spots = np.empty(len(texts), np.int64)
+            widths = np.empty(len(texts), np.uint8)
+            first_risky_code_points(texts, first_spots, widths)
         for width in (2, 4):
             chosen = others[widths[others] == width]
             if len(chosen):
@@ -296,7 +310,7 @@ class ProofSampler:
         return candidates
 
     @staticmethod
-    def _scan(texts: list[str], chosen: np.ndarray, start_at: int, pattern: re.Pattern, why: str,
+    def _scan(texts: list[str] | Utf8Texts, chosen: np.ndarray, start_at: int, pattern: re.Pattern, why: str,
               budget: float, spots: dict) -> None:
         """Add to ``spots`` an excerpt around the first match of ``pattern`` in each of texts
         ``chosen`` (from number ``start_at`` on, then from the first), until ``budget`` characters
@@ -314,7 +328,7 @@ class ProofSampler:
                 collected += excerpt[1] - excerpt[0]
 
     @staticmethod
-    def _take_first_spots(texts: list[str], chosen: np.ndarray, start_at: int, first_spots: np.ndarray,
+    def _take_first_spots(texts: list[str] | Utf8Texts, chosen: np.ndarray, start_at: int, first_spots: np.ndarray,
                           budget: float, spots: dict) -> None:
         """Add to ``spots`` an excerpt around the rare code point at ``first_spots[i]`` of each of texts
         ``chosen`` that holds one (from number ``start_at`` on, then from the first), until ``budget``
@@ -355,7 +369,7 @@ def ordinal_draws(ordinals: np.ndarray, key: int) -> np.ndarray:
     return _mix((np.uint64(key) << np.uint64(32)) + np.asarray(ordinals, dtype=np.uint64))
 
 
-def _content_hashes(texts: list[str]) -> np.ndarray:
+def _content_hashes(texts: list[str] | Utf8Texts) -> np.ndarray:
     """A uniform 32-bit draw per text from a hash of its content: CRC-32 of its length and its first
     128 characters (O(1) per text, ~1 µs; a CRC of all of it costs ~0.1 s per 100 MB, adding the
     last 128 characters 50 %), mixed by SplitMix64's finaliser so that every bit of the draw depends
@@ -410,7 +424,7 @@ class ProofSample:
     reference_library: str = "tokenizers"
 
     @classmethod
-    def of(cls, texts: list[str], sampler: ProofSampler, info: TokenizerInfo, add_special_tokens: bool,
+    def of(cls, texts: list[str] | Utf8Texts, sampler: ProofSampler, info: TokenizerInfo, add_special_tokens: bool,
            ordinals: np.ndarray | None = None, key: int = 0) -> "ProofSample":
         """The sampler's choice of ``texts`` (by their ``ordinals`` under ``key``, see
         :meth:`ProofSampler.choose`), encoded with the tokenizer's reference library (HF for a
