@@ -5,6 +5,7 @@ from __future__ import annotations
 import compileall
 import contextlib
 import fcntl
+import functools
 import importlib.util
 import json
 import os
@@ -45,6 +46,20 @@ def pytest_configure(config):
         config.option.dist = "loadgroup"
     if sys.dont_write_bytecode and not hasattr(config, "workerinput"):
         compileall.compile_dir(REPO / "src", quiet=1)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session):
+    """The test modules as pytest rewrote their asserts, kept in its cache (``__pycache__/*-pytest-*.pyc``, keyed
+    by each file's hash) and read from there by the next run and by every xdist worker after the first: where
+    Python is told not to write bytecode (PYTHONDONTWRITEBYTECODE), pytest rewrote all ~210 of them again in
+    every worker of every run (~4 CPU-s each). Only while the tests are collected; the tests' own subprocesses
+    keep the environment's setting. Assertion messages are pytest's as before (the same rewrite)."""
+    dont_write_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, False
+    try:
+        return (yield)
+    finally:
+        sys.dont_write_bytecode = dont_write_bytecode
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: `pytest -p no:xdist` runs without it
@@ -308,9 +323,11 @@ def train_sentencepiece(path, **options) -> bytes:
     return model.getvalue()
 
 
+@functools.cache
 def chat_cases():
     """tests/tokenization/chat_template_cases.py (tokenizer folders, templates, conversations), loaded by path: it
-    lives with the tokenization tests, whose reference ids it made."""
+    lives with the tokenization tests, whose reference ids it made. Once per process, so that the tokenizer.json
+    text its folders share is made once."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("chat_template_cases",
