@@ -44,8 +44,19 @@ def pytest_configure(config):
         config.option.maxschedchunk = 1
     if getattr(config.option, "dist", None) == "load" and not getattr(config.option, "distload", False):
         config.option.dist = "loadgroup"
+    if getattr(config, "workerinput", {}).get("tokenmill_loadgroup"):
+        config.option.loadgroup = True  # (see pytest_configure_node)
     if sys.dont_write_bytecode and not hasattr(config, "workerinput"):
         compileall.compile_dir(REPO / "src", quiet=1)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook
+def pytest_configure_node(node):
+    """Tell each xdist worker that tests go by group (see pytest_configure): a worker parses the command line
+    again, where ``-n`` alone names no ``--dist``, and without its tests' ids marked by group (what xdist's worker
+    does under ``loadgroup`` alone) the controller's groups were every test alone: the TikTokenizer conversions
+    of tests/megatron/test_preprocess_data.py were made on each worker, the chat-template folders too."""
+    node.workerinput["tokenmill_loadgroup"] = node.config.getvalue("dist") == "loadgroup"
 
 
 @pytest.hookimpl(wrapper=True)
@@ -71,11 +82,16 @@ def pytest_xdist_auto_num_workers(config):
     return cores + ("not slow" not in (config.option.markexpr or ""))
 
 
-def pytest_collection_modifyitems(items):
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config, items):
     """`slow` for every test that builds through Snakemake or installs into a venv, so that
     `python -m pytest -m "not slow"` is the quick loop (see pyproject.toml's markers); and the slow tests
     first, so that pytest-xdist hands them out while every worker is free and the many short tests fill
-    in after them: handed out last, one long test kept one core busy alone at the end."""
+    in after them: handed out last, one long test kept one core busy alone at the end.
+
+    Then, under ``loadgroup``, each xdist worker's test ids end in ``@`` and their group, which is how the
+    controller tells the groups: pytest-xdist 3.8 writes that suffix where pytest 9.2 no longer reads it (ids are
+    structured now: pytest-xdist issue 1386), and every test went alone. Done here where xdist's own left none."""
     for item in items:
         if {"workflow_dir", "shared_demo_build"} & set(getattr(item, "fixturenames", ())) or \
                 item.module.__name__ in ("test_install", "test_slurm", "test_sge"):
@@ -83,6 +99,17 @@ def pytest_collection_modifyitems(items):
         if item.module.__name__ in ("test_slurm", "test_sge"):
             item.add_marker(getattr(pytest.mark, item.module.__name__[len("test_"):]))
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    result = yield
+    if getattr(config.option, "loadgroup", False):
+        from _pytest.nodeid import NodeId
+
+        for item in items:
+            groups = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                             for mark in item.iter_markers("xdist_group")})
+            suffix = f"@{'_'.join(groups)}"
+            if groups and not item.nodeid.endswith(suffix):
+                item._id = NodeId.parse(item.nodeid + suffix)
+    return result
 
 
 # Snakemake on 2 cores, as CI has. Its default job rate limit (100/1s) leaves a 1 s timer running after
