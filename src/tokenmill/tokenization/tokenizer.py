@@ -383,10 +383,12 @@ def _file_facts(content: bytes, sha256: str) -> tuple[int | None, str | None]:
 # The Hugging Face tokenizers this process loaded, by the sha256 of their text, with the truncation and padding
 # the file set (switched off on load): a tokenizer loaded again (a job's parent and its reference, a notebook,
 # the tests' in-process CLI) is the same object, parsed once (0.15 s for GPT-2, ~0.6 s for 131k tokens). No one
-# changes a loaded tokenizer (TokenizerInfo.reading_specials_as_text copies). The last few used are kept (the
-# least recently used goes first: a process that loads one tokenizer often among others keeps it).
+# changes a loaded tokenizer (TokenizerInfo.reading_specials_as_text copies). The last 8 used are kept (the least
+# recently used goes first: a process that loads one tokenizer often among others keeps it): a process that cycles
+# through up to 8 tokenizers (a notebook, the tests' in-process CLI) parses each once; one kept holds ~10-150 MB
+# (GPT-2 to a 131k vocabulary), only in a process that loaded that many.
 _parsed_by_sha256: collections.OrderedDict[str, tuple[Tokenizer, dict]] = collections.OrderedDict()
-_PARSED_KEPT = 4
+_PARSED_KEPT = 8
 
 # TokenizerInfo.reading_specials_as_text's copy of each loaded tokenizer, kept while that tokenizer lives.
 _specials_as_text: weakref.WeakKeyDictionary[Tokenizer, Tokenizer] = weakref.WeakKeyDictionary()
