@@ -6,6 +6,7 @@ import atexit
 import compileall
 import contextlib
 import fcntl
+import functools
 import importlib.util
 import json
 import os
@@ -44,8 +45,33 @@ def pytest_configure(config):
         config.option.maxschedchunk = 1
     if getattr(config.option, "dist", None) == "load" and not getattr(config.option, "distload", False):
         config.option.dist = "loadgroup"
+    if getattr(config, "workerinput", {}).get("tokenmill_loadgroup"):
+        config.option.loadgroup = True  # (see pytest_configure_node)
     if sys.dont_write_bytecode and not hasattr(config, "workerinput"):
         compileall.compile_dir(REPO / "src", quiet=1)
+
+
+@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook
+def pytest_configure_node(node):
+    """Tell each xdist worker that tests go by group (see pytest_configure): a worker parses the command line
+    again, where ``-n`` alone names no ``--dist``, and without its tests' ids marked by group (what xdist's worker
+    does under ``loadgroup`` alone) the controller's groups were every test alone: the TikTokenizer conversions
+    of tests/megatron/test_preprocess_data.py were made on each worker, the chat-template folders too."""
+    node.workerinput["tokenmill_loadgroup"] = node.config.getvalue("dist") == "loadgroup"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection(session):
+    """The test modules as pytest rewrote their asserts, kept in its cache (``__pycache__/*-pytest-*.pyc``, keyed
+    by each file's hash) and read from there by the next run and by every xdist worker after the first: where
+    Python is told not to write bytecode (PYTHONDONTWRITEBYTECODE), pytest rewrote all ~210 of them again in
+    every worker of every run (~4 CPU-s each). Only while the tests are collected; the tests' own subprocesses
+    keep the environment's setting. Assertion messages are pytest's as before (the same rewrite)."""
+    dont_write_bytecode, sys.dont_write_bytecode = sys.dont_write_bytecode, False
+    try:
+        return (yield)
+    finally:
+        sys.dont_write_bytecode = dont_write_bytecode
 
 
 @pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook: `pytest -p no:xdist` runs without it
@@ -57,11 +83,16 @@ def pytest_xdist_auto_num_workers(config):
     return cores + ("not slow" not in (config.option.markexpr or ""))
 
 
-def pytest_collection_modifyitems(items):
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config, items):
     """`slow` for every test that builds through Snakemake or installs into a venv, so that
     `python -m pytest -m "not slow"` is the quick loop (see pyproject.toml's markers); and the slow tests
     first, so that pytest-xdist hands them out while every worker is free and the many short tests fill
-    in after them: handed out last, one long test kept one core busy alone at the end."""
+    in after them: handed out last, one long test kept one core busy alone at the end.
+
+    Then, under ``loadgroup``, each xdist worker's test ids end in ``@`` and their group, which is how the
+    controller tells the groups: pytest-xdist 3.8 writes that suffix where pytest 9.2 no longer reads it (ids are
+    structured now: pytest-xdist issue 1386), and every test went alone. Done here where xdist's own left none."""
     for item in items:
         if {"workflow_dir", "shared_demo_build"} & set(getattr(item, "fixturenames", ())) or \
                 item.module.__name__ in ("test_install", "test_slurm", "test_sge"):
@@ -69,6 +100,17 @@ def pytest_collection_modifyitems(items):
         if item.module.__name__ in ("test_slurm", "test_sge"):
             item.add_marker(getattr(pytest.mark, item.module.__name__[len("test_"):]))
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+    result = yield
+    if getattr(config.option, "loadgroup", False):
+        from _pytest.nodeid import NodeId
+
+        for item in items:
+            groups = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                             for mark in item.iter_markers("xdist_group")})
+            suffix = f"@{'_'.join(groups)}"
+            if groups and not item.nodeid.endswith(suffix):
+                item._id = NodeId.parse(item.nodeid + suffix)
+    return result
 
 
 # Snakemake on 2 cores, as CI has. Its default job rate limit (100/1s) leaves a 1 s timer running after
@@ -355,9 +397,11 @@ def train_sentencepiece(path, **options) -> bytes:
     return model.getvalue()
 
 
+@functools.cache
 def chat_cases():
     """tests/tokenization/chat_template_cases.py (tokenizer folders, templates, conversations), loaded by path: it
-    lives with the tokenization tests, whose reference ids it made."""
+    lives with the tokenization tests, whose reference ids it made. Once per process, so that the tokenizer.json
+    text its folders share is made once."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("chat_template_cases",

@@ -26,6 +26,7 @@ import struct
 from pathlib import Path
 
 import numpy as np
+import orjson
 import pytest
 
 from tokenmill.errors import TokenmillError
@@ -145,7 +146,7 @@ def _byte_level_decoder() -> dict[str, int]:
 def files(tmp_path_factory) -> dict[str, str]:
     """The tokenizer files of :data:`CASES`, made from the files in tests/data and data/tokenizers."""
     root = tmp_path_factory.mktemp("megatron_types")
-    tekken = json.loads((DATA / "tekken.tokenizer.json").read_text(encoding="utf-8"))
+    tekken = orjson.loads((DATA / "tekken.tokenizer.json").read_bytes())
     decode = _byte_level_decoder()
     ranks = sorted((token_id - 1000, bytes(decode[char] for char in piece))
                    for piece, token_id in tekken["model"]["vocab"].items() if token_id >= 1000)
@@ -161,11 +162,11 @@ def files(tmp_path_factory) -> dict[str, str]:
         shutil.copy(source, folder / "tokenizer.json")
         (folder / "tokenizer_config.json").write_text(json.dumps({"eos_token": eos}))
         folders[name] = str(folder)
-    gpt2 = json.loads((Path(__file__).parents[2] / "data/tokenizers/gpt2.tokenizer.json").read_text(encoding="utf-8"))
+    gpt2 = orjson.loads((Path(__file__).parents[2] / "data/tokenizers/gpt2.tokenizer.json").read_bytes())
     (root / "vocab.json").write_text(json.dumps(gpt2["model"]["vocab"], ensure_ascii=False), encoding="utf-8")
     merges = [" ".join(merge) if isinstance(merge, list) else merge for merge in gpt2["model"]["merges"]]
     (root / "merges.txt").write_text("#version: 0.2\n" + "\n".join(merges) + "\n", encoding="utf-8")
-    bert = json.loads((DATA / "minilm-bert.tokenizer.json").read_text(encoding="utf-8"))["model"]["vocab"]
+    bert = orjson.loads((DATA / "minilm-bert.tokenizer.json").read_bytes())["model"]["vocab"]
     by_id = sorted(bert.items(), key=lambda item: item[1])
     (root / "vocab.txt").write_text("".join(f"{token}\n" for token, _ in by_id), encoding="utf-8")
     return {"model": str(MISTRAL_MODEL), "tiktoken": str(tiktoken_list), **folders,
@@ -371,7 +372,7 @@ def test_a_file_that_is_no_model_is_refused(tmp_path):
 def test_mistrals_tekken_dict_reads_as_its_vocab_list(files, tmp_path):
     """Megatron reads only the list; tokenmill also takes Mistral's dict file, whose ``vocab`` is that list."""
     tekken_dict = tmp_path / "tekken.json"
-    tekken_dict.write_text(json.dumps({"config": {}, "vocab": json.loads(Path(files["tiktoken"]).read_text())}))
+    tekken_dict.write_bytes(orjson.dumps({"config": {}, "vocab": orjson.loads(Path(files["tiktoken"]).read_bytes())}))
     as_dict = load_family(TokenizerSpec(str(tekken_dict), "TikTokenizer"))
     as_list = load_family(TokenizerSpec(files["tiktoken"], "TikTokenizer"))
     assert as_dict.hf_json == as_list.hf_json

@@ -9,10 +9,13 @@ same model.
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from conftest import DATA, GPT2, GPT2_EOD, GPT2_EOD_ID, run_tokenmill, train_sentencepiece
 
 from tokenmill.errors import TokenmillError
@@ -139,3 +142,37 @@ def test_a_tokenizer_json_named_as_a_type_is_refused_without_eod(tmp_path):
         assert result.returncode != 0 and result.stderr.count("\n") == 1
         assert not (tmp_path / "x.pbin").exists()
     assert "a tokenizer.json alone names no EOS" in result.stderr
+
+
+
+# ---- tiktoken: a merge for every split of a rank into two ranks ----------------------------------------------------
+
+def _byte_alphabet() -> list[str]:
+    """GPT-2's printable stand-in for each byte, as the byte-level pre-tokenizer spells it."""
+    printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
+    extra = iter(range(256, 512))
+    return [chr(byte) if byte in printable else chr(next(extra)) for byte in range(256)]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text("ab é\n", min_size=2, max_size=7).map(str.encode), max_size=12),
+       st.randoms(use_true_random=False))
+def test_a_tiktoken_conversion_merges_every_split_of_a_rank_into_two_ranks(tmp_path, words, order):
+    """The converted merges, worked out one piece and one cut at a time: for each rank in order, every split of its
+    bytes into two ranks, by the halves' ranks (the ranks: the bytes, then every piece of a few words of a few
+    letters, shuffled, so that most have several splits)."""
+    extra = sorted({word[start:end] for word in words for start in range(len(word))
+                    for end in range(start + 2, len(word) + 1)})
+    order.shuffle(extra)
+    ranks = [bytes([byte]) for byte in range(256)] + extra
+    path = tmp_path / "ranks.json"
+    path.write_text(json.dumps([{"rank": rank, "token_bytes": base64.b64encode(token).decode(), "token_str": ""}
+                                for rank, token in enumerate(ranks)]))
+    alphabet = _byte_alphabet()
+    pieces = ["".join(alphabet[byte] for byte in token) for token in ranks]
+    rank_of = {piece: rank for rank, piece in enumerate(pieces)}
+    expected = [[pieces[left], pieces[right]] for piece in pieces for left, right in
+                sorted((rank_of[piece[:cut]], rank_of[piece[cut:]]) for cut in range(1, len(piece))
+                       if piece[:cut] in rank_of and piece[cut:] in rank_of)]
+    spec = TokenizerSpec(str(path), "TikTokenizer", tiktoken_num_special_tokens=7, vocab_size=len(ranks) + 7)
+    assert json.loads(load_family(spec).hf_json)["model"]["merges"] == expected

@@ -45,7 +45,7 @@ Conversions (facts of the formats; measured equal on real files, and proven per 
   tokens, ranked by the token's rank, then by the halves' ranks.
 
 Cost: a conversion reads the files once and derives merges in O(total token length): ~0.5 s for a
-32k SentencePiece model, ~2 s for a 130k tiktoken vocabulary, once per process and file content (memoised
+32k SentencePiece model, ~1.5 s for a 130k tiktoken vocabulary, once per process and file content (memoised
 by the file's sha256).
 """
 
@@ -373,6 +373,71 @@ def _tiktoken_ranks(spec: TokenizerSpec) -> tuple[list[bytes], str]:
     return ranks, hashlib.sha256(content).hexdigest()
 
 
+_HASH_BASE = 0x100000001B3  # odd, so invertible modulo 2**64
+_LENGTH_MIX = 0x9E3779B97F4A7C15
+
+
+def _token_splits(tokens: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``(token, left, right)``: every split of a token into two non-empty tokens, ``tokens[token] ==
+    tokens[left] + tokens[right]``, ordered by token, then left, then right (the merges' order); None where two
+    tokens share a key (a duplicate, or a hash collision), for the caller to split them one by one.
+
+    Each token and each of its prefixes and suffixes is known by a polynomial hash of its bytes modulo 2**64 mixed
+    with its length, computed for every cut at once (prefix sums; a suffix is the whole less its prefix, times the
+    base's inverse), and looked up among the tokens' keys by binary search. With the tokens' keys distinct, a
+    split found is exact unless a prefix or suffix that is no token shares a token's key: each found split is
+    then checked against the bytes themselves. Cost: O(total length · log tokens) in numpy, ~0.4 s for 130k
+    tiktoken ranks (a dict lookup per cut in Python: ~1.2 s)."""
+    lengths = np.fromiter(map(len, tokens), np.int64, len(tokens))
+    total = int(lengths.sum())
+    if total == 0:
+        none = np.empty(0, np.int64)
+        return none, none, none
+    starts = np.cumsum(lengths) - lengths
+    owner = np.repeat(np.arange(len(tokens)), lengths)
+    position = np.arange(total) - starts[owner]
+    longest = int(lengths.max())
+    powers, inverses = np.empty(longest + 1, np.uint64), np.empty(longest + 1, np.uint64)
+    power, inverse, base_inverse = 1, 1, pow(_HASH_BASE, -1, 1 << 64)
+    for exponent in range(longest + 1):
+        powers[exponent], inverses[exponent] = power, inverse
+        power, inverse = power * _HASH_BASE % (1 << 64), inverse * base_inverse % (1 << 64)
+    with np.errstate(over="ignore"):  # uint64 arithmetic wraps: modulo 2**64 on purpose
+        sums = np.cumsum(np.frombuffer(b"".join(tokens), np.uint8).astype(np.uint64) * powers[position])
+        prefix = sums - np.where(starts > 0, sums[np.maximum(starts - 1, 0)], np.uint64(0))[owner]
+        whole = np.zeros(len(tokens), np.uint64)
+        ends = starts + lengths - 1
+        whole[lengths > 0] = prefix[ends[lengths > 0]]
+
+        def key(hashes: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+            return hashes ^ (sizes.astype(np.uint64) * np.uint64(_LENGTH_MIX))
+
+        token_keys = key(whole, lengths)
+        order = np.argsort(token_keys, kind="stable")
+        sorted_keys = token_keys[order]
+        if bool(np.any(sorted_keys[1:] == sorted_keys[:-1])):
+            return None
+
+        def find(keys: np.ndarray) -> np.ndarray:
+            at = np.minimum(np.searchsorted(sorted_keys, keys), len(sorted_keys) - 1)
+            return np.where(sorted_keys[at] == keys, order[at], -1)
+
+        cut = position + 1  # a cut after each byte but a token's last
+        inside = cut < lengths[owner]
+        cut, token, left_hash = cut[inside], owner[inside], prefix[inside]
+        left = find(key(left_hash, cut))
+        has_left = left >= 0
+        cut, token, left_hash, left = cut[has_left], token[has_left], left_hash[has_left], left[has_left]
+        right = find(key((whole[token] - left_hash) * inverses[cut], lengths[token] - cut))
+    found = right >= 0
+    token, left, right = token[found], left[found], right[found]
+    exact = np.fromiter((tokens[whole_] == tokens[left_] + tokens[right_] for whole_, left_, right_ in
+                         zip(token.tolist(), left.tolist(), right.tolist())), bool, len(token))
+    token, left, right = token[exact], left[exact], right[exact]
+    ranked = np.lexsort((right, left, token))
+    return token[ranked], left[ranked], right[ranked]
+
+
 def _load_tiktoken(spec: TokenizerSpec) -> Family:
     if spec.tiktoken_pattern not in TIKTOKEN_PATTERNS:
         raise TokenmillError(f"tiktoken pattern {spec.tiktoken_pattern!r}: Megatron knows v1 and v2")
@@ -388,14 +453,19 @@ def _load_tiktoken(spec: TokenizerSpec) -> Family:
                              f"{specials_count} special tokens")
     specials = [*TIKTOKEN_SPECIAL_TOKENS,
                 *(f"<SPECIAL_{index}>" for index in range(len(TIKTOKEN_SPECIAL_TOKENS), specials_count))]
-    alphabet = _byte_alphabet()
-    pieces = ["".join(alphabet[byte] for byte in token) for token in ranks]
-    rank_of = {piece: rank for rank, piece in enumerate(pieces)}
-    merges = []
-    for piece in pieces:
-        splits = sorted((rank_of[piece[:cut]], rank_of[piece[cut:]]) for cut in range(1, len(piece))
-                        if piece[:cut] in rank_of and piece[cut:] in rank_of)
-        merges += [[pieces[left], pieces[right]] for left, right in splits]
+    alphabet = dict(enumerate(_byte_alphabet()))
+    pieces = [token.decode("latin-1").translate(alphabet) for token in ranks]
+    splits = _token_splits(ranks)
+    if splits is None:  # two ranks' keys alike: each piece's splits looked up one by one
+        rank_of = {piece: rank for rank, piece in enumerate(pieces)}
+        merges = []
+        for piece in pieces:
+            found = sorted((rank_of[piece[:cut]], rank_of[piece[cut:]]) for cut in range(1, len(piece))
+                           if piece[:cut] in rank_of and piece[cut:] in rank_of)
+            merges += [(pieces[left], pieces[right]) for left, right in found]
+    else:
+        _, lefts, rights = splits
+        merges = list(zip(map(pieces.__getitem__, lefts.tolist()), map(pieces.__getitem__, rights.tolist())))
     # The specials are in the vocabulary too: Hugging Face renumbers an added token whose id the model
     # lacks, and fastokens loads no vocabulary with a gap.
     vocab = {token: index for index, token in enumerate(specials)}

@@ -34,10 +34,13 @@ process and text (a tokenizer loaded again is the same object); the fast engine 
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import hashlib
 import os
 import sys
 import tempfile
+import weakref
 from dataclasses import dataclass, replace
 
 import orjson
@@ -130,9 +133,14 @@ class TokenizerInfo:
         """This tokenizer with a Hugging Face tokenizer of its own that reads special-token strings in texts as
         text (``encode_special_tokens``), for conversations, whose data must not smuggle in control tokens. A copy
         (one parse): the loaded tokenizer is shared by every load of the same text in this process
-        (:func:`load_tokenizer`) and never changed."""
-        own = Tokenizer.from_str(self.tokenizer.to_str())
-        own.encode_special_tokens = True
+        (:func:`load_tokenizer`) and never changed. The copy is made once per loaded tokenizer and shared in turn
+        (every conversation encoder of a process reads with it; no one changes it either): a copy costs a
+        serialisation and a parse, 0.1-0.5 s."""
+        own = _specials_as_text.get(self.tokenizer)
+        if own is None:
+            own = Tokenizer.from_str(self.tokenizer.to_str())
+            own.encode_special_tokens = True
+            _specials_as_text[self.tokenizer] = own
         return replace(self, tokenizer=own)
 
     def added_tokens(self) -> list[str]:
@@ -375,9 +383,15 @@ def _file_facts(content: bytes, sha256: str) -> tuple[int | None, str | None]:
 # The Hugging Face tokenizers this process loaded, by the sha256 of their text, with the truncation and padding
 # the file set (switched off on load): a tokenizer loaded again (a job's parent and its reference, a notebook,
 # the tests' in-process CLI) is the same object, parsed once (0.15 s for GPT-2, ~0.6 s for 131k tokens). No one
-# changes a loaded tokenizer (TokenizerInfo.reading_specials_as_text copies). The last few are kept.
-_parsed_by_sha256: dict[str, tuple[Tokenizer, dict]] = {}
-_PARSED_KEPT = 4
+# changes a loaded tokenizer (TokenizerInfo.reading_specials_as_text copies). The last 8 used are kept (the least
+# recently used goes first: a process that loads one tokenizer often among others keeps it): a process that cycles
+# through up to 8 tokenizers (a notebook, the tests' in-process CLI) parses each once; one kept holds ~10-150 MB
+# (GPT-2 to a 131k vocabulary), only in a process that loaded that many.
+_parsed_by_sha256: collections.OrderedDict[str, tuple[Tokenizer, dict]] = collections.OrderedDict()
+_PARSED_KEPT = 8
+
+# TokenizerInfo.reading_specials_as_text's copy of each loaded tokenizer, kept while that tokenizer lives.
+_specials_as_text: weakref.WeakKeyDictionary[Tokenizer, Tokenizer] = weakref.WeakKeyDictionary()
 
 
 def _parsed_tokenizer(content: bytes, sha256: str) -> tuple[Tokenizer, dict]:
@@ -387,16 +401,20 @@ def _parsed_tokenizer(content: bytes, sha256: str) -> tuple[Tokenizer, dict]:
     Raises:
         Exception: Hugging Face's error on a malformed file; BaseException: its panic (see :func:`_hf_from_str`).
     """
-    if sha256 not in _parsed_by_sha256:
+    entry = _parsed_by_sha256.get(sha256)
+    if entry is not None:
+        with contextlib.suppress(KeyError):  # (another thread's load may have dropped it meanwhile)
+            _parsed_by_sha256.move_to_end(sha256)  # the most recently used, last
+    else:
         tokenizer = _hf_from_str(content.decode("utf-8"))
         ignored_settings = {name: setting for name, setting in (("truncation", tokenizer.truncation),
                                                                 ("padding", tokenizer.padding)) if setting}
         tokenizer.no_truncation()
         tokenizer.no_padding()
         while len(_parsed_by_sha256) >= _PARSED_KEPT:
-            del _parsed_by_sha256[next(iter(_parsed_by_sha256))]
-        _parsed_by_sha256[sha256] = tokenizer, ignored_settings
-    tokenizer, ignored_settings = _parsed_by_sha256[sha256]
+            _parsed_by_sha256.popitem(last=False)
+        entry = _parsed_by_sha256.setdefault(sha256, (tokenizer, ignored_settings))
+    tokenizer, ignored_settings = entry
     return tokenizer, dict(ignored_settings)
 
 
