@@ -102,13 +102,14 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
     result = yield
     if getattr(config.option, "loadgroup", False):
-        from _pytest.nodeid import NodeId
-
         for item in items:
             groups = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
                              for mark in item.iter_markers("xdist_group")})
             suffix = f"@{'_'.join(groups)}"
             if groups and not item.nodeid.endswith(suffix):
+                # (only a pytest with structured ids gets here; an older one reads xdist's own suffix)
+                from _pytest.nodeid import NodeId
+
                 item._id = NodeId.parse(item.nodeid + suffix)
     return result
 
