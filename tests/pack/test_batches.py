@@ -126,3 +126,33 @@ def test_gigatoken_reads_a_batch_it_can_parse_in_c_as_one_buffer_and_a_batch_wit
             assert [line for line, _ in bad] == bad_lines and checked.texts == 4
     finally:
         job.close()
+
+
+@pytest.mark.skipif(not gigatoken_installed(), reason="gigatoken is an optional extra")
+def test_a_compressed_batch_with_a_line_over_max_line_bytes_names_it_bad_with_gigatoken(tmp_path):
+    """A compressed input's block holds a line over max_line_bytes whole where it fits one read, or gives it at
+    offset -1 with none of its bytes: either is a bad line, as in a plain input, and neither reaches the C parser
+    (which took the first and raised ValueError on the second)."""
+    import gzip
+
+    from tokenmill.inputs.jsonl import stream_line_batches
+
+    texts = ["short", "caf\u00e9", "x" * 40, "last"]
+    lines = [orjson.dumps({"text": text}) for text in texts[:2]] + [orjson.dumps({"text": "y" * 60})]
+    lines += [orjson.dumps({"text": text}) for text in texts[2:]] + [orjson.dumps({"text": "z" * 300})]
+    source = tmp_path / "x.jsonl.gz"
+    source.write_bytes(gzip.compress(b"\n".join(lines) + b"\n"))
+    reference = Tokenizer.from_file(str(GPT2))
+    expected = [ids + [GPT2_EOD_ID] for ids in (reference.encode(text).ids for text in texts)]
+    job = start_engine(PackSettings(str(GPT2), eod=GPT2_EOD, on_bad_line="skip", engine="gigatoken",
+                                    max_line_bytes=70), "gigatoken", 1e9, "")
+    try:
+        results = [job.finish(job.prepare((str(source), first, batch_lines, "gigatoken", block)))
+                   for first, batch_lines, block in stream_line_batches(source, "gzip", 200, 70)]
+    finally:
+        job.close()
+    assert -1 in [int(offset) for _, batch_lines, _ in stream_line_batches(source, "gzip", 200, 70)
+                  for offset in batch_lines[:, 0]]  # the long last line came without its bytes
+    assert np.concatenate([tokens for tokens, *_ in results]).tolist() == [t for ids in expected for t in ids]
+    bad = [(line, reason.split(",")[0]) for _, _, batch_bad, *_ in results for line, reason in batch_bad]
+    assert bad == [(3, "line of 71 bytes"), (6, "line of 311 bytes")]
