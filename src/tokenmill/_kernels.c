@@ -744,7 +744,9 @@ static const uint8_t *json_string(const uint8_t *p, const uint8_t *end, uint8_t 
             for (Py_ssize_t k = 2; k <= need; k++)
                 if (p[k] < 0x80 || p[k] > 0xBF) return NULL;
             if (o) {
-                memcpy(o, p, 4); /* (out has 8 bytes to spare past the texts; what is past this one is written over) */
+                /* 4 bytes where the line holds them (out has 8 to spare past the texts; what is past this sequence
+                 * is written over); only its own at the line's end, which may be the end of the block's memory */
+                memcpy(o, p, end - p >= 4 ? 4 : (size_t)(need + 1));
                 o += need + 1;
             }
             p += need + 1;

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ctypes
 import json
+import mmap
+import sys
 
 import numpy as np
 import orjson
@@ -135,3 +138,27 @@ def test_wherever_the_parser_says_good_orjson_accepts_every_line_and_gives_the_s
     texts = _texts(lines)
     if texts is not None:
         assert texts == [_orjsons_text(line) for line in lines]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mprotect through ctypes: Linux's libc")
+@pytest.mark.parametrize("end", ["\u00e9", "\u20ac", "\U0001f642", "a"])
+def test_a_line_cut_inside_its_text_at_the_end_of_the_blocks_memory_is_given_up_without_reading_past_it(end):
+    """The last line of a block (no newline after it) cut after a multi-byte character of its text: the parser
+    copied 4 bytes of every sequence, reading up to 2 past the line, which here is the end of readable memory
+    (the next page made unreadable: a read there is a segfault)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    page = mmap.PAGESIZE
+    memory = mmap.mmap(-1, 2 * page)
+    address = ctypes.addressof(ctypes.c_char.from_buffer(memory))
+    assert libc.mprotect(address + page, page, 0) == 0  # PROT_NONE
+    try:
+        line = b'{"text":"' + ("x" * 100 + end).encode()
+        memory[page - len(line):page] = line
+        block = np.frombuffer(memory, np.uint8, page)
+        texts = Utf8Texts.from_json_lines(block, np.array([page - len(line)]), np.array([len(line)]), "text")
+        assert texts is None
+        del block
+    finally:
+        assert libc.mprotect(address + page, page, 3) == 0  # PROT_READ | PROT_WRITE, for munmap's sake
+        memory.close()

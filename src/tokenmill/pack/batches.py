@@ -156,18 +156,21 @@ class BatchTokenizer:
         batch = _Prepared(path, engine)
         max_bytes = self.settings.max_line_bytes
         base = 0
-        if block is None and lines[:, 1].max() <= max_bytes:  # else (rare) read the lines one by one
+        # A line over max_line_bytes is a bad line, never parsed: its batch is read line by line (a compressed
+        # input's block holds such a line whole where it fits a read, or none of it at offset -1)
+        fits = bool(len(lines)) and int(lines[:, 1].max()) <= max_bytes
+        if block is None and fits:  # else (rare) read the lines one by one
             base = int(lines[0, 0])
             block = self._read_range(path, base, int(lines[-1, 0] + lines[-1, 1]) - base)
             if len(block) < int(lines[-1, 0] + lines[-1, 1]) - base:
                 batch.bad = [(first_line, "file is shorter than its index says (stale index?)")]
                 return batch
         texts = None
-        if block is not None and engine == "gigatoken" and self.selector.key is not None:
+        if fits and block is not None and engine == "gigatoken" and self.selector.key is not None:
             # One C pass: the texts unescaped into one UTF-8 buffer, which gigatoken reads as it is; None where
             # the parser is not sure of a line (then orjson and each bad line's reason, as for the other engines)
             texts = Utf8Texts.from_json_lines(block, lines[:, 0] - base, lines[:, 1], self.selector.key)
-        if texts is None and block is not None:
+        if texts is None and fits and block is not None:
             texts = self.selector.select_lines(block, lines[:, 0] - base, lines[:, 1])
         if texts is not None:  # every line good: one parse, nothing per line in Python
             batch.texts, batch.text_lines = texts, np.arange(first_line, first_line + len(texts), dtype=np.int64)
