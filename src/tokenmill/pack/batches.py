@@ -30,7 +30,6 @@ from typing import Callable
 import numpy as np
 
 from tokenmill._kernels import eod_appended_cast
-from tokenmill.formats.document_blocks import eod_appended
 from tokenmill.formats.pbin import TOKEN_DTYPES
 from tokenmill.inputs.text_selection import TextSelector
 from tokenmill.inputs.utf8_texts import Utf8Texts
@@ -229,22 +228,12 @@ class BatchTokenizer:
             bad = sorted(bad + [(int(batch.text_lines[i]), "text gives no tokens")
                                 for i in np.flatnonzero(lengths == 0)])
             lengths = lengths[lengths > 0]  # they hold no tokens, so `tokens` stays as it is
-        eod_in_text, eod_within = np.empty(0, np.int64), 0
-        if tokens.dtype == np.uint32 and len(lengths):  # the fast engines' ids: one C pass (the same bytes)
-            tokens, lengths, eod_in_text, eod_within = _eod_appended_cast(tokens, lengths, info.eod_id,
-                                                                          TOKEN_DTYPES[info.token_width])
-            return tokens, lengths, bad, checked, eod_in_text, eod_within
-        if info.eod_id is not None and len(lengths):
-            doc_ends = np.cumsum(lengths)
-            # Modalities' rule: not doubled when a text already ends with it (Megatron's .bin doubles it:
-            # the sidecar lists these documents; the rule: tokenmill.formats.document_blocks).
-            needs_eod = tokens[doc_ends - 1] != info.eod_id
-            eod_in_text = np.flatnonzero(~needs_eod)
-            # EOD ids of the text itself, but for a last one that ends its document: where a reader that
-            # scans for the EOS (OLMo-core without its csv, datatrove) would cut a document
-            eod_within = int(np.count_nonzero(tokens == info.eod_id)) - len(eod_in_text)
-            tokens, lengths, _ = eod_appended(tokens, lengths, needs_eod, info.eod_id)
-        return tokens.astype(TOKEN_DTYPES[info.token_width]), lengths, bad, checked, eod_in_text, eod_within
+        if not len(lengths):
+            return np.empty(0, TOKEN_DTYPES[info.token_width]), lengths, bad, checked, np.empty(0, np.int64), 0
+        # Modalities' EOD rule and the cast in one C pass (Hugging Face's int64 ids made uint32 first: every id fits)
+        tokens, lengths, eod_in_text, eod_within = _eod_appended_cast(tokens.astype(np.uint32, copy=False), lengths,
+                                                                      info.eod_id, TOKEN_DTYPES[info.token_width])
+        return tokens, lengths, bad, checked, eod_in_text, eod_within
 
 
 def _eod_appended_cast(tokens: np.ndarray, lengths: np.ndarray, eod_id: int | None,
