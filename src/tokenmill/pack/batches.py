@@ -165,12 +165,14 @@ class BatchTokenizer:
                 batch.bad = [(first_line, "file is shorter than its index says (stale index?)")]
                 return batch
         texts = None
-        if fits and block is not None and engine == "gigatoken" and self.selector.key is not None:
-            # One C pass: the texts unescaped into one UTF-8 buffer, which gigatoken reads as it is; None where
-            # the parser is not sure of a line (then orjson and each bad line's reason, as for the other engines)
-            texts = Utf8Texts.from_json_lines(block, lines[:, 0] - base, lines[:, 1], self.selector.key)
-        if texts is None and fits and block is not None:
-            texts = self.selector.select_lines(block, lines[:, 0] - base, lines[:, 1])
+        if fits and block is not None:
+            starts = lines[:, 0] - base
+            if engine == "gigatoken" and self.selector.key is not None:
+                # One C pass: the texts unescaped into one UTF-8 buffer, which gigatoken reads as it is; None where
+                # the parser is not sure of a line (then orjson and each bad line's reason, as for other engines)
+                texts = Utf8Texts.from_json_lines(block, starts, lines[:, 1], self.selector.key)
+            if texts is None:
+                texts = self.selector.select_lines(block, starts, lines[:, 1])
         if texts is not None:  # every line good: one parse, nothing per line in Python
             batch.texts, batch.text_lines = texts, np.arange(first_line, first_line + len(texts), dtype=np.int64)
             lines = lines[:0]
