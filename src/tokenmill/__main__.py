@@ -10,10 +10,17 @@ first (``signal`` itself builds enums on import: a few ms more before SIGINT is 
 An interrupt that lands in a weakref callback or a ``__del__`` cannot be raised there: Python prints
 "Exception ignored" with a traceback and goes on, the interrupt lost. The command raises it again, to be
 taken in its own code. And once the CLI has returned, SIGINT and SIGTERM are ignored: only the exit is left.
+
+numpy's OpenBLAS starts a thread per core when numpy is imported, which the command never uses (it does no
+linear algebra): one thread unless the environment says otherwise. A start then costs 0.22 CPU-s instead of
+0.32 on 2 cores (bench/RESULTS.md). Snakemake sets the variable for its jobs already (to the rule's threads).
 """
 
 import _signal
+import os  # (loaded already by Python's start)
 import sys
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 # Loaded with SIGINT held back: the CLI and the extension modules its verbs import later (~10 ms).
 _STARTUP_MODULES = ("tokenmill.cli", "orjson", "tokenizers")
