@@ -180,11 +180,11 @@ def test_ctrl_c_while_the_command_is_still_starting_is_one_line(tmp_path):
         # An interrupt while the interpreter checks argv[0] (its zipimport probe) is printed and dropped by Python
         # itself, which then runs the command as if it had never come: what follows is the command's own output.
         # Its traceback may chain the KeyError of zipimport's cache, which names the script's path: it is that probe
-        # when every frame it shows is zipimport's.
+        # when every frame it shows is one of Python's frozen modules (zipimport's, and the import machinery it calls).
         probe, dropped, after = stderr.partition("KeyboardInterrupt\n")
         frames = [line for line in probe.splitlines() if line.startswith("  File ")]
         if probe.startswith("Failed checking if argv[0] is an import path entry\n") and dropped and frames and \
-                all(frame.startswith('  File "<frozen zipimport>"') for frame in frames):
+                all(frame.startswith('  File "<frozen ') for frame in frames):
             stderr = after
         # Only the interpreter's start, pip's wrapper script and the package's first two imports (a few ms, more on
         # a loaded machine) come before SIGINT is held: an interrupt there is Python's own, whose traceback ends in
