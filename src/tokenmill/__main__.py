@@ -4,8 +4,9 @@ The command's modules import numpy, orjson, tokenizers and more (~0.2 s). An int
 meanwhile, before :func:`tokenmill.cli.main` handles its own, would print Python's traceback of the
 import, or worse: a C extension interrupted inside its own initialisation can crash (orjson's did, with
 a segmentation fault, in 1 of 23 tries). So SIGINT is held back while they load, and one that came
-meanwhile is taken right after: one line, exit status 130. Only the builtin ``_signal`` and ``sys`` come
-first (``signal`` itself builds enums on import: a few ms more before SIGINT is held).
+meanwhile is taken right after: one line, exit status 130. Only the builtin ``_signal``, ``sys`` and ``os``
+(loaded by Python's start already) come first (``signal`` itself builds enums on import: a few ms more
+before SIGINT is held).
 
 An interrupt that lands in a weakref callback or a ``__del__`` cannot be raised there: Python prints
 "Exception ignored" with a traceback and goes on, the interrupt lost. The command raises it again, to be
@@ -17,7 +18,7 @@ linear algebra): one thread unless the environment says otherwise. A start then 
 """
 
 import _signal
-import os  # (loaded already by Python's start)
+import os
 import sys
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
