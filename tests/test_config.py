@@ -18,6 +18,18 @@ def test_a_misspelt_key_names_its_path_and_the_nearest_valid_key():
     assert str(error.value) == "my.yaml: datasets.demo: unknown key 'on_bad_lines' (did you mean 'on_bad_line'?)"
 
 
+def test_an_unquoted_yaml_date_is_named_and_told_to_be_quoted():
+    import yaml
+
+    config = yaml.safe_load("tokenizers: {t: {path: x}}\nsft: {chat: {inputs: [x], tokenizer: t, chat_template: "
+                            "tokenizer, seq_length: 8, template_date: 2026-01-31}}")
+    with pytest.raises(TokenmillError) as error:
+        validate_config(config, "my.yaml")
+    assert str(error.value) == "my.yaml: sft.chat.template_date: 2026-01-31 is a YAML date, not a string: quote it"
+    config["sft"]["chat"]["template_date"] = "2026-01-31"
+    assert validate_config(config, "my.yaml")["sft"]["chat"]["template_date"] == "2026-01-31"
+
+
 def test_defaults_come_from_the_schema():
     config = validate_config({"tokenizers": {"t": {"path": "x"}},
                               "datasets": {"d": {"inputs": ["x"], "tokenizer": "t"}}}, "my.yaml")

@@ -234,8 +234,8 @@ def _sft(args: argparse.Namespace) -> None:
     skipped = sum(entry["count"] for entry in meta["skipped"].values())
     checked = (f", {meta['engine']['checked_messages']} messages checked against Hugging Face"
                if "checked_messages" in meta["engine"] else "")
-    template = (f"; chat template {meta['chat_template']['source']} (trained: {meta['chat_template']['train_on']})"
-                if "chat_template" in meta else "")
+    template = (f"; chat template {meta['chat_template']['source']} (trained: {meta['chat_template']['train_on']}, "
+                f"strftime_now: {meta['chat_template']['date']})" if "chat_template" in meta else "")
     print(f"{args.output}: {meta['documents']} conversations, {meta['tokens']} tokens, {meta['truncated']} truncated, "
           f"{meta['dropped']} dropped, {skipped} lines skipped; {meta['engine']['reason']}{checked}{template}",
           file=sys.stderr)

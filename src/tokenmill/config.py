@@ -105,6 +105,10 @@ def _check(full_schema: dict, config: object, source: str) -> None:
         nearest = difflib.get_close_matches(unexpected[0], known, n=1)
         message = f"unknown key {unexpected[0]!r}" + (f" (did you mean {nearest[0]!r}?)" if nearest else
                                                       f" (valid keys: {', '.join(known)})")
+    import datetime
+
+    if isinstance(error.instance, datetime.date):  # an unquoted 2026-01-31 in YAML (template_date)
+        message = f"{error.instance.isoformat()} is a YAML date, not a string: quote it"
     raise TokenmillError(f"{source}: {where}: {message}")
 
 

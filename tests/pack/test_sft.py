@@ -122,6 +122,10 @@ def test_chat_template_config_and_cli(tmp_path, capsys):
     jinja.write_text(chat_cases().CHATML_GENERATION, encoding="utf-8")
     assert cli.main([*command, str(jinja)]) == 0
     assert "1 conversations" in capsys.readouterr().err
+    config["sft"]["chats"]["template_date"] = "2026-01-31T13:45"
+    (tmp_path / "config.yaml").write_text(json.dumps(config), encoding="utf-8")
+    assert cli.main([*command, str(jinja)]) == 0
+    assert capsys.readouterr().err.endswith("(trained: assistant, strftime_now: 2026-01-31T13:45:00)\n")
     reference = json.loads((REPO / "tests/data/chat_template_reference.json").read_text(encoding="utf-8"))["cases"]
     assert PbinFile(tmp_path / "c.pbin").document(0).tolist() == reference["chatml_generation/0"]["input_ids"]
     assert PbinFile(loss_mask_path(tmp_path / "c.pbin")).document(0).tolist() == \
@@ -146,7 +150,8 @@ def test_chat_template_pair_is_the_same_bytes_for_one_or_two_render_workers(tmp_
     write_jsonl_bytes(tmp_path / "chats.jsonl", lines)
     config = {"tokenizers": {"t": {"path": str(folder / "tokenizer.json"), "eod": None}},
               "sft": {"chats": {"inputs": [str(tmp_path / "chats.jsonl")], "tokenizer": "t",
-                                "chat_template": "tokenizer", "seq_length": 256, "on_bad_line": "skip"}}}
+                                "chat_template": "tokenizer", "seq_length": 256, "on_bad_line": "skip",
+                                "template_date": cases.TEMPLATE_DATE}}}  # the reference's (the dated template)
     files = {}
     for workers in (1, 2):
         out = tmp_path / f"w{workers}" / "chats.pbin"
@@ -200,3 +205,55 @@ def test_few_conversations_are_rendered_here(tmp_path):
     with unittest.mock.patch.object(sft_module._ChatJob, "__init__", spy):
         assert write_sft("chats", config, tmp_path / "chats.pbin", workers=4)["documents"] == 3
     assert made == [1]
+
+
+# ---- a template that writes the date or time: one fixed moment, recorded -------------------------------------------
+
+def test_a_strftime_now_template_builds_the_same_bytes_three_times_and_the_sidecar_names_the_date(tmp_path):
+    # the dated template writes strftime_now('%d %b %Y') and ('%H:%M:%S') in the header of every render: with the
+    # clock, the prefix rule's renders of one conversation could straddle a second (a false "rewrites earlier
+    # turns") and each day's build had other bytes, its date recorded nowhere. Three builds: one set of bytes,
+    # the documented default moment in the text, and the sidecar names it
+    cases = chat_cases()
+    folder = cases.make_folder("dated", tmp_path / "tokenizer")
+    write_jsonl_bytes(tmp_path / "chats.jsonl", [json.dumps(cases.CONVERSATIONS[n], ensure_ascii=False).encode()
+                                                 for n in cases.CASES["dated"] * 5])
+    config = {"tokenizers": {"t": {"path": str(folder / "tokenizer.json"), "eod": None}},
+              "sft": {"chats": {"inputs": [str(tmp_path / "chats.jsonl")], "tokenizer": "t",
+                                "chat_template": "tokenizer", "seq_length": 256}}}
+    builds = []
+    for run in range(3):
+        out = tmp_path / f"run{run}" / "chats.pbin"
+        out.parent.mkdir()
+        meta = write_sft("chats", config, out)
+        builds.append([path.read_bytes() for path in (out, loss_mask_path(out), sidecar_path(out))])
+    assert builds[0] == builds[1] == builds[2]
+    assert meta["chat_template"]["date"] == "2024-07-26T00:00:00" and meta["documents"] == 20
+    assert json.loads(builds[0][2])["chat_template"]["date"] == "2024-07-26T00:00:00"
+    from tokenizers import Tokenizer
+    text = Tokenizer.from_file(str(folder / "tokenizer.json")).decode(
+        PbinFile(tmp_path / "run0/chats.pbin").document(1).tolist(), skip_special_tokens=False)
+    assert "Today Date: 26 Jul 2024\nTime: 00:00:00\n\nYou answer briefly." in text
+
+
+def test_template_date_sets_the_date_the_template_renders(tmp_path):
+    # the config's template_date is what strftime_now gives (the transformers reference was made at this moment):
+    # the reference's ids, and the sidecar names it; a date that does not exist is refused naming the key
+    cases = chat_cases()
+    folder = cases.make_folder("dated", tmp_path / "tokenizer")
+    write_jsonl_bytes(tmp_path / "chats.jsonl", [json.dumps(cases.CONVERSATIONS[1]).encode()])
+    config = {"tokenizers": {"t": {"path": str(folder / "tokenizer.json"), "eod": None}},
+              "sft": {"chats": {"inputs": [str(tmp_path / "chats.jsonl")], "tokenizer": "t",
+                                "chat_template": "tokenizer", "seq_length": 256,
+                                "template_date": "2026-01-31T13:45:07"}}}
+    meta = write_sft("chats", config, tmp_path / "chats.pbin")
+    reference = json.loads((REPO / "tests/data/chat_template_reference.json").read_text(encoding="utf-8"))["cases"]
+    assert PbinFile(tmp_path / "chats.pbin").document(0).tolist() == reference["dated/1"]["input_ids"]
+    assert meta["chat_template"]["date"] == "2026-01-31T13:45:07"
+    config["sft"]["chats"]["template_date"] = "2026-02-30"
+    with pytest.raises(TokenmillError, match=r"^sft.chats.template_date: '2026-02-30' is not a date \(day is out"):
+        write_sft("chats", config, tmp_path / "bad.pbin")
+    config["sft"]["chats"]["template_date"] = "31 Jan 2026"
+    with pytest.raises(TokenmillError, match=r"sft.chats.template_date: '31 Jan 2026' does not match"):
+        write_sft("chats", config, tmp_path / "bad.pbin")
+    assert not (tmp_path / "bad.pbin").exists()

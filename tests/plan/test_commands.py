@@ -122,6 +122,28 @@ def test_an_sft_set_with_a_chat_template_needs_no_config_rendering_and_passes_it
         validate_config(config, "my.yaml")
 
 
+def test_the_date_a_chat_template_sees_is_in_its_jobs_params_and_reruns_that_set_alone(plan_folder):
+    """The sft rule's params carry the resolved entry: a chat template's ``template_date`` (the documented default
+    filled in), so a rebuild any day renders the same date and an edit reruns exactly that set; an entry without
+    a template renders no date, so the key is left out of its params and an edit of it reruns nothing."""
+    plain = {"inputs": ["raw/b.jsonl"], "tokenizer": "gpt2", "seq_length": 64, "message_construction": ["text"],
+             "special_tokens": {"bos_token": "<s>", "eos_token": "</s>"}}
+    config = {"tokenizers": {"gpt2": {"path": "gpt2.json"}},
+              "sft": {"chat": {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2", "chat_template": "tokenizer",
+                               "seq_length": 64}, "plain": plain}}
+    before = Plan(validate_config(config, "my.yaml")).commands
+    assert json.loads(before.sft_config("chat"))["sft"]["chat"]["template_date"] == "2024-07-26"
+    assert "template_date" not in json.loads(before.sft_config("plain"))["sft"]["plain"]
+    config["sft"]["chat"]["template_date"] = "2026-01-31T09:00"
+    plain["template_date"] = "2026-01-31T09:00"
+    after = Plan(validate_config(config, "my.yaml")).commands
+    assert json.loads(after.sft_config("chat"))["sft"]["chat"]["template_date"] == "2026-01-31T09:00"
+    assert after.sft_config("plain") == before.sft_config("plain")
+    config["sft"]["chat"]["template_date"] = "31 Jan 2026"
+    with pytest.raises(TokenmillError, match="my.yaml: sft.chat.template_date: '31 Jan 2026' does not match"):
+        validate_config(config, "my.yaml")
+
+
 def test_datatroves_tokenizer_name_is_the_configs_spelling_also_where_the_plans_paths_are_absolute(plan_folder):
     """On object storage the workflow plans with absolute local paths; .ds.metadata still names the tokenizer as
     the config file spells it, as a local build's does."""

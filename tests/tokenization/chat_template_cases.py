@@ -1,8 +1,9 @@
 """Chat-template cases shared by tests/tokenization/test_chat_template.py and the recipe that made its reference ids.
 
-Seven templates: Qwen 2.5-Instruct's own (verbatim, tools included), and six written after the shipped ones (a
+Eight templates: Qwen 2.5-Instruct's own (verbatim, tools included), and seven written after the shipped ones (a
 shorter ChatML with tools, a ChatML with ``{% generation %}`` blocks, Llama 3's, Mistral's ``[INST]``, Gemma's,
-and a Qwen3-style reasoning template that shows a ``<think>`` block only after the last user turn), each in a
+a Qwen3-style reasoning template that shows a ``<think>`` block only after the last user turn, and a Llama
+3.1-style one that writes the date and time from ``strftime_now``), each in a
 tokenizer folder made from ``data/tokenizers/gpt2.tokenizer.json`` with their control tokens added, and a set of
 varied conversations (system, multi-turn, tools and tool calls, empty and unicode content, reasoning).
 
@@ -14,7 +15,10 @@ throwaway venv (it is not a dependency)::
 
 which runs, for every case, ``AutoTokenizer.from_pretrained(folder).apply_chat_template(messages, tools=tools,
 tokenize=True, return_dict=True, return_assistant_tokens_mask=True)`` (the mask only for the template with
-generation blocks). This file imports nothing but the standard library, so that venv runs it as it is.
+generation blocks) with transformers' clock frozen: its ``strftime_now`` formats ``datetime.now()``, which answers
+:data:`TEMPLATE_DATE` here, the date tokenmill's side is given as ``template_date`` (a callable passed as a keyword
+would not do: transformers 5.24 turns every keyword into plain data). This file imports nothing but the standard
+library, so that venv runs it as it is.
 """
 
 from __future__ import annotations
@@ -100,6 +104,33 @@ GEMMA = """{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_excep
 {% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}\
 {{ '<start_of_turn>' + role + '\\n' + message['content'] | trim + '<end_of_turn>\\n' }}{% endfor %}\
 {% if add_generation_prompt %}{{'<start_of_turn>model\\n'}}{% endif %}"""
+
+# after Llama 3.1's shape: today's date from strftime_now where the renderer has it (its own fallback otherwise), and
+# here the time of day too, in the system header that every render begins with
+DATED = """{{- bos_token }}
+{%- if not date_string is defined %}
+{%- if strftime_now is defined %}
+{%- set date_string = strftime_now("%d %b %Y") %}
+{%- else %}
+{%- set date_string = "26 Jul 2024" %}
+{%- endif %}
+{%- endif %}
+{%- if messages[0]['role'] == 'system' %}
+{%- set system_message = messages[0]['content'] | trim %}
+{%- set messages = messages[1:] %}
+{%- else %}
+{%- set system_message = "" %}
+{%- endif %}
+{{- '<|start_header_id|>system<|end_header_id|>\n\n' }}
+{{- 'Today Date: ' + date_string + '\nTime: ' + strftime_now('%H:%M:%S') + '\n\n' }}
+{{- system_message + '<|eot_id|>' }}
+{%- for message in messages %}
+{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n' + message['content'] | trim + '<|eot_id|>' }}
+{%- endfor %}
+{%- if add_generation_prompt %}
+{{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}
+{%- endif %}
+"""
 
 THINK = """{%- set ns = namespace(last_user=-1) %}
 {%- for message in messages %}
@@ -189,7 +220,11 @@ TEMPLATES = {
     "mistral": (MISTRAL, {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<|endoftext|>"}),
     "gemma": (GEMMA, {"bos_token": "<bos>", "eos_token": "<eos>"}),
     "think": (THINK, {"eos_token": "<|im_end|>"}),
+    "dated": (DATED, {"bos_token": "<|begin_of_text|>", "eos_token": "<|eot_id|>"}),
 }
+
+# the moment strftime_now gives on both sides: tokenmill's template_date, and transformers' clock (reference())
+TEMPLATE_DATE = "2026-01-31T13:45:07"
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "description": "Weather in a city",
                                              "parameters": {"type": "object",
@@ -230,6 +265,7 @@ CASES = {
     "mistral": [0, 2, 3],
     "gemma": [0, 2, 3],
     "think": [0, 1, 2, 5],
+    "dated": [0, 1, 2, 3],
 }
 
 
@@ -258,10 +294,21 @@ def make_folder(name: str, root: Path) -> Path:
 
 def reference() -> dict:
     """What transformers gives for every case (run in the throwaway venv; see the module docstring)."""
+    from datetime import datetime
+
     import transformers
     from transformers import AutoTokenizer
+    from transformers.utils import chat_template_utils
 
-    out = {"transformers": transformers.__version__, "cases": {}}
+    moment = datetime.fromisoformat(TEMPLATE_DATE)
+
+    class FrozenClock(datetime):  # what transformers' strftime_now reads: datetime.now(), here TEMPLATE_DATE
+        @classmethod
+        def now(cls, tz=None):
+            return moment
+
+    chat_template_utils.datetime = FrozenClock
+    out = {"transformers": transformers.__version__, "template_date": TEMPLATE_DATE, "cases": {}}
     with tempfile.TemporaryDirectory() as root:
         for name, numbers in CASES.items():
             tokenizer = AutoTokenizer.from_pretrained(str(make_folder(name, Path(root))))

@@ -9,6 +9,7 @@ throwaway venv, from the folders and conversations of ``chat_template_cases.py``
 """
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -43,7 +44,9 @@ def encoder(folder, train_on="assistant", template="tokenizer"):
     if folder not in TOKENIZERS:
         TOKENIZERS[folder] = load_tokenizer(folder / "tokenizer.json").tokenizer
     tokenizer = TOKENIZERS[folder]
-    return ChatTemplateEncoder(load_chat_template(template, folder / "tokenizer.json"), tokenizer, train_on), tokenizer
+    # the date transformers' clock was frozen at for the reference (chat_template_cases.reference)
+    template = load_chat_template(template, folder / "tokenizer.json", cases.TEMPLATE_DATE)
+    return ChatTemplateEncoder(template, tokenizer, train_on), tokenizer
 
 
 def encode(folder, conversation, **options):
@@ -67,7 +70,7 @@ def test_the_fast_engine_gives_the_same_ids_and_masks(folders):
     ids and masks equal the HF path's, and so transformers'."""
     for name, numbers in cases.CASES.items():
         info = load_tokenizer(folders[name] / "tokenizer.json")
-        template = load_chat_template("tokenizer", folders[name])
+        template = load_chat_template("tokenizer", folders[name], cases.TEMPLATE_DATE)
         fast = ChatTemplateEncoder(template, info.tokenizer, engine=Encoder(info, "fastokens"), check_fraction=1.0)
         slow = ChatTemplateEncoder(template, info.tokenizer)
         batch = [(cases.CONVERSATIONS[number], "chats.jsonl", number + 1) for number in numbers]
@@ -84,16 +87,16 @@ def test_without_a_byte_table_the_pieces_decide(folders):
     ids and masks, and where the pieces do not join, HF's offsets."""
     for name, numbers in cases.CASES.items():
         info = load_tokenizer(folders[name] / "tokenizer.json")
-        template = load_chat_template("tokenizer", folders[name])
+        template = load_chat_template("tokenizer", folders[name], cases.TEMPLATE_DATE)
         fast = ChatTemplateEncoder(template, info.tokenizer, engine=Encoder(info, "fastokens"))
         fast._byte_table = None  # as for a tokenizer without one
         batch = [(cases.CONVERSATIONS[number], "chats.jsonl", number + 1) for number in numbers]
         for number, (ids, trained), (want_ids, want_trained) in zip(
                 numbers, fast.encode_batch(batch), ChatTemplateEncoder(template, info.tokenizer).encode_batch(batch)):
             assert ids.tolist() == want_ids.tolist() and trained.tolist() == want_trained.tolist(), (name, number)
-        # Llama 3's "<|end_header_id|>\n\n" + content: alone, "\n\n" is one token; before "4." GPT-2's pattern
-        # splits it in two, so the pieces do not join, and those conversations take HF's offsets
-        assert fast.by_offsets == (len(numbers) if name == "llama3" else 0), name
+        # Llama 3's "<|end_header_id|>\n\n" + content (the dated one's too): alone, "\n\n" is one token; before
+        # "4." GPT-2's pattern splits it in two, so the pieces do not join, and those conversations take HF's offsets
+        assert fast.by_offsets == (len(numbers) if name in ("llama3", "dated") else 0), name
 
 
 def test_texts_the_ids_do_not_spell_take_hf_offsets(folders, tmp_path):
@@ -130,7 +133,7 @@ def test_the_byte_table_masks_as_hf_offsets_do(folders, turns, name):
     with its offsets, or both refuse the conversation in the same words."""
     if name not in ENGINES:  # fastokens, the template and the encoders (the byte table: 0.25 s) made once per template
         info = load_tokenizer(folders[name] / "tokenizer.json")
-        template = load_chat_template("tokenizer", folders[name])
+        template = load_chat_template("tokenizer", folders[name], cases.TEMPLATE_DATE)
         ENGINES[name] = [ChatTemplateEncoder(template, info.tokenizer, engine=engine)
                          for engine in (Encoder(info, "fastokens"), None)]
     messages = [message for user, assistant in turns
@@ -146,9 +149,10 @@ def test_the_byte_table_masks_as_hf_offsets_do(folders, turns, name):
     assert outcomes[0] == outcomes[1]
 
 
-def test_the_reference_was_made_by_the_transformers_named():
+def test_the_reference_was_made_by_the_transformers_named_at_the_date_given_here():
     assert REFERENCE["transformers"] == "5.24.0"
-    assert len(REFERENCE["cases"]) == sum(map(len, cases.CASES.values())) == 28
+    assert REFERENCE["template_date"] == cases.TEMPLATE_DATE  # both sides see one moment through strftime_now
+    assert len(REFERENCE["cases"]) == sum(map(len, cases.CASES.values())) == 32
 
 
 @pytest.mark.parametrize("name, end", [("chatml_tools", "<|im_end|>\n"), ("llama3", "<|eot_id|>"),
@@ -276,6 +280,58 @@ def test_the_sandbox_and_transformers_filters(tmp_path):
     from jinja2.exceptions import SecurityError, UndefinedError
     with pytest.raises((SecurityError, UndefinedError)):
         load_chat_template(str(template), tmp_path).render([])
+
+
+def test_strftime_now_gives_the_template_date_never_the_clock(tmp_path):
+    """transformers formats ``datetime.now()``; here every render formats one moment: the documented default
+    (2024-07-26, midnight) or the date given, in macros too, and in a render worker's copy of the template."""
+    import pickle
+
+    template = tmp_path / "t.jinja"
+    template.write_text("{% macro clock() %}{{ strftime_now('%H:%M:%S') }}{% endmacro %}"
+                        "{{ strftime_now('%d %b %Y') }} {{ clock() }}|{{ strftime_now(format='%A') }}",
+                        encoding="utf-8")
+    assert load_chat_template(str(template), tmp_path).render([])[0] == "26 Jul 2024 00:00:00|Friday"
+    dated = load_chat_template(str(template), tmp_path, "2026-01-31T13:45:07")
+    assert dated.render([])[0] == "31 Jan 2026 13:45:07|Saturday"
+    assert pickle.loads(pickle.dumps(dated)).render([])[0] == "31 Jan 2026 13:45:07|Saturday"
+    assert load_chat_template(str(template), tmp_path, "2026-01-31").date.isoformat() == "2026-01-31T00:00:00"
+
+
+@pytest.mark.parametrize("value, message", [
+    ("2026-02-30", "'2026-02-30' is not a date (day is out of range for month)"),
+    ("31/01/2026", "'31/01/2026' is not a date YYYY-MM-DD or a time YYYY-MM-DDTHH:MM[:SS]"),
+    ("2026-01-31T13:45:07+02:00", "is not a date YYYY-MM-DD or a time"),
+    ("2026-01-31T25:00", "is not a date (hour must be in 0..23)"),
+])
+def test_a_template_date_that_is_not_one_is_refused(tmp_path, value, message):
+    (tmp_path / "t.jinja").write_text("{{ strftime_now('%Y') }}", encoding="utf-8")
+    with pytest.raises(TokenmillError, match=re.escape(message)):
+        load_chat_template(str(tmp_path / "t.jinja"), tmp_path, value)
+
+
+def test_a_template_that_writes_the_time_keeps_the_prefix_rule(folders, tmp_path):
+    """The prefix rule compares renders made moments apart: with the clock, a template writing the time (to the
+    microsecond here, so that it always moves) was refused as one that "rewrites earlier turns". With one moment
+    three encodings give one set of ids and masks, the assistant turns trained; a template that does rewrite
+    earlier turns is still refused for it, whatever time it writes."""
+    jinja = tmp_path / "timed.jinja"
+    jinja.write_text("{{ 'Time: ' + strftime_now('%H:%M:%S.%f') + '\\n' }}" + cases.CHATML_TOOLS, encoding="utf-8")
+    tokenizer = load_tokenizer(folders["chatml_tools"] / "tokenizer.json").tokenizer
+    batch = [(cases.CONVERSATIONS[number], "chats.jsonl", number + 1) for number in (0, 1, 3)]
+    runs = []
+    for _ in range(3):
+        chat = ChatTemplateEncoder(load_chat_template(str(jinja), folders["chatml_tools"]), tokenizer)
+        runs.append([(ids.tolist(), trained.tolist()) for ids, trained in chat.encode_batch(batch)])
+    assert runs[0] == runs[1] == runs[2]
+    ids, trained = runs[0][1]
+    assert tokenizer.decode(ids, skip_special_tokens=False).startswith("Time: 00:00:00.000000\n<|im_start|>system")
+    assert tokenizer.decode([i for i, t in zip(ids, trained) if t], skip_special_tokens=False) == \
+        "Seven.<|im_end|>\n Eleven, of course. <|im_end|>\n"
+    jinja.write_text("{{ strftime_now('%H:%M:%S.%f') }}" + cases.THINK, encoding="utf-8")
+    chat = ChatTemplateEncoder(load_chat_template(str(jinja), folders["think"]), tokenizer)
+    with pytest.raises(TokenmillError, match=r"^chats.jsonl:7: turn 1: .* not a prefix .*drops <think> blocks"):
+        chat.encode_batch([(cases.CONVERSATIONS[6], "chats.jsonl", 7)])
 
 
 @pytest.mark.parametrize("source", [

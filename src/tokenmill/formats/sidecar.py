@@ -170,6 +170,7 @@ class ChatTemplateRecord(TypedDict, total=False):
     sha256: str
     generation_blocks: bool  # masks from {% generation %} blocks (else from the prefix rule)
     train_on: str
+    date: str  # the moment strftime_now gave every render (ISO 8601, no time zone): template_date
 
 
 class SidecarRecord(TypedDict, total=False):

@@ -10,7 +10,8 @@ whose sidecar check fails, never a mixed pair.
 An entry with a ``chat_template`` (or ``--chat-template``) renders each conversation with the model's own
 template instead (:mod:`tokenmill.tokenization.chat_template`: the ids of transformers' ``apply_chat_template``,
 assistant-only masks); a conversation longer than ``seq_length`` is dropped, or cut after its last trained run
-that fits; the sidecar records the template's source and sha256 in ``chat_template``. Its batches go through
+that fits; the sidecar records the template's source and sha256 in ``chat_template``, and the date its
+``strftime_now`` gave (``template_date``, a fixed default: never the build's day). Its batches go through
 pack's ordered pool (:func:`tokenmill.pack.batches.ordered_results`): each is parsed and rendered in this process
 or, cut in pieces, in ``workers`` worker processes (Jinja holds the GIL, and the renders are ~70 % of the
 time: one process renders on one core), then encoded and masked in this one, and written strictly in batch order,
@@ -43,7 +44,7 @@ from tokenmill.tokenization.families import TokenizerSpec
 from tokenmill.tokenization.proof import ProofTally
 from tokenmill.pack.batches import ordered_results
 from tokenmill.tokenization.chat_template import (ChatTemplateEncoder, load_chat_template, render_in_worker,
-                                               start_render_worker)
+                                               start_render_worker, template_date)
 from tokenmill.tokenization.tokenizer import TokenizerInfo, is_plain_file, load_tokenizer
 from tokenmill.training.sft_datasets import (ConversationFile, InstructionCollator, InstructionDataset,
                                              loss_mask_path)
@@ -157,7 +158,8 @@ def _write_chat_sft(name: str, entry: dict, tokenizer_config: dict, out_path: st
     if not is_plain_file(spec):
         raise TokenmillError(f"sft.{name}.chat_template: needs a Hugging Face tokenizer.json (the folder transformers "
                              f"loads), not a {spec.type} tokenizer")
-    template = load_chat_template(entry["chat_template"], spec.path)
+    template = load_chat_template(entry["chat_template"], spec.path, template_date(
+        entry.get("template_date", default("sft.*.template_date")), f"sft.{name}.template_date"))
     inputs = [url for pattern in entry["inputs"] for url in (expand_url(pattern) if is_url(pattern) else [pattern])]
     refuse_inputs_as_outputs([out_path, loss_mask_path(out_path), sidecar_path(out_path)],
                              [*(path for path in inputs if not is_url(path)), spec.path, template.source])
@@ -204,7 +206,8 @@ def _write_chat_sft(name: str, entry: dict, tokenizer_config: dict, out_path: st
                        "proof": encoder.proof.sidecar_entry(check_fraction, "conversations")},
             "token_width": tokenizer.token_width,
             "chat_template": {"source": template.source, "sha256": template.sha256,
-                              "generation_blocks": template.has_generation(), "train_on": encoder.train_on},
+                              "generation_blocks": template.has_generation(), "train_on": encoder.train_on,
+                              "date": template.date.isoformat()},
             "seq_length": entry["seq_length"],
             "truncation": fit.truncation,
             "documents": tokens_out.num_documents,

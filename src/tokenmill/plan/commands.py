@@ -282,12 +282,16 @@ class Commands:
                 for part in ("--best-fit", folder)]
 
     def sft_config(self, name: str) -> str:
-        """The resolved config that ``tokenmill sft -`` reads: this entry and its tokenizer (as JSON)."""
+        """The resolved config that ``tokenmill sft -`` reads: this entry and its tokenizer (as JSON), defaults
+        filled in (a chat template's ``template_date`` included: the rule's params carry the date it renders)."""
         # packing and olmo_path are left out: they change only the packing jobs' outputs, never the pair; workers
         # (the rule's threads) changes no byte
         entry = {key: value for key, value in self.units.config["sft"][name].items()
                  if key not in ("packing", "olmo_path", "workers")}
         tokenizer = entry["tokenizer"]
+        # the date a chat template's strftime_now gives is an option of chat templates alone (no rerun without one)
+        if entry.get("chat_template") is None:
+            entry.pop("template_date", None)
         return json.dumps({"sft": {name: entry}, "tokenizers": {tokenizer: self.units.config["tokenizers"][tokenizer]}},
                           sort_keys=True)
 

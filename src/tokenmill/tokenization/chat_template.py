@@ -9,12 +9,22 @@ value is the path of a ``.jinja`` file. The template sees ``messages``, ``tools`
 ``sep_token``, ``pad_token``, ``cls_token``, ``mask_token`` from ``tokenizer_config.json``, else
 ``special_tokens_map.json``).
 
-Jinja semantics are transformers' (5.x, ``utils/chat_template_utils.py``): an ``ImmutableSandboxedEnvironment``
-with ``trim_blocks`` and ``lstrip_blocks``, the ``loopcontrols`` extension and a ``{% generation %}`` tag;
-globals ``raise_exception`` (a ``TemplateError``), ``strftime_now``, a sandboxed ``dict`` and ``namespace``;
-the filter ``tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)`` (plain
-``json.dumps``, not Jinja's HTML-escaping one). Messages pass as transformers passes them: keys whose value is
-null are dropped, and a message's ``reasoning_content`` (or ``thinking``/``reasoning``) is given under both
+Date: transformers' ``strftime_now(format)`` formats ``datetime.now()``, so a template that writes the date or
+time ("Today Date: 26 Jul 2024") renders differently on each day, or second, of a build, and the prefix rule
+below compares renders made moments apart. Here it formats one fixed moment, the template's ``date``: the SFT set's
+``template_date``, by default :data:`DEFAULT_TEMPLATE_DATE` (2024-07-26 00:00:00), the date Llama 3.1's and
+3.2's own templates write when no clock is given (their ``date_string`` fallback), so that the default renders
+what those templates render without one. A rebuild on any day is byte-identical, and the moment is recorded in
+the sidecar. Cost: every conversation carries that one date; a model meant to see another sets
+``template_date``. The moment has no time zone (``%Z``/``%z`` give nothing, as for transformers' naive
+``now()``) and month and day names are the C locale's, as Python leaves them.
+
+Jinja semantics are transformers' (5.x, ``utils/chat_template_utils.py``): an ``ImmutableSandboxedEnvironment`` with
+``trim_blocks`` and ``lstrip_blocks``, the ``loopcontrols`` extension and a ``{% generation %}`` tag; globals
+``raise_exception`` (a ``TemplateError``), ``strftime_now`` (at a fixed moment: Date, above), a sandboxed ``dict``
+and ``namespace``; the filter ``tojson(x, ensure_ascii=False, indent=None, separators=None, sort_keys=False)``
+(plain ``json.dumps``, not Jinja's HTML-escaping one). Messages pass as transformers passes them: keys whose value
+is null are dropped, and a message's ``reasoning_content`` (or ``thinking``/``reasoning``) is given under both
 ``reasoning_content`` and ``thinking``. The rendered text is tokenized with ``add_special_tokens=False`` and
 special-token strings parsed as tokens (as transformers' tokenizer call does), so a BOS appears exactly where the
 template writes ``{{ bos_token }}``, once.
@@ -79,21 +89,22 @@ import re
 import threading
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
 from tokenmill import _kernels
+from tokenmill.config import default
 from tokenmill.errors import BadLine, TokenmillError
 from tokenmill.inputs.text_selection import conversation_record
 from tokenmill.tokenization.engine import Encoder
 from tokenmill.tokenization.proof import DEFAULT_CHECK_FRACTION, ProofSampler, ProofTally, encode_proven
 
 __all__ = ["ChatTemplate", "ChatRenderer", "ChatTemplateEncoder", "Rendered", "load_chat_template",
-           "chat_template_file", "conversation_of", "start_render_worker", "render_in_worker",
-           "SHAREGPT_ROLES",
+           "chat_template_file", "conversation_of", "start_render_worker", "render_in_worker", "template_date",
+           "SHAREGPT_ROLES", "DEFAULT_TEMPLATE_DATE",
            "TRAIN_ON", "SPECIAL_TOKEN_NAMES", "TOKENIZER_TEMPLATE"]
 
 TOKENIZER_TEMPLATE = "tokenizer"  # chat_template: tokenizer — the template of the tokenizer's own folder
@@ -107,6 +118,29 @@ _REASONING_FIELDS = ("reasoning_content", "thinking", "reasoning")  # transforme
 # what getattr finds on a dict itself; any other name the sandbox looks up as a key (``message.role``)
 _DICT_ATTRIBUTES = frozenset(dir(dict))
 _GENERATION_TAG = re.compile(r"\{%-?\s*generation\s*-?%\}")  # transformers' test for generation markers
+# the moment strftime_now formats unless the SFT set's template_date names one (see the module docstring)
+DEFAULT_TEMPLATE_DATE = default("sft.*.template_date")
+_TEMPLATE_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2})?)?")  # the schema's pattern
+
+
+def template_date(value: str, where: str = "template_date") -> datetime:
+    """The moment ``strftime_now`` formats, from ``YYYY-MM-DD``, ``YYYY-MM-DDTHH:MM`` or ``YYYY-MM-DDTHH:MM:SS``
+    (a space for the ``T`` too; no time zone): midnight where no time is given.
+
+    Raises:
+        TokenmillError: another form, or a date that does not exist (``2026-02-30``), naming ``where``.
+    """
+    if not isinstance(value, str) or not _TEMPLATE_DATE.fullmatch(value):
+        raise TokenmillError(f"{where}: {value!r} is not a date YYYY-MM-DD or a time YYYY-MM-DDTHH:MM[:SS]")
+    try:
+        return datetime.fromisoformat(value)
+    except ValueError as exc:
+        raise TokenmillError(f"{where}: {value!r} is not a date ({exc})") from None
+
+
+def _strftime_at(moment: datetime, format: str) -> str:  # format: transformers' name for it (a keyword)
+    """transformers' ``strftime_now(format)``, at ``moment`` rather than now."""
+    return moment.strftime(format)
 
 
 @dataclass(frozen=True)
@@ -118,11 +152,17 @@ class ChatTemplate:
         source: where it was read: ``<folder>/chat_template.jinja``, ``<folder>/tokenizer_config.json`` or the
             ``.jinja`` path (named in errors).
         special_tokens: the special tokens the template sees, by name (``bos_token``, ...).
+        date: the moment ``strftime_now`` formats in every render (module docstring).
     """
 
     templates: dict[str, str]
     source: str
     special_tokens: dict[str, str] = field(default_factory=dict)
+    date: datetime = field(default_factory=lambda: template_date(DEFAULT_TEMPLATE_DATE))
+
+    @cached_property
+    def _strftime_now(self):
+        return partial(_strftime_at, self.date)  # (a partial: the template pickles to render workers)
 
     @cached_property
     def sha256(self) -> str:
@@ -148,7 +188,8 @@ class ChatTemplate:
         """
         compiled, recorder, context_of = _compiled(self.templates[name])
         context = context_of({"messages": messages, "tools": tools, "documents": None,
-                              "add_generation_prompt": add_generation_prompt, **self.special_tokens})
+                              "add_generation_prompt": add_generation_prompt, **self.special_tokens,
+                              "strftime_now": self._strftime_now})
         if recorder.never:  # no {% generation %} in it: nothing to record, the pieces joined at once
             return "".join(compiled.root_render_func(context)), []
         pieces: list[str] = []
@@ -191,8 +232,9 @@ class _GenerationSpans:
 
 def _compile(source: str):
     """``source`` compiled as transformers compiles a chat template: Jinja's immutable sandbox with trimmed and
-    left-stripped blocks and loop controls; the ``generation`` block tag; ``raise_exception``, ``strftime_now``,
-    a ``tojson`` filter that keeps non-ASCII text, and ``dict``/``namespace`` that refuse private names."""
+    left-stripped blocks and loop controls; the ``generation`` block tag; ``raise_exception``, a ``tojson`` filter
+    that keeps non-ASCII text, and ``dict``/``namespace`` that refuse private names (``strftime_now`` comes with
+    each render's variables, at the template's date: there is no clock here)."""
     import jinja2
     import jinja2.ext
     from jinja2.sandbox import ImmutableSandboxedEnvironment
@@ -265,8 +307,7 @@ def _compile(source: str):
     env = Environment(trim_blocks=True, lstrip_blocks=True, extensions=[GenerationBlock, jinja2.ext.loopcontrols])
     env.filters["tojson"] = lambda value, ensure_ascii=False, indent=None, separators=None, sort_keys=False: \
         json.dumps(value, ensure_ascii=ensure_ascii, indent=indent, separators=separators, sort_keys=sort_keys)
-    env.globals.update(raise_exception=fail, strftime_now=lambda format: datetime.now().strftime(format),
-                       dict=DictMaker(), namespace=SafeNamespace)
+    env.globals.update(raise_exception=fail, dict=DictMaker(), namespace=SafeNamespace)
     compiled = env.from_string(source)
     compiled.globals = dict(compiled.globals)  # a ChainMap over env.globals: each render's context copies it
     return compiled, recorder, _context_maker(compiled)
@@ -314,17 +355,20 @@ def _read_json(path: Path) -> dict:
     return data
 
 
-def load_chat_template(chat_template: str, tokenizer_path: str | os.PathLike) -> ChatTemplate:
+def load_chat_template(chat_template: str, tokenizer_path: str | os.PathLike,
+                       date: str | datetime = DEFAULT_TEMPLATE_DATE) -> ChatTemplate:
     """The chat template that ``chat_template`` names, with the tokenizer folder's special tokens.
 
     Args:
         chat_template: ``tokenizer`` (the template of the tokenizer's folder) or a ``.jinja`` file's path.
         tokenizer_path: the ``tokenizer.json`` (its folder holds ``tokenizer_config.json``), or that folder.
+        date: the moment ``strftime_now`` formats, or its text (:func:`template_date`).
 
     Raises:
         TokenmillError: no template in the folder, an unreadable file, a template that does not compile
-            (naming the file and line).
+            (naming the file and line), a ``date`` that is not one.
     """
+    moment = date if isinstance(date, datetime) else template_date(date)
     folder = Path(tokenizer_path) if os.path.isdir(tokenizer_path) else Path(tokenizer_path).parent
     config_path = folder / "tokenizer_config.json"
     config = _read_json(config_path) if config_path.is_file() else {}
@@ -354,7 +398,7 @@ def load_chat_template(chat_template: str, tokenizer_path: str | os.PathLike) ->
             raise TokenmillError(f"{folder}: the tokenizer has no chat template (no chat_template.jinja, and "
                                  f"{config_path.name} {'has no string' if config else 'missing or without a'} "
                                  f"chat_template); name a .jinja file with chat_template: PATH")
-    template = ChatTemplate(templates, source, special)
+    template = ChatTemplate(templates, source, special, moment)
     for name, text in templates.items():
         _check_compiles(text, source, name)
     return template
