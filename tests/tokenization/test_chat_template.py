@@ -298,6 +298,21 @@ def test_strftime_now_gives_the_template_date_never_the_clock(tmp_path):
     assert load_chat_template(str(template), tmp_path, "2026-01-31").date.isoformat() == "2026-01-31T00:00:00"
 
 
+def test_no_host_setting_changes_what_strftime_now_gives(tmp_path, monkeypatch):
+    """The C library counts ``%s`` (seconds since 1970) in the host's time zone: here the moment is read as UTC,
+    whatever ``TZ`` says (``%%s`` stays text)."""
+    import time
+
+    (tmp_path / "t.jinja").write_text("{{ strftime_now('%s|%%s|%Z%z|%c') }}", encoding="utf-8")
+    for zone in ("UTC", "Asia/Tokyo", "America/New_York"):
+        monkeypatch.setenv("TZ", zone)
+        time.tzset()
+        text, _ = load_chat_template(str(tmp_path / "t.jinja"), tmp_path).render([])
+        assert text == "1721952000|%s||Fri Jul 26 00:00:00 2024", zone
+    monkeypatch.undo()
+    time.tzset()
+
+
 @pytest.mark.parametrize("value, message", [
     ("2026-02-30", "'2026-02-30' is not a date (day is out of range for month)"),
     ("31/01/2026", "'31/01/2026' is not a date YYYY-MM-DD or a time YYYY-MM-DDTHH:MM[:SS]"),

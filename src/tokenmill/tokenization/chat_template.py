@@ -17,7 +17,8 @@ below compares renders made moments apart. Here it formats one fixed moment, the
 what those templates render without one. A rebuild on any day is byte-identical, and the moment is recorded in
 the sidecar. Cost: every conversation carries that one date; a model meant to see another sets
 ``template_date``. The moment has no time zone (``%Z``/``%z`` give nothing, as for transformers' naive
-``now()``) and month and day names are the C locale's, as Python leaves them.
+``now()``; ``%s``, seconds since 1970, counts it as UTC, not in the host's zone), and month and day names are the
+C locale's, as Python leaves them.
 
 Jinja semantics are transformers' (5.x, ``utils/chat_template_utils.py``): an ``ImmutableSandboxedEnvironment`` with
 ``trim_blocks`` and ``lstrip_blocks``, the ``loopcontrols`` extension and a ``{% generation %}`` tag; globals
@@ -88,7 +89,7 @@ import os
 import re
 import threading
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from functools import cached_property, partial
 from pathlib import Path
 from typing import NamedTuple
@@ -120,6 +121,7 @@ _DICT_ATTRIBUTES = frozenset(dir(dict))
 _GENERATION_TAG = re.compile(r"\{%-?\s*generation\s*-?%\}")  # transformers' test for generation markers
 # the moment strftime_now formats unless the SFT set's template_date names one (see the module docstring)
 DEFAULT_TEMPLATE_DATE = default("sft.*.template_date")
+_DIRECTIVE = re.compile(r"%.", re.DOTALL)  # a strftime directive, ``%%`` included (so ``%%s`` stays text)
 _TEMPLATE_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2})?)?")  # the schema's pattern
 
 
@@ -139,7 +141,11 @@ def template_date(value: str, where: str = "template_date") -> datetime:
 
 
 def _strftime_at(moment: datetime, format: str) -> str:  # format: transformers' name for it (a keyword)
-    """transformers' ``strftime_now(format)``, at ``moment`` rather than now."""
+    """transformers' ``strftime_now(format)``, at ``moment`` rather than now; ``%s`` (the C library's seconds since
+    1970, counted in the host's time zone) counted in UTC, so that no host setting changes the bytes."""
+    if "%s" in format:
+        epoch = str(int(moment.replace(tzinfo=timezone.utc).timestamp()))
+        format = _DIRECTIVE.sub(lambda found: epoch if found.group() == "%s" else found.group(), format)
     return moment.strftime(format)
 
 
