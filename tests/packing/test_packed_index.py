@@ -13,8 +13,8 @@ import torch
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, run_tokenmill
 from tokenmill.errors import TokenmillError
 from tokenmill.formats.mmidx import MMapIndexedDataset, MMapIndexedDatasetBuilder
-from tokenmill.packing.packed_index import (build_packed_index, document_token_ranges, load_packed_index,
-                                            packed_index_problems)
+from tokenmill.packing.packed_index import (TRUNCATION_WARNING_SHARE, build_packed_index, document_token_ranges,
+                                            load_packed_index, packed_index_problems, truncation_cost)
 from tokenmill.training.loader import collate_samples
 from tokenmill.training.packed_samples import PackedSamples
 
@@ -63,6 +63,34 @@ def test_truncate_keeps_a_long_documents_first_tokens_and_counts_the_rest(tmp_pa
     assert description["long_tokens_dropped"] == 12 and description["samples"] == 2
     assert sorted(piece.tolist() for piece in load_packed_index(tmp_path / "cache", "truncate", "train")[1]) == [
         [0, 0, 8], [1, 0, 3]]
+
+
+def test_the_log_says_the_tokens_truncate_dropped_of_each_split_beside_the_padding_and_warns(tmp_path):
+    """Documents of 20 and 3 tokens, all in train, L = 8: truncate keeps 8 of the 20, so it drops 12 of the
+    split's 23 tokens (52.2 %, over TRUNCATION_WARNING_SHARE), and 2 samples of 8 hold 11 tokens (padding 5,
+    31.25 %). The log (stderr) says the dropped tokens, whose split they are of, and a warning naming
+    long_doc_strategy: fragment; with fragment it says none was dropped and does not warn."""
+    write_documents(tmp_path / "d", [list(range(1, 21)), [2] * 3])
+    log = run_tokenmill("best-fit", tmp_path / "d", "-o", tmp_path / "cache", "--seq-length", "8", "--split",
+                        "1").stderr.splitlines()
+    assert log == [f"{tmp_path / 'cache'}: train: 2 documents in 2 samples of 8: 1 whole (1 that concatenation "
+                   f"would cut), 1 longer: truncate dropped 12 of the train split's 23 tokens (52.2 %); padding "
+                   f"31.25 % of these samples",
+                   f"{tmp_path / 'cache'}: train: warning: truncate dropped 52.2 % of the train split's tokens "
+                   f"(documents over 8 tokens cut to their first 8; more than 5 %): long_doc_strategy: fragment "
+                   f"(--long-doc-strategy fragment) keeps them, as pieces of 8"]
+    assert TRUNCATION_WARNING_SHARE == 0.05
+    log = run_tokenmill("best-fit", tmp_path / "d", "-o", tmp_path / "cache", "--seq-length", "8", "--split",
+                        "1", "--long-doc-strategy", "fragment").stderr.splitlines()
+    assert len(log) == 1 and "1 longer: fragment kept every one of the train split's 23 tokens;" in log[0]
+
+
+def test_a_small_share_truncated_is_said_without_a_warning():
+    figures = {"split_name": "valid", "long_document_strategy": "truncate", "tokens": 1000,
+               "long_tokens_dropped": 50, "sequence_length": 8}
+    assert truncation_cost(figures) == ("truncate dropped 50 of the valid split's 1,000 tokens (5.0 %)", None)
+    cost, warning = truncation_cost({**figures, "long_tokens_dropped": 51})
+    assert cost.endswith("(5.1 %)") and warning.startswith("warning: truncate dropped 5.1 % of the valid split's")
 
 
 def test_a_prefix_of_several_sequences_per_document_splits_by_sequence_as_gptdataset(tmp_path):

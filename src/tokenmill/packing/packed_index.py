@@ -40,9 +40,15 @@ from tokenmill.packing.best_fit import cut_long_documents, pack_best_fit
 
 __all__ = ["PACKED_INDEX_FORMAT", "write_packing_output", "read_description", "load_pieces", "packed_index_names",
            "document_token_ranges", "split_parts", "build_packed_index", "packed_index_of", "packed_index_problems",
-           "load_packed_index", "packing_figures", "document_figures", "sample_figures"]
+           "load_packed_index", "packing_figures", "document_figures", "sample_figures", "TRUNCATION_WARNING_SHARE",
+           "truncation_cost"]
 
 PACKED_INDEX_FORMAT = "tokenmill-packed-index/1"
+
+#: The share of a split's tokens that ``truncate`` may drop before the job's log, the summary and the report
+#: warn, naming ``long_doc_strategy: fragment`` (which keeps them). On real web text at 2,048 tokens it dropped
+#: 58.6 %; on the demo at 512, 3 %.
+TRUNCATION_WARNING_SHARE = 0.05
 
 
 def packed_index_names(strategy: str, split_name: str) -> dict[str, str]:
@@ -91,6 +97,31 @@ def document_figures(lengths: np.ndarray, sequence_length: int, strategy: str) -
     return {"documents": int(np.count_nonzero(nonempty)), "tokens": int(lengths.sum()), "cut_by_concat": cut,
             "kept_whole": int(np.count_nonzero(nonempty & ~long)), "long": int(np.count_nonzero(long)),
             "long_tokens_dropped": int((lengths[long] - sequence_length).sum()) if strategy == "truncate" else 0}
+
+
+def truncation_cost(figures: dict) -> tuple[str, str | None]:
+    """What best fit's long-document strategy cost, from a packing's figures (a packed index's description, an
+    OLMo-core packing's sidecar), each figure naming what it is of (``train split``; ``whole dataset`` for
+    OLMo-core, which packs no split): ``"truncate dropped 4,499,165 of the train split's 7,676,865 tokens
+    (58.6 %)"`` or ``"fragment kept every one of ..."``; and a warning, above :data:`TRUNCATION_WARNING_SHARE`,
+    that names ``long_doc_strategy: fragment``, else None.
+
+    Raises:
+        KeyError: figures without ``tokens``, ``long_tokens_dropped`` or ``sequence_length``.
+    """
+    whose = f"the {figures['split_name']} split's" if "split_name" in figures else "the whole dataset's"
+    strategy = figures.get("long_document_strategy", figures.get("long_doc_strategy"))
+    tokens, dropped = int(figures["tokens"]), int(figures["long_tokens_dropped"])
+    if strategy != "truncate":
+        return f"{strategy} kept every one of {whose} {tokens:,} tokens", None
+    share = dropped / tokens if tokens else 0.0
+    cost = f"truncate dropped {dropped:,} of {whose} {tokens:,} tokens ({100 * share:.1f} %)"
+    if share <= TRUNCATION_WARNING_SHARE:
+        return cost, None
+    length = int(figures["sequence_length"])
+    return cost, (f"warning: truncate dropped {100 * share:.1f} % of {whose} tokens (documents over {length:,} "
+                  f"tokens cut to their first {length:,}; more than {100 * TRUNCATION_WARNING_SHARE:g} %): "
+                  f"long_doc_strategy: fragment (--long-doc-strategy fragment) keeps them, as pieces of {length:,}")
 
 
 def sample_figures(sample_lengths: np.ndarray, sequence_length: int) -> dict:
