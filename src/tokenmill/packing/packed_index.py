@@ -46,8 +46,8 @@ __all__ = ["PACKED_INDEX_FORMAT", "write_packing_output", "read_description", "l
 PACKED_INDEX_FORMAT = "tokenmill-packed-index/1"
 
 #: The share of a split's tokens that ``truncate`` may drop before the job's log, the summary and the report
-#: warn, naming ``long_doc_strategy: fragment`` (which keeps them). On real web text at 2,048 tokens it dropped
-#: 58.6 %; on the demo at 512, 3 %.
+#: warn, naming ``long_doc_strategy: fragment`` (which keeps them). On a team's web text at 2,048 tokens it
+#: dropped 58.6 % of the train split's tokens; on the demo at 512, 59.0 % (586,370 of 993,430), padding 0.37 %.
 TRUNCATION_WARNING_SHARE = 0.05
 
 

@@ -7,8 +7,12 @@ most about 25 lines whatever the size of the matrix:
   sidecar (with a warning where its documents hold the EOD before their end: ``eod_within_documents``),
   the ``.pbin`` with its size, the Megatron prefix (and ``--data-path`` as the training job spells it,
   where ``sampling.megatron_path_prefix`` differs), its index cache folders and datatrove folder;
+  its best-fit folders with what packing bought beside what it cost, of the train split (OLMo-core's: of the
+  whole dataset): the tokens ``truncate`` dropped and their share, and a warning above
+  :data:`tokenmill.packing.packed_index.TRUNCATION_WARNING_SHARE` that names ``long_doc_strategy: fragment``;
   past :data:`MAX_BUILDS_SHOWN` builds, the rest as one line of totals;
-* per instruction-tuning dataset and per blend, one line;
+* per instruction-tuning dataset and per blend, one line (a best-fit blend's with the epochs it repeats each
+  dataset's packed samples, and its datasets' truncation warnings);
 * builds of the config not built yet (a run that asked for one target, say);
 * the next commands, runnable as printed from the workflow's working directory (a ``cd`` line first
   where the shell's directory is another), each followed by what it shows as a shell comment:
