@@ -168,28 +168,34 @@ def test_best_fits_tokens_dropped_by_truncate_stand_beside_its_padding_with_thei
     truncate. Expected from the .idx alone: train is sequences [0, round(0.969·N)) of its N (split 969,30,1);
     truncate drops, of each train document over 128 tokens, all past its first 128. The summary's best-fit line
     says those tokens and their share of the train split's tokens, beside the padding, and a warning (over 5 %)
-    names long_doc_strategy: fragment; with fragment, nothing is dropped and nothing warned."""
-    config = _config(["a"])
+    names long_doc_strategy: fragment, once for the build: of its lengths (128 and 1,024), the one that drops
+    most; with fragment, nothing is dropped and nothing warned."""
+    config = _config(["a"], seq_lengths=[128, 1024])
     config["datasets"]["a"]["packing"] = "best_fit"
     plan = Plan(validate_config(config, "my.yaml"))
-    out = plan.outputs.packed_index_dirs("a")[0]
-    run_tokenmill("best-fit", "data/megatron/a_text_document", "-o", out, "--seq-length", "128", "--seed", "7",
-                  cwd=folder)
+    out, longer = plan.outputs.packed_index_dirs("a")
+    for length, where in (("128", out), ("1024", longer)):
+        run_tokenmill("best-fit", "data/megatron/a_text_document", "-o", where, "--seq-length", length, "--seed",
+                      "7", cwd=folder)
     lengths = MMapIndexedDataset(folder / "data/megatron/a_text_document").sequence_lengths.astype(np.int64)
     train = lengths[:round(0.969 * len(lengths))]
     dropped, tokens = int(np.maximum(train - 128, 0).sum()), int(train.sum())
     assert dropped / tokens > 0.05
     lines = summary_lines(plan, [folder / "my.yaml"], REPO / "Snakefile")
-    at = next(k for k, line in enumerate(lines) if line.startswith(f"    best fit {out} (the train split at 128: "))
+    at = next(k for k, line in enumerate(lines) if line.startswith("    best fit data/cache/a/{seq128_seed7_best_fit,"
+                                                                   "seq1024_seed7_best_fit} (the train split at 128: "))
     share = f"{100 * dropped / tokens:.1f} %"
     assert f"; truncate dropped {dropped:,} of the train split's {tokens:,} tokens ({share}); padding " in lines[at]
     assert lines[at + 1] == (f"    warning: truncate dropped {share} of the train split's tokens (documents over 128 "
                              f"tokens cut to their first 128; more than 5 %): long_doc_strategy: fragment "
                              f"(--long-doc-strategy fragment) keeps them, as pieces of 128 ({out})")
+    assert sum("warning" in line for line in lines) == 1
 
-    shutil.rmtree(out)
-    run_tokenmill("best-fit", "data/megatron/a_text_document", "-o", out, "--seq-length", "128", "--seed", "7",
-                  "--long-doc-strategy", "fragment", cwd=folder)
+
+    for length, where in (("128", out), ("1024", longer)):
+        shutil.rmtree(where)
+        run_tokenmill("best-fit", "data/megatron/a_text_document", "-o", where, "--seq-length", length, "--seed",
+                      "7", "--long-doc-strategy", "fragment", cwd=folder)
     lines = summary_lines(plan, [folder / "my.yaml"], REPO / "Snakefile")
     assert f"; fragment kept every one of the train split's {tokens:,} tokens; padding " in lines[at]
     assert not any("warning" in line for line in lines)

@@ -1,7 +1,7 @@
 """The packed index: best-fit samples over a Megatron ``.bin/.idx``, for any trainer that reads those files.
 
 For one dataset, sequence length ``L``, seed and split (Megatron's ``--split``), a split holds exactly the
-sequences GPTDataset's does: the contiguous range ``[round(start·S), round(end·S))`` of the ``.idx``'s ``S``
+sequences GPTDataset's does: the contiguous range ``[round(start·N), round(end·N))`` of the ``.idx``'s ``N``
 sequences (``specs/megatron.md`` §2, GPTDataset splits by sequence, not by document). A document is a run of
 sequences (several with ``--split-sentences``); one that a split's bound falls inside counts in each split with
 its sequences there, as its own part (:func:`split_parts`); where each document is one sequence, the splits

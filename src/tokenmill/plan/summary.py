@@ -224,10 +224,10 @@ def _padding(folder: str) -> str:
     """What a best-fit folder's packing bought and what it cost in tokens, of its train split (or, OLMo-core's,
     of the whole dataset), or ''."""
     figures = _train_figures(folder)
+    of = f"the {figures['split_name']} split" if "split_name" in figures else "the whole dataset"
     try:
         cost, _ = truncation_cost(figures)
-        return (f" ({'the ' + figures['split_name'] + ' split' if 'split_name' in figures else 'the whole dataset'}"
-                f" at {figures['sequence_length']}: {figures['kept_whole']:,} documents whole, of which "
+        return (f" ({of} at {figures['sequence_length']}: {figures['kept_whole']:,} documents whole, of which "
                 f"concatenation cuts {figures['cut_by_concat']:,}; {cost}; padding "
                 f"{100 * figures['padding_share']:.1f} % of its samples)")
     except (KeyError, TypeError, ValueError):
@@ -235,21 +235,22 @@ def _padding(folder: str) -> str:
 
 
 def _truncation_warnings(folders: list[str], name_dataset: bool = False) -> list[str]:
-    """A warning per best-fit folder whose truncation dropped a large share of its train split's (or OLMo-core's
-    whole dataset's) tokens (:func:`tokenmill.packing.packed_index.truncation_cost`), each said once (the seeds
-    of one dataset and sequence length cut the same), naming the folder (and with ``name_dataset``, a blend's,
-    the dataset packed there)."""
-    warnings = {}
+    """The warning of the best-fit folder whose truncation dropped the largest share of its train split's (or
+    OLMo-core's whole dataset's) tokens (:func:`tokenmill.packing.packed_index.truncation_cost`), one per dataset
+    packed in ``folders`` (its sequence lengths and seeds: the summary stays one screen), naming the folder (and
+    with ``name_dataset``, a blend's, the dataset packed there)."""
+    worst: dict = {}  # dataset -> (share, warning, where)
     for folder in folders:
         figures = _train_figures(folder)
         try:
             _, warning = truncation_cost(figures)
+            share = figures["long_tokens_dropped"] / figures["tokens"] if warning else 0.0
         except (KeyError, TypeError, ValueError):
             continue
-        if warning:
-            warnings.setdefault((warning, figures.get("dataset")),
-                                f"{figures.get('dataset')} in {folder}" if name_dataset else folder)
-    return [f"    {warning} ({where})" for (warning, _), where in warnings.items()]
+        dataset = figures.get("dataset")
+        if warning and share > worst.get(dataset, (0.0,))[0]:
+            worst[dataset] = share, warning, f"{dataset} in {folder}" if name_dataset else folder
+    return [f"    {warning} ({where})" for _, warning, where in worst.values()]
 
 
 def _blend_padding(folder: str) -> str:
