@@ -9,6 +9,7 @@ import json
 import numpy as np
 import pytest
 import torch
+from tokenizers import Tokenizer
 
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, run_tokenmill
 from tokenmill.errors import TokenmillError
@@ -122,6 +123,11 @@ def test_a_prefix_of_several_sequences_per_document_splits_by_sequence_as_gptdat
         assert descriptions[name]["tokens"] == sum(len(flat[k]) for k in sequences)
     assert load_packed_index(tmp_path / "cache", "fragment", "valid")[1].tolist() == [[2, 2, 5]]
     assert packed_index_problems(tmp_path / "cache") == []
+    # inspect shows valid's part of document 2 (its tokens 12..16, from its third token), not sequence 2's
+    shown = run_tokenmill("inspect", tmp_path / "d", "--sample", "0", "--cache", tmp_path / "cache", "--split",
+                          "valid", "--best-fit", "fragment", "--tokenizer", GPT2).stdout.splitlines()
+    assert shown[1:] == ["  document 2: 5 tokens (tokens 2-6 of 7)",
+                         f"    {Tokenizer.from_file(str(GPT2)).decode([12, 13, 14, 15, 16])}"]
 
 
 @pytest.fixture(scope="module")
