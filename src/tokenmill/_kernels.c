@@ -19,7 +19,8 @@
  * best_fit_bins(lengths:int64[], capacity, bins:int64[len(lengths)]) -> number of bins
  *     Optimized Best-Fit Decreasing (Ding et al. 2024, App. B; tokenmill.packing.best_fit): documents in the
  *     order given (longest first), each into the open bin whose remaining capacity is the smallest that
- *     still holds it, the first opened of those (FIFO per capacity), else a new bin; bins[i] = document i's
+ *     still holds it, of those the one that came to that capacity first (a FIFO queue per capacity, as
+ *     OLMo-core's; not the first opened), else a new bin; bins[i] = document i's
  *     bin, numbered as opened. A max segment tree over the remaining capacities 1..capacity finds that
  *     capacity in O(log capacity): O(len(lengths) * log capacity) in all, O(capacity + bins) memory.
  *

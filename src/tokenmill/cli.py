@@ -772,10 +772,12 @@ def _best_fit(args: argparse.Namespace) -> None:
         if not any(num_samples.values()):
             raise TokenmillError("best-fit --blend: give the blend's samples (--train-samples, --valid-samples, "
                                  "--test-samples)")
-        for split_name, figures in build_packed_blend([prefix_of(prefix) for prefix in prefixes], weights,
-                                                      args.output, args.seq_length, args.seed, args.split,
-                                                      num_samples, args.long_doc_strategy).items():
-            drawn = ", ".join(f"{each['drawn']} of {each['dataset']}" for each in figures["datasets"])
+        blended = build_packed_blend([prefix_of(prefix) for prefix in prefixes], weights, args.output,
+                                     args.seq_length, args.seed, args.split, num_samples, args.long_doc_strategy)
+        _say_blend_datasets(prefixes, args)
+        for split_name, figures in blended.items():
+            drawn = ", ".join(f"{each['drawn']} of {each['dataset']}, {each['epochs']} epoch(s) of its packed "
+                              f"samples" for each in figures["datasets"])
             print(f"{args.output}: blend {split_name}: {figures['samples']} samples ({drawn}), padding "
                   f"{100 * figures['padding_share']:.2f} %", file=sys.stderr)
         return
@@ -804,11 +806,30 @@ def _best_fit(args: argparse.Namespace) -> None:
         _say_packed(f"{args.output}: {split_name}", figures, args)
 
 
+def _say_blend_datasets(prefixes: list[str], args: argparse.Namespace) -> None:
+    """Each blended dataset's packing, split by split, as :func:`_say_packed` says it (the tokens each drops)."""
+    from tokenmill.megatron.gpt_indices import SPLIT_NAMES
+    from tokenmill.packing.packed_blend import dataset_folder
+    from tokenmill.packing.packed_index import load_packed_index, packed_index_names
+
+    for i, prefix in enumerate(prefixes):
+        folder = dataset_folder(args.output, i)
+        for split_name in SPLIT_NAMES:
+            if (folder / packed_index_names(args.long_doc_strategy, split_name)["description"]).is_file():
+                _say_packed(f"{folder} ({prefix}): {split_name}",
+                            load_packed_index(folder, args.long_doc_strategy, split_name)[0], args)
+
+
 def _say_packed(what: str, figures: dict, args: argparse.Namespace) -> None:
+    from tokenmill.packing.packed_index import truncation_cost
+
+    cost, warning = truncation_cost(figures)  # tokens dropped beside what it bought
     print(f"{what}: {figures['documents']} documents in {figures['samples']} samples of {args.seq_length}: "
           f"{figures['kept_whole']} whole ({figures['cut_by_concat']} that concatenation would cut), "
-          f"{figures['long']} longer ({args.long_doc_strategy}), padding {100 * figures['padding_share']:.2f} %",
+          f"{figures['long']} longer: {cost}; padding {100 * figures['padding_share']:.2f} % of these samples",
           file=sys.stderr)
+    if warning:
+        print(f"{what}: {warning}", file=sys.stderr)
 
 
 def _add_report_verb(verbs) -> None:

@@ -25,11 +25,21 @@ def test_each_document_goes_where_the_least_room_still_holds_it():
     assert packed.sample_lengths().tolist() == [8, 8, 3]
 
 
-def test_among_bins_with_equal_room_the_first_opened_is_filled():
-    """Three documents of 6 open bins 0, 1, 2, each with room 2; the 2s fill them in the order they opened."""
+def test_among_bins_with_equal_room_the_first_to_reach_it_is_filled():
+    """Three documents of 6 open bins 0, 1, 2, each with room 2, in that order; the 2s fill them in that order."""
     lengths = np.array([6, 6, 6, 2, 2])
     packed = pack_best_fit(np.zeros(5, np.int64), lengths, 8)
     assert packed.documents_by_sample.tolist() == [0, 3, 1, 4, 2]
+
+
+def test_a_bin_opened_later_but_first_at_a_room_is_filled_first():
+    """The tie rule is a queue per room (OLMo-core's deque per capacity), not the first opened. Capacity 16,
+    lengths 12 10 5 3 1: 12 opens bin 0 (room 4); 10 opens bin 1 (room 6); 5 fits only bin 1 (room 1: bin 1
+    is first at room 1); 3 takes bin 0 (room 4 -> 1: second at room 1); 1 takes bin 1, the first at room 1,
+    though bin 0 was opened first."""
+    lengths = np.array([12, 10, 5, 3, 1])
+    packed = pack_best_fit(np.zeros(5, np.int64), lengths, 16)
+    assert samples_of(packed) == [[12, 3], [10, 5, 1]]
 
 
 def test_equal_lengths_keep_their_order_with_the_stable_sort():

@@ -87,11 +87,20 @@ def test_a_dataset_drawn_from_with_nothing_to_pack_is_named(two):
 
 
 def test_the_cli_builds_it_and_verify_finds_a_tampered_draw(two):
-    run_tokenmill("best-fit", "--blend", "2", two / "a", "1", two / "b", "-o", two / "c", "--seq-length", "8",
-                  "--seed", "3", "--split", "1,0,0", "--train-samples", "9", "--long-doc-strategy", "fragment")
+    log = run_tokenmill("best-fit", "--blend", "2", two / "a", "1", two / "b", "-o", two / "c", "--seq-length",
+                        "8", "--seed", "3", "--split", "1,0,0", "--train-samples", "9", "--long-doc-strategy",
+                        "fragment").stderr.splitlines()
     assert verify(two / "c") == []
     description = json.loads((two / "c/blend-fragment-train-description.json").read_text())
     assert description["samples"] == 6 + 3 and description["datasets"][0]["dataset"] == str(two / "a")
+    # the log: each dataset's packing with what it cost in tokens, then the blend with the epochs it repeats
+    assert [line.split(": ")[:2] for line in log[:2]] == [[f"{two / 'c/dataset-0'} ({two / 'a'})", "train"],
+                                                         [f"{two / 'c/dataset-1'} ({two / 'b'})", "train"]]
+    assert all("fragment kept every one of the train split's" in line for line in log[:2])
+    epochs = ", ".join(f"{each['drawn']} of {each['dataset']}, {each['epochs']} epoch(s) of its packed samples"
+                       for each in description["datasets"])
+    assert log[2] == (f"{two / 'c'}: blend train: 9 samples ({epochs}), padding "
+                      f"{100 * description['padding_share']:.2f} %")
     path = two / "c/blend-fragment-train-dataset_sample_index.npy"
     draws = np.load(path)
     np.save(path, draws[::-1].copy())

@@ -3,16 +3,19 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import numpy as np
 import pytest
 import torch
+from tokenizers import Tokenizer
 
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, run_tokenmill
 from tokenmill.errors import TokenmillError
 from tokenmill.formats.mmidx import MMapIndexedDataset, MMapIndexedDatasetBuilder
-from tokenmill.packing.packed_index import build_packed_index, load_packed_index
+from tokenmill.packing.packed_index import (TRUNCATION_WARNING_SHARE, build_packed_index, document_token_ranges,
+                                            load_packed_index, packed_index_problems, truncation_cost)
 from tokenmill.training.loader import collate_samples
 from tokenmill.training.packed_samples import PackedSamples
 
@@ -61,6 +64,70 @@ def test_truncate_keeps_a_long_documents_first_tokens_and_counts_the_rest(tmp_pa
     assert description["long_tokens_dropped"] == 12 and description["samples"] == 2
     assert sorted(piece.tolist() for piece in load_packed_index(tmp_path / "cache", "truncate", "train")[1]) == [
         [0, 0, 8], [1, 0, 3]]
+
+
+def test_the_log_says_the_tokens_truncate_dropped_of_each_split_beside_the_padding_and_warns(tmp_path):
+    """Documents of 20 and 3 tokens, all in train, L = 8: truncate keeps 8 of the 20, so it drops 12 of the
+    split's 23 tokens (52.2 %, over TRUNCATION_WARNING_SHARE), and 2 samples of 8 hold 11 tokens (padding 5,
+    31.25 %). The log (stderr) says the dropped tokens, whose split they are of, and a warning naming
+    long_doc_strategy: fragment; with fragment it says none was dropped and does not warn."""
+    write_documents(tmp_path / "d", [list(range(1, 21)), [2] * 3])
+    log = run_tokenmill("best-fit", tmp_path / "d", "-o", tmp_path / "cache", "--seq-length", "8", "--split",
+                        "1").stderr.splitlines()
+    assert log == [f"{tmp_path / 'cache'}: train: 2 documents in 2 samples of 8: 1 whole (1 that concatenation "
+                   f"would cut), 1 longer: truncate dropped 12 of the train split's 23 tokens (52.2 %); padding "
+                   f"31.25 % of these samples",
+                   f"{tmp_path / 'cache'}: train: warning: truncate dropped 52.2 % of the train split's tokens "
+                   f"(documents over 8 tokens cut to their first 8; more than 5 %): long_doc_strategy: fragment "
+                   f"(--long-doc-strategy fragment) keeps them, as pieces of 8"]
+    assert TRUNCATION_WARNING_SHARE == 0.05
+    log = run_tokenmill("best-fit", tmp_path / "d", "-o", tmp_path / "cache", "--seq-length", "8", "--split",
+                        "1", "--long-doc-strategy", "fragment").stderr.splitlines()
+    assert len(log) == 1 and "1 longer: fragment kept every one of the train split's 23 tokens;" in log[0]
+
+
+def test_a_small_share_truncated_is_said_without_a_warning():
+    figures = {"split_name": "valid", "long_document_strategy": "truncate", "tokens": 1000,
+               "long_tokens_dropped": 50, "sequence_length": 8}
+    assert truncation_cost(figures) == ("truncate dropped 50 of the valid split's 1,000 tokens (5.0 %)", None)
+    cost, warning = truncation_cost({**figures, "long_tokens_dropped": 51})
+    assert cost.endswith("(5.1 %)") and warning.startswith("warning: truncate dropped 5.1 % of the valid split's")
+
+
+def test_a_prefix_of_several_sequences_per_document_splits_by_sequence_as_gptdataset(tmp_path):
+    """GPTDataset splits by sequence (specs/megatron.md §2): over the S sequences of the .idx, a split
+    (start, end) of the book-ends holds sequences [round(start·S), round(end·S)). Here 4 documents hold 7
+    sequences (2, 1, 3 and 1: ``--split-sentences``); "60,30,10" gives the book-ends (0, 0.6), (0.6, 0.9),
+    (0.9, 1.0), so train = sequences [0, round(4.2)) = [0, 4), valid = [4, round(6.3)) = [4, 6), test = [6, 7).
+    Train then holds documents 0 and 1 and document 2's first sequence; valid document 2's other two (from its
+    third token), test document 3. (By document, as before, train held documents 0 and 1, valid 2 and 3 and
+    test nothing: valid held sequences Megatron trains on.)"""
+    sequences_of = [[[1, 2, 3], [4, 5]], [[6, 7, 8, 9]], [[10, 11], [12, 13], [14, 15, 16]], [[17, 18, 19, 20, 21]]]
+    with MMapIndexedDatasetBuilder(tmp_path / "d", np.uint16) as builder:
+        for sequences in sequences_of:
+            builder.add_document(sum(sequences, []), [len(sequence) for sequence in sequences])
+    flat = [sequence for sequences in sequences_of for sequence in sequences]
+    bounds = list(itertools.accumulate([weight / 100.0 for weight in (60.0, 30.0, 10.0)], initial=0))
+    ranges = {name: range(round(bounds[k] * float(len(flat))), round(bounds[k + 1] * float(len(flat))))
+              for k, name in enumerate(("train", "valid", "test"))}
+    assert {name: (r.start, r.stop) for name, r in ranges.items()} == {"train": (0, 4), "valid": (4, 6),
+                                                                        "test": (6, 7)}
+    descriptions = build_packed_index(tmp_path / "d", tmp_path / "cache", 8, 1, "60,30,10", "fragment")
+    dataset = MMapIndexedDataset(tmp_path / "d")
+    for name, sequences in ranges.items():
+        _, pieces, _ = load_packed_index(tmp_path / "cache", "fragment", name)
+        starts = document_token_ranges(dataset)[0][pieces[:, 0]] + pieces[:, 1]
+        packed = sorted(dataset.tokens_at(int(start), int(count)).tolist() for start, count in zip(starts,
+                                                                                                  pieces[:, 2]))
+        assert sum(packed, []) == sum((flat[k] for k in sequences), []), name
+        assert descriptions[name]["tokens"] == sum(len(flat[k]) for k in sequences)
+    assert load_packed_index(tmp_path / "cache", "fragment", "valid")[1].tolist() == [[2, 2, 5]]
+    assert packed_index_problems(tmp_path / "cache") == []
+    # inspect shows valid's part of document 2 (its tokens 12..16, from its third token), not sequence 2's
+    shown = run_tokenmill("inspect", tmp_path / "d", "--sample", "0", "--cache", tmp_path / "cache", "--split",
+                          "valid", "--best-fit", "fragment", "--tokenizer", GPT2).stdout.splitlines()
+    assert shown[1:] == ["  document 2: 5 tokens (tokens 2-6 of 7)",
+                         f"    {Tokenizer.from_file(str(GPT2)).decode([12, 13, 14, 15, 16])}"]
 
 
 @pytest.fixture(scope="module")

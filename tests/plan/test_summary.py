@@ -11,11 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, REPO, run_snakemake, run_tokenmill
 from tokenmill.config import validate_config
+from tokenmill.formats.mmidx import MMapIndexedDataset
 from tokenmill.plan import Plan
 from tokenmill.plan.summary import MAX_BUILDS_SHOWN, report_command, summary_lines
 
@@ -159,6 +161,66 @@ def test_a_build_packed_without_an_eod_is_warned_about_in_the_summary(folder):
     lines = summary_lines(Plan(validate_config(config, "my.yaml")), [folder / "my.yaml"], REPO / "Snakefile")
     assert lines[3] == ("    warning: packed without an EOD (tokenizers.gpt2 names no eod): its documents run "
                         "together in training")
+
+
+def test_best_fits_tokens_dropped_by_truncate_stand_beside_its_padding_with_their_split_and_a_warning(folder):
+    """Build a (the demo's first 200 documents, one sequence each) packed best fit at 128 tokens with the default
+    truncate. Expected from the .idx alone: train is sequences [0, round(0.969·N)) of its N (split 969,30,1);
+    truncate drops, of each train document over 128 tokens, all past its first 128. The summary's best-fit line
+    says those tokens and their share of the train split's tokens, beside the padding, and a warning (over 5 %)
+    names long_doc_strategy: fragment, once for the build: of its lengths (128 and 1,024), the one that drops
+    most; with fragment, nothing is dropped and nothing warned."""
+    config = _config(["a"], seq_lengths=[128, 1024])
+    config["datasets"]["a"]["packing"] = "best_fit"
+    plan = Plan(validate_config(config, "my.yaml"))
+    out, longer = plan.outputs.packed_index_dirs("a")
+    for length, where in (("128", out), ("1024", longer)):
+        run_tokenmill("best-fit", "data/megatron/a_text_document", "-o", where, "--seq-length", length, "--seed",
+                      "7", cwd=folder)
+    lengths = MMapIndexedDataset(folder / "data/megatron/a_text_document").sequence_lengths.astype(np.int64)
+    train = lengths[:round(0.969 * len(lengths))]
+    dropped, tokens = int(np.maximum(train - 128, 0).sum()), int(train.sum())
+    assert dropped / tokens > 0.05
+    lines = summary_lines(plan, [folder / "my.yaml"], REPO / "Snakefile")
+    at = next(k for k, line in enumerate(lines) if line.startswith("    best fit data/cache/a/{seq128_seed7_best_fit,"
+                                                                   "seq1024_seed7_best_fit} (the train split at 128: "))
+    share = f"{100 * dropped / tokens:.1f} %"
+    assert f"; truncate dropped {dropped:,} of the train split's {tokens:,} tokens ({share}); padding " in lines[at]
+    assert lines[at + 1] == (f"    warning: truncate dropped {share} of the train split's tokens (documents over 128 "
+                             f"tokens cut to their first 128; more than 5 %): long_doc_strategy: fragment "
+                             f"(--long-doc-strategy fragment) keeps them, as pieces of 128 ({out})")
+    assert sum("warning" in line for line in lines) == 1
+
+
+    for length, where in (("128", out), ("1024", longer)):
+        shutil.rmtree(where)
+        run_tokenmill("best-fit", "data/megatron/a_text_document", "-o", where, "--seq-length", length, "--seed",
+                      "7", "--long-doc-strategy", "fragment", cwd=folder)
+    lines = summary_lines(plan, [folder / "my.yaml"], REPO / "Snakefile")
+    assert f"; fragment kept every one of the train split's {tokens:,} tokens; padding " in lines[at]
+    assert not any("warning" in line for line in lines)
+
+
+def test_a_best_fit_blends_line_says_the_epochs_it_repeats_and_what_its_datasets_truncation_dropped(folder):
+    """A blend of a alone, best fit at 128 with 2,000 train samples: a's train split packs into K samples, so
+    the blend repeats them ceil(2,000 / K) epochs, which its line says; the warning of a's truncation (its
+    folder in the blend's) follows, naming a."""
+    from tokenmill.packing.packed_blend import build_packed_blend
+
+    config = _config(["a"], num_samples={"train": 2000, "valid": 10, "test": 10})
+    config["blends"] = {"mix": {"weights": {"a": 1.0}, "packing": "best_fit"}}
+    plan = Plan(validate_config(config, "my.yaml"))
+    for cache in plan.outputs.cache_dirs("blend_mix"):
+        Path(cache).mkdir(parents=True)
+    out = plan.outputs.blend_packing_dirs("mix")[0]
+    build_packed_blend(["data/megatron/a_text_document"], [1.0], out, 128, 7, "969,30,1", {"train": 2000})
+    packed = json.loads((Path(out) / "dataset-0/best_fit-truncate-train-description.json").read_text())["samples"]
+    lines = summary_lines(plan, [folder / "my.yaml"], REPO / "Snakefile")
+    at = lines.index(next(line for line in lines if line.startswith(f"    best fit {out} ")))
+    assert (f"2,000 train samples drawn by the weights, epochs of each dataset's packed samples: a_text_document "
+            f"{-(-2000 // packed)}; padding ") in lines[at]
+    assert lines[at + 1].startswith("    warning: truncate dropped ")
+    assert lines[at + 1].endswith(f"(data/megatron/a_text_document in {out}/dataset-0)")
 
 
 def test_the_reports_front_page_gives_the_command_as_the_run_spelled_it(tmp_path, monkeypatch):

@@ -192,10 +192,53 @@ def test_the_dataset_page_says_what_best_fit_packing_bought(tmp_path):
     page = (tmp_path / "d.html").read_text()
     row = re.search(r"<tr><td>[^<]*bf \(train\)</td>(.*?)</tr>", page.split("Best-fit packing")[1]).group(1)
     cells = [html.unescape(cell) for cell in re.findall(r"<td[^>]*>([^<]*)</td>", row)]
-    assert cells == ["512", "truncate", f"{description['documents']:,}", f"{description['kept_whole']:,}",
-                     f"{description['cut_by_concat']:,}", f"{description['long']:,}", f"{description['samples']:,}",
-                     f"{description['padding']:,}", f"{description['padding_share']:.2%}"]
+    assert cells == ["512", "truncate", f"{description['documents']:,}", f"{description['tokens']:,}",
+                     f"{description['kept_whole']:,}", f"{description['cut_by_concat']:,}", f"{description['long']:,}",
+                     f"{description['long_tokens_dropped']:,}",
+                     f"{description['long_tokens_dropped'] / description['tokens']:.2%}",
+                     f"{description['samples']:,}", f"{description['padding']:,}",
+                     f"{description['padding_share']:.2%}"]
     assert description["documents"] == 2990 and description["cut_by_concat"] > 0
+
+
+def test_the_best_fit_table_says_the_tokens_truncate_dropped_per_split_and_warns_above_the_share(tmp_path):
+    """Documents of 20, 3 and 10 tokens, L = 8, split "2,1" (sequences [0, 2) train, [2, 3) valid): truncate
+    drops 12 of train's 23 tokens (52.17 %) and 2 of valid's 10 (20 %), each row naming its split, with a
+    warning above the table for each (both over 5 %) that names long_doc_strategy: fragment. The blend page
+    shows the same table for each dataset of a packed blend."""
+    from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder
+    from tokenmill.megatron.blend import build_blend_cache
+    from tokenmill.megatron.index_cache import null_tokenizer_identifiers
+    from tokenmill.packing.packed_blend import build_packed_blend
+    from tokenmill.views.report import best_fit_table, blend_page
+
+    with MMapIndexedDatasetBuilder(tmp_path / "d", np.uint16) as builder:
+        for length in (20, 3, 10):
+            builder.add_document(np.ones(length, np.uint16), [length])
+    run_tokenmill("best-fit", tmp_path / "d", "-o", tmp_path / "bf", "--seq-length", "8", "--split", "2,1")
+    table = best_fit_table([str(tmp_path / "bf")])
+    rows = {cells[0]: cells[1:] for cells in ([html.unescape(cell) for cell in re.findall(r"<td[^>]*>([^<]*)</td>",
+                                                                                          row)]
+                                              for row in re.findall(r"<tr><td>.*?</tr>", table))}
+    assert rows == {f"{tmp_path / 'bf'} (train)": ["8", "truncate", "2", "23", "1", "1", "1", "12", "52.17%", "2",
+                                                   "5", "31.25%"],
+                    f"{tmp_path / 'bf'} (valid)": ["8", "truncate", "1", "10", "0", "1", "1", "2", "20.00%", "1",
+                                                   "0", "0.00%"]}
+    warnings = [html.unescape(line) for line in re.findall(r"<p class=note><strong>(.*?)</p>", table)]
+    assert warnings == [f"{tmp_path / 'bf'} (train)</strong>: warning: truncate dropped 52.2 % of the train split's "
+                        f"tokens (documents over 8 tokens cut to their first 8; more than 5 %): long_doc_strategy: "
+                        f"fragment (--long-doc-strategy fragment) keeps them, as pieces of 8",
+                        f"{tmp_path / 'bf'} (valid)</strong>: warning: truncate dropped 20.0 % of the valid split's "
+                        f"tokens (documents over 8 tokens cut to their first 8; more than 5 %): long_doc_strategy: "
+                        f"fragment (--long-doc-strategy fragment) keeps them, as pieces of 8"]
+    assert table.index("<p class=note>") < table.index("<table>")
+
+    build_packed_blend([tmp_path / "d"], [1], tmp_path / "pb", 8, 1, "2,1", {"train": 4})
+    build_blend_cache([str(tmp_path / "d")], [1.0], tmp_path / "cache", 4, 1, "2,1",
+                      {"train": 2, "valid": 0, "test": 0}, null_tokenizer_identifiers(10))
+    blend_page(tmp_path / "cache", tmp_path / "page.html", [str(tmp_path / "pb")])
+    page = (tmp_path / "page.html").read_text()
+    assert f"{tmp_path / 'pb' / 'dataset-0'} (train)</strong>: warning: truncate dropped 52.2 %" in html.unescape(page)
 
 
 def test_a_packed_blend_table_gives_each_datasets_draws_and_the_splits_padding(tmp_path):

@@ -3,9 +3,12 @@ App. B): documents into bins of ``capacity`` tokens, each kept whole.
 
 Algorithm: documents longer than the capacity are first cut (``truncate``: the first ``capacity`` tokens, the
 rest dropped; ``fragment``: pieces of ``capacity`` tokens and a last shorter one). The pieces are sorted by
-length, longest first; each goes into the open bin with the least room that still holds it, the first opened
-of those, else into a new bin. The bins, in the order they were opened, are the samples; a sample's documents
-in the order they went in.
+length, longest first; each goes into the open bin with the least room that still holds it, else into a new
+bin. Among bins with that same room, it takes the one that came to that room first: a queue per room, which a
+bin joins at its back when a piece leaves it that room (so a bin opened later but brought to that room earlier
+goes first). That is OLMo-core's rule (its ``InstancePacker``: a deque per capacity) and not "the first
+opened". The bins, in the order they were opened, are the samples; a sample's documents in the order they
+went in.
 
 Sort order: ``sort="stable"`` breaks ties by position (the same order on every numpy and CPU);
 ``sort="numpy"`` is ``np.argsort(-lengths)`` with numpy's default kind, whose order of equal lengths is

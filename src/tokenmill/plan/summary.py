@@ -7,8 +7,12 @@ most about 25 lines whatever the size of the matrix:
   sidecar (with a warning where its documents hold the EOD before their end: ``eod_within_documents``),
   the ``.pbin`` with its size, the Megatron prefix (and ``--data-path`` as the training job spells it,
   where ``sampling.megatron_path_prefix`` differs), its index cache folders and datatrove folder;
+  its best-fit folders with what packing bought beside what it cost, of the train split (OLMo-core's: of the
+  whole dataset): the tokens ``truncate`` dropped and their share, and a warning above
+  :data:`tokenmill.packing.packed_index.TRUNCATION_WARNING_SHARE` that names ``long_doc_strategy: fragment``;
   past :data:`MAX_BUILDS_SHOWN` builds, the rest as one line of totals;
-* per instruction-tuning dataset and per blend, one line;
+* per instruction-tuning dataset and per blend, one line (a best-fit blend's with the epochs it repeats each
+  dataset's packed samples, and its datasets' truncation warnings);
 * builds of the config not built yet (a run that asked for one target, say);
 * the next commands, runnable as printed from the workflow's working directory (a ``cd`` line first
   where the shell's directory is another), each followed by what it shows as a shell comment:
@@ -44,6 +48,7 @@ from typing import TextIO
 from tokenmill.files.atomic import write_if_changed
 from tokenmill.formats.sidecar import SidecarRecord, eod_within_note
 from tokenmill.megatron.job_tokenizer import null_tokenizer_flags
+from tokenmill.packing.packed_index import truncation_cost
 from tokenmill.plan import (blend_cache_name, datatrove_name, hf_tokenizer_folder, job_flags_of, megatron_prefix,
                             olmo_folder, packed_path, sft_files)
 from tokenmill.plan.facade import Plan
@@ -198,32 +203,74 @@ def _build_lines(plan: Plan, build: str) -> list[str]:
         folders = [folder for folder in planned if os.path.isdir(folder)]
         if folders:
             lines.append(f"    {what} {_folders(folders)}{_padding(folders[0])}")
+            lines += _truncation_warnings(folders)
     return lines
 
 
-def _padding(folder: str) -> str:
-    """What a best-fit folder's packing bought, as its description (train split) or sidecar says, or ''."""
+def _train_figures(folder: str | os.PathLike) -> dict:
+    """A best-fit folder's figures: its packed index's train split (its description) or its OLMo-core packing's
+    (its sidecar: the whole dataset), or {} where there are none to read."""
     for name in ("best_fit-truncate-train-description.json", "best_fit-fragment-train-description.json",
                  "tokenmill-olmo-packing.meta.json"):
         try:
             figures = json.loads(Path(folder, name).read_text(encoding="utf-8"))
-            return (f" (at {figures['sequence_length']}: {figures['kept_whole']:,} documents whole, of which "
-                    f"concatenation cuts {figures['cut_by_concat']:,}; padding {100 * figures['padding_share']:.1f} %)")
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError):
             continue
-    return ""
+        return figures if isinstance(figures, dict) else {}
+    return {}
+
+
+def _padding(folder: str) -> str:
+    """What a best-fit folder's packing bought and what it cost in tokens, of its train split (or, OLMo-core's,
+    of the whole dataset), or ''."""
+    figures = _train_figures(folder)
+    of = f"the {figures['split_name']} split" if "split_name" in figures else "the whole dataset"
+    try:
+        cost, _ = truncation_cost(figures)
+        return (f" ({of} at {figures['sequence_length']}: {figures['kept_whole']:,} documents whole, of which "
+                f"concatenation cuts {figures['cut_by_concat']:,}; {cost}; padding "
+                f"{100 * figures['padding_share']:.1f} % of its samples)")
+    except (KeyError, TypeError, ValueError):
+        return ""
+
+
+def _truncation_warnings(folders: list[str], name_dataset: bool = False) -> list[str]:
+    """The warning of the best-fit folder whose truncation dropped the largest share of its train split's (or
+    OLMo-core's whole dataset's) tokens (:func:`tokenmill.packing.packed_index.truncation_cost`), one per dataset
+    packed in ``folders`` (its sequence lengths and seeds: the summary stays one screen), naming the folder (and
+    with ``name_dataset``, a blend's, the dataset packed there)."""
+    worst: dict = {}  # dataset -> (share, warning, where)
+    for folder in folders:
+        figures = _train_figures(folder)
+        try:
+            _, warning = truncation_cost(figures)
+            share = figures["long_tokens_dropped"] / figures["tokens"] if warning else 0.0
+        except (KeyError, TypeError, ValueError):
+            continue
+        dataset = figures.get("dataset")
+        if warning and share > worst.get(dataset, (0.0,))[0]:
+            worst[dataset] = share, warning, f"{dataset} in {folder}" if name_dataset else folder
+    return [f"    {warning} ({where})" for _, warning, where in worst.values()]
 
 
 def _blend_padding(folder: str) -> str:
-    """What a packed blend's train split holds, as its description says, or ''."""
+    """What a packed blend's train split holds, as its description says (with the epochs each dataset's packed
+    samples repeat), or ''."""
     for name in ("blend-truncate-train-description.json", "blend-fragment-train-description.json"):
         try:
             figures = json.loads(Path(folder, name).read_text(encoding="utf-8"))
-            return (f" (at {figures['sequence_length']}: {figures['samples']:,} train samples drawn by the weights; "
-                    f"padding {100 * figures['padding_share']:.1f} %)")
+            return (f" (at {figures['sequence_length']}: {figures['samples']:,} train samples drawn by the weights, "
+                    f"{_epochs(figures['datasets'])}; padding {100 * figures['padding_share']:.1f} %)")
         except (OSError, ValueError, KeyError, TypeError):
             continue
     return ""
+
+
+def _epochs(datasets: list[dict]) -> str:
+    """The epochs a blend split repeats each dataset's packed samples, as its description says:
+    ``"epochs of each dataset's packed samples: demo_text_document 10, web_text_document 4"``."""
+    return "epochs of each dataset's packed samples: " + ", ".join(
+        f"{os.path.basename(each['dataset'])} {each['epochs']:,}" for each in datasets)
 
 
 def _sft_rows(folder: str) -> str:
@@ -285,6 +332,8 @@ def summary_lines(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
         packed = [folder for folder in plan.outputs.blend_packing_dirs(name) if os.path.isdir(folder)]
         if packed:
             lines.append(f"    best fit {_folders(packed)}{_blend_padding(packed[0])}")
+            datasets = [str(each) for folder in packed for each in sorted(Path(folder).glob("dataset-*"))]
+            lines += _truncation_warnings(datasets, name_dataset=True)
     if len(blends) > _MAX_OTHERS_SHOWN:
         lines.append(f"  and {len(blends) - _MAX_OTHERS_SHOWN} more blends in {cache_folder(blend_cache_name('*'))}/")
     if unbuilt:

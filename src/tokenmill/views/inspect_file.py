@@ -565,7 +565,7 @@ def _packed_folder(cache: Path, split: str, strategy: str) -> Path:
 def _packed_sample(prefix: str | os.PathLike | None, sample: int, cache: Path, split: str, strategy: str,
                    tokenizer_path: str | None) -> list[str]:
     from tokenmill.packing.packed_blend import dataset_folder, load_packed_blend, packed_blend_names
-    from tokenmill.packing.packed_index import load_packed_index
+    from tokenmill.packing.packed_index import document_token_ranges, load_packed_index
 
     if prefix is None and (cache / packed_blend_names(strategy, split)["description"]).is_file():
         blend, dataset_index, dataset_sample_index = load_packed_blend(cache, strategy, split)
@@ -589,14 +589,15 @@ def _packed_sample(prefix: str | os.PathLike | None, sample: int, cache: Path, s
              f"{length - used} padding"]
     if not decode:
         lines.append(f"  text: ({no_text})")
+    starts, sizes = document_token_ranges(dataset)  # documents, not sequences: a document may hold several
     for document, offset, count in members:
         origin = _origin(meta, document)
         where = f", from {origin[0]} {origin[1]}" if origin else ""
-        size = int(dataset.sizes[document])
+        size = int(sizes[document])
         whole = "whole" if count == size else f"tokens {offset}-{offset + count - 1} of {size}"
         lines.append(f"  document {document}: {count} tokens ({whole}){where}")
         if decode:
-            lines.append(f"    {_snippet(decode(dataset.get(document, offset, count)))}")
+            lines.append(f"    {_snippet(decode(dataset.tokens_at(int(starts[document]) + offset, count)))}")
     return lines
 
 

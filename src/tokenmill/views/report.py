@@ -2,14 +2,16 @@
 
 * :func:`dataset_page` — one build (``.pbin`` + sidecar, its verify stamp, its index caches): sources,
   documents, tokens, tokens per byte of text, skipped lines by reason, tokenizer and engine, the
-  verify result, a histogram of document lengths (an inline SVG, log₂ bins of tokens, each bin labelled
+  verify result, with best fit what it bought and the tokens ``truncate`` dropped (per split, warned above
+  a share), a histogram of document lengths (an inline SVG, log₂ bins of tokens, each bin labelled
   with its lower bound, rotated so that six-digit bounds stay apart), and per cache folder and split:
   the samples built against the samples asked for (Megatron builds whole epochs, so a split holds more:
   ``train: 21,343 samples = 11 whole epochs of about 1,940; 20,000 asked``), and the Megatron arguments it was built
   for (``megatron_args.txt``, its long lines wrapped rather than cut off). Tokens per source, and where
   asked per value of a JSON field of the documents' lines (:func:`counts_by`: ``.meta.domain``).
 * :func:`blend_page` — one blend cache folder: per split, the weights asked for against the shares
-  of samples each dataset really got (``dataset_index``).
+  of samples each dataset really got (``dataset_index``); with best fit, the epochs of each dataset's packed
+  samples a split repeats, and each dataset's packing as below.
 * :func:`sft_page` — one SFT set (its pair and sidecar): conversations, tokens, the trained tokens (those its
   loss mask keeps) and their share, conversations truncated or dropped to fit ``seq_length``, bad lines by
   reason, the chat template or message construction it was rendered with, tokenizer and engine, a histogram
@@ -37,6 +39,7 @@ from tokenmill.formats.provenance import document_lines, field_values, tokens_pe
 from tokenmill.formats.sidecar import SourceRecord, resolve_sidecar_paths
 from tokenmill.megatron.handoff import HANDOFF_NAME
 from tokenmill.megatron.index_cache import cache_file_names, load_npy
+from tokenmill.packing.packed_index import truncation_cost
 
 __all__ = ["best_fit_table", "packed_blend_table", "dataset_page", "blend_page", "sft_page", "sft_rows_table",
            "length_histogram_svg"]
@@ -111,7 +114,7 @@ def dataset_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, veri
     """Write the report page of one build; ``files``: its files in the other formats (Megatron's
     ``.bin/.idx``, datatrove's ``.ds``...), listed with their sizes beside the ``.pbin``; ``count_by``: a
     JSON field (``.meta.domain``) whose values get their documents and tokens counted (:func:`counts_by`);
-    ``best_fit``: its best-fit packing folders, what each bought (:func:`best_fit_table`).
+    ``best_fit``: its best-fit packing folders, what each bought and what it cost (:func:`best_fit_table`).
 
     Raises:
         TokenmillError: the ``.pbin`` or its sidecar is missing or unreadable, a source cannot be read for
@@ -252,21 +255,31 @@ def sft_rows_table(folders: list[str]) -> str:
 
 
 def best_fit_table(folders: list[str]) -> str:
-    """What best-fit packing bought over concatenate-and-chunk, a row per packed index split or OLMo-core work
-    dir (their descriptions' and sidecars' figures: :func:`tokenmill.packing.packed_index.packing_figures`)."""
-    rows = []
+    """What best-fit packing bought over concatenate-and-chunk and what it cost, a row per packed index split or
+    OLMo-core work dir (their descriptions' and sidecars' figures: :func:`tokenmill.packing.packed_index
+    .packing_figures`): the split's tokens (OLMo-core's: the whole dataset's), those ``truncate`` dropped and
+    their share beside the padding, with a warning above the table for each row over
+    :data:`tokenmill.packing.packed_index.TRUNCATION_WARNING_SHARE`."""
+    rows, warnings = [], []
     for folder in folders:
         for path in sorted(Path(folder).glob("best_fit-*-description.json")) + \
                 sorted(Path(folder).glob("tokenmill-olmo-packing.meta.json")):
             figures = json.loads(path.read_text(encoding="utf-8"))
-            where = f"{folder} ({figures['split_name']})" if "split_name" in figures else f"{folder} (OLMo-core)"
-            rows.append((where, figures["sequence_length"], figures.get("long_document_strategy",
-                                                                      figures.get("long_doc_strategy")),
-                         figures["documents"], figures["kept_whole"], figures["cut_by_concat"], figures["long"],
+            of = figures["split_name"] if "split_name" in figures else "OLMo-core: the whole dataset"
+            where = f"{folder} ({of})"
+            strategy = figures.get("long_document_strategy", figures.get("long_doc_strategy"))
+            dropped = figures["long_tokens_dropped"]
+            rows.append((where, figures["sequence_length"], strategy, figures["documents"], figures["tokens"],
+                         figures["kept_whole"], figures["cut_by_concat"], figures["long"], dropped,
+                         f"{dropped / figures['tokens']:.2%}" if figures["tokens"] else "-",
                          figures["samples"], figures["padding"], f"{figures['padding_share']:.2%}"))
-    return _table(rows, ("packing", "length", "long documents", "documents", "kept whole",
-                         "of which concatenation cuts", "longer than the length", "samples", "padding tokens",
-                         "padding share"))
+            warning = truncation_cost(figures)[1]
+            if warning:
+                warnings.append(f"<p class=note><strong>{html.escape(where)}</strong>: {html.escape(warning)}</p>")
+    return "".join(warnings) + _table(rows, (
+        "packing (split)", "length", "long documents", "documents", "tokens", "kept whole",
+        "of which concatenation cuts", "longer than the length", "tokens dropped (truncate)",
+        "share of the split's tokens dropped", "samples", "padding tokens", "padding share"))
 
 
 def packed_blend_table(folders: list[str]) -> str:
@@ -388,7 +401,8 @@ def _epochs_taken(folder: Path, part: dict, count: int) -> float | str:
 
 def blend_page(cache_dir: str | os.PathLike, out_path: str | os.PathLike, best_fit: list[str] = ()) -> None:
     """Write the report page of one blend cache folder: weights asked vs realised shares per split; with
-    ``best_fit``, its packed blend's draws and padding per split (:func:`packed_blend_table`).
+    ``best_fit``, its packed blend's draws, epochs and padding per split (:func:`packed_blend_table`) and what
+    each dataset's packing bought and cost (:func:`best_fit_table`).
 
     Raises:
         TokenmillError: the folder holds no BlendedDataset cache.
@@ -414,4 +428,6 @@ def blend_page(cache_dir: str | os.PathLike, out_path: str | os.PathLike, best_f
              "documents.</p>")
     if best_fit:
         body += "<h2>Best-fit packing</h2>" + packed_blend_table(best_fit)
+        body += "<h3>Each dataset's packing</h3>" + best_fit_table(
+            [str(each) for folder in best_fit for each in sorted(Path(folder).glob("dataset-*"))])
     _write_page(out_path, f"Blend {folder.parent.name.removeprefix('blend_')} ({folder.name})", body)
