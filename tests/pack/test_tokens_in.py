@@ -214,10 +214,9 @@ def test_a_source_named_twice_is_refused_naming_both(tmp_path, second):
         _tokens_in(tmp_path / "s", tmp_path / second, out=tmp_path / "out.pbin")
         assert PbinFile(tmp_path / "out.pbin").num_documents == 2
         return
-    named = f"{tmp_path}/link.bin" if second == "link" else f"{tmp_path}/s.bin"
     assert _refusal(tmp_path, tmp_path / "s", tmp_path / second) == (
-        f"{named}: is the source {tmp_path}/s.bin again (the same file) and its documents would be written twice; "
-        f"name it once")
+        f"{tmp_path}/{second}: is the source {tmp_path}/s again (the same file) and its documents would be written "
+        f"twice; name it once")
 
 
 def test_a_pbin_named_twice_through_a_hard_link_is_refused(packed, tmp_path):

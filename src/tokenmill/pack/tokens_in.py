@@ -134,7 +134,7 @@ def tokens_in(sources: list[str], out_path: str | os.PathLike, tokenizer: str | 
     refuse_inputs_as_outputs(outputs, [file for source in sources for file in token_source_files(source)])
     info = load_tokenizer(tokenizer, eod)
     opened = [_open(source, info, drop_loss_mask) for source in sources]
-    twice = named_twice([source.path for source in opened], {source.path: source.identity for source in opened})
+    twice = named_twice(sources, {given: source.identity for given, source in zip(sources, opened)})
     if twice is not None:
         raise TokenmillError(f"{twice[0]}: is the source {twice[1]} again (the same file) and its documents would be "
                              f"written twice; name it once")
