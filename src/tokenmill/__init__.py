@@ -51,6 +51,9 @@ FORMAT_VERSIONS = {
     "olmo": "tokenmill-olmo/1",
     # best-fit packing: the packed index over .bin/.idx, and OLMo-core 3.0.0's packing caches
     "packing": "tokenmill-best-fit/1",
+    # what tokens-in writes beyond the pbin and mmidx formats (/1: those alone); /2: eod_within_documents and
+    # empty_texts in the sidecar (Megatron's empty documents taken)
+    "tokens_in": "tokenmill-tokens-in/2",
 }
 
 

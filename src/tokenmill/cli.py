@@ -109,6 +109,7 @@ def _merge(args: argparse.Namespace) -> None:
 
 
 def _tokens_in(args: argparse.Namespace) -> None:
+    from tokenmill.formats.sidecar import eod_within_note
     from tokenmill.pack.tokens_in import tokens_in
     from tokenmill.tokenization.families import TokenizerSpec
     from tokenmill.tokenization.tokenizer import TYPE_EOD
@@ -124,9 +125,12 @@ def _tokens_in(args: argparse.Namespace) -> None:
     tokenizer = args.tokenizer if args.tokenizer_type is None else TokenizerSpec(
         args.tokenizer, args.tokenizer_type, args.tiktoken_pattern, args.tiktoken_num_special_tokens, args.vocab_size)
     meta = tokens_in(args.inputs, args.output, tokenizer, eod, add_special_tokens=not args.no_special_tokens,
-                     megatron_prefix=prefix_of(args.megatron) if args.megatron else None)
+                     megatron_prefix=prefix_of(args.megatron) if args.megatron else None,
+                     drop_loss_mask=args.drop_loss_mask)
     print(f"{args.output}: {meta['documents']} documents, {meta['tokens']} tokens from {len(args.inputs)} "
           f"source(s), nothing tokenized", file=sys.stderr)
+    if note := eod_within_note(meta):
+        print(f"warning: {note}", file=sys.stderr)
 
 
 def _to_megatron(args: argparse.Namespace) -> None:
@@ -580,9 +584,16 @@ def _add_to_megatron_verb(verbs) -> None:
 def _add_tokens_in_verb(verbs) -> None:
     """The ``tokens-in`` verb's arguments."""
     tokens_in = verbs.add_parser("tokens-in", help="a .pbin (+ Megatron .bin/.idx) from tokens already made: Megatron "
-                                                   "prefixes or .pbin files, nothing tokenized")
+                                                   "prefixes or .pbin files, nothing tokenized",
+                                 description="A .pbin (+ Megatron .bin/.idx) from tokens already made, nothing "
+                                             "tokenized. Megatron's empty documents (an empty text) are kept, so "
+                                             "the .bin/.idx written equal the source's bytes; EOD ids inside "
+                                             "documents are counted in the sidecar and warned about, as pack does. "
+                                             "Refused in one line: a source named twice (a link to it included), "
+                                             "an SFT .pbin without --drop-loss-mask.")
     tokens_in.add_argument("inputs", nargs="+", metavar="SOURCE",
-                           help="Megatron prefixes (or their .bin/.idx) and .pbin files, in this order")
+                           help="Megatron prefixes (or their .bin/.idx) and .pbin files, in this order, each file "
+                                "once")
     tokens_in.add_argument("-o", "--output", required=True, help="output .pbin (its sidecar records the sources)")
     tokens_in.add_argument("--megatron", metavar="PREFIX",
                            help="also write Megatron's PREFIX.bin/.idx: the sources' sequences as they are, in the "
@@ -592,11 +603,15 @@ def _add_tokens_in_verb(verbs) -> None:
                                 "them): a Hugging Face tokenizer.json, or the files of --tokenizer-type")
     _add_tokenizer_type_arguments(tokens_in)
     tokens_in.add_argument("--eod", metavar="TOKEN",
-                           help="the EOD every document ends with (preprocess_data.py --append-eod); with "
-                                "--tokenizer-type, the type's by default")
+                           help="the EOD every document ends with (preprocess_data.py --append-eod), but an empty "
+                                "text's, which has none; with --tokenizer-type, the type's by default")
     tokens_in.add_argument("--no-eod", action="store_true", help="the documents carry no EOD: take them as they are")
     tokens_in.add_argument("--no-special-tokens", action="store_true",
                            help="the tokens were made without the tokenizer's own BOS/EOS (recorded in the sidecar)")
+    tokens_in.add_argument("--drop-loss-mask", action="store_true",
+                           help="take an SFT .pbin's tokens without its loss mask (its .loss_mask.pbin is not read; "
+                                "every token is then trained on; recorded per source in the sidecar); without it an "
+                                "SFT .pbin is refused")
     tokens_in.set_defaults(run=_tokens_in)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import DEMO_JSONL, GPT2, REPO, jobs_of, planned_jobs, run_snakemake
+from conftest import DEMO_JSONL, GPT2, REPO, jobs_of, planned_jobs, run_snakemake, run_tokenmill
 from tokenmill.formats.pbin import read_sidecar
 
 pytestmark = pytest.mark.slow
@@ -80,3 +80,38 @@ def test_a_dataset_of_existing_bin_idx_builds_the_caches_of_its_jsonl_with_no_pa
     os.utime(source, ns=(source.stat().st_atime_ns, source.stat().st_mtime_ns + 10**9))
     jobs = planned_jobs(second, "--configfile", "my.yaml")
     assert "tokens_in" in jobs and "sample_index" in jobs and not jobs & {"pack", "raw_index"}, jobs
+
+
+def test_megatrons_empty_documents_build_every_format_and_megatrons_files_keep_their_bytes(tmp_path):
+    """A prefix preprocess-data wrote (Megatron's bytes) with empty texts and a text spelling the EOD: the build's
+    .bin/.idx are the source's bytes, every format verifies, and the summary warns of the EOD inside a document
+    as it does for a pack; a link to the source named beside it is refused when planning, naming both."""
+    source = tmp_path / "made"
+    (source / "hf").mkdir(parents=True)
+    shutil.copy(GPT2, source / "hf/tokenizer.json")
+    (source / "hf/tokenizer_config.json").write_text('{"eos_token": "<|endoftext|>"}')
+    (source / "in.jsonl").write_bytes(b"".join(DEMO_JSONL.read_bytes().splitlines(keepends=True)[:40])
+                                      + b'{"text": ""}\n{"text": "a<|endoftext|>b"}\n{"text": ["", ""]}\n')
+    run_tokenmill("preprocess-data", "--input", source / "in.jsonl", "--output-prefix", source / "web", "--workers",
+                  "1", "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", source / "hf", "--append-eod")
+    prefix = source / "web_text_document"
+    for suffix in (".bin", ".idx"):
+        os.symlink(f"{prefix}{suffix}", source / f"link{suffix}")
+    config = {"tokenizers": {"gpt2": {"path": "data/tokenizers/gpt2.tokenizer.json", "eod": "<|endoftext|>"}},
+              "sampling": SAMPLING, "datasets": {"web": {"tokens": [str(prefix)], "formats": FORMATS,
+                                                         "tokenizer": "gpt2"}}}
+    folder = _workspace(tmp_path / "build", config)
+    summary = run_snakemake(folder, "--configfile", "my.yaml", "--cores", "2").stdout
+    for suffix in (".bin", ".idx"):
+        built = folder / f"data/megatron/web_text_document{suffix}"
+        assert built.read_bytes() == Path(f"{prefix}{suffix}").read_bytes()
+    assert read_sidecar(folder / "data/packed/web.pbin")["empty_texts"] == [[40, 41], [42, 43]]
+    assert (folder / "data/verified/web.ok").is_file()
+    assert "warning: the EOD '<|endoftext|>' (id 50256) occurs 1 times inside documents' own tokens" in summary
+
+    config["datasets"]["web"]["tokens"].append(str(source / "link"))
+    (folder / "my.yaml").write_text(yaml.safe_dump(config))
+    refused = run_snakemake(folder, "--configfile", "my.yaml", "-n", check=False)
+    assert refused.returncode != 0
+    assert f"datasets.web.tokens: {source / 'link'} is the source {prefix} again (the same file) and its documents " \
+           f"would be written twice; name it once" in refused.stderr + refused.stdout

@@ -99,8 +99,8 @@ def test_without_an_eod_documents_are_taken_as_they_are(tmp_path):
     assert PbinFile(tmp_path / "b.pbin").doc_lengths.tolist() == [2, 1]
 
 
-def _refusal(tmp_path: Path, *sources) -> str:
-    result = _tokens_in(*sources, out=tmp_path / "out.pbin", check=False)
+def _refusal(tmp_path: Path, *sources, eod: str | None = GPT2_EOD) -> str:
+    result = _tokens_in(*sources, out=tmp_path / "out.pbin", eod=eod, check=False)
     assert result.returncode == 1 and len(result.stderr.splitlines()) == 1, result.stderr
     assert not list(tmp_path.glob("out*")) and not list(tmp_path.glob(".out*"))  # nothing written
     return result.stderr.removeprefix("tokenmill: error: ").rstrip("\n")
@@ -146,15 +146,124 @@ def test_ids_beyond_the_vocabulary_are_refused_naming_the_document(tmp_path):
                                                   f"vocabulary of 50,257 of {GPT2} (made with another tokenizer?)")
 
 
-@pytest.mark.parametrize("documents, message", [
-    ([[[5, GPT2_EOD_ID]], [[5, 6]]], "document 1 ends with id 6, not the EOD '<|endoftext|>' (id 50256) (1 such): "
-                                     "made without --append-eod"),
-    ([[[5, GPT2_EOD_ID]], [[GPT2_EOD_ID]]], "document 1 is the EOD alone (an empty text, 1 such)"),
-    ([[[5, GPT2_EOD_ID]], []], "document 1 is empty (1 such)"),
+def test_documents_that_do_not_end_with_the_eod_are_refused(tmp_path):
+    _write(tmp_path / "s", [[[5, GPT2_EOD_ID]], [], [[5, 6]]])
+    assert _refusal(tmp_path, tmp_path / "s").startswith(
+        f"{tmp_path}/s.idx: document 2 ends with id 6, not the EOD '<|endoftext|>' (id 50256) (1 such): made without "
+        f"--append-eod")
+
+
+@pytest.mark.parametrize("append_eod", [True, False])
+def test_megatrons_empty_documents_are_taken_and_give_back_megatrons_bytes(tmp_path, append_eod):
+    """preprocess-data (Megatron's bytes, tests/megatron/test_preprocess_data.py) keeps an empty text as a document
+    of no sequences, --append-eod or not: tokens-in takes it, and its .bin/.idx, and those converted from its .pbin,
+    are the source's bytes."""
+    (tmp_path / "hf").mkdir()
+    shutil.copy(GPT2, tmp_path / "hf/tokenizer.json")
+    (tmp_path / "hf/tokenizer_config.json").write_text(json.dumps({"eos_token": GPT2_EOD}))
+    (tmp_path / "in.jsonl").write_text('{"text": ""}\n{"text": "Hello world"}\n{"text": ""}\n{"text": ["", ""]}\n'
+                                       '{"text": "the end<|endoftext|>"}\n{"text": ""}\n')
+    run_tokenmill("preprocess-data", "--input", tmp_path / "in.jsonl", "--output-prefix", tmp_path / "s", "--workers",
+                  "1", "--tokenizer-type", "HuggingFaceTokenizer", "--tokenizer-model", tmp_path / "hf",
+                  *(["--append-eod"] if append_eod else []))
+    source = tmp_path / "s_text_document"
+    assert MMapIndexedDataset(source).document_indices.tolist() == [0, 0, 1, 1, 1, 2, 2]
+    _tokens_in(source, out=tmp_path / "b.pbin", eod=GPT2_EOD if append_eod else None)
+    run_tokenmill("to-megatron", tmp_path / "b.pbin", "-o", tmp_path / "c")
+    for suffix in (".bin", ".idx"):
+        assert (tmp_path / f"b{suffix}").read_bytes() == (tmp_path / f"c{suffix}").read_bytes() == \
+            Path(f"{source}{suffix}").read_bytes()
+    # the .pbin holds an empty text as Modalities' rule makes it: its ids (none), then the EOD
+    assert PbinFile(tmp_path / "b.pbin").doc_lengths.tolist() == ([1, 3, 1, 1, 3, 1] if append_eod else
+                                                                  [0, 2, 0, 0, 3, 0])
+    assert read_sidecar(tmp_path / "b.pbin")["empty_texts"] == [[0, 1], [2, 4], [5, 6]]
+    assert verify(tmp_path / "b.pbin") == [] and verify_made_from(tmp_path / "b.pbin", tmp_path / "b") == []
+
+
+def test_a_megatron_document_of_the_eod_alone_is_refused_as_no_text_gives_it(tmp_path):
+    _write(tmp_path / "s", [[[5, GPT2_EOD_ID]], [[GPT2_EOD_ID]]])
+    assert _refusal(tmp_path, tmp_path / "s") == (
+        f"{tmp_path}/s.idx: document 1 is the EOD alone (1 such), which no text gives: preprocess_data.py --append-eod "
+        f"writes an empty text as a document of no sequences (taken) and an EOD only after a text's ids; with "
+        f"--no-eod its documents are taken as they are")
+
+
+@pytest.mark.parametrize("eod, empty_texts, message", [
+    (None, [], "document 1 holds 0 tokens, but the sidecar's empty_texts does not list it as an empty text's"),
+    (GPT2_EOD, [[0, 2]], "document 0 holds 2 tokens, but the sidecar's empty_texts lists it as an empty text's"),
 ])
-def test_documents_that_do_not_end_with_the_eod_are_refused(tmp_path, documents, message):
-    _write(tmp_path / "s", documents)
-    assert _refusal(tmp_path, tmp_path / "s").startswith(f"{tmp_path}/s.idx: {message}")
+def test_verify_finds_empty_texts_the_sidecar_gets_wrong(tmp_path, eod, empty_texts, message):
+    _write(tmp_path / "s", [[[5, GPT2_EOD_ID]], []])
+    _tokens_in(tmp_path / "s", out=tmp_path / "b.pbin", eod=eod)
+    meta = json.loads((tmp_path / "b.pbin.meta.json").read_text())
+    assert meta["empty_texts"] == [[1, 2]]
+    meta["empty_texts"] = empty_texts
+    (tmp_path / "b.pbin.meta.json").write_text(json.dumps(meta))
+    assert verify(tmp_path / "b.pbin") == [f"{tmp_path / 'b.pbin'}: {message} (1 such)"]
+
+
+@pytest.mark.parametrize("second", ["s.idx", "s.bin", "link", "copy"])
+def test_a_source_named_twice_is_refused_naming_both(tmp_path, second):
+    """The same file under another spelling or through links (the same device and inode) would be written
+    twice; a copy is another file, taken."""
+    _write(tmp_path / "s", [[[5, GPT2_EOD_ID]]])
+    for suffix in (".bin", ".idx"):
+        (tmp_path / f"link{suffix}").symlink_to(tmp_path / f"s{suffix}")
+        shutil.copy(tmp_path / f"s{suffix}", tmp_path / f"copy{suffix}")
+    if second == "copy":
+        _tokens_in(tmp_path / "s", tmp_path / second, out=tmp_path / "out.pbin")
+        assert PbinFile(tmp_path / "out.pbin").num_documents == 2
+        return
+    assert _refusal(tmp_path, tmp_path / "s", tmp_path / second) == (
+        f"{tmp_path}/{second}: is the source {tmp_path}/s again (the same file) and its documents would be written "
+        f"twice; name it once")
+
+
+def test_a_pbin_named_twice_through_a_hard_link_is_refused(packed, tmp_path):
+    (tmp_path / "h.pbin").hardlink_to(packed / "a.pbin")
+    assert _refusal(tmp_path, packed / "a.pbin", tmp_path / "h.pbin") == (
+        f"{tmp_path}/h.pbin: is the source {packed}/a.pbin again (the same file) and its documents would be written "
+        f"twice; name it once")
+
+
+def test_eods_inside_documents_are_counted_and_warned_about_as_pack_does(tmp_path):
+    (tmp_path / "in.jsonl").write_text('{"text": "a<|endoftext|>b<|endoftext|>c"}\n{"text": "d"}\n'
+                                       '{"text": "e<|endoftext|>"}\n')
+    run_tokenmill("pack", tmp_path / "in.jsonl", "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "a.pbin",
+                  "--megatron", tmp_path / "a", "--workers", "1")
+    packed_meta = read_sidecar(tmp_path / "a.pbin")
+    for source in ("a", "a.pbin"):
+        result = _tokens_in(tmp_path / source, out=tmp_path / "b.pbin")
+        assert read_sidecar(tmp_path / "b.pbin")["eod_within_documents"] == packed_meta["eod_within_documents"] == 2
+        assert result.stderr.splitlines()[-1] == (
+            "warning: the EOD '<|endoftext|>' (id 50256) occurs 2 times inside documents' own tokens: a reader that "
+            "finds documents by scanning for the EOS (OLMo-core without its csv, datatrove) cuts them there")
+        assert verify(tmp_path / "b.pbin") == []
+
+
+@pytest.fixture(scope="module")
+def sft_pbin(tmp_path_factory) -> Path:
+    """An SFT pair (chat.pbin and its chat.loss_mask.pbin), as tokenmill sft writes it."""
+    folder = tmp_path_factory.mktemp("sft")
+    (folder / "sft.json").write_text(json.dumps({"tokenizers": {"gpt2": {"path": str(GPT2)}}, "sft": {"chat": {
+        "inputs": [str(DEMO_JSONL.with_name("chat.jsonl"))], "tokenizer": "gpt2",
+        "special_tokens": {"bos_token": GPT2_EOD, "eos_token": GPT2_EOD},
+        "message_construction": ["role", "instruction", "conversations"], "seq_length": 2048}}}))
+    run_tokenmill("sft", folder / "sft.json", "chat", "-o", folder / "chat.pbin")
+    return folder / "chat.pbin"
+
+
+@pytest.mark.parametrize("eod", [None, GPT2_EOD])
+def test_an_sft_pbin_is_refused_as_its_loss_mask_would_be_lost(sft_pbin, tmp_path, eod):
+    assert _refusal(tmp_path, sft_pbin, eod=eod) == (
+        f"{sft_pbin}: an SFT .pbin: tokens-in reads its tokens only, and its loss mask (chat.loss_mask.pbin) would be "
+        f"lost (every token trained on); pass --drop-loss-mask to take its tokens without it")
+
+
+def test_drop_loss_mask_takes_an_sft_pbins_tokens_and_says_so_in_the_sidecar(sft_pbin, tmp_path):
+    run_tokenmill("tokens-in", sft_pbin, "--tokenizer", GPT2, "--no-eod", "--drop-loss-mask", "-o", tmp_path / "b.pbin")
+    assert PbinFile(tmp_path / "b.pbin").tokens.tolist() == PbinFile(sft_pbin).tokens.tolist()
+    assert read_sidecar(tmp_path / "b.pbin")["sources"][0]["loss_mask_dropped"] == "chat.loss_mask.pbin"
 
 
 def test_a_pbin_of_another_tokenizer_is_refused(packed, tmp_path):
@@ -176,13 +285,11 @@ def test_an_output_that_is_a_source_is_refused(packed, tmp_path):
 @given(st.lists(st.lists(st.integers(0, GPT2_EOD_ID - 1), min_size=0, max_size=6), min_size=1, max_size=8),
        st.lists(st.booleans(), min_size=8, max_size=8))
 def test_megatron_files_read_in_give_back_their_bytes_and_a_pbin_that_converts_to_them(tmp_path_factory, texts, ends):
-    """Any texts (a text ending with the EOD included), as --append-eod writes them: the Megatron output is the
-    input's bytes, and to-megatron of the .pbin written gives them again."""
+    """Any texts (a text ending with the EOD, and an empty one, included), as --append-eod writes them: the
+    Megatron output is the input's bytes, and to-megatron of the .pbin written gives them again."""
     folder = tmp_path_factory.mktemp("prop")
-    documents = [[text + ([GPT2_EOD_ID] if ended else []) + [GPT2_EOD_ID]] for text, ended in zip(texts, ends)]
-    documents = [document for document in documents if len(document[0]) > 1]
-    if not documents:
-        return
+    ids = [text + ([GPT2_EOD_ID] if ended else []) for text, ended in zip(texts, ends)]
+    documents = [[text + [GPT2_EOD_ID]] if text else [] for text in ids]  # an empty text: a document of no sequences
     _write(folder / "s", documents)
     tokens_in([str(folder / "s")], folder / "b.pbin", str(GPT2), GPT2_EOD, megatron_prefix=folder / "b")
     run_tokenmill("to-megatron", folder / "b.pbin", "-o", folder / "c")
@@ -230,3 +337,16 @@ def test_verify_made_from_counts_the_megatron_documents_and_tokens_against_the_p
     assert verify_made_from(tmp_path / "b.pbin", tmp_path / "single") == [
         f"{tmp_path / 'single'}.bin: {tokens - 1} tokens, but {tmp_path / 'b.pbin'}'s {tokens - 1} and the 1 EODs its "
         f"texts ended with make {tokens}"]
+
+
+def test_a_merge_keeps_the_empty_texts_of_its_parts_and_converts_back_to_megatrons_merge(tmp_path):
+    _write(tmp_path / "s1", [[], [[5, GPT2_EOD_ID]]])
+    _write(tmp_path / "s2", [[[6, GPT2_EOD_ID]], [], []])
+    for name in ("s1", "s2"):
+        _tokens_in(tmp_path / name, out=tmp_path / f"{name}_in.pbin")
+    run_tokenmill("merge", tmp_path / "s1_in.pbin", tmp_path / "s2_in.pbin", "-o", tmp_path / "m.pbin")
+    assert read_sidecar(tmp_path / "m.pbin")["empty_texts"] == [[0, 1], [3, 5]] and verify(tmp_path / "m.pbin") == []
+    run_tokenmill("to-megatron", tmp_path / "m.pbin", "-o", tmp_path / "m")
+    run_tokenmill("merge", tmp_path / "s1.idx", tmp_path / "s2.idx", "-o", tmp_path / "s12.idx")
+    for suffix in (".bin", ".idx"):
+        assert (tmp_path / f"m{suffix}").read_bytes() == (tmp_path / f"s12{suffix}").read_bytes()

@@ -233,7 +233,10 @@ def test_a_dataset_of_tokens_is_one_tokens_in_job_and_no_pack_unit(plan_folder):
     ({"tokens": ["made/web_text_document"], "count_by": ".source"},
      "datasets.web.count_by: a dataset of tokens has no JSON lines to count by"),
     ({"tokens": ["made/web_text_document", "made/web_text_document.idx"]},
-     "datasets.web.tokens: made/web_text_document is named twice"),
+     "datasets.web.tokens: made/web_text_document is the source made/web_text_document again (the same file) and its "
+     "documents would be written twice; name it once"),
+    ({"tokens": ["made/web_text_document", "made/link_text_document"]},  # a link to it: the same file
+     "datasets.web.tokens: made/link_text_document is the source made/web_text_document again (the same file)"),
     ({"tokens": ["data/megatron/web_text_document"]},
      "datasets.web.tokens: data/megatron/web_text_document.bin lies in data/megatron/, where the workflow writes"),
 ])
@@ -242,6 +245,8 @@ def test_a_dataset_of_tokens_that_cannot_be_built_is_refused_naming_the_key(plan
     _megatron_prefix(plan_folder, "data/megatron/web_text_document")
     (plan_folder / "made/fake.bin").write_bytes(b"")
     (plan_folder / "made/fake.idx").write_bytes(b"\x80\x04" + bytes(40))
+    for suffix in (".bin", ".idx"):
+        (plan_folder / f"made/link_text_document{suffix}").symlink_to(f"web_text_document{suffix}")
     config = {"tokenizers": {"gpt2": {"path": "gpt2.json", "eod": "<|endoftext|>"},
                              "gpt2b": {"path": "gpt2.json", "eod": "<|endoftext|>"}},
               "datasets": {"web": {"tokenizer": "gpt2", **entry}}}

@@ -143,7 +143,7 @@ rule tokens_in:
         runtime=copy_runtime,
     params:
         job=job_files,
-        format=f"{FORMAT_VERSIONS['pbin']} {FORMAT_VERSIONS['mmidx']}",
+        format=" ".join(FORMAT_VERSIONS[name] for name in ("pbin", "mmidx", "tokens_in")),
         options=tokens_in_options,
         inputs=tokens_identity,
         outputs=tokens_in_outputs,

@@ -2,6 +2,9 @@
 
 Two uses:
 
+* :func:`named_twice` — an input list naming one file twice (a path and a link to it included: the same
+  ``(device, inode)``; an object: the same pinned version), which ``pack``, ``tokens-in`` and the plan
+  refuse rather than read its bytes twice.
 * :func:`refuse_inputs_as_outputs` — every verb checks, before it writes anything, that none of
   its outputs *is* one of its inputs: the same path after resolving links, or the same
   ``(device, inode)`` (a hard link). ``tokenmill pack x.jsonl -o x.jsonl`` would otherwise replace
@@ -23,12 +26,12 @@ import hashlib
 import os
 import threading
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Iterable, Mapping, Sequence
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.objects import is_url, open_object, pinned_identity
 
-__all__ = ["FileIdentity", "refuse_inputs_as_outputs", "file_sha256"]
+__all__ = ["FileIdentity", "named_twice", "refuse_inputs_as_outputs", "file_sha256"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,20 @@ class FileIdentity:
             change = "replaced" if (now.device, now.inode) != (self.device, self.inode) else "modified"
             raise TokenmillError(f"{path}: {change} since it was opened ({self.size} → {now.size} bytes); "
                                  f"open it again to read the new version")
+
+
+def named_twice(paths: Sequence[str], identities: Mapping[str, object]) -> tuple[str, str] | None:
+    """The first of ``paths`` that names the file an earlier one names, and that earlier one; None where each
+    names its own. ``identities`` maps each path to its :class:`FileIdentity` (the same ``(device, inode)``
+    is the same file, whatever links lead to it) or to an object's pinned identity (compared whole)."""
+    first: dict[object, str] = {}  # a file's (device, inode), or an object's identity → the first path naming it
+    for path in paths:
+        identity = identities[path]
+        key = (identity.device, identity.inode) if isinstance(identity, FileIdentity) else identity
+        if key in first:
+            return path, first[key]
+        first[key] = path
+    return None
 
 
 def refuse_inputs_as_outputs(outputs: Iterable[str | os.PathLike], inputs: Iterable[str | os.PathLike]) -> None:

@@ -131,12 +131,16 @@ def _merged_sidecar(parts: list[PbinFile], metas: list[SidecarRecord | None], to
             for reason, count in m.get("skipped", {}).items():
                 skipped[reason] = skipped.get(reason, 0) + count
         meta["skipped"] = skipped
-        first_document, eod_in_text = 0, []
+        first_document, eod_in_text, empty_texts = 0, [], []
         for part, part_meta in zip(parts, metas):
             eod_in_text += [[first + first_document, stop + first_document]
                             for first, stop in (part_meta or {}).get("eod_in_text", [])]
+            empty_texts += [[first + first_document, stop + first_document]
+                            for first, stop in (part_meta or {}).get("empty_texts", [])]
             first_document += part.num_documents
         meta["eod_in_text"] = _joined_ranges(eod_in_text)
+        if empty_texts:
+            meta["empty_texts"] = _joined_ranges(empty_texts)
         within = [m.get("eod_within_documents") for m in metas if m is not None]
         if len(within) == len(metas) and all(isinstance(count, int) for count in within):
             meta["eod_within_documents"] = sum(within)

@@ -247,7 +247,8 @@ class MMapIndexedDatasetBuilder(AtomicWriter):
         self._boundaries.append(np.array([self._num_sequences], np.int64))
 
     def add_documents(self, tokens, lengths) -> None:
-        """Append one-sequence documents of ``lengths`` tokens, lying back to back in ``tokens``.
+        """Append one-sequence documents of ``lengths`` tokens, lying back to back in ``tokens``; a document of
+        0 tokens is one of no sequences, as Megatron keeps an empty text.
 
         Raises:
             TokenmillError: a token does not fit the dtype.
@@ -257,8 +258,9 @@ class MMapIndexedDatasetBuilder(AtomicWriter):
         ends = np.cumsum(lengths)
         _check_fits(tokens, self.dtype,
                     lambda position: f"document {first + int(np.searchsorted(ends, position, side='right'))}")
-        self._append_sequences(tokens, lengths)
-        self._boundaries.append(self._num_sequences - len(lengths) + np.arange(1, len(lengths) + 1, dtype=np.int64))
+        before = self._num_sequences
+        self._append_sequences(tokens, lengths[lengths > 0])
+        self._boundaries.append(before + np.cumsum(lengths > 0, dtype=np.int64))
 
     def add_sequences(self, tokens: np.ndarray, sequence_lengths: np.ndarray,
                       sequences_per_document: np.ndarray) -> None:
@@ -283,16 +285,24 @@ class MMapIndexedDatasetBuilder(AtomicWriter):
         self._boundaries.append(before + np.cumsum(sequences_per_document, dtype=np.int64))
 
     def add_batch(self, tokens: np.ndarray, lengths: np.ndarray, eod_id: int | None = None,
-                  doubled: np.ndarray | None = None) -> None:
+                  doubled: np.ndarray | None = None, empty_texts: np.ndarray | None = None) -> None:
         """Append a batch of ``.pbin`` documents (``tokens`` back to back, ``lengths`` each), with one more
         ``eod_id`` after the documents at the batch positions ``doubled``: those whose own ids already
-        ended with it, which Megatron's ``--append-eod`` ends with two (see :func:`pbin_to_megatron`).
+        ended with it, which Megatron's ``--append-eod`` ends with two (see :func:`pbin_to_megatron`); the
+        documents at ``empty_texts`` (an empty text's: the EOD alone, or nothing) as documents of no sequences.
 
         Raises:
             TokenmillError: a token does not fit the dtype.
         """
+        lengths = np.asarray(lengths, dtype=np.int64)
+        if empty_texts is not None and len(empty_texts):
+            # Megatron appends no EOD to an empty text: the .pbin's (Modalities' rule) is dropped
+            ends = np.cumsum(lengths)
+            tokens = np.delete(tokens, ends[empty_texts[lengths[empty_texts] > 0]] - 1)
+            lengths = lengths.copy()
+            lengths[empty_texts] = 0
         if doubled is not None:
-            tokens, lengths, _ = eod_appended(tokens, np.asarray(lengths, dtype=np.int64), np.asarray(doubled), eod_id)
+            tokens, lengths, _ = eod_appended(tokens, lengths, np.asarray(doubled), eod_id)
         self.add_documents(tokens, lengths)
 
     def mark(self) -> tuple:
@@ -347,7 +357,8 @@ class MMapIndexedDatasetBuilder(AtomicWriter):
 
     def add_documents_from_file(self, source, offset: int, doc_lengths: np.ndarray, source_dtype,
                                 on_copied=None) -> None:
-        """Append one-sequence documents whose tokens lie back to back in an open file at ``offset``.
+        """Append one-sequence documents whose tokens lie back to back in an open file at ``offset`` (one of
+        0 tokens: no sequence, as :meth:`add_documents`).
 
         Tokens are block-copied when ``source_dtype`` is the output dtype, else cast block by block;
         the caller has checked that they fit. ``on_copied`` (progress) gets the source bytes of each block.
@@ -364,9 +375,10 @@ class MMapIndexedDatasetBuilder(AtomicWriter):
                 self._bin.write(np.fromfile(source, dtype=source_dtype, count=count).astype(self.dtype).data)
                 if on_copied is not None:
                     on_copied(count * source_dtype.itemsize)
-        self._lengths.append(np.asarray(doc_lengths, dtype=np.int64))
-        self._boundaries.append(self._num_sequences + np.arange(1, len(doc_lengths) + 1, dtype=np.int64))
-        self._num_sequences += len(doc_lengths)
+        doc_lengths = np.asarray(doc_lengths, dtype=np.int64)
+        self._lengths.append(doc_lengths[doc_lengths > 0])
+        self._boundaries.append(self._num_sequences + np.cumsum(doc_lengths > 0, dtype=np.int64))
+        self._num_sequences += int(np.count_nonzero(doc_lengths))
 
     def finish(self) -> None:
         """Same as :meth:`finalize`."""
@@ -404,7 +416,8 @@ def pbin_to_megatron(pbin_path: str | os.PathLike, prefix: str | os.PathLike, vo
 
     A document whose own ids already ended with the EOD (the sidecar's ``eod_in_text``) gets a
     second one, as Megatron's ``preprocess_data.py --append-eod`` writes it; the ``.pbin``, like
-    Modalities, holds one.
+    Modalities, holds one. An empty text's (the sidecar's ``empty_texts``: the EOD alone) is a document of
+    no sequences, as ``preprocess_data.py`` keeps an empty text.
 
     Args:
         pbin_path: the packed file.
@@ -436,28 +449,39 @@ def pbin_to_megatron(pbin_path: str | os.PathLike, prefix: str | os.PathLike, vo
             _check_fits(pbin.tokens[start:start + BLOCK_TOKENS], dtype,
                         lambda position, start=start: f"{pbin_path} document "
                                                       f"{int(np.searchsorted(ends, start + position, side='right'))}")
-    try:
-        second_eod = range_indices(meta.get("eod_in_text", []), len(lengths))
-    except TokenmillError as exc:
-        raise TokenmillError(f"{sidecar_path(pbin_path)}: eod_in_text: {exc}") from None
+    second_eod, empty_texts = (_listed(meta, key, pbin_path, len(lengths)) for key in ("eod_in_text", "empty_texts"))
     with MMapIndexedDatasetBuilder(prefix, dtype) as builder, pbin.open_data() as source, \
             Progress(f"to-megatron {pbin_path}", pbin.layout.data_bytes) as progress:
-        if not second_eod.any():  # the usual case: a block copy
+        if not second_eod.any() and not empty_texts.any():  # the usual case: a block copy
             builder.add_documents_from_file(source, pbin.layout.data_offset, lengths, pbin.dtype, progress.update)
         else:
-            _add_documents_doubling_eod(builder, pbin, second_eod, int(meta["tokenizer"]["eod_id"]), progress.update)
-    return {"documents": len(lengths), "tokens": pbin.num_tokens + int(second_eod.sum()), "dtype": dtype.name}
+            _add_documents_doubling_eod(builder, pbin, second_eod, empty_texts, meta["tokenizer"].get("eod_id"),
+                                        progress.update)
+    tokens = pbin.num_tokens + int(second_eod.sum()) - int(lengths[empty_texts].sum())
+    return {"documents": len(lengths), "tokens": tokens, "dtype": dtype.name}
+
+
+def _listed(meta: dict, key: str, pbin_path: str | os.PathLike, documents: int) -> np.ndarray:
+    """A sidecar's ranges of documents (``eod_in_text``, ``empty_texts``) as a mask over them.
+
+    Raises:
+        TokenmillError: ranges out of order or beyond the documents, naming the sidecar and the key.
+    """
+    try:
+        return range_indices(meta.get(key, []), documents)
+    except TokenmillError as exc:
+        raise TokenmillError(f"{sidecar_path(pbin_path)}: {key}: {exc}") from None
 
 
 def _add_documents_doubling_eod(builder: MMapIndexedDatasetBuilder, pbin: PbinFile, second_eod: np.ndarray,
-                                eod_id: int, on_copied) -> None:
-    """Append every document of ``pbin``, with one more ``eod_id`` after those flagged in ``second_eod``:
-    whole documents in blocks (:func:`~tokenmill.formats.document_blocks.document_blocks`), each block one
-    vectorised insert."""
+                                empty_texts: np.ndarray, eod_id: int | None, on_copied) -> None:
+    """Append every document of ``pbin``, with one more ``eod_id`` after those flagged in ``second_eod`` and
+    those flagged in ``empty_texts`` as documents of no sequences: whole documents in blocks
+    (:func:`~tokenmill.formats.document_blocks.document_blocks`), each block one vectorised insert."""
     lengths = pbin.doc_lengths
     for first, stop, start, end in document_blocks(np.cumsum(lengths)):
         builder.add_batch(np.asarray(pbin.tokens[start:end]), lengths[first:stop], eod_id,
-                          np.flatnonzero(second_eod[first:stop]))
+                          np.flatnonzero(second_eod[first:stop]), np.flatnonzero(empty_texts[first:stop]))
         on_copied((end - start) * pbin.dtype.itemsize)
 
 

@@ -37,6 +37,12 @@ datatrove, a Modalities-style splitter) cuts one in two. Counted per batch by pa
 summed by merge; absent without an EOD. :func:`eod_within_note` words the warning that pack, ``verify`` and
 the build summary give for a non-zero count.
 
+``empty_texts``: ranges as ``eod_in_text``'s of the documents of an empty text that tokens-in read in: a
+document of no sequences, as Megatron's ``preprocess_data.py`` keeps an empty text (``--append-eod`` or
+not), is one of no token here and converts back to one of no sequences; a document of the EOD alone stays
+that. ``verify`` takes such documents only where listed. Absent (none) in what pack writes, which refuses or
+skips an empty text as a bad line.
+
 Cost: a JSON file of a few KB; reading it checks ``file`` against the ``.pbin``'s size, and its paths
 cost a ``stat`` or two each.
 """
@@ -139,6 +145,7 @@ class SourceRecord(TypedDict, total=False):
     sha256: str
     index_bytes: int  # a Megatron source's .idx
     index_sha256: str
+    loss_mask_dropped: str  # an SFT .pbin read in by tokens-in --drop-loss-mask: its loss mask file, not read
     object: ObjectRecord
     lines: int
     first_line: int
@@ -192,6 +199,7 @@ class SidecarRecord(TypedDict, total=False):
     skipped: dict[str, int] | dict[str, SkippedRecord]  # totals by reason (pack), by reason with lines (sft)
     eod_in_text: list[list[int]]
     eod_within_documents: int  # EOD ids inside documents, before their last token
+    empty_texts: list[list[int]]  # tokens-in: documents of an empty text (no token, or the EOD alone)
     loss_mask: str  # an SFT pair's: the mask file's name, its identity
     loss_mask_file: FileIdentityRecord
     message_construction: list[str]

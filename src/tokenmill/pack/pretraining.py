@@ -54,7 +54,7 @@ from typing import Callable
 import numpy as np
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
-from tokenmill.files.identity import FileIdentity, file_sha256, refuse_inputs_as_outputs
+from tokenmill.files.identity import FileIdentity, file_sha256, named_twice, refuse_inputs_as_outputs
 from tokenmill.files.objects import ObjectIdentity, expand_url, is_url, pin, pinned_identity
 from tokenmill.formats.datatrove import DatatroveWriter, datatrove_paths, token_size_for
 from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder, optimal_dtype
@@ -197,11 +197,9 @@ def _check_arguments(inputs: list[str], outputs: list[str], settings: PackSettin
             raise TokenmillError(f"{output}: is a directory; give a file path for the output")
     TextSelector(settings.text)  # a bad pattern fails before any tokenizer loads
     identities = {path: _input_identity(path) for path in dict.fromkeys(inputs)}  # checked again once packed
-    for number, path in enumerate(inputs):
-        twin = next((other for other in inputs[:number] if _same_input(identities[other], identities[path])), None)
-        if twin is not None and not settings.allow_duplicate_inputs:
-            raise TokenmillError(f"{path}: is the input {twin} again and would be packed twice "
-                                 f"(pass --allow-duplicate-inputs to pack it once per mention)")
+    if not settings.allow_duplicate_inputs and (twice := named_twice(inputs, identities)) is not None:
+        raise TokenmillError(f"{twice[0]}: is the input {twice[1]} again and would be packed twice "
+                             f"(pass --allow-duplicate-inputs to pack it once per mention)")
     compressions = [input_compression(path) for path in inputs]
     if byte_range is not None and (len(inputs) != 1 or compressions[0]):
         raise TokenmillError("a byte range needs exactly one plain (uncompressed) JSONL input")
@@ -316,12 +314,6 @@ def _input_identity(path: str) -> FileIdentity | ObjectIdentity:
     if not os.path.isfile(path):
         raise TokenmillError(f"{path}: input file not found")
     return FileIdentity.of(path)
-
-
-def _same_input(one: FileIdentity | ObjectIdentity, other: FileIdentity | ObjectIdentity) -> bool:
-    if isinstance(one, ObjectIdentity) or isinstance(other, ObjectIdentity):
-        return one == other
-    return (one.device, one.inode) == (other.device, other.inode)
 
 
 def _object_source(url: str, identity: ObjectIdentity, compression: str | None, index: str | None,

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass
 
 from tokenmill.errors import TokenmillError
+from tokenmill.files.identity import FileIdentity, named_twice
 from tokenmill.files.objects import ObjectIdentity, expand_url, is_url, pinned_identity
 from tokenmill.formats.kinds import BEST_FIT_FORMATS, BEST_FIT_POWER_OF_TWO, EOS_SCANNED
 from tokenmill.formats.mmidx import prefix_of
@@ -326,9 +327,10 @@ class Units:
                         raise TokenmillError(f"datasets.{name}.tokens: {entry}.idx: not a Megatron .idx (it starts "
                                              f"with {magic!r}, not b'MMIDIDX\\x00\\x00')")
                 entries.append(entry)
-        if len(set(entries)) != len(entries):
-            raise TokenmillError(f"datasets.{name}.tokens: {next(e for e in entries if entries.count(e) > 1)} is named "
-                                 f"twice")
+        twice = named_twice(entries, {entry: FileIdentity.of(token_source_files(entry)[0]) for entry in entries})
+        if twice is not None:
+            raise TokenmillError(f"datasets.{name}.tokens: {twice[0]} is the source {twice[1]} again (the same file) "
+                                 f"and its documents would be written twice; name it once")
         if name in self.builds:
             raise TokenmillError(f"datasets.{name}: its outputs would be named {name!r} like another dataset's")
         self.dataset_files[name] = []

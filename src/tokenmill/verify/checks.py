@@ -212,6 +212,8 @@ def verify_made_from(pbin_path: str | os.PathLike, megatron_prefix: str | os.Pat
         try:
             dataset, expected = MMapIndexedDataset(megatron_prefix), optimal_dtype(vocab_size)
             doubled = int(range_indices(meta.get("eod_in_text", []), pbin.num_documents).sum())
+            # an empty text's EOD (Modalities' rule) is not Megatron's, whose document of it holds no sequence
+            dropped = int(pbin.doc_lengths[range_indices(meta.get("empty_texts", []), pbin.num_documents)].sum())
         except TokenmillError as exc:
             return [str(exc)]
         if dataset.dtype != expected:
@@ -223,9 +225,11 @@ def verify_made_from(pbin_path: str | os.PathLike, megatron_prefix: str | os.Pat
             problems.append(f"{megatron_prefix}.idx: {dataset.num_documents} documents, {pbin_path} has "
                             f"{pbin.num_documents}")
         elif "eod_in_text" in meta and (tokens := int(dataset.sequence_lengths.sum(dtype=np.int64))) != \
-                pbin.num_tokens + doubled:
+                pbin.num_tokens + doubled - dropped:
             problems.append(f"{megatron_prefix}.bin: {tokens} tokens, but {pbin_path}'s {pbin.num_tokens} and the "
-                            f"{doubled} EODs its texts ended with make {pbin.num_tokens + doubled}")
+                            f"{doubled} EODs its texts ended with"
+                            + (f", less the {dropped} EODs of its empty texts," if dropped else "")
+                            + f" make {pbin.num_tokens + doubled - dropped}")
     if datatrove_name is not None:
         problems += _datatrove_made_from(pbin_path, pbin, meta, datatrove_name)
     if olmo_folder is not None:
@@ -335,6 +339,11 @@ def _verify_pbin(path: Path, inputs: list[str] | None = None,
                 vocab_size = None  # said once
                 if not counted:
                     break
+    try:
+        empty_texts = range_indices(meta.get("empty_texts", []), len(lengths))
+    except TokenmillError as exc:
+        return problems + [f"{sidecar_path(path)}: empty_texts: {exc}"]
+    problems += _empty_text_problems(path, empty_texts, lengths, eod_id)
     if counted:  # each document ends with one EOD (checked below); the rest lie inside documents
         if eod_count - pbin.num_documents != meta["eod_within_documents"]:
             problems.append(f"{path}: the sidecar says eod_within_documents = {meta['eod_within_documents']}, the "
@@ -350,7 +359,7 @@ def _verify_pbin(path: Path, inputs: list[str] | None = None,
             problems.append(f"{path}: {len(missing)} documents do not end with the EOD id {eod_id} "
                             f"(first: document {int(missing[0])})")
         if "eod_in_text" in meta:
-            problems += _eod_in_text_problems(path, meta["eod_in_text"], pbin, eod_id)
+            problems += _eod_in_text_problems(path, meta["eod_in_text"], pbin, eod_id, empty_texts)
     elif eod_id is None and "eod_id" in tokenizer and len(lengths):
         warn(f"{path}: warning: packed without an EOD (its sidecar's tokenizer.eod_id is null): its documents run "
              f"together in training, and Megatron and Modalities cannot tell where one ends; repack with --eod TOKEN "
@@ -373,16 +382,28 @@ def _source_token_problems(path: Path, sources: object, lengths: np.ndarray) -> 
             for source, count in zip(sources, held) if source["tokens"] != count][:1]
 
 
-def _eod_in_text_problems(path: Path, ranges: list, pbin: PbinFile, eod_id: int) -> list[str]:
-    """The sidecar's ``eod_in_text`` against the tokens: a document not listed got its EOD appended,
-    so it holds at least one id of its own before it, and that id is not the EOD."""
+def _empty_text_problems(path: Path, empty_texts: np.ndarray, lengths: np.ndarray, eod_id: int | None) -> list[str]:
+    """The sidecar's ``empty_texts`` (tokens-in's documents of an empty text) against the document lengths: each
+    listed document is the EOD alone (nothing without an EOD), and no document unlisted holds nothing."""
+    wrong = np.flatnonzero(empty_texts & (lengths > (eod_id is not None)) | ~empty_texts & (lengths == 0))
+    if not len(wrong):
+        return []
+    return [f"{path}: document {int(wrong[0])} holds {int(lengths[wrong[0]])} tokens, but the sidecar's empty_texts "
+            f"{'lists' if empty_texts[wrong[0]] else 'does not list'} it as an empty text's ({len(wrong)} such)"]
+
+
+def _eod_in_text_problems(path: Path, ranges: list, pbin: PbinFile, eod_id: int,
+                          empty_texts: np.ndarray) -> list[str]:
+    """The sidecar's ``eod_in_text`` against the tokens: a document not listed got its EOD appended, so it
+    holds at least one id of its own before it, and that id is not the EOD; but for an empty text's
+    (``empty_texts``), the EOD alone."""
     lengths = pbin.doc_lengths
     try:
         listed = range_indices(ranges, len(lengths))
     except TokenmillError as exc:
         return [f"{sidecar_path(path)}: eod_in_text: {exc}"]
     before_last = pbin.tokens[np.maximum(pbin.doc_offsets + lengths - 2, 0)]
-    wrong = np.flatnonzero(~listed & ((lengths < 2) | (before_last == eod_id)))
+    wrong = np.flatnonzero(~listed & ~empty_texts & ((lengths < 2) | (before_last == eod_id)))
     if len(wrong):
         return [f"{path}: {len(wrong)} documents end with two EODs (or are one EOD) but are not in the sidecar's "
                 f"eod_in_text (first: document {int(wrong[0])}); the Megatron .bin would lack an EOD"]
