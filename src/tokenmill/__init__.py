@@ -27,7 +27,8 @@ FORMAT_VERSIONS = {
     # paths in the sidecar count from its own folder, not from where pack ran
     # /5: the tokenizer's vocab_size as loaded (len(tokenizer)), its post-processor's ids and, with gaps, id_limit
     # /6: eod_within_documents, the EOD ids inside documents (an ordinary token as EOD, or one the text spells)
-    "pbin": "modalities-pbin-0.5.0/6",
+    # /7: no on_bad_line (a unit packed under error is what skip makes of it: one identity for both)
+    "pbin": "modalities-pbin-0.5.0/7",
     # /2: a second EOD after documents whose text ends with one, as Megatron; /3: dtype from len(tokenizer)
     "mmidx": "megatron-mmidx-v1/3",
     # /2: a fingerprint of the .idx beside each split; /3: names a real job computes (pad_id, flags,
