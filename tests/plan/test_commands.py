@@ -100,6 +100,8 @@ def test_an_sft_set_with_the_olmo_format_has_its_folder_verified_against_its_pai
     assert "data/sft/olmo.olmo" in plan.outputs.all_targets()
     assert plan.commands.sft_verify_options("olmo") == ["data/sft/olmo.pbin", "data/sft/olmo.olmo", "--made-from",
                                                         "data/sft/olmo.pbin"]
+    # formats are the conversions' (sft_olmo): adding olmo converts the pair, never tokenizes it again
+    assert plan.commands.sft_config("olmo") == plan.commands.sft_config("plain").replace('"plain"', '"olmo"')
 
 
 def test_a_merged_builds_commands_name_its_units_as_brace_ranges_in_order(plan_folder):
