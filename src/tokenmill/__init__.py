@@ -38,7 +38,9 @@ FORMAT_VERSIONS = {
     # /2: two caches of one dataset and split in a cache folder are a problem; /3: the .bin and .ds made from
     # a .pbin follow Megatron's dtype and datatrove's document rules
     "verify": "checks/3",
-    "sft": "tokenmill-sft-pbin-pair/3",  # /3: relative paths in the sidecar count from its own folder
+    # /3: relative paths in the sidecar count from its own folder; /4: each source's skipped and dropped lines by
+    # reason, and left_out, every line that gave no document (so document k names its own line)
+    "sft": "tokenmill-sft-pbin-pair/4",
     # /2: the files of every format, with their sizes; /3: samples asked vs built in whole epochs, histogram
     # labels rotated, megatron_args.txt wrapped; /4: sidecar paths as reached from the working directory
     # /5: a blend page gives the epochs of each dataset the blend takes, a dataset page each source's tokens

@@ -231,6 +231,11 @@ def _sft(args: argparse.Namespace) -> None:
 
     meta = write_sft(args.name, read_config_file(args.config), args.output, source=args.config, engine=args.engine,
                      chat_template=args.chat_template, workers=args.workers)
+    for source in meta["sources"]:  # what gave no document, by reason: conversations dropped, bad lines skipped
+        for kind, what in (("dropped", "conversations"), ("skipped", "lines")):
+            for reason, entry in source.get(kind, {}).items():
+                print(f"{source['path']}: {kind} {entry['count']} {what}: {reason} (first at line "
+                      f"{entry['first_lines'][0]})", file=sys.stderr)
     skipped = sum(entry["count"] for entry in meta["skipped"].values())
     checked = (f", {meta['engine']['checked_messages']} messages checked against Hugging Face"
                if "checked_messages" in meta["engine"] else "")

@@ -150,6 +150,8 @@ class SourceRecord(TypedDict, total=False):
     documents: int
     tokens: int
     skipped: dict[str, SkippedRecord]
+    dropped: dict[str, SkippedRecord]  # an SFT input's conversations left out by the fit or the mask (not bad lines)
+    left_out: list[list[int]]  # an SFT input's lines that gave no document (skipped or dropped): [first, stop) ranges
     engine: str
     checked_documents: int
     checked_messages: int
