@@ -147,7 +147,8 @@ TOKENIZING = {"raw_index", "pack", "pack_without_megatron", "pack_unit", "pack_u
               "merge_units_without_megatron", "sample_index"}
 
 
-def test_switching_on_bad_line_repacks_nothing_built_and_back_to_error_fails_in_verify_as_a_fresh_build(built_base):
+def test_switching_on_bad_line_repacks_nothing_built_and_back_to_error_fails_in_verify_as_a_fresh_build(built_base,
+                                                                                                     tmp_path):
     """on_bad_line leaves the units' identity: b's three shards, built under error (no bad line), are what skip makes
     of them, so error -> skip -> error packs and merges nothing again; a, built under skip with a bad line skipped,
     switched to error keeps its unit and fails in verify naming the line (a fresh build fails in pack there)."""
@@ -155,6 +156,7 @@ def test_switching_on_bad_line_repacks_nothing_built_and_back_to_error_fails_in_
     lenient = _edit(BASE_CONFIG, lambda c: c["datasets"]["b"].update(on_bad_line="skip"))
     planned = jobs_of(_build(folder, lenient))
     assert "verify" in planned and not planned & TOKENIZING, planned
+    _assert_same_as_fresh(folder, lenient, tmp_path / "fresh")  # the units kept are skip's bytes
     strict = _edit(BASE_CONFIG, lambda c: c["datasets"]["a"].update(on_bad_line="error"))
     result = _build(folder, strict, check=False)
     planned = jobs_of(result)

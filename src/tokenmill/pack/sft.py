@@ -4,11 +4,12 @@ Each kept conversation is one document in both files (same lengths), laid out an
 :class:`tokenmill.training.sft_datasets.InstructionCollator`; conversations are truncated or dropped as it does.
 A line gives no document when it is *skipped* (a bad line, under ``on_bad_line: skip``) or *dropped* (a good
 conversation that the fit to ``seq_length`` or the mask leaves nothing of: longer than ``seq_length`` under
-``truncation: drop``, no trained part within ``seq_length``, or nothing trained at all, such as an empty assistant
-turn). Each source's sidecar entry counts both by reason with their first line numbers (``skipped``, ``dropped``)
-and lists every line left out as ranges (``left_out``: ``[[first, stop], ...]``, 1-based, half-open), so that
-document ``k`` of a source is its ``k``-th line not left out (:func:`tokenmill.formats.provenance.document_lines`)
-whatever was left out before it; the log names each reason with its first line. Inputs may be
+``truncation: drop``, no trained part within ``seq_length``, or nothing trained at all: no assistant turn the
+template trains, or every message masked). Each source's sidecar entry counts both by reason with their first line
+numbers (``skipped``, ``dropped``) and lists every line left out as ranges (``left_out``: ``[[first, stop], ...]``,
+1-based, half-open), so that document ``k`` of a source is its ``k``-th line not left out
+(:func:`tokenmill.formats.provenance.document_lines`) whatever was left out before it; the log names each reason
+with its first line. Inputs may be
 URLs (``s3://``, ``gs://``, ``https://``, ``hf://``; globs listed), read forward. The loss mask is renamed first,
 then the sidecar (which records the mask's identity), then the tokens: a run killed in between leaves a pair
 whose sidecar check fails, never a mixed pair.
@@ -346,8 +347,8 @@ class _ChatJob:
 class _ChatFit:
     """A rendered conversation fitted to ``seq_length``: ``drop`` leaves a longer one out; ``truncate`` cuts it
     after its last trained run of tokens that fits (whole assistant turns), and drops it when none fits. A
-    conversation with nothing trained (an empty assistant turn) is dropped. Both are counted, the last drop's
-    reason in ``drop_reason``."""
+    conversation with nothing trained (no assistant turn the template trains) is dropped. Both are counted, the
+    last drop's reason in ``drop_reason``."""
 
     def __init__(self, seq_length: int, truncation: str):
         self.seq_length, self.truncation = seq_length, truncation
