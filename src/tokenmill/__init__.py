@@ -27,7 +27,8 @@ FORMAT_VERSIONS = {
     # paths in the sidecar count from its own folder, not from where pack ran
     # /5: the tokenizer's vocab_size as loaded (len(tokenizer)), its post-processor's ids and, with gaps, id_limit
     # /6: eod_within_documents, the EOD ids inside documents (an ordinary token as EOD, or one the text spells)
-    "pbin": "modalities-pbin-0.5.0/6",
+    # /7: no on_bad_line (a unit packed under error is what skip makes of it: one identity for both)
+    "pbin": "modalities-pbin-0.5.0/7",
     # /2: a second EOD after documents whose text ends with one, as Megatron; /3: dtype from len(tokenizer)
     "mmidx": "megatron-mmidx-v1/3",
     # /2: a fingerprint of the .idx beside each split; /3: names a real job computes (pad_id, flags,
@@ -38,8 +39,9 @@ FORMAT_VERSIONS = {
     # a .pbin follow Megatron's dtype and datatrove's document rules
     "verify": "checks/3",
     # /3: relative paths in the sidecar count from its own folder; /4: a chat template's strftime_now gives a fixed
-    # date (template_date), recorded in chat_template.date, never the build's
-    "sft": "tokenmill-sft-pbin-pair/4",
+    # date (template_date), recorded in chat_template.date, never the build's; /5: each source's skipped and
+    # dropped lines by reason, and left_out, every line that gave no document (so document k names its own line)
+    "sft": "tokenmill-sft-pbin-pair/5",
     # /2: the files of every format, with their sizes; /3: samples asked vs built in whole epochs, histogram
     # labels rotated, megatron_args.txt wrapped; /4: sidecar paths as reached from the working directory
     # /5: a blend page gives the epochs of each dataset the blend takes, a dataset page each source's tokens

@@ -97,7 +97,7 @@ def _merge(args: argparse.Namespace) -> None:
     if all(pbin_inputs):
         from tokenmill.formats.merge import merge_pbin
 
-        meta = merge_pbin(args.output, args.inputs, force=args.force)
+        meta = merge_pbin(args.output, args.inputs, force=args.force, on_bad_line=args.on_bad_line)
         print(f"{args.output}: {meta['documents']} documents, {meta['tokens']} tokens from {len(args.inputs)} files",
               file=sys.stderr)
     else:
@@ -195,7 +195,7 @@ def _verify(args: argparse.Namespace) -> None:
         refuse_inputs_as_outputs([args.stamp], [*args.paths, *([args.jsonl] if args.jsonl else [])])
     problems = [problem for path in args.paths
                 for problem in verify(path, jsonl=args.jsonl, against_tokenizer=args.against_tokenizer,
-                                      inputs=args.inputs)]
+                                      inputs=args.inputs, on_bad_line=args.on_bad_line)]
     if args.made_from and not problems:
         from tokenmill.verify.checks import verify_made_from
 
@@ -235,6 +235,11 @@ def _sft(args: argparse.Namespace) -> None:
 
     meta = write_sft(args.name, read_config_file(args.config), args.output, source=args.config, engine=args.engine,
                      chat_template=args.chat_template, workers=args.workers)
+    for source in meta["sources"]:  # what gave no document, by reason: conversations dropped, bad lines skipped
+        for kind, what in (("dropped", "conversations"), ("skipped", "lines")):
+            for reason, entry in source.get(kind, {}).items():
+                print(f"{source['path']}: {kind} {entry['count']} {what}: {reason} (first at line "
+                      f"{entry['first_lines'][0]})", file=sys.stderr)
     skipped = sum(entry["count"] for entry in meta["skipped"].values())
     checked = (f", {meta['engine']['checked_messages']} messages checked against Hugging Face"
                if "checked_messages" in meta["engine"] else "")
@@ -567,6 +572,9 @@ def _add_merge_verb(verbs) -> None:
     merge.add_argument("inputs", nargs="+", metavar="INPUT", help=".pbin files, or Megatron prefixes")
     merge.add_argument("-o", "--output", required=True, help="output .pbin, or output Megatron prefix")
     merge.add_argument("--force", action="store_true", help="replace the output if it exists")
+    merge.add_argument("--on-bad-line", choices=("error", "skip"),
+                       help="the policy the .pbin parts must meet: error refuses a part with skipped lines, naming the "
+                            "first (a fresh pack under error stops there); default: the parts as they are")
     merge.set_defaults(run=_merge)
 
 
@@ -670,6 +678,9 @@ def _add_verify_verb(verbs) -> None:
                         help="the Megatron prefix and datatrove .ds among FILE were made from this .pbin: check that "
                              "they follow Megatron's dtype rule and datatrove's document rule for its tokenizer")
     verify.add_argument("--stamp", help="write this file (listing what was verified) when nothing is wrong")
+    verify.add_argument("--on-bad-line", choices=("error", "skip"),
+                        help="for a .pbin, the policy its dataset asks: error makes a skipped line a problem, naming "
+                             "the first (a fresh build under error stops there); default: skipped lines are counted")
     verify.add_argument("--against-tokenizer", type=float, metavar="FRACTION",
                         help="for a .pbin, also re-encode its documents from their JSONL lines with the Hugging Face "
                              "tokenizer: the ones a pack job always checks plus this share of the rest (1.0: all)")

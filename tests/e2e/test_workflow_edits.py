@@ -142,12 +142,30 @@ def test_a_format_added_to_a_built_dataset_is_derived_from_its_tokens_without_to
     _assert_same_as_fresh(folder, config, tmp_path / "fresh")  # and the .ds as a one-config build makes them
 
 
-def test_a_stricter_bad_line_policy_fails_as_a_fresh_build_does(built_base):
+# the jobs that tokenize, merge or sample: none reruns for a switch of on_bad_line
+TOKENIZING = {"raw_index", "pack", "pack_without_megatron", "pack_unit", "pack_unit_without_megatron", "merge_units",
+              "merge_units_without_megatron", "sample_index"}
+
+
+def test_switching_on_bad_line_repacks_nothing_built_and_back_to_error_fails_in_verify_as_a_fresh_build(built_base,
+                                                                                                     tmp_path):
+    """on_bad_line leaves the units' identity: b's three shards, built under error (no bad line), are what skip makes
+    of them, so error -> skip -> error packs and merges nothing again; a, built under skip with a bad line skipped,
+    switched to error keeps its unit and fails in verify naming the line (a fresh build fails in pack there)."""
     folder = built_base
+    lenient = _edit(BASE_CONFIG, lambda c: c["datasets"]["b"].update(on_bad_line="skip"))
+    planned = jobs_of(_build(folder, lenient))
+    assert "verify" in planned and not planned & TOKENIZING, planned
+    _assert_same_as_fresh(folder, lenient, tmp_path / "fresh")  # the units kept are skip's bytes
     strict = _edit(BASE_CONFIG, lambda c: c["datasets"]["a"].update(on_bad_line="error"))
     result = _build(folder, strict, check=False)
-    assert result.returncode != 0
-    assert "data/raw/a.jsonl:51: invalid JSON" in (folder / "logs/pack/a.log").read_text()
+    planned = jobs_of(result)
+    assert result.returncode != 0 and "verify" in planned and not planned & TOKENIZING, planned
+    assert ("data/packed/a.pbin: data/raw/a.jsonl:51: invalid JSON (invalid literal, expected 'null' at byte 0): "
+            "skipped (lines skipped in that file: 1), but on_bad_line is error, which stops at that line: fix or "
+            "remove it, or set on_bad_line: skip") in (folder / "logs/verify/a.log").read_text()
+    planned = jobs_of(_build(folder, BASE_CONFIG))
+    assert "verify" in planned and not planned & TOKENIZING, planned
 
 
 def test_deleted_outputs_are_rebuilt_to_the_same_bytes(built_base):

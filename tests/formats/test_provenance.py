@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from conftest import GPT2, run_tokenmill, write_jsonl_bytes
 from tokenmill.errors import TokenmillError
 from tokenmill.formats.pbin import PbinFile, read_sidecar
-from tokenmill.formats.provenance import document_lines, field_keys, field_values, tokens_per_source, value_of
+from tokenmill.formats.provenance import (document_line, document_lines, field_keys, field_values, tokens_per_source,
+                                         value_of)
 
 
 def test_each_document_is_traced_to_its_line_and_its_id_past_skipped_lines(tmp_path):
@@ -58,3 +59,16 @@ def test_a_value_read_back_is_the_json_value_of_the_line(value):
         assert got == value
     else:
         assert json.loads(got) == value
+
+
+def test_an_sft_sources_left_out_ranges_give_each_documents_line():
+    """An SFT source lists every line it left out (skipped or dropped) as ranges; document k is its k-th line not
+    left out, whatever its skipped lists keep (they count only bad lines, and only the first 20 of a reason)."""
+    source = {"path": "c.jsonl", "lines": 9, "documents": 5, "left_out": [[1, 3], [4, 5], [8, 9]],
+              "skipped": {"bad": {"count": 1, "first_lines": [2]}}}
+    assert document_lines(source) == [3, 5, 6, 7, 9]
+    assert [document_line(source, k) for k in range(5)] == [3, 5, 6, 7, 9]
+    pack = {"path": "x.jsonl", "lines": 5, "documents": 3, "skipped": {"blank": {"count": 2, "first_lines": [2, 4]}}}
+    assert document_lines(pack) == [document_line(pack, k) for k in range(3)] == [1, 3, 5]
+    pack["skipped"]["blank"]["count"] = 40  # more than the sidecar lists: no line is known
+    assert document_lines(pack) is None and document_line(pack, 0) is None

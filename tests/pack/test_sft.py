@@ -257,3 +257,53 @@ def test_template_date_sets_the_date_the_template_renders(tmp_path):
     with pytest.raises(TokenmillError, match=r"sft.chats.template_date: '31 Jan 2026' does not match"):
         write_sft("chats", config, tmp_path / "bad.pbin")
     assert not (tmp_path / "bad.pbin").exists()
+
+
+def test_a_dropped_conversation_is_counted_with_its_line_and_reason_and_every_line_left_out_is_listed(tmp_path,
+                                                                                                     capsys):
+    """'dropped' is a good conversation the fit to seq_length or the mask leaves nothing of (not a bad line, which is
+    'skipped'): each source's sidecar entry counts both by reason with their first lines, lists every line left out
+    as ranges (what inspect and the OLMo conversion map documents to lines by), and the log names each reason."""
+    from tokenmill import cli
+
+    cases = chat_cases()
+    lines = [{"messages": [{"role": "user", "content": "Hi"}]},  # no assistant turn: nothing trained
+             {"messages": [{"role": "robot", "content": "x"}]},  # a bad line
+             cases.CONVERSATIONS[0], cases.CONVERSATIONS[4],  # the 163-token tool conversation: longer than 140
+             cases.CONVERSATIONS[1]]
+    config = chat_config(tmp_path, lines, on_bad_line="skip", seq_length=140, truncation="drop")
+    meta = write_sft("chats", config, tmp_path / "a.pbin")
+    assert (meta["documents"], meta["dropped"]) == (2, 2)
+    source = meta["sources"][0]
+    assert source["dropped"] == {
+        "longer than seq_length (truncation: drop)": {"count": 1, "first_lines": [4]},
+        "nothing trained (no assistant turn the template trains, or every message masked)":
+            {"count": 1, "first_lines": [1]}}
+    robot = "messages[0]: unknown role 'robot' (known: system, developer, user, assistant, tool)"
+    assert source["skipped"] == {robot: {"count": 1, "first_lines": [2]}}
+    assert source["left_out"] == [[1, 3], [4, 5]]
+    (tmp_path / "config.yaml").write_text(json.dumps(config), encoding="utf-8")
+    assert cli.main(["sft", str(tmp_path / "config.yaml"), "chats", "-o", str(tmp_path / "b.pbin")]) == 0
+    log = capsys.readouterr().err.splitlines()
+    chats = tmp_path / "chats.jsonl"
+    assert log[:3] == [f"{chats}: dropped 1 conversations: longer than seq_length (truncation: drop) (first at line 4)",
+                       f"{chats}: dropped 1 conversations: nothing trained (no assistant turn the template trains, or "
+                       f"every message masked) (first at line 1)",
+                       f"{chats}: skipped 1 lines: {robot} (first at line 2)"]
+
+
+def test_a_conversation_whose_every_message_is_masked_is_dropped_with_its_line(tmp_path):
+    """The seed config's rendering: a conversation of human turns only (masked by its patterns) trains nothing."""
+    human = {"role": "r", "instruction": "i", "conversations": [{"from": "human", "value": "only a question"}]}
+    answered = {**human, "conversations": [*human["conversations"], {"from": "gpt", "value": "an answer"}]}
+    write_jsonl_bytes(tmp_path / "c.jsonl", [json.dumps(line).encode() for line in (human, answered)])
+    meta = write_sft("chat", {"tokenizers": {"tekken": {"path": str(TEKKEN)}},
+                              "sft": {"chat": {"inputs": [str(tmp_path / "c.jsonl")], "tokenizer": "tekken",
+                                               "special_tokens": SPECIAL, "loss_masking_jq_patterns": MASKING,
+                                               "message_construction": ORDER, "seq_length": 256}}},
+                     tmp_path / "c.pbin")
+    assert (meta["documents"], meta["dropped"]) == (1, 1)
+    assert meta["sources"][0]["dropped"] == {
+        "nothing trained (no assistant turn the template trains, or every message masked)":
+            {"count": 1, "first_lines": [1]}}
+    assert meta["sources"][0]["left_out"] == [[1, 2]]

@@ -16,7 +16,7 @@ from tokenmill.plan import Plan
 
 
 @pytest.mark.parametrize("key, value, option", [
-    ("text", ".body", ".body"), ("on_bad_line", "skip", "skip"), ("max_line_bytes", 1000, "1000"),
+    ("text", ".body", ".body"), ("max_line_bytes", 1000, "1000"),
     ("engine", "hf", "hf"), ("check_fraction", 0.5, "0.5"), ("on_mismatch", "hf", "hf"),
     ("eod", "!", "!"), ("add_special_tokens", False, "--no-special-tokens"),
     ("allow_duplicate_inputs", True, "--allow-duplicate-inputs"), ("shard_bytes", 100, "--byte-range"),
@@ -34,6 +34,26 @@ def test_every_setting_that_changes_packed_bytes_is_in_the_recorded_pack_options
     assert option in after.commands.pack_options(unit) and option not in before.commands.pack_options("a")
 
 
+def test_on_bad_line_leaves_the_units_identity_and_is_checked_by_merge_and_verify(plan_folder):
+    """A unit packed under error has no bad line: it is what skip makes of it, so a switch repacks nothing built.
+    The policy reaches each pack job and merge through params Snakemake does not record (workflow/rules/common.smk),
+    and verify's recorded options, so that a switch back to error reruns verify, which refuses skipped lines."""
+    plans = {policy: plan_of(a={"inputs": ["raw/a.jsonl"], "shard_bytes": 100, "on_bad_line": policy})
+             for policy in ("error", "skip")}
+    units = plans["error"].units.builds["a"].units
+    assert len(units) > 1 and units == plans["skip"].units.builds["a"].units
+    for unit in units:
+        assert plans["error"].commands.pack_options(unit) == plans["skip"].commands.pack_options(unit)
+        assert plans["error"].commands.unit_identity(unit) == plans["skip"].commands.unit_identity(unit)
+    identities = {policy: plan.commands.output_identities() for policy, plan in plans.items()}
+    assert identities["error"]["data/packed/a.pbin"] == identities["skip"]["data/packed/a.pbin"]
+    for policy, plan in plans.items():
+        assert plan.commands.bad_line_option("a") == ["--on-bad-line", policy]
+        assert plan.commands.merge_commands("a").startswith(
+            f"tokenmill merge data/parts/a.shard{{0..2}}.pbin -o data/packed/a.pbin --force --on-bad-line {policy} && ")
+        assert plan.commands.verify_options("a")[:4] == ["--made-from", "data/packed/a.pbin", "--on-bad-line", policy]
+
+
 @pytest.mark.parametrize("replaced", ["raw/a.jsonl", "gpt2.json"])
 def test_a_replaced_input_or_tokenizer_changes_the_recorded_identity_even_when_older(plan_folder, replaced):
     """The unit `a` is named like its file stem `a`: its identity must still hold its tokenizer's."""
@@ -46,7 +66,8 @@ def test_a_replaced_input_or_tokenizer_changes_the_recorded_identity_even_when_o
 
 def test_verify_checks_the_inputs_a_build_must_cover(plan_folder):
     plan = plan_of(a={"inputs": ["raw/a.jsonl", "raw/b.jsonl"], "group_bytes": None})
-    assert plan.commands.verify_options("a") == ["--made-from", "data/packed/a.pbin", "--inputs", "raw/a.jsonl",
+    assert plan.commands.verify_options("a") == ["--made-from", "data/packed/a.pbin", "--on-bad-line", "error",
+                                                 "--inputs", "raw/a.jsonl",
                                                  "raw/b.jsonl", "--", "data/packed/a.pbin",
                                                  "data/megatron/a_text_document", "data/cache/a/seq512_seed1",
                                                  "data/cache/a/seq512_seed2"]
@@ -79,6 +100,8 @@ def test_an_sft_set_with_the_olmo_format_has_its_folder_verified_against_its_pai
     assert "data/sft/olmo.olmo" in plan.outputs.all_targets()
     assert plan.commands.sft_verify_options("olmo") == ["data/sft/olmo.pbin", "data/sft/olmo.olmo", "--made-from",
                                                         "data/sft/olmo.pbin"]
+    # formats are the conversions' (sft_olmo): adding olmo converts the pair, never tokenizes it again
+    assert plan.commands.sft_config("olmo") == plan.commands.sft_config("plain").replace('"plain"', '"olmo"')
 
 
 def test_a_merged_builds_commands_name_its_units_as_brace_ranges_in_order(plan_folder):
@@ -91,10 +114,10 @@ def test_a_merged_builds_commands_name_its_units_as_brace_ranges_in_order(plan_f
                    b={"inputs": ["raw/a.jsonl"], "shard_bytes": 100, "formats": ["pbin"],
                       "allow_duplicate_inputs": True})
     assert plan.commands.merge_commands("a") == (
-        "tokenmill merge data/parts/a.shard{0..2}.pbin -o data/packed/a.pbin --force && "
+        "tokenmill merge data/parts/a.shard{0..2}.pbin -o data/packed/a.pbin --force --on-bad-line error && "
         "tokenmill merge data/parts/a.shard{0..2}_text_document -o data/megatron/a_text_document --force")
     assert plan.commands.merge_commands("b") == \
-        "tokenmill merge data/parts/b.shard{0..2}.pbin -o data/packed/b.pbin --force"
+        "tokenmill merge data/parts/b.shard{0..2}.pbin -o data/packed/b.pbin --force --on-bad-line error"
     assert plan.outputs.merge_unit_megatron_files("b") == [] and len(plan.outputs.merge_unit_megatron_files("a")) == 6
     assert plan.units.merged_builds(megatron=True) == ["a"] and plan.units.merged_builds(megatron=False) == ["b"]
 

@@ -95,7 +95,7 @@ def test_an_output_another_config_makes_from_other_inputs_is_named_and_a_shared_
         "data/index/a.idx is made by config 'pre' (data/plans/pre.json) and by this config 'pre2' "
         "from other inputs or options: each run would remake it, and a job would read whichever ran last; give the "
         "dataset (or blend, or SFT set) another name in one of the two")
-    other_options = tiny_plan(tmp_path, ["a.jsonl"], on_bad_line="skip").commands.output_identities()
+    other_options = tiny_plan(tmp_path, ["a.jsonl"], max_line_bytes=1000).commands.output_identities()
     assert output_conflict("pre2", other_options, tmp_path).startswith("data/megatron/a_text_document.bin is made ")
     assert other_options["data/index/a.idx"] == outputs["data/index/a.idx"]  # the raw index is still the same
 

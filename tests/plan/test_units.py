@@ -20,10 +20,10 @@ from tokenmill.plan import Plan, parse_size
 def test_a_single_file_is_one_unit_packed_straight_to_the_build(plan_folder):
     plan = plan_of(a={"inputs": ["raw/a.jsonl"]})
     assert plan.units.builds["a"].units == ("a",)
-    assert plan.commands.pack_options("a") == ["--jq", ".text", "--on-bad-line", "error", "--max-line-bytes",
-                                               "67108864", "--engine", "auto", "--check-fraction", "0.002",
-                                               "--on-mismatch", "error", "--index", "data/index/a.idx", "--eod",
-                                               "<|endoftext|>"]
+    assert plan.commands.pack_options("a") == ["--jq", ".text", "--max-line-bytes", "67108864", "--engine", "auto",
+                                               "--check-fraction", "0.002", "--on-mismatch", "error", "--index",
+                                               "data/index/a.idx", "--eod", "<|endoftext|>"]
+    assert plan.commands.bad_line_option("a") == ["--on-bad-line", "error"]  # the job's, not its identity
     assert plan.units.merged_builds() == []
 
 

@@ -111,3 +111,20 @@ def test_an_eod_inside_documents_is_warned_with_its_count_and_a_wrong_count_is_a
     assert verify(pbin, warn=warnings.append) == [
         f"{pbin}: the sidecar says eod_within_documents = 0, the file's documents hold {inside} EOD ids before their "
         f"last token"]
+
+
+def test_a_pbin_with_skipped_lines_is_a_problem_under_on_bad_line_error_only(tmp_path):
+    """A switch of on_bad_line back to error keeps every unit (it is no part of their identity) and reruns verify,
+    which refuses a build with skipped lines as a fresh build under error would stop: one line, file, line, why."""
+    source = tmp_path / "x.jsonl"
+    source.write_text('{"text": "one"}\n{"text": 5}\n{"text": "three"}\n')
+    run_tokenmill("pack", source, "--tokenizer", GPT2, "--eod", GPT2_EOD, "--on-bad-line", "skip",
+                  "-o", tmp_path / "x.pbin")
+    pbin = tmp_path / "x.pbin"
+    assert verify(pbin) == verify(pbin, on_bad_line="skip") == []
+    assert verify(pbin, on_bad_line="error") == [
+        f"{pbin}: {source}:2: text is not a string (a int): skipped (lines skipped in that file: 1), but "
+        f"on_bad_line is error, which stops at that line: fix or remove it, or set on_bad_line: skip"]
+    result = run_tokenmill("verify", "--on-bad-line", "error", pbin, "--stamp", tmp_path / "ok", check=False)
+    assert result.returncode == 1 and f"{source}:2: text is not a string (a int): skipped" in result.stderr
+    assert not (tmp_path / "ok").exists()

@@ -22,6 +22,42 @@ def test_source_line_skips_the_skipped_lines():
     assert source_of(meta, 1) == ("a.jsonl", None)
 
 
+
+def test_an_sft_document_names_its_own_line_whatever_was_dropped_or_skipped_before_it(tmp_path):
+    """A conversation dropped (nothing trained, or longer than seq_length) or skipped as a bad line gives no document:
+    inspect --doc N shows N's tokens beside N's own line and turns, never a line earlier conversations left out."""
+    from conftest import chat_cases
+    from tokenmill.pack.sft import write_sft
+    from tokenmill.views.inspect_file import show_document
+
+    cases = chat_cases()
+    folder = cases.make_folder("chatml_tools", tmp_path / "tokenizer")
+    lines = [{"messages": [{"role": "user", "content": "Hi"}]},  # dropped: nothing trained
+             {"messages": [{"role": "robot", "content": "x"}]},  # skipped: a bad line
+             cases.CONVERSATIONS[0], cases.CONVERSATIONS[4],  # dropped: longer than seq_length
+             cases.CONVERSATIONS[1]]
+    chats = tmp_path / "chats.jsonl"
+    write_jsonl_bytes(chats, [json.dumps(line, ensure_ascii=False).encode() for line in lines])
+    write_sft("chats", {"tokenizers": {"chatml": {"path": str(folder / "tokenizer.json"), "eod": None}},
+                        "sft": {"chats": {"inputs": [str(chats)], "tokenizer": "chatml", "chat_template": "tokenizer",
+                                          "seq_length": 140, "truncation": "drop", "on_bad_line": "skip"}}},
+              tmp_path / "c.pbin")
+    assert source_of(json.loads((tmp_path / "c.pbin.meta.json").read_text()), 0) == (str(chats), 3)
+    shown = show_document(tmp_path / "c.pbin", 1)
+    assert f"source: {chats}, line 5" in shown
+    at = shown.index("turns (5, as the source line has them):")
+    assert shown[at + 1:at + 3] == ["  0 system: You answer briefly.", "  1 user: Name a prime."]
+    assert any(line.startswith("text: <|im_start|>system\\nYou answer briefly.") for line in shown)
+
+
+def test_an_sft_sidecar_of_an_older_format_with_left_out_lines_names_no_line():
+    """Before sft/4 a sidecar listed no line it left out: where any was dropped or skipped, the line is unknown."""
+    meta = {"loss_mask": "c.loss_mask.pbin", "dropped": 1, "skipped": {},
+            "sources": [{"path": "c.jsonl", "documents": 2, "lines": 3}]}
+    assert source_of(meta, 1) == ("c.jsonl", None)
+    assert source_of({**meta, "dropped": 0}, 1) == ("c.jsonl", 2)
+
+
 @pytest.mark.slow
 def test_document_and_sample_lead_back_to_their_lines(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -245,7 +245,21 @@ sft_identity = _plan(PLAN.commands.sft_identity, "name")
 sft_verify_options = _shell(PLAN.commands.sft_verify_options, "name")
 
 
-merge_commands = _plan(PLAN.commands.merge_commands, "build")
+# on_bad_line is no part of a pack unit's identity (tokenmill.plan.commands.Commands.bad_line_option): a unit packed
+# under error has no bad line, so it is what skip makes too. These params are functions of the input as well, which
+# Snakemake counts as derived from the inputs and leaves out of the params it records: switching on_bad_line
+# repacks and merges nothing built already. verify's recorded options hold it and refuse, under error, a build with
+# skipped lines, as merge does when it runs.
+def unit_bad_line_option(wildcards, input):
+    """``--on-bad-line POLICY`` of a pack unit's dataset."""
+    return shell_join(_plan(lambda unit: PLAN.commands.bad_line_option(PLAN.units.unit(unit).build), "unit")(wildcards))
+
+
+def merge_commands(wildcards, input):
+    """The commands merging a build's units (the format versions are the rule's own recorded param)."""
+    return _plan(PLAN.commands.merge_commands, "build")(wildcards)
+
+
 tokens_in_options = _shell(PLAN.commands.tokens_in_options, "build")
 tokens_in_outputs = _shell(PLAN.commands.tokens_in_outputs, "build")
 tokens_identity = _plan(PLAN.commands.tokens_identity, "build")

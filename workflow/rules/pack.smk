@@ -31,6 +31,7 @@ rule pack:
         job=job_files,
         format=pack_format,
         options=pack_options,
+        on_bad_line=unit_bad_line_option,
         inputs=unit_identity,
         jsonl=pack_inputs,
         outputs=pack_outputs,
@@ -40,7 +41,7 @@ rule pack:
     # run), gets one every 10 s (TOKENMILL_CONSOLE_FD: src/tokenmill/progress.py), so a long pack shows it runs.
     shell:
         "({params.job.cd}TOKENMILL_CONSOLE_FD=3 tokenmill pack {params.jsonl} --tokenizer {params.job.tokenizer:q}"
-        " {params.options} --workers {threads} {params.outputs}) 3>&2 > {log:q} 2>&1"
+        " {params.options} {params.on_bad_line} --workers {threads} {params.outputs}) 3>&2 > {log:q} 2>&1"
 
 
 use rule pack as pack_without_megatron with:

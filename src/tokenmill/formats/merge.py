@@ -2,9 +2,11 @@
 
 Data sections are block-copied (:func:`tokenmill.formats.pbin.copy_bytes`, 16 MiB blocks); each file's index is
 shifted by the data bytes before it (Modalities' own merge shifts by 12 bytes too few; docs/algorithms.md
-§5). Parts packed differently (another tokenizer, text pattern, EOD, bad-line policy) are refused: their
-merge would describe one dataset with two settings. The merged sidecar lists the parts, their sources in
-order, summed counts and skipped lines, and ``eod_in_text`` ranges shifted to the merged numbering.
+§5). Parts packed differently (another tokenizer, text pattern, EOD) are refused: their merge would describe one
+dataset with two settings. The bad-line policy is no such setting: a part packed under ``error`` has no bad line
+and is what ``skip`` makes of it; under ``on_bad_line="error"`` a part with skipped lines is refused instead, as a
+fresh pack would have stopped there. The merged sidecar lists the parts, their sources in order, summed counts and
+skipped lines, and ``eod_in_text`` ranges shifted to the merged numbering.
 
 Cost: one pass over the parts' bytes, and each part's index unpickled once.
 """
@@ -18,14 +20,14 @@ from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import refuse_inputs_as_outputs
 from tokenmill.formats.pbin import LAYOUT_050, PbinFile, PbinWriter, read_sidecar
-from tokenmill.formats.sidecar import SidecarRecord, resolve_sidecar_paths, sidecar_path
+from tokenmill.formats.sidecar import SidecarRecord, resolve_sidecar_paths, sidecar_path, skipped_under_error
 from tokenmill.progress import Progress
 
 __all__ = ["merge_pbin"]
 
 
 def merge_pbin(out_path: str | os.PathLike, in_paths: list[str | os.PathLike],
-               force: bool = False) -> SidecarRecord:
+               force: bool = False, on_bad_line: str | None = None) -> SidecarRecord:
     """Concatenate ``.pbin`` files, in the order given, into ``out_path`` (0.5.0 layout).
 
     Data sections are block-copied; each file's index is shifted by the data bytes before it
@@ -37,13 +39,16 @@ def merge_pbin(out_path: str | os.PathLike, in_paths: list[str | os.PathLike],
         out_path: the merged ``.pbin``.
         in_paths: the parts, in order.
         force: replace ``out_path`` if it exists (never when it is one of the parts).
+        on_bad_line: ``"error"`` refuses a part whose sidecar lists skipped lines (naming its first one and why);
+            ``"skip"`` or None takes the parts as they are.
 
     Returns:
         The output sidecar.
 
     Raises:
         TokenmillError: no inputs, an existing output without ``force``, an output that is an
-            input, an input that is not a ``.pbin``, differing token widths or tokenizers.
+            input, an input that is not a ``.pbin``, differing token widths or tokenizers, a part with skipped
+            lines under ``on_bad_line="error"``.
     """
     if not in_paths:
         raise TokenmillError("merge needs at least one input file")
@@ -60,6 +65,11 @@ def merge_pbin(out_path: str | os.PathLike, in_paths: list[str | os.PathLike],
     metas = [meta and resolve_sidecar_paths(meta, path) for path, meta in
              ((path, read_sidecar(path)) for path in in_paths)]
     _refuse_unlike_parts(in_paths, metas)
+    if on_bad_line == "error":
+        for path, meta in zip(in_paths, metas):
+            problem = meta and skipped_under_error(meta, path)
+            if problem:
+                raise TokenmillError(problem)
     token_width = widths.pop()
     with PbinWriter(out_path, token_width) as writer, \
             Progress(f"merge {out_path}", sum(part.layout.data_bytes for part in parts)) as progress:
@@ -71,7 +81,7 @@ def merge_pbin(out_path: str | os.PathLike, in_paths: list[str | os.PathLike],
 
 # What a merged sidecar states once for all parts: parts that differ in any of these would be
 # described wrongly (the first part's value for all), so they are refused.
-_SHARED_PACK_SETTINGS = ("text", "on_bad_line", "max_line_bytes")
+_SHARED_PACK_SETTINGS = ("text", "max_line_bytes")
 # (a type's options too: BertWordPieceCase and LowerCase read one vocab.txt of one sha256 and differ)
 _SHARED_TOKENIZER_SETTINGS = ("sha256", "eod_id", "add_special_tokens", "type", "tiktoken_pattern",
                               "tiktoken_num_special_tokens", "vocab_size")
@@ -113,7 +123,7 @@ def _merged_sidecar(parts: list[PbinFile], metas: list[SidecarRecord | None], to
                   for part in parts],
     }
     if known:
-        for key in ("tokenizer", "text", "on_bad_line", "max_line_bytes"):
+        for key in ("tokenizer", *_SHARED_PACK_SETTINGS):
             if key in known[0]:
                 meta[key] = known[0][key]
         meta["sources"] = [source for m in known for source in m.get("sources", [])]

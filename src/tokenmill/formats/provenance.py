@@ -4,14 +4,18 @@ A pack sidecar lists, per source, its first line (a shard's: numbered as in its 
 file's first row), its lines and documents, and its skipped lines by reason with their line numbers.
 Document ``k`` of a source is its ``k``-th line that was not skipped, so the lines of all its documents
 follow from the sidecar alone, wherever every skipped line is listed (a sidecar keeps only the first
-ones of a reason past :data:`tokenmill.formats.sidecar` 's limit; then no line is known).
+ones of a reason past :data:`tokenmill.formats.sidecar` 's limit; then no line is known). An SFT sidecar's
+source lists every line that gave no document, skipped or dropped, as ``left_out`` ranges: its lines are
+always known. An SFT sidecar of an older format (sft before /4) lists neither per source: its lines are known
+only where nothing was skipped or dropped.
 
 A field is named as a plain jq path: ``.id``, ``.meta.domain`` (a bare ``id`` is ``.id``). Its value on a
 document's line is taken as it is for a string, as compact JSON otherwise with every number as the line wrote
 it (``12345678901234567890123`` and ``1e2`` stay digits, never a float's ``1.2345678901234568e+22`` or
 ``100.0``), None where the line lacks it.
 
-Cost: :func:`document_lines` O(lines of the source); :func:`tokens_per_source` O(documents);
+Cost: :func:`document_lines` O(lines of the source); :func:`document_line` O(ranges left out before the
+document); :func:`tokens_per_source` O(documents);
 :func:`field_values` one read of the source.
 """
 
@@ -26,20 +30,47 @@ from tokenmill.errors import TokenmillError
 from tokenmill.formats.sidecar import SourceRecord
 from tokenmill.inputs.jsonl import iter_lines
 
-__all__ = ["document_lines", "tokens_per_source", "field_keys", "value_of", "field_values"]
+__all__ = ["document_lines", "document_line", "tokens_per_source", "field_keys", "value_of", "field_values"]
+
+
+def _left_out_ranges(source: SourceRecord) -> list[list[int]] | None:
+    """The sorted ``[first, stop)`` line ranges of a source that gave no document: its ``left_out`` (SFT), else its
+    skipped lines; None where the sidecar lists only the first of its skipped lines."""
+    if "left_out" in source:
+        return source["left_out"]
+    skipped = source.get("skipped", {})
+    if any(entry["count"] != len(entry["first_lines"]) for entry in skipped.values()):
+        return None
+    return [[number, number + 1] for number in sorted(n for entry in skipped.values() for n in entry["first_lines"])]
 
 
 def document_lines(source: SourceRecord) -> list[int] | None:
     """The line (a Parquet file's row) of each document of a sidecar source, in order; None where the sidecar
     lists only the first of its skipped lines, so that which lines became documents is not known."""
-    skipped = source.get("skipped", {})
-    if any(entry["count"] != len(entry["first_lines"]) for entry in skipped.values()):
+    ranges = _left_out_ranges(source)
+    if ranges is None:
         return None
     first = source.get("first_line", source.get("first_row", 1))
     count = source.get("lines", source.get("rows", 0))
-    left_out = {number for entry in skipped.values() for number in entry["first_lines"]}
-    lines = [number for number in range(first, first + count) if number not in left_out]
+    kept = np.ones(count, dtype=bool)
+    for start, stop in ranges:
+        kept[max(start - first, 0):max(stop - first, 0)] = False
+    lines = (first + np.flatnonzero(kept)).tolist()
     return lines if len(lines) == source.get("documents") else None
+
+
+def document_line(source: SourceRecord, document: int) -> int | None:
+    """The line (a Parquet file's row) of document ``document`` (0-based, of this source); None where not known
+    (:func:`document_lines`)."""
+    ranges = _left_out_ranges(source)
+    if ranges is None:
+        return None
+    line = source.get("first_line", source.get("first_row", 1)) + document
+    for start, stop in ranges:  # each range at or before the line moves it past that range
+        if start > line:
+            break
+        line += stop - start
+    return line
 
 
 def tokens_per_source(documents: list[int], doc_lengths: np.ndarray) -> np.ndarray | None:

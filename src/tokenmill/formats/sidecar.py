@@ -67,7 +67,7 @@ __all__ = ["SKIPPED_LINES_KEPT", "SidecarRecord", "SourceRecord", "TokenizerReco
            "ChatTemplateRecord", "FileIdentityRecord", "record_problems", "kind_problem", "sidecar_path",
            "write_sidecar",
            "record_sidecar_paths", "resolve_sidecar_paths", "resolved_against", "index_ranges", "range_indices",
-           "skipped_summary", "eod_within_note"]
+           "skipped_summary", "skipped_under_error", "eod_within_note"]
 
 
 # ---- The record: every key a writer may put in a sidecar, with its JSON type -----------------------
@@ -157,6 +157,8 @@ class SourceRecord(TypedDict, total=False):
     documents: int
     tokens: int
     skipped: dict[str, SkippedRecord]
+    dropped: dict[str, SkippedRecord]  # an SFT input's conversations left out by the fit or the mask (not bad lines)
+    left_out: list[list[int]]  # an SFT input's lines that gave no document (skipped or dropped): [first, stop) ranges
     engine: str
     checked_documents: int
     checked_messages: int
@@ -189,7 +191,7 @@ class SidecarRecord(TypedDict, total=False):
     engine: EngineRecord
     token_width: int
     text: str
-    on_bad_line: str
+    on_bad_line: str  # pbin before /7: the policy (since, its skipped lines say what it did)
     max_line_bytes: int
     allow_duplicate_inputs: bool
     documents: int
@@ -292,6 +294,23 @@ def skipped_summary(skipped_lines: dict[str, list[int]]) -> dict[str, dict]:
     """A sidecar's ``skipped``: per reason, the count and the first :data:`SKIPPED_LINES_KEPT` line numbers."""
     return {reason: {"count": len(numbers), "first_lines": numbers[:SKIPPED_LINES_KEPT]}
             for reason, numbers in sorted(skipped_lines.items())}
+
+
+def skipped_under_error(meta: dict, path: str | os.PathLike) -> str | None:
+    """The one line refusing ``path`` (a ``.pbin``, or a part of one) under ``on_bad_line: error`` where its
+    sidecar's sources list skipped lines: the first such source, its first skipped line (a Parquet file's row) and
+    why, where a fresh build under ``error`` stops. None where nothing was skipped: the file is then, byte for
+    byte, what ``error`` makes too."""
+    for source in meta.get("sources") or []:
+        skipped = {reason: entry for reason, entry in (source.get("skipped") or {}).items() if entry["first_lines"]}
+        if skipped:
+            first, reason = min((entry["first_lines"][0], reason) for reason, entry in skipped.items())
+            count = sum(entry["count"] for entry in skipped.values())
+            where = f"{source['path']}: row {first}" if source.get("format") == "parquet" else \
+                f"{source['path']}:{first}"
+            return (f"{path}: {where}: {reason}: skipped (lines skipped in that file: {count}), but on_bad_line "
+                    f"is error, which stops at that line: fix or remove it, or set on_bad_line: skip")
+    return None
 
 
 def eod_within_note(meta: dict) -> str | None:

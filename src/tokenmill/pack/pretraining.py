@@ -289,8 +289,7 @@ def _sidecar(job: BatchTokenizer, read: list[_Input], writer: _Outputs, check_fr
                    "proof": proof.sidecar_entry(settings.check_fraction),
                    "mismatches": sum("mismatch" in source for source in sources)},
         "token_width": tokenizer.token_width,
-        "text": settings.text,
-        "on_bad_line": settings.on_bad_line,
+        "text": settings.text,  # (not on_bad_line: the skipped lines say what it did, and nothing where none)
         "max_line_bytes": settings.max_line_bytes,
         "documents": writer.num_documents,
         "tokens": writer.num_tokens,

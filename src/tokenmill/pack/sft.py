@@ -1,8 +1,15 @@
 """``tokenmill sft``: a config's conversation files → the ``.pbin`` / ``.loss_mask.pbin`` pair and its sidecar.
 
 Each kept conversation is one document in both files (same lengths), laid out and masked by
-:class:`tokenmill.training.sft_datasets.InstructionCollator`; conversations are truncated or dropped as it does,
-counted in the sidecar; bad lines are counted by reason with their first line numbers, as ``pack`` does. Inputs may be
+:class:`tokenmill.training.sft_datasets.InstructionCollator`; conversations are truncated or dropped as it does.
+A line gives no document when it is *skipped* (a bad line, under ``on_bad_line: skip``) or *dropped* (a good
+conversation that the fit to ``seq_length`` or the mask leaves nothing of: longer than ``seq_length`` under
+``truncation: drop``, no trained part within ``seq_length``, or nothing trained at all: no assistant turn the
+template trains, or every message masked). Each source's sidecar entry counts both by reason with their first line
+numbers (``skipped``, ``dropped``) and lists every line left out as ranges (``left_out``: ``[[first, stop], ...]``,
+1-based, half-open), so that document ``k`` of a source is its ``k``-th line not left out
+(:func:`tokenmill.formats.provenance.document_lines`) whatever was left out before it; the log names each reason
+with its first line. Inputs may be
 URLs (``s3://``, ``gs://``, ``https://``, ``hf://``; globs listed), read forward. The loss mask is renamed first,
 then the sidecar (which records the mask's identity), then the tokens: a run killed in between leaves a pair
 whose sidecar check fails, never a mixed pair.
@@ -21,7 +28,8 @@ Cost: tokenizing the messages (the fast engine where proven, the proof as ``pack
 of conversations, and the sha256 of each input; with a chat template, its renders (one per conversation, two
 more per assistant turn without generation blocks), spread over the workers, and the encoding of the rendered
 texts; starting the workers (a forkserver, then one fork each) costs 0.7-1 s, so there is at most one per
-MIN_WORKER_CONVERSATIONS lines.
+MIN_WORKER_CONVERSATIONS lines. The lines left out cost one int each while their input is written, and the
+sidecar two per run of consecutive ones (a few bytes a line at worst, where every other line is left out).
 """
 
 from __future__ import annotations
@@ -38,7 +46,7 @@ from tokenmill.errors import BadLine, TokenmillError
 from tokenmill.files.identity import file_sha256, refuse_inputs_as_outputs
 from tokenmill.files.objects import expand_url, is_url, pinned_identity
 from tokenmill.formats.pbin import LAYOUT_050, PbinWriter
-from tokenmill.formats.sidecar import SidecarRecord, SourceRecord, sidecar_path, skipped_summary
+from tokenmill.formats.sidecar import SidecarRecord, SourceRecord, index_ranges, sidecar_path, skipped_summary
 from tokenmill.tokenization.engine import Encoder, choose_engine
 from tokenmill.tokenization.families import TokenizerSpec
 from tokenmill.tokenization.proof import ProofTally
@@ -46,8 +54,8 @@ from tokenmill.pack.batches import ordered_results
 from tokenmill.tokenization.chat_template import (ChatTemplateEncoder, load_chat_template, render_in_worker,
                                                start_render_worker, template_date)
 from tokenmill.tokenization.tokenizer import TokenizerInfo, is_plain_file, load_tokenizer
-from tokenmill.training.sft_datasets import (ConversationFile, InstructionCollator, InstructionDataset,
-                                             loss_mask_path)
+from tokenmill.training.sft_datasets import (DROPPED_LONGER, DROPPED_NOTHING_FITS, DROPPED_NOTHING_TRAINED,
+                                             ConversationFile, InstructionCollator, InstructionDataset, loss_mask_path)
 
 __all__ = ["write_sft", "encode_conversations", "MIN_WORKER_CONVERSATIONS"]
 
@@ -104,7 +112,7 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
                                entry.get("workers", default("sft.*.workers")) if workers is None else workers)
     messages = entry["message_construction"]
     on_bad_line = entry.get("on_bad_line", default("sft.*.on_bad_line"))
-    sources, skipped, proof = [], {}, ProofTally()
+    sources, left_outs, proof = [], [], ProofTally()
     inputs = [url for pattern in entry["inputs"] for url in (expand_url(pattern) if is_url(pattern) else [pattern])]
     refuse_inputs_as_outputs([out_path, loss_mask_path(out_path), sidecar_path(out_path)],
                              [*(path for path in inputs if not is_url(path)), tokenizer_config["path"]])
@@ -129,16 +137,17 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
                 collator = collator or InstructionCollator(messages, entry.get("loss_masking_jq_patterns", []),
                                                            entry["special_tokens"], entry["seq_length"],
                                                            truncation=entry.get("truncation", "truncate"))
+                left_outs.append(_LeftOut(on_bad_line))
                 documents, tokens = _write_conversations(dataset, collator, tokens_out, mask_out,
-                                                         batch_conversations, on_bad_line, skipped)
+                                                         batch_conversations, left_outs[-1])
                 sources.append({"path": str(source), "bytes": _input_size(source), "sha256": file_sha256(source),
                                 "lines": len(dataset), "documents": documents, "tokens": tokens,
-                                "checked_messages": dataset.checked,
+                                "checked_messages": dataset.checked, **left_outs[-1].entry(),
                                 **({"object": pinned_identity(source).sidecar_entry()} if is_url(source) else {})})
                 proof += dataset.proof
         tokens_out.sidecar = _sft_sidecar(entry, tokens_out, mask_out, tokenizer, dataset, collator,
                                           {"chosen": engine, "reason": reason, "check_fraction": check_fraction},
-                                          proof, skipped, sources)
+                                          proof, _LeftOut.skipped_lines(left_outs), sources)
     return {**tokens_out.sidecar, "file": tokens_out.identity}
 
 
@@ -173,24 +182,29 @@ def _write_chat_sft(name: str, entry: dict, tokenizer_config: dict, out_path: st
                                   fast, check_fraction)
     on_bad_line = entry.get("on_bad_line", default("sft.*.on_bad_line"))
     fit = _ChatFit(entry["seq_length"], entry.get("truncation", default("sft.*.truncation")))
-    sources, skipped = [], {}
+    sources = []
     files = [ConversationFile(source) for source in inputs]
-    counts = [[0, 0] for _ in files]  # documents, tokens of each input
+    counts = [[0, 0, 0] for _ in files]  # documents, tokens and lines read of each input
+    left_outs = [_LeftOut(on_bad_line) for _ in files]
     with PbinWriter(out_path, tokenizer.token_width) as tokens_out:
         with PbinWriter(loss_mask_path(out_path), 1) as mask_out, \
                 contextlib.closing(encode_conversations(encoder, files, batch_conversations, workers)) as in_order:
-            for number, results in in_order:
-                kept = []
-                for result in results:
+            for number, results in in_order:  # one result per line, in order
+                kept, left_out = [], left_outs[number]
+                for line, result in enumerate(results, start=counts[number][2] + 1):
                     if isinstance(result, BadLine):
-                        _count_bad(result, on_bad_line, skipped)
+                        left_out.skip(result)
                     elif (fitted := fit(*result)) is not None:
                         kept.append(fitted)
+                    else:
+                        left_out.drop(line, fit.drop_reason)
                 counts[number][0] += len(kept)
                 counts[number][1] += _write_pairs(kept, tokens_out, mask_out)
-        for source, conversations, (documents, tokens) in zip(inputs, files, counts):
+                counts[number][2] += len(results)
+        for source, conversations, (documents, tokens, _), left_out in zip(inputs, files, counts, left_outs):
             sources.append({"path": str(source), "bytes": _input_size(source), "sha256": file_sha256(source),
                             "lines": len(conversations), "documents": documents, "tokens": tokens,
+                            **left_out.entry(),
                             **({"object": pinned_identity(source).sidecar_entry()} if is_url(source) else {})})
         special_ids = {key: token_id for key, token in template.special_tokens.items()
                        if (token_id := tokenizer.tokenizer.token_to_id(token)) is not None}
@@ -214,7 +228,7 @@ def _write_chat_sft(name: str, entry: dict, tokenizer_config: dict, out_path: st
             "tokens": tokens_out.num_tokens,
             "dropped": fit.dropped,
             "truncated": fit.truncated,
-            "skipped": skipped_summary(skipped),
+            "skipped": skipped_summary(_LeftOut.skipped_lines(left_outs)),
             "sources": sources,
         }
     return {**tokens_out.sidecar, "file": tokens_out.identity}
@@ -243,11 +257,44 @@ def encode_conversations(encoder: ChatTemplateEncoder, files: list[ConversationF
         yield from in_order
 
 
-def _count_bad(bad: BadLine, on_bad_line: str, skipped: dict[str, list[int]]) -> None:
-    """Raise ``bad`` under ``on_bad_line: error``, else count it by reason."""
-    if on_bad_line == "error":
-        raise bad
-    skipped.setdefault(bad.reason, []).append(bad.line)
+class _LeftOut:
+    """The lines of one input that gave no document, each by reason in the order met: *skipped* (bad lines; the
+    first raised under ``on_bad_line: error``) and *dropped* (conversations the fit to ``seq_length`` or the mask
+    leaves nothing of). One int per line until the input is written."""
+
+    def __init__(self, on_bad_line: str):
+        self.on_bad_line = on_bad_line
+        self.skipped: dict[str, list[int]] = {}
+        self.dropped: dict[str, list[int]] = {}
+
+    def skip(self, bad: BadLine) -> None:
+        """Raise ``bad`` under ``on_bad_line: error``, else count it by reason.
+
+        Raises:
+            BadLine: ``bad``, under ``on_bad_line: error``.
+        """
+        if self.on_bad_line == "error":
+            raise bad
+        self.skipped.setdefault(bad.reason, []).append(bad.line)
+
+    def drop(self, line: int, reason: str) -> None:
+        self.dropped.setdefault(reason, []).append(line)
+
+    def entry(self) -> dict:
+        """The input's sidecar keys: ``skipped`` and ``dropped`` by reason with their first lines, and ``left_out``,
+        every line of both as ``[[first, stop], ...]`` ranges."""
+        lines = sorted(line for numbers in (*self.skipped.values(), *self.dropped.values()) for line in numbers)
+        return {"skipped": skipped_summary(self.skipped), "dropped": skipped_summary(self.dropped),
+                "left_out": index_ranges(np.asarray(lines, dtype=np.int64))}
+
+    @staticmethod
+    def skipped_lines(left_outs: list[_LeftOut]) -> dict[str, list[int]]:
+        """The skipped lines of all inputs by reason, in input order (the sidecar's top-level ``skipped``)."""
+        joined: dict[str, list[int]] = {}
+        for left_out in left_outs:
+            for reason, lines in left_out.skipped.items():
+                joined.setdefault(reason, []).extend(lines)
+        return joined
 
 
 class _ChatJob:
@@ -303,11 +350,13 @@ class _ChatJob:
 class _ChatFit:
     """A rendered conversation fitted to ``seq_length``: ``drop`` leaves a longer one out; ``truncate`` cuts it
     after its last trained run of tokens that fits (whole assistant turns), and drops it when none fits. A
-    conversation with nothing trained is dropped. Both are counted."""
+    conversation with nothing trained (no assistant turn the template trains) is dropped. Both are counted, the
+    last drop's reason in ``drop_reason``."""
 
     def __init__(self, seq_length: int, truncation: str):
         self.seq_length, self.truncation = seq_length, truncation
         self.dropped = self.truncated = 0
+        self.drop_reason: str | None = None
 
     def __call__(self, ids: np.ndarray, trained: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
         if len(ids) > self.seq_length:
@@ -316,21 +365,22 @@ class _ChatFit:
             ends = ends[ends <= self.seq_length]
             if self.truncation == "drop" or not len(ends):
                 self.dropped += 1
+                self.drop_reason = DROPPED_LONGER if self.truncation == "drop" else DROPPED_NOTHING_FITS
                 return None
             ids, trained = ids[:ends[-1]], trained[:ends[-1]]
             self.truncated += 1
         if not trained.any():
             self.dropped += 1
+            self.drop_reason = DROPPED_NOTHING_TRAINED
             return None
         return ids, trained
 
 
 def _write_conversations(dataset: InstructionDataset, collator: InstructionCollator, tokens_out: PbinWriter,
-                         mask_out: PbinWriter, batch_conversations: int, on_bad_line: str,
-                         skipped: dict[str, list[int]]) -> tuple[int, int]:
+                         mask_out: PbinWriter, batch_conversations: int, left_out: _LeftOut) -> tuple[int, int]:
     """Write one input's conversations, ``batch_conversations`` lines at a time, to the pair of writers;
-    count its bad lines into ``skipped`` (or raise the first under ``on_bad_line: error``). Returns the
-    conversations kept and their tokens."""
+    its bad lines and dropped conversations into ``left_out`` (which raises the first bad line under
+    ``on_bad_line: error``). Returns the conversations kept and their tokens."""
     documents = tokens = 0
     for start in range(0, len(dataset), batch_conversations):
         kept = []
@@ -338,9 +388,11 @@ def _write_conversations(dataset: InstructionDataset, collator: InstructionColla
             try:
                 conversation = collator.conversation(dataset[i])
             except BadLine as bad:
-                _count_bad(bad, on_bad_line, skipped)
+                left_out.skip(bad)
                 continue
-            if conversation is not None:
+            if conversation is None:
+                left_out.drop(i + 1, collator.drop_reason)
+            else:
                 kept.append(conversation)
         documents, tokens = documents + len(kept), tokens + _write_pairs(kept, tokens_out, mask_out)
     return documents, tokens

@@ -64,12 +64,13 @@ class Commands:
 
     def pack_options(self, unit_name: str) -> list[str]:
         """The ``tokenmill pack`` arguments of a unit that come from the config: everything besides
-        the input, the tokenizer path, the worker count and the output, which change no byte."""
+        the input, the tokenizer path, the worker count and the output, which change no byte, and
+        ``on_bad_line`` (:meth:`bad_line_option`), which changes none where no line was skipped."""
         unit = self.units.unit(unit_name)
         dataset, tokenizer = self.units.dataset_of(unit.build), self.units.tokenizer_of(unit.build)
-        options = ["--jq", dataset["text"], "--on-bad-line", dataset["on_bad_line"],
-                   "--max-line-bytes", str(dataset["max_line_bytes"]), "--engine", tokenizer["engine"],
-                   "--check-fraction", str(tokenizer["check_fraction"]), "--on-mismatch", tokenizer["on_mismatch"]]
+        options = ["--jq", dataset["text"], "--max-line-bytes", str(dataset["max_line_bytes"]),
+                   "--engine", tokenizer["engine"], "--check-fraction", str(tokenizer["check_fraction"]),
+                   "--on-mismatch", tokenizer["on_mismatch"]]
         for index in self.outputs.unit_index(unit_name):
             options += ["--index", index]
         if unit.byte_range is not None:
@@ -80,6 +81,15 @@ class Commands:
         if dataset["allow_duplicate_inputs"]:
             options.append("--allow-duplicate-inputs")
         return options
+
+    def bad_line_option(self, build: str) -> list[str]:
+        """``--on-bad-line`` of a build's dataset, for its pack units and their merge: not part of a unit's
+        identity (the workflow leaves it out of the params Snakemake records), since a unit packed under
+        ``error`` has no bad line and is, byte for byte, what ``skip`` makes of it. So a switch to ``skip``
+        packs only the units not built yet, and a switch back to ``error`` keeps the units without skipped
+        lines; ``merge`` and ``verify`` (whose recorded options hold it: :meth:`verify_options`) refuse a unit
+        with skipped lines under ``error``, as a fresh build would stop at that line."""
+        return ["--on-bad-line", self.units.config["datasets"][self.units.builds[build].dataset]["on_bad_line"]]
 
     @staticmethod
     def _tokenizer_options(tokenizer: dict) -> list[str]:
@@ -148,10 +158,11 @@ class Commands:
 
     def merge_commands(self, build: str) -> str:
         """The shell commands merging a build's units, ``.pbin`` then Megatron's files (where it has
-        that format), with the units as brace ranges (:func:`brace_ranges`)."""
+        that format), with the units as brace ranges (:func:`brace_ranges`); the ``.pbin``'s merge refuses a
+        unit with skipped lines under ``on_bad_line: error`` (:meth:`bad_line_option`)."""
         units = self.units.builds[build].units
         commands = [f"tokenmill merge {brace_ranges(units, PARTS_FOLDER, '.pbin')} "
-                    f"-o {shlex.quote(packed_path(build))} --force"]
+                    f"-o {shlex.quote(packed_path(build))} --force {shlex.join(self.bad_line_option(build))}"]
         if "megatron" in self.units.formats(build):
             commands.append(f"tokenmill merge {brace_ranges(units, PARTS_FOLDER, '_text_document')} "
                             f"-o {shlex.quote(megatron_prefix(build))} --force")
@@ -237,12 +248,15 @@ class Commands:
 
     def verify_options(self, build: str) -> list[str]:
         """``tokenmill verify`` arguments: the raw index with its JSONL, the ``.pbin`` with the inputs it
-        must cover, the Megatron prefix, the datatrove ``.ds`` and the caches, as the build's formats have them."""
+        must cover and the bad-line policy its skipped lines must meet, the Megatron prefix, the datatrove ``.ds``
+        and the caches, as the build's formats have them."""
         formats = self.units.formats(build)
         checked = [packed_path(build), *([megatron_prefix(build)] if "megatron" in formats else []),
                    *([f"{datatrove_name(build)}.ds"] if "datatrove" in formats else []),
                    *([olmo_folder(build)] if "olmo" in formats else []), *self.outputs.cache_dirs(build)]
         arguments = ["--made-from", packed_path(build)] if MADE_FROM_PBIN & set(formats) else []
+        if build not in self.units.token_sources:  # (tokens read in have no lines to skip)
+            arguments += self.bad_line_option(build)
         indexed = self.units.indexed_input(build)
         if indexed is not None:
             arguments += ["--jsonl", indexed.path]
@@ -284,10 +298,11 @@ class Commands:
     def sft_config(self, name: str) -> str:
         """The resolved config that ``tokenmill sft -`` reads: this entry and its tokenizer (as JSON), defaults
         filled in (a chat template's ``template_date`` included: the rule's params carry the date it renders)."""
-        # packing and olmo_path are left out: they change only the packing jobs' outputs, never the pair; workers
-        # (the rule's threads) changes no byte
+        # packing, olmo_path and formats are left out: they change only the packing and conversion jobs' outputs,
+        # never the pair (adding olmo converts it, never tokenizes it again); workers (the rule's threads) changes
+        # no byte
         entry = {key: value for key, value in self.units.config["sft"][name].items()
-                 if key not in ("packing", "olmo_path", "workers")}
+                 if key not in ("packing", "olmo_path", "formats", "workers")}
         tokenizer = entry["tokenizer"]
         # the date a chat template's strftime_now gives is an option of chat templates alone (no rerun without one)
         if entry.get("chat_template") is None:

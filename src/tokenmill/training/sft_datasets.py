@@ -28,7 +28,8 @@ for the prediction made at position ``t`` (``input_ids[t + 1]`` when that token 
 Conversations longer than ``seq_length``: ``truncation="drop"`` leaves them out; ``"truncate"``
 drops trailing messages until the rest fits (whole messages only, so rows never drift out of
 alignment) and drops the conversation when nothing trainable is left. Both are counted in
-``collator.stats``. With ``pack=True`` whole conversations share a row greedily, never split across
+``collator.stats`` (the last drop's reason in ``collator.drop_reason``); so is a conversation with nothing
+trained at all (every message masked). With ``pack=True`` whole conversations share a row greedily, never split across
 rows; ``position_ids`` restart per conversation and ``cu_seqlens`` (over the flattened batch, padding
 as its own segment) keeps attention inside each one. :class:`PackedConversations` serves the rows that
 best-fit packing computed once for a whole pair (:mod:`tokenmill.packing.sft_packing`). Cost: tokenization
@@ -71,11 +72,16 @@ if TYPE_CHECKING:
 
 
 __all__ = ["ConversationFile", "InstructionDataset", "InstructionCollator", "PackedInstructionDataset", "collate",
-           "loss_mask_path", "PackedConversations", "TRUNCATION_POLICIES", "IGNORE_INDEX", "Piece"]
+           "loss_mask_path", "PackedConversations", "TRUNCATION_POLICIES", "IGNORE_INDEX", "Piece", "DROPPED_LONGER",
+           "DROPPED_NOTHING_FITS", "DROPPED_NOTHING_TRAINED"]
 
 IGNORE_INDEX = -100
 _OBJECT_BUFFER_BYTES = 8 << 20  # a conversation object's read-ahead: one ranged GET per 8 MiB
 TRUNCATION_POLICIES = ("drop", "truncate")
+# Why a conversation that is not a bad line gives no document ("dropped", counted by reason with its lines)
+DROPPED_LONGER = "longer than seq_length (truncation: drop)"
+DROPPED_NOTHING_FITS = "longer than seq_length, and no trained part fits it (truncation: truncate)"
+DROPPED_NOTHING_TRAINED = "nothing trained (no assistant turn the template trains, or every message masked)"
 
 
 def _special_ids(tokenizer, special_tokens: dict[str, str]) -> dict[str, int]:
@@ -311,9 +317,11 @@ class InstructionCollator:
         self.truncation = truncation
         self.eos: int | None = None  # learnt from the items: the padding id
         self.stats = {"conversations": 0, "dropped": 0, "truncated": 0}
+        self.drop_reason: str | None = None  # why conversation() last returned None
 
     def conversation(self, item: dict) -> tuple[np.ndarray, np.ndarray] | None:
-        """Tokens and per-token "trained" flags of one conversation, truncated per policy (None: dropped)."""
+        """Tokens and per-token "trained" flags of one conversation, truncated per policy (None: dropped, the reason
+        in ``drop_reason``)."""
         record = item["record"]
         selected = set()
         for pattern, program, per_element in self.masks:
@@ -352,6 +360,7 @@ class InstructionCollator:
         if total > self.seq_length:
             if self.truncation == "drop":
                 self.stats["dropped"] += 1
+                self.drop_reason = DROPPED_LONGER
                 return None
             while kept and total > self.seq_length:
                 kept -= 1
@@ -361,6 +370,7 @@ class InstructionCollator:
         trained = np.array([f for _, flags in messages[:kept] for f in flags], dtype=bool)
         if not trained.any():
             self.stats["dropped"] += 1
+            self.drop_reason = DROPPED_NOTHING_FITS if kept < len(messages) else DROPPED_NOTHING_TRAINED
             return None
         return tokens, trained
 

@@ -13,7 +13,9 @@ What is checked, by kind (told apart by extension, magic bytes and folder):
   documents exactly as long as the longest (cut to a fixed size), or a sidecar from before tokenizer
   truncation/padding were switched off whose tokenizer file sets them. A ``.pbin`` packed without an
   EOD (``--no-eod``) is a warning, not a problem: its documents run together in training, which is
-  rarely meant but can be.
+  rarely meant but can be. Under ``on_bad_line="error"`` (the dataset's policy, which the workflow passes), a
+  sidecar that lists skipped lines is a problem naming the first: on_bad_line is no part of a pack unit's
+  identity, so a unit packed under ``skip`` is kept when the policy becomes ``error``, and refused here.
 * Megatron ``<prefix>.bin/.idx`` (``MMIDIDX`` magic): header, sizes, pointers, boundaries, ``.bin`` size.
 * datatrove ``NAME.ds`` (or any of its files): ``.ds.index`` strictly increasing, its last entry the
   token count, which is the ``.ds`` size over the token size; ``.ds.metadata`` with that token size,
@@ -55,7 +57,7 @@ from tokenmill.formats.olmo import is_olmo_folder, verify_olmo
 from tokenmill.formats.pbin import PbinFile, file_identity_problem, read_sidecar
 from tokenmill.formats.provenance import tokens_per_source
 from tokenmill.formats.sidecar import (SidecarRecord, eod_within_note, range_indices, resolve_sidecar_paths,
-                                      sidecar_path)
+                                      sidecar_path, skipped_under_error)
 from tokenmill.inputs.raw_index import read_index
 from tokenmill.packing.olmo_cache import SIDECAR_NAME, olmo_packing_problems
 from tokenmill.packing.packed_blend import packed_blend_problems
@@ -75,7 +77,7 @@ def _print_warning(message: str) -> None:
 
 def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
            against_tokenizer: float | None = None, inputs: list[str] | None = None,
-           warn: Callable[[str], None] = _print_warning) -> list[str]:
+           warn: Callable[[str], None] = _print_warning, on_bad_line: str | None = None) -> list[str]:
     """Every problem found in ``path`` (empty: the file is sound).
 
     Args:
@@ -91,6 +93,8 @@ def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
             whole (see :func:`tokenmill.verify.exactly_once.coverage_problems`).
         warn: called with each warning line (``PATH: warning: ...``): what is sound but rarely
             meant, such as a ``.pbin`` packed without an EOD. Default: printed to stderr.
+        on_bad_line: for a ``.pbin``, its dataset's policy: ``"error"`` makes a skipped line a problem
+            (:func:`tokenmill.formats.sidecar.skipped_under_error`); ``"skip"`` or None counts them only.
 
     Raises:
         TokenmillError: ``path`` does not exist or is of no known kind.
@@ -112,7 +116,7 @@ def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
     if is_datatrove(path):
         return _verify_datatrove(path)
     if path.suffix == ".pbin":
-        problems = _verify_pbin(path, inputs, warn)
+        problems = _verify_pbin(path, inputs, warn, on_bad_line)
         if against_tokenizer is not None and not problems:
             problems = verify_against_tokenizer(path, against_tokenizer)[0]
         return problems
@@ -294,7 +298,7 @@ def _verify_raw_index(path: Path, jsonl) -> list[str]:
 
 
 def _verify_pbin(path: Path, inputs: list[str] | None = None,
-                 warn: Callable[[str], None] = _print_warning) -> list[str]:
+                 warn: Callable[[str], None] = _print_warning, on_bad_line: str | None = None) -> list[str]:
     try:
         pbin = PbinFile(path)
         offsets, lengths = pbin.doc_offsets, pbin.doc_lengths
@@ -313,6 +317,8 @@ def _verify_pbin(path: Path, inputs: list[str] | None = None,
         return problems + _suspicious_lengths(path, lengths)
     problems += coverage_problems(path, meta, inputs)
     meta = resolve_sidecar_paths(meta, path)
+    if on_bad_line == "error" and (skipped := skipped_under_error(meta, path)):
+        problems.append(skipped)
     data_problem = file_identity_problem(path, meta.get("file"), sidecar_path(path), check_data=True)
     if data_problem:
         problems.append(data_problem)

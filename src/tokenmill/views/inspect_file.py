@@ -18,7 +18,9 @@
 
 Provenance: the ``.pbin`` sidecar lists the sources in order with their document counts and the
 line numbers of skipped lines, so document ``i`` maps to a file and a line exactly (when more lines
-were skipped than the sidecar lists, the line is reported as unknown). A Megatron dataset written by
+were skipped than the sidecar lists, the line is reported as unknown); an SFT sidecar lists every line that gave
+no conversation, skipped as a bad line or dropped, so its document ``i`` names its own line whatever was left out
+before it (:func:`tokenmill.formats.provenance.document_line`). A Megatron dataset written by
 ``to-megatron`` has the same documents in the same order, so its sequence ``i`` is ``.pbin``
 document ``i``. The sidecar's relative paths (tokenizer, sources) count from its own folder
 (:func:`tokenmill.formats.pbin.resolve_sidecar_paths`), so every view is the same from any working directory;
@@ -42,6 +44,7 @@ from tokenmill.formats.datatrove import DatatroveFile, is_datatrove
 from tokenmill.formats.kinds import TOKENS_READ_IN, source_unit
 from tokenmill.formats.mmidx import MMapIndexedDataset, is_megatron_index, prefix_of
 from tokenmill.formats.pbin import PbinFile, read_sidecar
+from tokenmill.formats.provenance import document_line
 from tokenmill.formats.sidecar import SidecarRecord, resolve_sidecar_paths, resolved_against
 from tokenmill.inputs.raw_index import read_index
 from tokenmill.plan.layout import PACKED_FOLDER, build_of, cache_dir, megatron_prefix, packed_index_dir_of, packed_path
@@ -71,15 +74,10 @@ def source_of(meta: SidecarRecord | None, document: int) -> tuple[str, int | Non
         if document < source["documents"] and source.get("format") in TOKENS_READ_IN:
             return source["path"], document
         if document < source["documents"]:
-            skipped = source.get("skipped", {})
-            if any(entry["count"] != len(entry["first_lines"]) for entry in skipped.values()):
-                return source["path"], None  # the sidecar lists only the first skipped lines
+            if "loss_mask" in meta and "left_out" not in source and (meta.get("dropped") or meta.get("skipped")):
+                return source["path"], None  # an SFT sidecar before /4: which lines were left out is not known
             # a shard's lines (a Parquet shard's rows) are numbered as in its whole file
-            line = source.get("first_line", source.get("first_row", 1)) + document
-            for skipped_line in sorted(n for entry in skipped.values() for n in entry["first_lines"]):
-                if skipped_line <= line:
-                    line += 1
-            return source["path"], line
+            return source["path"], document_line(source, document)
         document -= source["documents"]
     return None
 
