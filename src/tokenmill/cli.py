@@ -17,6 +17,7 @@ from pathlib import Path
 from tokenmill import __version__
 from tokenmill.config import default
 from tokenmill.errors import TokenmillError
+from tokenmill.files.urls import redact_text
 from tokenmill.files.atomic import atomic_output, remove_temporaries
 from tokenmill.files.identity import refuse_inputs_as_outputs
 from tokenmill.formats.dtypes import MEGATRON_UINT16_BELOW, UINT16_VOCAB_LIMIT
@@ -35,6 +36,7 @@ def _index(args: argparse.Namespace) -> None:
 
 
 def _pack(args: argparse.Namespace) -> None:
+    from tokenmill.files.objects import expect
     from tokenmill.inputs.jsonl import parse_byte_range
     from tokenmill.pack.pretraining import PackSettings, pack
     from tokenmill.inputs.parquet import parse_row_groups
@@ -63,6 +65,8 @@ def _pack(args: argparse.Namespace) -> None:
     byte_range = parse_byte_range(args.byte_range) if args.byte_range else None
     row_groups = parse_row_groups(args.row_groups) if args.row_groups else None
     _check_olmo_arguments(args)
+    for url, tag in args.pin or ():
+        expect(url, tag)
     pack(args.inputs, args.output, settings, indexes=args.index, byte_range=byte_range, row_groups=row_groups,
          megatron_prefix=prefix_of(args.megatron) if args.megatron else None, datatrove_name=args.datatrove,
          datatrove_tokenizer_name=args.datatrove_tokenizer_name)
@@ -518,6 +522,10 @@ def _add_pack_verb(verbs) -> None:
                            "that input with Hugging Face")
     pack.add_argument("--allow-duplicate-inputs", action="store_true",
                       help="pack an input named twice twice (recorded in the sidecar); by default an error")
+    pack.add_argument("--pin", nargs=2, action="append", metavar=("URL", "VERSION"),
+                      help="read this version of the input URL (as the workflow's plan pinned it: its ETag, "
+                           "Last-Modified and Hub revision); a Hub file at that commit, another object refused "
+                           "once changed")
     pack.set_defaults(run=_pack)
 
 
@@ -857,7 +865,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         message = str(exc) if isinstance(exc, TokenmillError) else f"{exc.filename or ''}: {exc.strerror}"
-        print(f"tokenmill: error: {message}", file=sys.stderr)
+        print(f"tokenmill: error: {redact_text(message)}", file=sys.stderr)
         return 1
     finally:
         signal.signal(signal.SIGTERM, previous_handler)

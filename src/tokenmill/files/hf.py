@@ -34,7 +34,7 @@ from urllib.parse import unquote, urlsplit
 from tokenmill.errors import TokenmillError
 from tokenmill.files.remote import ATTEMPTS, CONNECT_SECONDS, READ_SECONDS, ObjectIdentity, expand_glob
 
-__all__ = ["PREFIXES", "split_url", "identity", "expand", "open_range"]
+__all__ = ["PREFIXES", "split_url", "at_revision", "identity", "expand", "open_range"]
 
 PREFIXES = ("hf://",)
 _URL = re.compile(r"hf://datasets/(?P<repo>[^/@]+/[^/@]+)(?:@(?P<revision>[^/]+))?/(?P<path>.+)")
@@ -51,6 +51,16 @@ def split_url(url: str) -> tuple[str, str | None, str]:
         raise TokenmillError(f"{url}: not a Hub dataset URL; give hf://datasets/ORG/NAME[@REVISION]/PATH")
     revision = match["revision"]
     return match["repo"], None if revision is None else unquote(revision), match["path"]
+
+
+def at_revision(url: str, commit: str) -> str:
+    """The URL of the same file at ``commit`` (what a job reads: the commit its plan pinned).
+
+    Raises:
+        TokenmillError: not a Hub dataset URL.
+    """
+    repo, _, path = split_url(url)
+    return f"hf://datasets/{repo}@{commit}/{path}"
 
 
 def _hub():

@@ -18,6 +18,7 @@ import os
 import shlex
 
 from tokenmill import FORMAT_VERSIONS
+from tokenmill.files.urls import redact
 from tokenmill.formats.kinds import MADE_FROM_PBIN, OUTPUT_FORMATS
 from tokenmill.megatron.gpt_indices import SPLIT_NAMES
 from tokenmill.plan.layout import (PARTS_FOLDER, blend_cache_name, brace_ranges, datatrove_name, hf_tokenizer_folder,
@@ -113,6 +114,15 @@ class Commands:
         """Size and modification time of the files a ``tokens_in`` job reads (see :meth:`unit_identity`)."""
         return "; ".join([*map(path_identity, self.units.token_files(build)),
                           self.tokenizer_identities[self.units.builds[build].tokenizer]])
+
+    def pack_inputs(self, unit_name: str) -> list[str]:
+        """The ``tokenmill pack`` inputs of a unit, each object by its redacted name (the job takes the full URL
+        from ``TOKENMILL_URLS``: :mod:`tokenmill.files.urls`) with ``--pin NAME VERSION``: the version the plan
+        saw, which the job reads (a Hub file at that commit, though its branch moved) or refuses."""
+        unit = self.units.unit(unit_name)
+        pins = [part for stem in unit.stems if (file := self.units.file(stem)).etag is not None
+                for part in ("--pin", file.path, file.etag)]
+        return [*self.units.unit_inputs(unit_name), *pins]
 
     def pack_outputs(self, unit_name: str) -> list[str]:
         """The ``tokenmill pack`` output arguments of a unit: its ``.pbin`` and, where its build has the
@@ -287,6 +297,7 @@ class Commands:
         # (the rule's threads) changes no byte
         entry = {key: value for key, value in self.units.config["sft"][name].items()
                  if key not in ("packing", "olmo_path", "workers")}
+        entry["inputs"] = [redact(path) for path in entry["inputs"]]  # the job's TOKENMILL_URLS has them whole
         tokenizer = entry["tokenizer"]
         return json.dumps({"sft": {name: entry}, "tokenizers": {tokenizer: self.units.config["tokenizers"][tokenizer]}},
                           sort_keys=True)
