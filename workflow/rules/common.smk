@@ -44,7 +44,7 @@ from tokenmill.plan.layout import (
 )
 from tokenmill.plan.prune import last_run_stamp
 from tokenmill.plan.summary import report_front_page
-from tokenmill.plan.units import with_local_paths_absolute
+from tokenmill.plan.units import with_local_paths_absolute, with_urls_redacted
 
 STARTED = time.time()  # the run's start: the logs its failed jobs wrote are newer (onerror)
 

@@ -18,14 +18,13 @@ import os
 import shlex
 
 from tokenmill import FORMAT_VERSIONS
-from tokenmill.files.urls import redact
 from tokenmill.formats.kinds import MADE_FROM_PBIN, OUTPUT_FORMATS
 from tokenmill.megatron.gpt_indices import SPLIT_NAMES
 from tokenmill.plan.layout import (PARTS_FOLDER, blend_cache_name, brace_ranges, datatrove_name, hf_tokenizer_folder,
                                    megatron_prefix, olmo_folder, packed_path, part_megatron_prefix, part_pbin_path,
                                    raw_index_path, sft_files, sft_olmo_folder)
 from tokenmill.plan.outputs import Outputs
-from tokenmill.plan.units import MAX_LISTED_INPUT_CHARS, Units, job_flags_of
+from tokenmill.plan.units import MAX_LISTED_INPUT_CHARS, Units, job_flags_of, with_urls_redacted
 
 __all__ = ["Commands", "path_identity"]
 
@@ -297,9 +296,9 @@ class Commands:
         # (the rule's threads) changes no byte
         entry = {key: value for key, value in self.units.config["sft"][name].items()
                  if key not in ("packing", "olmo_path", "workers")}
-        entry["inputs"] = [redact(path) for path in entry["inputs"]]  # the job's TOKENMILL_URLS has them whole
         tokenizer = entry["tokenizer"]
-        return json.dumps({"sft": {name: entry}, "tokenizers": {tokenizer: self.units.config["tokenizers"][tokenizer]}},
+        config = with_urls_redacted({"sft": {name: entry}})  # (the job's TOKENMILL_URLS has them whole)
+        return json.dumps({**config, "tokenizers": {tokenizer: self.units.config["tokenizers"][tokenizer]}},
                           sort_keys=True)
 
     def tokenizer_folder_identities(self) -> dict[str, str]:
