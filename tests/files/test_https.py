@@ -246,7 +246,8 @@ def test_a_url_with_user_and_password_authenticates_and_names_neither(tmp_path, 
         assert sidecar["sources"][0]["path"] == name
         assert all(headers.get("Authorization") for _, _, headers in server.requests)  # basic auth, every request
         assert all("alice" not in path for _, path, _ in server.requests)  # never in the address
-        code, refused = tokenmill("pack", url.replace("Pa55word%21", "wrong"), *PACK, "-o", tmp_path / "x.pbin", capsys=capsys)
+        wrong = url.replace("Pa55word%21", "wrong")
+        code, refused = tokenmill("pack", wrong, *PACK, "-o", tmp_path / "x.pbin", capsys=capsys)
     # one true line (it was "the server does not answer (gaierror)", with the password in it)
     assert (code, refused) == (1, f"tokenmill: error: {name}: permission denied (HTTP 401) while reading its "
                                   f"metadata\n")

@@ -57,7 +57,8 @@ def test_a_name_maps_back_to_its_full_url_from_this_process_or_the_jobs_environm
     name = urls.redact(PRESIGNED)
     with pytest.raises(TokenmillError) as refused:
         urls.full_url(name)
-    assert str(refused.value).startswith(f"{name}: a URL with its secrets redacted") and "0123" not in str(refused.value)
+    said = str(refused.value)
+    assert said.startswith(f"{name}: a URL with its secrets redacted") and "0123" not in said
     assert urls.full_url("https://host/a.jsonl") == "https://host/a.jsonl"  # nothing redacted: itself
 
     variable = urls.urls_variable(["data/raw/a.jsonl", PRESIGNED, "s3://b/k.jsonl"])
