@@ -71,6 +71,7 @@ def test_no_secret_of_an_input_url_or_the_environment_reaches_any_output(workflo
     assert f"'{basic.url.replace('http://', 'http://***@')}/a.jsonl'" in passed_printed
     records = "".join(path.read_text() for path in (workflow_dir / ".snakemake/metadata").iterdir())
     assert f"--pin hf://datasets/{HUB_REPO}/data/c.jsonl " in records and f" revision {commit}'" in records
+    assert f"tokenmill sft - chat --pin '{presigned.url}/chat.jsonl?X-Amz-Algorithm=***&" in records
     assert (workflow_dir / "data/packed/web.pbin").exists() and (workflow_dir / "data/sft/chat.pbin").exists()
     assert any(headers.get("Authorization") for _, _, headers in basic.requests)  # the password was sent...
     leaks = _leaks(workflow_dir, failed_printed + passed_printed)

@@ -272,3 +272,15 @@ def test_a_presigned_url_reads_and_every_output_names_it_without_its_signature(t
         assert code == 1 and "AKIAPLANTED" not in missing and "feedc0ffee42" not in missing
     for output in (said.encode(), _written(tmp_path)):
         assert b"AKIAPLANTED" not in output and b"feedc0ffee42" not in output
+
+
+def test_a_file_replaced_after_the_plan_looked_is_refused_by_its_pinned_job_in_one_line(tmp_path, capsys):
+    with RangeServer({"/a.jsonl": b'{"text": "planned"}\n'}) as server:
+        url = f"{server.url}/a.jsonl"
+        planned = objects.object_identity(url).tag  # what the workflow's params and --pin carry
+        server.files["/a.jsonl"] = b'{"text": "replaced since"}\n'
+        now = objects.object_identity(url).tag
+        code, said = tokenmill("pack", url, "--pin", url, planned, *PACK, "-o", tmp_path / "a.pbin", capsys=capsys)
+    assert (code, said) == (1, f"tokenmill: error: {url}: changed since the workflow planned it (then {planned}; now "
+                               f"{now}); nothing was written, run the workflow again to plan the new version\n")
+    assert list(tmp_path.iterdir()) == []

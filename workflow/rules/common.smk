@@ -253,6 +253,7 @@ verify_options = _shell(PLAN.commands.verify_options, "build")
 report_options = _shell(PLAN.commands.report_options, "build")
 sft_config = _plan(PLAN.commands.sft_config, "name")
 sft_identity = _plan(PLAN.commands.sft_identity, "name")
+sft_pins = _shell(PLAN.commands.sft_pins, "name")
 sft_verify_options = _shell(PLAN.commands.sft_verify_options, "name")
 
 

@@ -272,6 +272,11 @@ class Commands:
                           *(f"{item.url}: {item.size} bytes, ETag {item.tag}"
                             for item in self.units.sft_objects(name))])
 
+    def sft_pins(self, name: str) -> list[str]:
+        """``--pin NAME VERSION`` of each object an SFT set reads: the version the plan saw (see
+        :meth:`pack_inputs`)."""
+        return [part for item in self.units.sft_objects(name) for part in ("--pin", item.url, item.tag)]
+
     def sft_olmo_best_fit_options(self, name: str) -> list[str]:
         """``tokenmill best-fit`` options of an SFT set's OLMo-core packing caches: its length and the parts'
         folder as the job spells it (``olmo_path``: hashed into the names)."""
