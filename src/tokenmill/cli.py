@@ -17,9 +17,9 @@ from pathlib import Path
 from tokenmill import __version__
 from tokenmill.config import default
 from tokenmill.errors import TokenmillError
-from tokenmill.files.urls import redact_text
 from tokenmill.files.atomic import atomic_output, remove_temporaries
 from tokenmill.files.identity import refuse_inputs_as_outputs
+from tokenmill.files.urls import redact_text
 from tokenmill.formats.dtypes import MEGATRON_UINT16_BELOW, UINT16_VOCAB_LIMIT
 from tokenmill.formats.mmidx import is_megatron_index, prefix_of
 

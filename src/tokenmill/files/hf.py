@@ -4,7 +4,8 @@
 * **Revision.** ``@REVISION`` is a branch, a tag or a commit (``main`` when absent; ``refs/pr/1`` spelt
   ``refs%2Fpr%2F1``). It is resolved to a commit sha once per process (``HfApi.dataset_info``), every
   listing and read of the process is of that commit, and the sidecar records it (``object.revision``):
-  a branch moved since is a changed input for the plan.
+  a branch moved since is a changed input for the plan. A workflow job reads the commit its plan pinned
+  (:func:`at_revision`, through ``--pin``), not the one its branch names when the job starts.
 * **Globs.** ``PATH`` may hold ``*``, ``?``, ``[...]`` and ``**`` (``hf://datasets/o/n/train/*.parquet``):
   the commit's tree is listed recursively from the folder before the first wildcard
   (``HfApi.list_repo_tree``) and the matching files taken in sorted order.

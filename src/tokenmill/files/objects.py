@@ -2,8 +2,9 @@
 and files of a Hugging Face Hub dataset (``hf://datasets/...``), listed, identified and read as streams.
 
 One interface for every scheme (:mod:`tokenmill.files.remote`): this module picks the scheme's module by the
-URL's prefix (:mod:`~tokenmill.files.s3`, :mod:`~tokenmill.files.gs`, :mod:`~tokenmill.files.https`,
-:mod:`~tokenmill.files.hf`), and keeps the version of each object a process reads.
+URL's prefix in the one table of schemes (:data:`tokenmill.files.urls.SCHEMES`: :mod:`~tokenmill.files.s3`,
+:mod:`~tokenmill.files.gs`, :mod:`~tokenmill.files.https`, :mod:`~tokenmill.files.hf`), and keeps the version of
+each object a process reads.
 
 * **Globs.** ``s3://`` and ``gs://`` keys and ``hf://`` paths may hold ``*``, ``?`` and ``[...]``; ``*``
   stays within one ``/`` level and ``**`` crosses levels; the matches are taken in sorted order. A web
@@ -17,7 +18,10 @@ URL's prefix (:mod:`~tokenmill.files.s3`, :mod:`~tokenmill.files.gs`, :mod:`~tok
   stream of 8 MiB reads: memory stays bounded, nothing is copied to local disk, and a connection lost
   mid-stream resumes where it stopped. :class:`ObjectFile` is a seekable view by ranged requests, for
   Parquet footers and row groups.
-* **Failures.** Each is one :class:`~tokenmill.errors.TokenmillError` line naming the URL (and never a
+* **Names.** Every URL is known by its redacted name (:func:`tokenmill.files.urls.redact`), the identity's
+  ``url`` too; only a scheme's request takes the full URL (:func:`tokenmill.files.urls.full_url`). A job pins an
+  input to the version its plan saw where told to (:func:`expect`).
+* **Failures.** Each is one :class:`~tokenmill.errors.TokenmillError` line naming the URL by its name (never a
   credential): no such object, no permission, a bad revision, a server that does not answer, a truncated
   object, or one that changed during the read.
 
@@ -37,12 +41,10 @@ from types import ModuleType
 from tokenmill.errors import TokenmillError
 from tokenmill.files import remote
 from tokenmill.files.remote import ATTEMPTS, ObjectIdentity, ObjectStream, read_all
-from tokenmill.files.urls import PREFIXES, full_url, is_url, redact_text, remember, scheme_of
+from tokenmill.files.urls import full_url, is_url, redact_text, remember, scheme_of
 
-__all__ = ["SCHEMES", "ATTEMPTS", "is_url", "ObjectIdentity", "object_identity", "pin", "expect", "pinned_identity",
+__all__ = ["ATTEMPTS", "is_url", "ObjectIdentity", "object_identity", "pin", "expect", "pinned_identity",
            "expand_url", "open_object", "ObjectFile", "read_object_range"]
-
-SCHEMES = PREFIXES  # (the table itself: tokenmill.files.urls.SCHEMES)
 
 
 def _scheme(url: str) -> ModuleType:
