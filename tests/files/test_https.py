@@ -16,7 +16,7 @@ from url_inputs import (CHAT, FAULTED, PACK, assert_a_broken_get_resumes, assert
                         pack_equal, sft_equal, tokenmill)
 
 from conftest import MIXED_JSONL
-from tokenmill.files import https, objects, remote
+from tokenmill.files import https, objects, remote, urls
 
 @pytest.fixture(autouse=True)
 def fresh_pins():
@@ -255,7 +255,7 @@ def test_a_url_with_user_and_password_authenticates_and_names_neither(tmp_path, 
         assert b"Pa55word" not in output and b"alice" not in output
 
 
-def test_a_presigned_url_reads_and_every_output_names_it_without_its_signature(tmp_path, capsys):
+def test_a_presigned_url_reads_and_every_output_names_it_without_its_signature(tmp_path, capsys, monkeypatch):
     query = "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAPLANTED%2Fus-east-1&X-Amz-Signature=feedc0ffee42"
     text = MIXED_JSONL.read_bytes()
     with RangeServer({"/a.jsonl": text}, query=query) as server:
@@ -270,6 +270,14 @@ def test_a_presigned_url_reads_and_every_output_names_it_without_its_signature(t
         code, missing = tokenmill("pack", url.replace("a.jsonl", "b.jsonl"), *PACK, "-o", tmp_path / "x.pbin",
                                   capsys=capsys)
         assert code == 1 and "AKIAPLANTED" not in missing and "feedc0ffee42" not in missing
+        # verify in a new process: the sidecar's name alone cannot be read; the full URL given, it is
+        monkeypatch.setattr(urls, "_full_urls", {})
+        objects._pinned.clear()
+        code, unread = tokenmill("verify", tmp_path / "pack/url.pbin", capsys=capsys)
+        assert code == 1 and f"{name}: a URL with its secrets redacted (***); give the full URL" in unread, unread
+        code, verified = tokenmill("verify", tmp_path / "pack/url.pbin", "--inputs", url, capsys=capsys)
+        assert code == 0, verified
+        said += unread + verified
     for output in (said.encode(), _written(tmp_path)):
         assert b"AKIAPLANTED" not in output and b"feedc0ffee42" not in output
 

@@ -163,9 +163,8 @@ def full_url(name: str) -> str:
     if name in _full_urls:
         return _full_urls[name]
     if REDACTED in name:
-        raise TokenmillError(f"{name}: a URL with its secrets redacted ({REDACTED}), and no full URL of that name "
-                             f"was given (the workflow's jobs take them from the config, in {URLS_VARIABLE}); "
-                             f"give the full URL")
+        raise TokenmillError(f"{name}: a URL with its secrets redacted ({REDACTED}); give the full URL (verify: "
+                             f"--inputs URL; the workflow's jobs take it from the config, through {URLS_VARIABLE})")
     return name
 
 
