@@ -58,9 +58,10 @@ PREFIXES = tuple(scheme.prefix for scheme in SCHEMES)
 URLS_VARIABLE = "TOKENMILL_URLS"
 REDACTED = "***"
 
-# Query parameters whose value may be a secret: by prefix (presigned S3, signed GCS), Azure SAS's, and by name.
+# Query parameters whose value may be a secret: by prefix (presigned S3, signed GCS), Azure SAS's expiry (its sig
+# is a word below), and by a word in the name.
 _SECRET_PREFIXES = ("x-amz-", "x-goog-")
-_SECRET_NAMES = {"sig", "se"}
+_SECRET_NAMES = {"se"}
 _SECRET_WORDS = re.compile(r"token|signature|sig|key|credential|secret|password|passwd|auth", re.IGNORECASE)
 # A URL inside a message: from a known scheme up to whitespace or a quote; trailing punctuation is the message's.
 _URL_IN_TEXT = re.compile(r"(?:s3|gs|https?|hf)://[^\s'\"<>`]+")
