@@ -19,6 +19,7 @@ from tokenmill.config import default
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import atomic_output, remove_temporaries
 from tokenmill.files.identity import refuse_inputs_as_outputs
+from tokenmill.files.urls import redact_text
 from tokenmill.formats.dtypes import MEGATRON_UINT16_BELOW, UINT16_VOCAB_LIMIT
 from tokenmill.formats.mmidx import is_megatron_index, prefix_of
 
@@ -63,6 +64,7 @@ def _pack(args: argparse.Namespace) -> None:
     byte_range = parse_byte_range(args.byte_range) if args.byte_range else None
     row_groups = parse_row_groups(args.row_groups) if args.row_groups else None
     _check_olmo_arguments(args)
+    _expect_pins(args)
     pack(args.inputs, args.output, settings, indexes=args.index, byte_range=byte_range, row_groups=row_groups,
          megatron_prefix=prefix_of(args.megatron) if args.megatron else None, datatrove_name=args.datatrove,
          datatrove_tokenizer_name=args.datatrove_tokenizer_name)
@@ -229,10 +231,26 @@ def _inspect(args: argparse.Namespace) -> None:
     print("\n".join(lines))
 
 
+def _expect_pins(args: argparse.Namespace) -> None:
+    """``--pin URL VERSION``: read that version of each input URL (what the workflow's plan saw)."""
+    from tokenmill.files.objects import expect
+
+    for url, version in args.pin or ():
+        expect(url, version)
+
+
+def _add_pin_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--pin", nargs=2, action="append", metavar=("URL", "VERSION"),
+                        help="read this version of the input URL (as the workflow's plan pinned it: its ETag, "
+                             "Last-Modified and Hub revision): a Hub file at that commit, though its branch moved; "
+                             "another object refused in one line once replaced")
+
+
 def _sft(args: argparse.Namespace) -> None:
     from tokenmill.config import read_config_file
     from tokenmill.pack.sft import write_sft
 
+    _expect_pins(args)
     meta = write_sft(args.name, read_config_file(args.config), args.output, source=args.config, engine=args.engine,
                      chat_template=args.chat_template, workers=args.workers)
     for source in meta["sources"]:  # what gave no document, by reason: conversations dropped, bad lines skipped
@@ -527,6 +545,7 @@ def _add_pack_verb(verbs) -> None:
                            "that input with Hugging Face")
     pack.add_argument("--allow-duplicate-inputs", action="store_true",
                       help="pack an input named twice twice (recorded in the sidecar); by default an error")
+    _add_pin_argument(pack)
     pack.set_defaults(run=_pack)
 
 
@@ -703,6 +722,7 @@ def _add_sft_verb(verbs) -> None:
     sft.add_argument("--workers", type=int, default=None, metavar="N",
                      help="with a chat template, render batches in N worker processes (default: the entry's "
                           f"`workers`, else {default('sft.*.workers')}); the same bytes for any N")
+    _add_pin_argument(sft)
     sft.set_defaults(run=_sft)
 
 
@@ -904,7 +924,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         message = str(exc) if isinstance(exc, TokenmillError) else f"{exc.filename or ''}: {exc.strerror}"
-        print(f"tokenmill: error: {message}", file=sys.stderr)
+        print(f"tokenmill: error: {redact_text(message)}", file=sys.stderr)
         return 1
     finally:
         signal.signal(signal.SIGTERM, previous_handler)

@@ -6,6 +6,8 @@ thread, bound to 127.0.0.1 on a free port, stopped by the context manager. Nothi
   answered ``206`` with ``Content-Range``, ``If-Match`` answered ``412``, 404 for a missing file; or, with
   ``ranges=False``, as ``python -m http.server`` does: ``Range`` and ``If-Match`` ignored, every ``GET``
   answered ``200`` with the whole file. Every request's method, path and headers are kept in ``requests``.
+  With ``credentials=(USER, PASSWORD)`` it answers ``401`` to a request without that HTTP basic
+  authentication; with ``query=...``, ``403`` to one whose query is not that one (a presigned URL's).
 * :class:`FakeHub` stands in for the Hugging Face Hub (``huggingface.co``) as ``huggingface_hub`` calls it
   to read a dataset, and for nothing else: ``GET /api/datasets/ORG/NAME/revision/REV`` (HfApi.dataset_info:
   the revision's commit sha), ``GET /api/datasets/ORG/NAME/tree/SHA[/PATH]?recursive=`` (list_repo_tree),
@@ -19,6 +21,7 @@ thread, bound to 127.0.0.1 on a free port, stopped by the context manager. Nothi
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import email.message
 import email.utils
@@ -52,9 +55,13 @@ class _Handler(BaseHTTPRequestHandler):
 class RangeServer:
     """A static file server with Range, ETag and If-Match support (see the module's docstring)."""
 
-    def __init__(self, files: dict[str, bytes] | None = None, ranges: bool = True):
+    def __init__(self, files: dict[str, bytes] | None = None, ranges: bool = True,
+                 credentials: tuple[str, str] | None = None, query: str | None = None):
         self.files = dict(files or {})
         self.ranges = ranges
+        self.authorization = None if credentials is None else \
+            "Basic " + base64.b64encode(":".join(credentials).encode()).decode()
+        self.query = query
         self.requests: list[tuple[str, str, email.message.Message]] = []
         self.modified = "Wed, 21 Oct 2026 07:28:00 GMT"
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
@@ -104,7 +111,11 @@ class RangeServer:
         return self.reply(handler, 206, data[start:end], head, headers)
 
     def answer(self, handler: BaseHTTPRequestHandler, head: bool) -> None:
-        path = urlsplit(handler.path).path
+        path, query = urlsplit(handler.path).path, urlsplit(handler.path).query
+        if self.authorization is not None and handler.headers.get("Authorization") != self.authorization:
+            return self.reply(handler, 401, b"who are you", head, {"WWW-Authenticate": 'Basic realm="files"'})
+        if self.query is not None and query != self.query:
+            return self.reply(handler, 403, b"signature does not match", head)
         if path not in self.files:
             return self.reply(handler, 404, b"not found", head)
         data = self.files[path]

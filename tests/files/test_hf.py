@@ -164,3 +164,23 @@ def test_the_workflow_builds_a_hub_dataset_to_its_local_copies_bytes_and_repacks
     rerun = run_snakemake(workflow_dir, "-n", *targets)
     planned = rerun.stdout + rerun.stderr
     assert "pack hub ->" in planned and "pack local" not in planned, planned  # (small files: one pack each)
+
+
+def test_a_job_reads_the_commit_its_plan_pinned_though_the_branch_moved_since(hub, tmp_path, capsys):
+    before, after = b'{"text": "the first commit"}\n', b'{"text": "a later commit, other bytes"}\n'
+    first = hub.commit(REPO, {"a.jsonl": before})
+    url = f"hf://datasets/{REPO}/a.jsonl"
+    planned = objects.object_identity(url)  # the plan's look: the tag its params record and its job is given
+    second = hub.commit(REPO, {"a.jsonl": after})  # main moves on before the job starts
+    (tmp_path / "before.jsonl").write_bytes(before)
+    code, said = tokenmill("pack", tmp_path / "before.jsonl", *PACK, "-o", tmp_path / "local.pbin", capsys=capsys)
+    assert code == 0, said
+    for pins, revision in (((), second), (("--pin", url, planned.tag), first)):
+        hf._commit.cache_clear()  # each job a new process
+        objects._pinned.clear()
+        code, said = tokenmill("pack", url, *pins, *PACK, "-o", tmp_path / "hub.pbin", capsys=capsys)
+        assert code == 0, said
+        assert read_sidecar(tmp_path / "hub.pbin")["sources"][0]["object"]["revision"] == revision
+    # with the pin: the plan's commit, byte for byte, and the name as the config spells it
+    assert (tmp_path / "hub.pbin").read_bytes() == (tmp_path / "local.pbin").read_bytes()
+    assert read_sidecar(tmp_path / "hub.pbin")["sources"][0]["path"] == url

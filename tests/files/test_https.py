@@ -16,7 +16,7 @@ from url_inputs import (CHAT, FAULTED, PACK, assert_a_broken_get_resumes, assert
                         pack_equal, sft_equal, tokenmill)
 
 from conftest import MIXED_JSONL
-from tokenmill.files import https, objects, remote
+from tokenmill.files import https, objects, remote, urls
 
 @pytest.fixture(autouse=True)
 def fresh_pins():
@@ -228,3 +228,67 @@ def test_a_get_broken_mid_body_resumes_from_the_last_byte_received_to_the_same_b
 def test_a_get_that_breaks_every_time_fails_in_one_line_naming_the_file_with_nothing_written(proxied, fault,
                                                                                               tmp_path, capsys):
     assert_a_get_broken_every_time_fails(proxied, proxied.file_url, fault, tmp_path, capsys)
+
+
+# ---- Secrets in a URL: user info (basic authentication) and a presigned query, sent and written nowhere else
+
+
+def _written(folder) -> bytes:
+    return b"".join(path.read_bytes() for path in folder.rglob("*") if path.is_file())
+
+
+def test_a_url_with_user_and_password_authenticates_and_names_neither(tmp_path, capsys):
+    text = MIXED_JSONL.read_bytes()
+    with RangeServer({"/a.jsonl": text}, credentials=("alice", "Pa55word!")) as server:
+        url = server.url.replace("http://", "http://alice:Pa55word%21@") + "/a.jsonl"
+        name = server.url.replace("http://", "http://***@") + "/a.jsonl"
+        sidecar, said = pack_equal(tmp_path / "pack", [MIXED_JSONL], [url], capsys, "--on-bad-line", "skip")
+        assert sidecar["sources"][0]["path"] == name
+        assert all(headers.get("Authorization") for _, _, headers in server.requests)  # basic auth, every request
+        assert all("alice" not in path for _, path, _ in server.requests)  # never in the address
+        wrong = url.replace("Pa55word%21", "wrong")
+        code, refused = tokenmill("pack", wrong, *PACK, "-o", tmp_path / "x.pbin", capsys=capsys)
+    # one true line (it was "the server does not answer (gaierror)", with the password in it)
+    assert (code, refused) == (1, f"tokenmill: error: {name}: permission denied (HTTP 401) while reading its "
+                                  f"metadata\n")
+    for output in (said.encode(), _written(tmp_path)):
+        assert b"Pa55word" not in output and b"alice" not in output
+
+
+def test_a_presigned_url_reads_and_every_output_names_it_without_its_signature(tmp_path, capsys, monkeypatch):
+    query = "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAPLANTED%2Fus-east-1&X-Amz-Signature=feedc0ffee42"
+    text = MIXED_JSONL.read_bytes()
+    with RangeServer({"/a.jsonl": text}, query=query) as server:
+        url = f"{server.url}/a.jsonl?{query}"
+        name = f"{server.url}/a.jsonl?X-Amz-Algorithm=***&X-Amz-Credential=***&X-Amz-Signature=***"
+        sidecar, said = pack_equal(tmp_path / "pack", [MIXED_JSONL], [url], capsys, "--on-bad-line", "skip")
+        assert sidecar["sources"][0]["path"] == name
+        code, refused = tokenmill("pack", url.replace("feedc0ffee42", "badc0ffee000"), *PACK, "-o",
+                                  tmp_path / "x.pbin", capsys=capsys)
+        assert (code, refused) == (1, f"tokenmill: error: {name}: permission denied (HTTP 403) while reading its "
+                                      f"metadata\n")
+        code, missing = tokenmill("pack", url.replace("a.jsonl", "b.jsonl"), *PACK, "-o", tmp_path / "x.pbin",
+                                  capsys=capsys)
+        assert code == 1 and "AKIAPLANTED" not in missing and "feedc0ffee42" not in missing
+        # verify in a new process: the sidecar's name alone cannot be read; the full URL given, it is
+        monkeypatch.setattr(urls, "_full_urls", {})
+        objects._pinned.clear()
+        code, unread = tokenmill("verify", tmp_path / "pack/url.pbin", capsys=capsys)
+        assert code == 1 and f"{name}: a URL with its secrets redacted (***); give the full URL" in unread, unread
+        code, verified = tokenmill("verify", tmp_path / "pack/url.pbin", "--inputs", url, capsys=capsys)
+        assert code == 0, verified
+        said += unread + verified
+    for output in (said.encode(), _written(tmp_path)):
+        assert b"AKIAPLANTED" not in output and b"feedc0ffee42" not in output
+
+
+def test_a_file_replaced_after_the_plan_looked_is_refused_by_its_pinned_job_in_one_line(tmp_path, capsys):
+    with RangeServer({"/a.jsonl": b'{"text": "planned"}\n'}) as server:
+        url = f"{server.url}/a.jsonl"
+        planned = objects.object_identity(url).tag  # what the workflow's params and --pin carry
+        server.files["/a.jsonl"] = b'{"text": "replaced since"}\n'
+        now = objects.object_identity(url).tag
+        code, said = tokenmill("pack", url, "--pin", url, planned, *PACK, "-o", tmp_path / "a.pbin", capsys=capsys)
+    assert (code, said) == (1, f"tokenmill: error: {url}: changed since the workflow planned it (then {planned}; now "
+                               f"{now}); nothing was written, run the workflow again to plan the new version\n")
+    assert list(tmp_path.iterdir()) == []

@@ -14,6 +14,7 @@ from types import SimpleNamespace
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.config import validate_config
 from tokenmill.errors import TokenmillError
+from tokenmill.files.urls import URLS_VARIABLE, redact_text, urls_variable
 from tokenmill.formats.sidecar import sidecar_path
 from tokenmill.pack.settings import useful_workers
 from tokenmill.plan import Plan
@@ -43,7 +44,7 @@ from tokenmill.plan.layout import (
 )
 from tokenmill.plan.prune import last_run_stamp
 from tokenmill.plan.summary import report_front_page
-from tokenmill.plan.units import with_local_paths_absolute
+from tokenmill.plan.units import with_local_paths_absolute, with_urls_redacted
 
 STARTED = time.time()  # the run's start: the logs its failed jobs wrote are newer (onerror)
 
@@ -63,6 +64,16 @@ if STORAGE_PREFIX:
 _CONFIG_SOURCE = ", ".join(map(str, workflow.overwrite_configfiles)) or "config/config.yaml"
 try:
     config.update(validate_config(config, _CONFIG_SOURCE))
+    # URLs with secrets (user info, presigned queries): jobs take them whole from their environment, and the
+    # redacted names everywhere else (commands, params, logs: tokenmill.files.urls)
+    _secret_urls = urls_variable(
+        path
+        for section in ("datasets", "sft")
+        for entry in config[section].values()
+        for path in entry.get("inputs", [])
+    )
+    if _secret_urls != "[]":
+        os.environ[URLS_VARIABLE] = _secret_urls
     # the tokenizer paths as the config spells them, which datatrove's .ds.metadata records
     _spelled_paths = {name: entry["path"] for name, entry in config["tokenizers"].items()}
     if STORAGE_ROOT:
@@ -81,7 +92,7 @@ try:
         raise TokenmillError(_clash)
 except TokenmillError as exc:
     message = str(exc) if str(exc).startswith(_CONFIG_SOURCE) else f"{_CONFIG_SOURCE}: {exc}"
-    print(f"tokenmill: error: {message}", file=sys.stderr)
+    print(f"tokenmill: error: {redact_text(message)}", file=sys.stderr)
     sys.exit(1)
 
 
@@ -126,7 +137,7 @@ def _plan(method, wildcard):
         try:
             return method(wildcards[wildcard])
         except TokenmillError as exc:
-            raise ValueError(str(exc)) from None
+            raise ValueError(redact_text(str(exc))) from None
 
     return function
 
@@ -227,7 +238,7 @@ pack_options = _shell(PLAN.commands.pack_options, "unit")
 pack_outputs = _shell(PLAN.commands.pack_outputs, "unit")
 pack_format = _plan(PLAN.commands.pack_format, "unit")
 hf_tokenizer_options = _shell(PLAN.commands.hf_tokenizer_options, "tokenizer")
-pack_inputs = _shell(PLAN.units.unit_inputs, "unit")  # files and URLs (these no input of Snakemake's)
+pack_inputs = _shell(PLAN.commands.pack_inputs, "unit")  # files and URLs (these no input of Snakemake's)
 build_megatron_prefix = _plan(megatron_prefix, "build")
 datatrove_options = _shell(PLAN.commands.datatrove_options, "build")
 olmo_options = _shell(PLAN.commands.olmo_options, "build")
@@ -242,6 +253,7 @@ verify_options = _shell(PLAN.commands.verify_options, "build")
 report_options = _shell(PLAN.commands.report_options, "build")
 sft_config = _plan(PLAN.commands.sft_config, "name")
 sft_identity = _plan(PLAN.commands.sft_identity, "name")
+sft_pins = _shell(PLAN.commands.sft_pins, "name")
 sft_verify_options = _shell(PLAN.commands.sft_verify_options, "name")
 
 

@@ -20,7 +20,7 @@ rule prune:
         mem_mb=1000,
         runtime=10,
     params:
-        config=json.dumps(config, sort_keys=True),
+        config=json.dumps(with_urls_redacted(config), sort_keys=True),
         # the bound on data/stale/: the last N runs' moves are kept (null in the config: all)
         keep_stale_runs="all" if config["keep_stale_runs"] is None else config["keep_stale_runs"],
     message:

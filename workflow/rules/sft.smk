@@ -26,9 +26,10 @@ rule sft:
         format=FORMAT_VERSIONS["sft"],
         config=sft_config,
         inputs=sft_identity,
+        pins=sft_pins,
     message:
         "instruction-tuning set {wildcards.name} -> {output.pbin} (log: {log})"
     shell:
-        "({params.job.cd}echo {params.config:q} | tokenmill sft - {wildcards.name} -o {params.job.pbin:q}"
-        " --workers {threads})"
+        "({params.job.cd}echo {params.config:q} | tokenmill sft - {wildcards.name} {params.pins}"
+        " -o {params.job.pbin:q} --workers {threads})"
         " > {log:q} 2>&1"

@@ -4,7 +4,8 @@
 * **Revision.** ``@REVISION`` is a branch, a tag or a commit (``main`` when absent; ``refs/pr/1`` spelt
   ``refs%2Fpr%2F1``). It is resolved to a commit sha once per process (``HfApi.dataset_info``), every
   listing and read of the process is of that commit, and the sidecar records it (``object.revision``):
-  a branch moved since is a changed input for the plan.
+  a branch moved since is a changed input for the plan. A workflow job reads the commit its plan pinned
+  (:func:`at_revision`, through ``--pin``), not the one its branch names when the job starts.
 * **Globs.** ``PATH`` may hold ``*``, ``?``, ``[...]`` and ``**`` (``hf://datasets/o/n/train/*.parquet``):
   the commit's tree is listed recursively from the folder before the first wildcard
   (``HfApi.list_repo_tree``) and the matching files taken in sorted order.
@@ -34,7 +35,7 @@ from urllib.parse import unquote, urlsplit
 from tokenmill.errors import TokenmillError
 from tokenmill.files.remote import ATTEMPTS, CONNECT_SECONDS, READ_SECONDS, ObjectIdentity, expand_glob
 
-__all__ = ["PREFIXES", "split_url", "identity", "expand", "open_range"]
+__all__ = ["PREFIXES", "split_url", "at_revision", "identity", "expand", "open_range"]
 
 PREFIXES = ("hf://",)
 _URL = re.compile(r"hf://datasets/(?P<repo>[^/@]+/[^/@]+)(?:@(?P<revision>[^/]+))?/(?P<path>.+)")
@@ -51,6 +52,16 @@ def split_url(url: str) -> tuple[str, str | None, str]:
         raise TokenmillError(f"{url}: not a Hub dataset URL; give hf://datasets/ORG/NAME[@REVISION]/PATH")
     revision = match["revision"]
     return match["repo"], None if revision is None else unquote(revision), match["path"]
+
+
+def at_revision(url: str, commit: str) -> str:
+    """The URL of the same file at ``commit`` (what a job reads: the commit its plan pinned).
+
+    Raises:
+        TokenmillError: not a Hub dataset URL.
+    """
+    repo, _, path = split_url(url)
+    return f"hf://datasets/{repo}@{commit}/{path}"
 
 
 def _hub():

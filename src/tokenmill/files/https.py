@@ -10,7 +10,11 @@ interface, with the standard library's client (no dependency).
   left unread), and carry the pinned ``ETag`` (or ``Last-Modified``, and for a ``200`` the size), and a
   strong ETag is also sent as ``If-Match``: a file replaced during a read stops it with one line. Redirects
   are followed.
-* **No globs**: a web server has no listing; ``?`` starts the URL's query. No credentials are sent.
+* **No globs**: a web server has no listing; ``?`` starts the URL's query.
+* **Credentials.** A URL's user info (``https://USER:PASSWORD@HOST/...``) is sent as HTTP basic
+  authentication, to that host only (not to a host it redirects to), never as part of the address; a
+  presigned URL's query is sent as given. Both are secrets: requests take the full URL
+  (:func:`~tokenmill.files.urls.full_url`), every message its redacted name.
 * **Failures**, each one line naming the URL: 404, 401/403, a server that does not answer
   (:data:`~tokenmill.files.remote.ATTEMPTS` attempts, 5xx answers retried likewise, 20 s per read), a server
   that ignores ``Range`` asked for a range past byte 0 (a Parquet read, a byte-range shard, or the resume of a
@@ -21,6 +25,7 @@ Cost: one ``HEAD`` per input, one ``GET`` per range read; each request a new con
 
 from __future__ import annotations
 
+import base64
 import http.client
 import time
 import urllib.error
@@ -29,6 +34,7 @@ from urllib.parse import urlsplit
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.remote import ATTEMPTS, READ_SECONDS, ObjectIdentity
+from tokenmill.files.urls import full_url, redact, user_info
 
 __all__ = ["PREFIXES", "identity", "expand", "open_range"]
 
@@ -41,13 +47,25 @@ def _host(url: str) -> str:
     return urlsplit(url).netloc.rpartition("@")[2]
 
 
+def _prepared(url: str, method: str, headers: dict[str, str]) -> urllib.request.Request:
+    """The request for the full URL of ``url`` (a name, :func:`~tokenmill.files.urls.full_url`): its user
+    info, where it has one, as basic authentication for this host only."""
+    address, credentials = user_info(full_url(url))
+    request = urllib.request.Request(address, method=method, headers={"User-Agent": _USER_AGENT, **headers})
+    if credentials is not None:
+        token = base64.b64encode(":".join(credentials).encode()).decode("ascii")
+        request.add_unredirected_header("Authorization", f"Basic {token}")
+    return request
+
+
 def _request(url: str, method: str, headers: dict[str, str], doing: str) -> http.client.HTTPResponse:
     """The server's answer to one request, retried on no answer or a 5xx.
 
     Raises:
         TokenmillError: 404, 401/403, 412, 416, another error status, or no answer after the attempts.
     """
-    request = urllib.request.Request(url, method=method, headers={"User-Agent": _USER_AGENT, **headers})
+    request = _prepared(url, method, headers)
+    url = redact(url)
     for attempt in range(1, ATTEMPTS + 1):
         try:
             return urllib.request.urlopen(request, timeout=READ_SECONDS)

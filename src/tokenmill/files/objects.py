@@ -2,8 +2,9 @@
 and files of a Hugging Face Hub dataset (``hf://datasets/...``), listed, identified and read as streams.
 
 One interface for every scheme (:mod:`tokenmill.files.remote`): this module picks the scheme's module by the
-URL's prefix (:mod:`~tokenmill.files.s3`, :mod:`~tokenmill.files.gs`, :mod:`~tokenmill.files.https`,
-:mod:`~tokenmill.files.hf`), and keeps the version of each object a process reads.
+URL's prefix in the one table of schemes (:data:`tokenmill.files.urls.SCHEMES`: :mod:`~tokenmill.files.s3`,
+:mod:`~tokenmill.files.gs`, :mod:`~tokenmill.files.https`, :mod:`~tokenmill.files.hf`), and keeps the version of
+each object a process reads.
 
 * **Globs.** ``s3://`` and ``gs://`` keys and ``hf://`` paths may hold ``*``, ``?`` and ``[...]``; ``*``
   stays within one ``/`` level and ``**`` crosses levels; the matches are taken in sorted order. A web
@@ -17,7 +18,10 @@ URL's prefix (:mod:`~tokenmill.files.s3`, :mod:`~tokenmill.files.gs`, :mod:`~tok
   stream of 8 MiB reads: memory stays bounded, nothing is copied to local disk, and a connection lost
   mid-stream resumes where it stopped. :class:`ObjectFile` is a seekable view by ranged requests, for
   Parquet footers and row groups.
-* **Failures.** Each is one :class:`~tokenmill.errors.TokenmillError` line naming the URL (and never a
+* **Names.** Every URL is known by its redacted name (:func:`tokenmill.files.urls.redact`), the identity's
+  ``url`` too; only a scheme's request takes the full URL (:func:`tokenmill.files.urls.full_url`). A job pins an
+  input to the version its plan saw where told to (:func:`expect`).
+* **Failures.** Each is one :class:`~tokenmill.errors.TokenmillError` line naming the URL by its name (never a
   credential): no such object, no permission, a bad revision, a server that does not answer, a truncated
   object, or one that changed during the read.
 
@@ -26,24 +30,21 @@ Cost: one metadata request per input (a listing per glob), and the object's byte
 
 from __future__ import annotations
 
+import contextlib
+import importlib
 import io
-import os
+import re
+from collections.abc import Iterator
+from dataclasses import replace
 from types import ModuleType
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files import remote
 from tokenmill.files.remote import ATTEMPTS, ObjectIdentity, ObjectStream, read_all
+from tokenmill.files.urls import full_url, is_url, redact_text, remember, scheme_of
 
-__all__ = ["SCHEMES", "ATTEMPTS", "is_url", "ObjectIdentity", "object_identity", "pin", "pinned_identity",
+__all__ = ["ATTEMPTS", "is_url", "ObjectIdentity", "object_identity", "pin", "expect", "pinned_identity",
            "expand_url", "open_object", "ObjectFile", "read_object_range"]
-
-SCHEMES = ("s3://", "gs://", "https://", "http://", "hf://")
-
-
-def is_url(path: str | os.PathLike) -> bool:
-    """Whether ``path`` names an object by URL (``s3://``, ``gs://``, ``https://``, ``http://``, ``hf://``)
-    rather than a local file."""
-    return isinstance(path, str) and path.startswith(SCHEMES)
 
 
 def _scheme(url: str) -> ModuleType:
@@ -52,32 +53,43 @@ def _scheme(url: str) -> ModuleType:
     Raises:
         TokenmillError: not a URL of a known scheme.
     """
-    if url.startswith("s3://"):
-        from tokenmill.files import s3
-        return s3
-    if url.startswith(("https://", "http://")):
-        from tokenmill.files import https
-        return https
-    if url.startswith("hf://"):
-        from tokenmill.files import hf
-        return hf
-    if url.startswith("gs://"):
-        from tokenmill.files import gs
-        return gs
-    raise TokenmillError(f"{url}: not a URL tokenmill reads (give s3://, gs://, https://, http:// or hf://)")
+    return importlib.import_module(f"tokenmill.files.{scheme_of(url).module}")
+
+
+@contextlib.contextmanager
+def _redacted() -> Iterator[None]:
+    """A scheme's error, its URLs redacted: the last guard, should a message name a full URL."""
+    try:
+        yield
+    except TokenmillError as exc:
+        raise TokenmillError(redact_text(str(exc))) from None
 
 
 def object_identity(url: str) -> ObjectIdentity:
-    """The object's identity now (one metadata request).
+    """The object's identity now (one metadata request), named by the URL's name
+    (:func:`tokenmill.files.urls.redact`).
 
     Raises:
         TokenmillError: no such object, no permission, no credentials, no answer.
     """
-    return _scheme(url).identity(url)
+    name = remember(url)
+    with _redacted():
+        return _scheme(name).identity(name)
 
 
-# The version of each object this process reads: taken once (pin), so that every read of a job is of it.
+# The version of each object this process reads: taken once (pin), so that every read of a job is of it; and the
+# versions the workflow's plan pinned (expect), which its jobs read. By full URL: two URLs of one name (a presigned
+# URL signed again) are two requests.
 _pinned: dict[str, ObjectIdentity] = {}
+_expected: dict[str, str] = {}
+_REVISION = re.compile(r"(?:^| )revision (\S+)$")
+
+
+def expect(url: str, tag: str) -> None:
+    """Read the version of ``url`` whose :attr:`~tokenmill.files.remote.ObjectIdentity.tag` is ``tag`` (what
+    the plan pinned): a Hub file at the commit the tag names, whatever its branch says now; any other object
+    as it is, refused when it is no longer that version."""
+    _expected[full_url(remember(url))] = tag
 
 
 def pin(url: str) -> ObjectIdentity:
@@ -85,9 +97,20 @@ def pin(url: str) -> ObjectIdentity:
     starts; an object replaced later is then found out instead of read half old, half new).
 
     Raises:
-        TokenmillError: as :func:`object_identity`.
+        TokenmillError: as :func:`object_identity`; an object that is no longer the version expected.
     """
-    _pinned[url] = identity = object_identity(url)
+    name = remember(url)
+    tag = _expected.get(full_url(name))
+    revision = _REVISION.search(tag) if tag else None
+    if revision is not None:  # a Hub file: at the plan's commit, which its branch may have left since
+        with _redacted():
+            identity = replace(_scheme(name).identity(_scheme(name).at_revision(name, revision[1])), url=name)
+    else:
+        identity = object_identity(name)
+    if tag is not None and identity.tag != tag:
+        raise TokenmillError(f"{name}: changed since the workflow planned it (then {tag}; now {identity.tag}); "
+                             f"nothing was written, run the workflow again to plan the new version")
+    _pinned[full_url(name)] = identity
     return identity
 
 
@@ -95,9 +118,9 @@ def pinned_identity(url: str) -> ObjectIdentity:
     """The version of ``url`` this process reads: pinned already, or pinned now.
 
     Raises:
-        TokenmillError: as :func:`object_identity`.
+        TokenmillError: as :func:`pin`.
     """
-    return _pinned.get(url) or pin(url)
+    return _pinned.get(full_url(remember(url))) or pin(url)
 
 
 def expand_url(url: str) -> list[str]:
@@ -106,7 +129,9 @@ def expand_url(url: str) -> list[str]:
     Raises:
         TokenmillError: a glob that matches nothing, or a listing that fails (naming the URL).
     """
-    return _scheme(url).expand(url)
+    name = remember(url)
+    with _redacted():
+        return [remember(match) for match in _scheme(name).expand(name)]
 
 
 def open_object(identity: ObjectIdentity, start: int = 0, end: int | None = None) -> io.RawIOBase:
@@ -118,7 +143,7 @@ def open_object(identity: ObjectIdentity, start: int = 0, end: int | None = None
         TokenmillError: (on a read) the object changed, is gone, or ends early; no permission; no answer.
     """
     return ObjectStream(identity, start, identity.size if end is None else min(end, identity.size),
-                        _scheme(identity.url).open_range)
+                        _open_range(identity.url))
 
 
 def read_object_range(identity: ObjectIdentity, start: int, end: int) -> bytes:
@@ -135,4 +160,15 @@ class ObjectFile(remote.ObjectFile):
     its footer, then the column chunks it needs, by offset)."""
 
     def __init__(self, identity: ObjectIdentity):
-        super().__init__(identity, _scheme(identity.url).open_range)
+        super().__init__(identity, _open_range(identity.url))
+
+
+def _open_range(url: str) -> remote.OpenRange:
+    """The scheme's ``open_range``, its errors redacted."""
+    scheme = _scheme(url)
+
+    def open_range(identity: ObjectIdentity, start: int, end: int) -> remote.Body:
+        with _redacted():
+            return scheme.open_range(identity, start, end)
+
+    return open_range

@@ -10,18 +10,9 @@ import os
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.objects import is_url, pinned_identity, read_object_range
+from tokenmill.files.source import compression_of
 
 __all__ = ["compression_of", "described", "head_bytes", "refuse_compressed"]
-
-# Leading bytes of the compressed formats corpora ship in (Dolma and RedPajama use gzip and zstd), and
-# of Parquet (Hugging Face datasets, FineWeb), which is read as a stream of rows, as they are.
-_COMPRESSION_MAGIC = {b"\x1f\x8b": "gzip", b"\x28\xb5\x2f\xfd": "zstd", b"\xfd7zXZ\x00": "xz",
-                      b"BZh": "bzip2", b"PK\x03\x04": "zip", b"PAR1": "parquet"}
-
-
-def compression_of(head: bytes) -> str | None:
-    """The compression format (or ``"parquet"``) whose magic bytes ``head`` starts with, or None."""
-    return next((name for magic, name in _COMPRESSION_MAGIC.items() if head.startswith(magic)), None)
 
 
 def described(compression: str) -> str:

@@ -24,7 +24,7 @@ from tokenmill.plan.layout import (PARTS_FOLDER, blend_cache_name, brace_ranges,
                                    megatron_prefix, olmo_folder, packed_path, part_megatron_prefix, part_pbin_path,
                                    raw_index_path, sft_files, sft_olmo_folder)
 from tokenmill.plan.outputs import Outputs
-from tokenmill.plan.units import MAX_LISTED_INPUT_CHARS, Units, job_flags_of
+from tokenmill.plan.units import MAX_LISTED_INPUT_CHARS, Units, job_flags_of, with_urls_redacted
 
 __all__ = ["Commands", "path_identity"]
 
@@ -123,6 +123,15 @@ class Commands:
         """Size and modification time of the files a ``tokens_in`` job reads (see :meth:`unit_identity`)."""
         return "; ".join([*map(path_identity, self.units.token_files(build)),
                           self.tokenizer_identities[self.units.builds[build].tokenizer]])
+
+    def pack_inputs(self, unit_name: str) -> list[str]:
+        """The ``tokenmill pack`` inputs of a unit, each object by its redacted name (the job takes the full URL
+        from ``TOKENMILL_URLS``: :mod:`tokenmill.files.urls`) with ``--pin NAME VERSION``: the version the plan
+        saw, which the job reads (a Hub file at that commit, though its branch moved) or refuses."""
+        unit = self.units.unit(unit_name)
+        pins = [part for stem in unit.stems if (file := self.units.file(stem)).etag is not None
+                for part in ("--pin", file.path, file.etag)]
+        return [*self.units.unit_inputs(unit_name), *pins]
 
     def pack_outputs(self, unit_name: str) -> list[str]:
         """The ``tokenmill pack`` output arguments of a unit: its ``.pbin`` and, where its build has the
@@ -277,6 +286,11 @@ class Commands:
                           *(f"{item.url}: {item.size} bytes, ETag {item.tag}"
                             for item in self.units.sft_objects(name))])
 
+    def sft_pins(self, name: str) -> list[str]:
+        """``--pin NAME VERSION`` of each object an SFT set reads: the version the plan saw (see
+        :meth:`pack_inputs`)."""
+        return [part for item in self.units.sft_objects(name) for part in ("--pin", item.url, item.tag)]
+
     def sft_olmo_best_fit_options(self, name: str) -> list[str]:
         """``tokenmill best-fit`` options of an SFT set's OLMo-core packing caches: its length and the parts'
         folder as the job spells it (``olmo_path``: hashed into the names)."""
@@ -307,7 +321,8 @@ class Commands:
         # the date a chat template's strftime_now gives is an option of chat templates alone (no rerun without one)
         if entry.get("chat_template") is None:
             entry.pop("template_date", None)
-        return json.dumps({"sft": {name: entry}, "tokenizers": {tokenizer: self.units.config["tokenizers"][tokenizer]}},
+        config = with_urls_redacted({"sft": {name: entry}})  # (the job's TOKENMILL_URLS has them whole)
+        return json.dumps({**config, "tokenizers": {tokenizer: self.units.config["tokenizers"][tokenizer]}},
                           sort_keys=True)
 
     def tokenizer_folder_identities(self) -> dict[str, str]:

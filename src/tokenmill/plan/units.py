@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import FileIdentity, named_twice
 from tokenmill.files.objects import ObjectIdentity, expand_url, is_url, pinned_identity
+from tokenmill.files.urls import redact
 from tokenmill.formats.kinds import BEST_FIT_FORMATS, BEST_FIT_POWER_OF_TWO, EOS_SCANNED
 from tokenmill.formats.mmidx import prefix_of
 from tokenmill.formats.provenance import field_keys
@@ -33,7 +34,7 @@ from tokenmill.tokenization.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS
 from tokenmill.tokenization.tokenizer import check_eod_in_file
 
 __all__ = ["InputFile", "Unit", "Build", "Units", "parse_size", "job_flags_of", "MAX_LISTED_INPUT_CHARS",
-           "with_local_paths_absolute"]
+           "with_local_paths_absolute", "with_urls_redacted"]
 
 
 @dataclass(frozen=True)
@@ -633,6 +634,16 @@ class Units:
         """
         return [pinned_identity(url) for pattern in self.config["sft"][name]["inputs"] if is_url(pattern)
                 for url in expand_url(pattern)]
+
+
+def with_urls_redacted(config: dict) -> dict:
+    """A validated config with its input URLs redacted (:func:`tokenmill.files.urls.redact`): what a job's
+    command line and Snakemake's records may hold; the job takes the full URLs from ``TOKENMILL_URLS``."""
+    config = copy.deepcopy(config)
+    for section in ("datasets", "sft"):
+        for entry in config.get(section, {}).values():
+            entry["inputs"] = [redact(path) for path in entry.get("inputs", [])]
+    return config
 
 
 def with_local_paths_absolute(config: dict) -> dict:

@@ -18,6 +18,7 @@ import os
 from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import file_sha256
 from tokenmill.files.objects import is_url, pin
+from tokenmill.files.urls import remember
 from tokenmill.formats.mmidx import prefix_of
 from tokenmill.formats.sidecar import SidecarRecord, SourceRecord, resolve_sidecar_paths, resolved_against, sidecar_path
 from tokenmill.inputs.jsonl import source_sha256
@@ -89,7 +90,10 @@ def coverage_problems(path: str | os.PathLike, meta: SidecarRecord, inputs: list
 
 
 def _file_key(file_path: str) -> tuple:
-    """What tells two files apart: ``(device, inode)`` of an existing file, else its normalised path."""
+    """What tells two files apart: ``(device, inode)`` of an existing file, else its normalised path; a URL's
+    name (a full URL given, with its secrets, is then what that name is read from)."""
+    if is_url(file_path):
+        return (remember(file_path),)
     try:
         stat = os.stat(file_path)
         return stat.st_dev, stat.st_ino
