@@ -50,14 +50,14 @@ rule all:
         "every file of the config is built"
 
 
-# When a real run starts (not a dry run): this config's plan recorded by its name (data/plans/), as prune
+# When a real run starts (not a dry run): this config's plan recorded under its identity (data/plans/), as prune
 # records it again at the end, so that a run that fails before its prune keeps its outputs from another
 # config's prune (tokenmill.plan.records). Not under a storage prefix, where prune neither runs nor records.
 onstart:
     from tokenmill.plan.records import record_plan
 
     if not STORAGE_PREFIX:
-        record_plan(PLAN, config["name"])
+        record_plan(PLAN, CONFIG)
 
 
 # After a successful run (not a dry run, nor one with nothing to do): one screen of what was built

@@ -17,7 +17,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.formats.sidecar import sidecar_path
 from tokenmill.pack.settings import useful_workers
 from tokenmill.plan import Plan
-from tokenmill.plan.records import output_conflict, tokenizer_folder_conflict
+from tokenmill.plan.records import config_identity, older_records, output_conflict, tokenizer_folder_conflict
 from tokenmill.plan.layout import (
     blend_cache_name,
     cache_dir,
@@ -67,15 +67,22 @@ try:
     _spelled_paths = {name: entry["path"] for name, entry in config["tokenizers"].items()}
     if STORAGE_ROOT:
         config.update(with_local_paths_absolute(config))
-    # the name this config's plan is recorded under, so that configs share a working folder (plan/records.py)
-    _first_config = str(workflow.overwrite_configfiles[0]) if workflow.overwrite_configfiles else "config/config.yaml"
-    config["name"] = config["name"] or os.path.splitext(os.path.basename(_first_config))[0]
+    # this config's identity: its file's resolved path, labelled by its name (plan/records.py), so that configs
+    # share a working folder
+    CONFIG = config_identity(workflow.overwrite_configfiles, config["name"])
+    config["name"] = CONFIG.label
     PLAN = Plan(config, _spelled_paths)
     for _note in PLAN.units.notes():
         print(f"tokenmill: note: {_CONFIG_SOURCE}: {_note}", file=sys.stderr)
+    for _record in older_records():
+        print(
+            f"tokenmill: note: {_record}: a plan record of an older tokenmill, by file stem: its outputs are kept as "
+            f"another config's; delete it once the config it was written for has run again",
+            file=sys.stderr,
+        )
     # a tokenizer folder or an output that another config's record makes differently (plan/records.py)
-    _clash = tokenizer_folder_conflict(config["name"], PLAN.commands.tokenizer_folder_identities()) or output_conflict(
-        config["name"], PLAN.commands.output_identities()
+    _clash = tokenizer_folder_conflict(CONFIG, PLAN.commands.tokenizer_folder_identities()) or output_conflict(
+        CONFIG, PLAN.commands.output_identities()
     )
     if _clash:
         raise TokenmillError(_clash)
