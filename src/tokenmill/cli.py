@@ -12,7 +12,6 @@ import os
 import signal
 import sys
 import traceback
-from pathlib import Path
 
 from tokenmill import __version__
 from tokenmill.config import default

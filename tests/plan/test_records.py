@@ -43,7 +43,8 @@ def test_a_config_is_known_by_its_resolved_path_not_its_stem(tmp_path):
     # a file outside the working folder: its absolute path; the config's name labels the record, no more
     outside = identity(tmp_path / "moved", "../elsewhere.yaml", name="pre")
     assert outside.paths == (str(tmp_path / "elsewhere.yaml"),) and outside.label == "pre"
-    assert identity(tmp_path / "moved", "pretrain.yaml", name="pre").key.rpartition("-")[2] == mine.key.rpartition("-")[2]
+    labelled = identity(tmp_path / "moved", "pretrain.yaml", name="pre")
+    assert labelled.paths == mine.paths and labelled.key == f"pre-{mine.key.rpartition('-')[2]}"
     assert config_identity([], None, tmp_path).paths == ("config/config.yaml",)
 
 
@@ -239,7 +240,8 @@ def test_two_configs_in_one_folder_leave_each_other_alone(built_demo):
                                                                   "on_bad_line": "error"}}}
     (built_demo / "bad.yaml").write_text(yaml.safe_dump(bad))
     assert run_snakemake(built_demo, "--configfile", "bad.yaml", check=False).returncode == 1
-    assert (built_demo / "data/index/bad.idx").exists() and identity(built_demo, "bad.yaml").key in read_plan_records(built_demo)
+    assert (built_demo / "data/index/bad.idx").exists()
+    assert identity(built_demo, "bad.yaml").key in read_plan_records(built_demo)
     run_snakemake(built_demo, "--configfile", "config/config.yaml", "--forcerun", "prune")
     assert (built_demo / "data/index/bad.idx").exists()
     # the demo's dataset name on another file: refused at planning, naming both configs and the shared output
