@@ -42,6 +42,7 @@ from tokenmill.plan.layout import (
     verified_stamp,
 )
 from tokenmill.plan.prune import last_run_stamp
+from tokenmill.plan.running import alive_line, alive_run
 from tokenmill.plan.summary import report_front_page
 from tokenmill.plan.units import with_local_paths_absolute
 
@@ -90,6 +91,24 @@ except TokenmillError as exc:
     message = str(exc) if str(exc).startswith(_CONFIG_SOURCE) else f"{_CONFIG_SOURCE}: {exc}"
     print(f"tokenmill: error: {message}", file=sys.stderr)
     sys.exit(1)
+
+
+def _dry_run():
+    """Whether this run is a dry run (-n): Snakemake's parser over the command line (~1 s; asked only while
+    another run is alive)."""
+    from snakemake.cli import get_argument_parser
+
+    return get_argument_parser().parse_known_args(sys.argv[1:])[0].dryrun
+
+
+# A run alive in this folder (its record, written at onstart: plan/running.py): one line, before Snakemake's own
+# lock error; a dry run goes on. Jobs that read the Snakefile again (a cluster's) are that run's own.
+_ALIVE = alive_run() if workflow.is_main_process else None
+if _ALIVE:
+    if not _dry_run():
+        print(f"tokenmill: error: {alive_line(_ALIVE)}", file=sys.stderr)
+        sys.exit(1)
+    print(f"tokenmill: note: {alive_line(_ALIVE)}", file=sys.stderr)
 
 
 def _alternatives(names):
