@@ -60,7 +60,7 @@ def test_two_configs_of_one_file_name_in_two_folders_leave_each_others_outputs_i
 
 def test_configs_that_differ_only_in_formats_rerun_nothing_when_run_in_turn(built_demo):
     """The demo config, and a copy that adds datatrove to its dataset: each config's verify stamp and report page
-    are its own (data/verified/demo+pbin+megatron+datatrove.ok, data/report/demo+pbin+megatron+datatrove.html), so a
+    are its own (data/verified/demo+datatrove+megatron+pbin.ok, data/report/demo+datatrove+megatron+pbin.html), so a
     dry run of either after the other plans nothing (verify reran and the report page flipped on every
     alternation)."""
     demo = yaml.safe_load((built_demo / "config/config.yaml").read_text())

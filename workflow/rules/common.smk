@@ -143,6 +143,9 @@ SFT_OLMO = _alternatives([name for name in config["sft"] if PLAN.outputs.sft_olm
 SFT_BEST_FIT = _alternatives([name for name in config["sft"] if PLAN.outputs.sft_packing_dirs(name)])
 SFT_OLMO_BEST_FIT = _alternatives([name for name in config["sft"] if PLAN.outputs.sft_olmo_packing_dirs(name)])
 HF_TOKENIZER_FOLDERS = _alternatives(PLAN.outputs.hf_tokenizer_folders())
+# What a verify stamp's and a report page's name adds for a build's or an SFT set's formats (empty for the
+# default ones; layout.formats_view): a name holds no "+"
+VIEW = r"(?:\+[a-z]+)*"
 
 
 def _plan(method, wildcard):
