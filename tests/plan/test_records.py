@@ -136,6 +136,27 @@ def test_a_colleagues_config_of_the_same_file_name_leaves_the_first_ones_outputs
     assert "data/packed/a.pbin" in moved and not (tmp_path / "data/packed/b.pbin").exists()
 
 
+def test_the_parts_of_a_merge_that_failed_survive_another_configs_prune_kept_or_not(tmp_path, monkeypatch):
+    """A dataset of two files packed apart then merged, parts not kept (keep_parts: false, Snakemake's temp files):
+    its run failed before the merge. Its parts are in its record, so another config's prune leaves them, and its
+    rerun packs neither file again."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(GPT2, tmp_path / "gpt2.json")
+    for name in ("x1.jsonl", "x2.jsonl"):
+        (tmp_path / name).write_text('{"text": "x"}\n')
+    config = {"tokenizers": {"gpt2": {"path": "gpt2.json", "eod": "<|endoftext|>"}}, "keep_parts": False,
+              "datasets": {"x": {"inputs": ["x1.jsonl", "x2.jsonl"], "tokenizer": "gpt2", "group_bytes": 1}}}
+    merged = Plan(validate_config(config, "x"))
+    parts = merged.outputs.part_files("x")
+    assert "data/parts/x.part0.pbin" in parts and not set(parts) & set(merged.outputs.all_targets())
+    record_plan(merged, identity(tmp_path, "merged.yaml"), tmp_path)
+    for path in parts:
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text("packed")
+    moved, _ = prune_for_config(tiny_plan(tmp_path, ["a.jsonl"]), identity(tmp_path, "pre.yaml"), None, root=tmp_path)
+    assert moved == [] and all((tmp_path / path).exists() for path in parts)
+
+
 def test_an_output_another_config_makes_from_other_inputs_is_named_and_a_shared_one_is_not(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     pre, pre2 = identity(tmp_path, "pre.yaml"), identity(tmp_path, "other/pre.yaml")

@@ -152,6 +152,17 @@ class Outputs:
                 if name in used and tokenizer["type"] is None and tokenizer.get("eod") is not None
                 and os.path.isfile(tokenizer["path"])]
 
+    def part_files(self, build: str) -> list[str]:
+        """The files of a build packed in several units, before their merge (none for a build of one unit): each
+        unit's ``.pbin``, sidecar and, with the megatron format, ``.bin/.idx``."""
+        if len(self.units.builds[build].units) < 2:
+            return []
+        megatron = "megatron" in self.units.formats(build)
+        return [path for unit in self.units.builds[build].units
+                for path in (part_pbin_path(unit), f"{part_pbin_path(unit)}.meta.json",
+                             *([f"{part_megatron_prefix(unit)}.bin", f"{part_megatron_prefix(unit)}.idx"]
+                               if megatron else []))]
+
     def all_targets(self) -> list[str]:
         """Every final file of the configured matrix: raw indexes, packed files and their sidecars,
         Megatron and datatrove files (as each dataset's ``formats`` ask), caches, blends, SFT pairs,
@@ -163,12 +174,8 @@ class Outputs:
         for build in units.builds:
             targets += [*self.built_files(build), *self.cache_dirs(build), *self.best_fit_dirs(build),
                         verified_stamp(build + self.view(build)), report_page(build + self.view(build))]
-            if units.config["keep_parts"] and len(units.builds[build].units) > 1:  # kept, so rebuilt when deleted
-                megatron = "megatron" in units.formats(build)
-                targets += [path for unit in units.builds[build].units
-                            for path in (part_pbin_path(unit), f"{part_pbin_path(unit)}.meta.json",
-                                         *([f"{part_megatron_prefix(unit)}.bin", f"{part_megatron_prefix(unit)}.idx"]
-                                           if megatron else []))]
+            if units.config["keep_parts"]:  # kept, so rebuilt when deleted
+                targets += self.part_files(build)
         for blend in units.blends:
             name = blend_cache_name(blend)
             targets += self.cache_dirs(name) + self.blend_packing_dirs(blend) + [verified_blend_stamp(blend)]

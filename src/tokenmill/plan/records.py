@@ -3,15 +3,16 @@
 A team runs several configs in one working folder (pretraining and SFT, one per corpus, one per person, ...). A
 config is known by its file's resolved path (links resolved; relative to the working folder where it lies inside
 it, absolute otherwise; with several ``--configfile`` files, all of them in order): :func:`config_identity`. Two
-``pretrain.yaml`` in two folders are two configs, and so are two names of one file only when they resolve apart.
+``pretrain.yaml`` in two folders are two configs; two names of one file (a link) are one.
 When a run starts (the Snakefile's ``onstart``, so that a run that fails still has its record) and again at its
 end, ``tokenmill prune`` writes ``<label>-<digest>.json`` in :data:`~tokenmill.plan.layout.PLANS_FOLDER`: the label
 is the config's ``name`` (by default its file's stem), for a person to read; the digest is the first 12 hex digits
 of the SHA-256 of the resolved path(s), which the record holds too (``config``). The identity is the path alone: a
 record of the same path under another label (``name`` edited) is replaced. The record holds what the plan makes
-(:meth:`tokenmill.plan.outputs.Outputs.all_targets`), the identity of each tokenizer folder it writes, and of each
-output another config could make differently (:meth:`tokenmill.plan.commands.Commands.output_identities`: a digest of
-its job's options and planned input paths). Then:
+(:meth:`tokenmill.plan.outputs.Outputs.all_targets`, and a merged build's parts, kept or not), the identity of each
+tokenizer folder it writes, and of each output another config could make differently
+(:meth:`tokenmill.plan.commands.Commands.output_identities`: a digest of its job's options and planned input paths).
+Then:
 
 * ``prune`` keeps every path another config's record names, as if its own plan made it: it moves what no record
   names, its own earlier plans' outputs (and workflow files of a config that was never recorded). A config's run
@@ -221,8 +222,12 @@ def record_plan(plan, identity: ConfigIdentity, root: str | os.PathLike = ".") -
         OSError: a record that cannot be written.
         TokenmillError: an unreadable record.
     """
-    return write_plan_record(identity, plan.outputs.all_targets(), plan.commands.tokenizer_folder_identities(), root,
-                             plan.commands.output_identities())
+    # a merged build's parts too, kept or not (keep_parts): a run that failed before its merge keeps them from
+    # another config's prune, so that its rerun packs none of them again
+    parts = [path for build in plan.units.builds for path in plan.outputs.part_files(build)]
+    return write_plan_record(identity, plan.outputs.all_targets() + parts, plan.commands.tokenizer_folder_identities(),
+                             root, plan.commands.output_identities())
+
 
 
 def prune_for_config(plan, identity: ConfigIdentity, keep_runs: int | None, dry_run: bool = False,
