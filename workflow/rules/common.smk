@@ -59,6 +59,25 @@ if STORAGE_PREFIX:
     _probe = workflow.storage_registry.default_storage_provider.object(f"{STORAGE_PREFIX}/probe")
     STORAGE_ROOT = str(_probe.local_path().parent)
 
+
+def _dry_run():
+    """Whether this run is a dry run (-n): Snakemake's parser over the command line (~1 s; asked only while
+    another run is alive)."""
+    from snakemake.cli import get_argument_parser
+
+    return get_argument_parser().parse_known_args(sys.argv[1:])[0].dryrun
+
+
+# A run alive in this folder (its record, written at onstart: plan/running.py): one line, before Snakemake's own
+# lock error; a dry run goes on. Jobs that read the Snakefile again (a cluster's) are that run's own.
+_ALIVE = alive_run() if workflow.is_main_process else None
+if _ALIVE:
+    if not _dry_run():
+        print(f"tokenmill: error: {alive_line(_ALIVE)}", file=sys.stderr)
+        sys.exit(1)
+    print(f"tokenmill: note: {alive_line(_ALIVE)}", file=sys.stderr)
+
+
 # A config error is one line naming the file and the key (no schema dump, no traceback frames).
 # The schema is workflow/schemas/config.schema.yaml, a copy of the package's, which tokenmill sft uses too.
 _CONFIG_SOURCE = ", ".join(map(str, workflow.overwrite_configfiles)) or "config/config.yaml"
@@ -91,24 +110,6 @@ except TokenmillError as exc:
     message = str(exc) if str(exc).startswith(_CONFIG_SOURCE) else f"{_CONFIG_SOURCE}: {exc}"
     print(f"tokenmill: error: {message}", file=sys.stderr)
     sys.exit(1)
-
-
-def _dry_run():
-    """Whether this run is a dry run (-n): Snakemake's parser over the command line (~1 s; asked only while
-    another run is alive)."""
-    from snakemake.cli import get_argument_parser
-
-    return get_argument_parser().parse_known_args(sys.argv[1:])[0].dryrun
-
-
-# A run alive in this folder (its record, written at onstart: plan/running.py): one line, before Snakemake's own
-# lock error; a dry run goes on. Jobs that read the Snakefile again (a cluster's) are that run's own.
-_ALIVE = alive_run() if workflow.is_main_process else None
-if _ALIVE:
-    if not _dry_run():
-        print(f"tokenmill: error: {alive_line(_ALIVE)}", file=sys.stderr)
-        sys.exit(1)
-    print(f"tokenmill: note: {alive_line(_ALIVE)}", file=sys.stderr)
 
 
 def _alternatives(names):

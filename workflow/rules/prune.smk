@@ -28,5 +28,5 @@ rule prune:
     message:
         "move files of an earlier plan out of where trainers look, beside {output.stamp} (log: {log})"
     shell:
-        "tokenmill prune --config-json {params.config:q} --configfile {params.configfiles:q} --keep-stale-runs {params.keep_stale_runs} "
-        "--stamp {output.stamp:q} > {log:q} 2>&1"
+        "tokenmill prune --config-json {params.config:q} --configfile {params.configfiles:q} "
+        "--keep-stale-runs {params.keep_stale_runs} --stamp {output.stamp:q} > {log:q} 2>&1"
