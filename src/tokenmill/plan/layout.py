@@ -28,7 +28,7 @@ OUTPUT_FOLDERS = ("data/index", "data/packed", "data/parts", "data/megatron", "d
 PACKED_FOLDER = "data/packed"  # each build's .pbin and sidecar (packed_path)
 CACHE_FOLDER = "data/cache"  # each build's and blend's cache folders (cache_dir)
 STALE_FOLDER = "data/stale"  # where prune moves the outputs of an earlier plan
-PLANS_FOLDER = "data/plans"  # each config's plan by name (tokenmill.plan.records)
+PLANS_FOLDER = "data/plans"  # each config's plan by its identity (tokenmill.plan.records)
 RAW_FOLDER = "data/raw"  # the demo's inputs, which the workflow never writes: where inputs may lie
 
 
