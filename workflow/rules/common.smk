@@ -60,19 +60,22 @@ if STORAGE_PREFIX:
     STORAGE_ROOT = str(_probe.local_path().parent)
 
 
-def _dry_run():
-    """Whether this run is a dry run (-n): Snakemake's parser over the command line (~1 s; asked only while
-    another run is alive)."""
+def _only_looks():
+    """Whether this command runs no job: a dry run (-n), --report, --lint, a graph, a summary or a list (Snakemake's
+    parser over the command line, ~1 s: asked only while another run is alive)."""
     from snakemake.cli import get_argument_parser
 
-    return get_argument_parser().parse_known_args(sys.argv[1:])[0].dryrun
+    args = get_argument_parser().parse_known_args(sys.argv[1:])[0]
+    looks = ("dryrun", "report", "lint", "dag", "rulegraph", "filegraph", "summary", "detailed_summary", "list_rules")
+    return any(getattr(args, name, None) for name in looks + ("list_target_rules", "list_changes", "list_untracked"))
 
 
 # A run alive in this folder (its record, written at onstart: plan/running.py): one line, before Snakemake's own
-# lock error; a dry run goes on. Jobs that read the Snakefile again (a cluster's) are that run's own.
+# lock error (and before an --unlock that would free that run's files); a command that runs no job goes on. Jobs
+# that read the Snakefile again (a cluster's) are that run's own.
 _ALIVE = alive_run() if workflow.is_main_process else None
 if _ALIVE:
-    if not _dry_run():
+    if not _only_looks():
         print(f"tokenmill: error: {alive_line(_ALIVE)}", file=sys.stderr)
         sys.exit(1)
     print(f"tokenmill: note: {alive_line(_ALIVE)}", file=sys.stderr)

@@ -1,16 +1,17 @@
 """The run alive in a working folder, so that a second run says so in one line.
 
-Snakemake refuses a second run whose files overlap a live run's with a multi-line error that suggests
-``--unlock``, which, while the first run is alive, would let two runs write the same files. So the workflow keeps
-its own small record, :data:`RUN_RECORD`: the Snakefile's ``onstart`` (a real run, Snakemake's own lock held)
-writes the run's process id, host, the process's start (Linux's ``/proc/<pid>/stat`` start ticks, so that a
-reused pid is not taken for the run), the config's file(s) and the UTC time it started; ``onsuccess`` and
-``onerror`` remove it. Planning (``common.smk``, before Snakemake's lock check) calls :func:`alive_run`: a record
-of a live process on this host stops the run with :func:`alive_line`. A record left by a killed run (its process
-gone, or another process under its pid) is stale and ignored, and the next run's ``onstart`` replaces it. A
-record from another host cannot be checked from here and is left to Snakemake's lock. One run at a time per
-working folder, whatever the configs: that is the cost (two configs of one folder run in turn, never at once),
-and what keeps each run's prune from judging the other's half-made files.
+Snakemake refuses a second run whose files overlap a live run's with a multi-line error that suggests ``--unlock``,
+which, while the first run is alive, would let two runs write the same files. So the workflow keeps its own small
+record, :data:`RUN_RECORD`: the Snakefile's ``onstart`` (a real run, Snakemake's own lock held) writes the run's
+process id, host, the process's start (Linux's ``/proc/<pid>/stat`` start ticks, so that a reused pid is not taken
+for the run), the config's file(s) and the UTC time it started; ``onsuccess`` and ``onerror`` remove it. Planning
+(``common.smk``, before Snakemake's lock check) calls :func:`alive_run`: a record of a live process on this host
+stops the run with :func:`alive_line` (a command that runs no job, such as a dry run or ``--report``, goes on with
+it as a note; ``--unlock``, which would free the live run's files, stops too). A record left by a killed run (its
+process gone, or another process under its pid) is stale and ignored, and the next run's ``onstart`` replaces it. A
+record from another host cannot be checked from here and is left to Snakemake's lock. One run at a time per working
+folder, whatever the configs: that is the cost (two configs of one folder run in turn, never at once), and what
+keeps each run's prune from judging the other's half-made files.
 
 Format: one JSON object, ``{"pid": 4242, "host": "node1", "process_start": 123456, "config": "pretrain.yaml",
 "since": "2026-12-08T01:20:03Z"}``, written atomically. Cost: one small read per planning.
@@ -75,7 +76,7 @@ def alive_line(record: dict) -> str:
     """The one line that stops a second run while ``record``'s run is alive."""
     return (f"a run of {record.get('config', '(config not recorded)')} is alive in this folder (pid {record['pid']}, "
             f"since {record.get('since', '(time not recorded)')}): this run would write the same files; wait for it "
-            f"to end (a dry run, -n, still works meanwhile)")
+            f"to end (a dry run, -n, or --report still works meanwhile)")
 
 
 def clear_running(root: str | os.PathLike = ".") -> None:
