@@ -50,21 +50,26 @@ rule all:
         "every file of the config is built"
 
 
-# When a real run starts (not a dry run): this config's plan recorded by its name (data/plans/), as prune
+# When a real run starts (not a dry run): this config's plan recorded under its identity (data/plans/), as prune
 # records it again at the end, so that a run that fails before its prune keeps its outputs from another
 # config's prune (tokenmill.plan.records). Not under a storage prefix, where prune neither runs nor records.
+# And this run marked alive in the folder, so that a second run says so in one line (tokenmill.plan.running).
 onstart:
     from tokenmill.plan.records import record_plan
+    from tokenmill.plan.running import mark_running
 
+    mark_running(CONFIG.described())
     if not STORAGE_PREFIX:
-        record_plan(PLAN, config["name"])
+        record_plan(PLAN, CONFIG)
 
 
 # After a successful run (not a dry run, nor one with nothing to do): one screen of what was built
 # where and what to run next, the report command with this run's --configfile included.
 onsuccess:
+    from tokenmill.plan.running import clear_running
     from tokenmill.plan.summary import print_summary
 
+    clear_running()
     print_summary(PLAN, workflow.overwrite_configfiles, workflow.main_snakefile, storage_prefix=STORAGE_PREFIX)
 
 
@@ -72,7 +77,9 @@ onsuccess:
 # workflow profile profiles/default/ sets, which Snakemake finds beside this file by itself, that logger
 # prints them instead, last, in place of Snakemake's error blocks; this is for `--workflow-profile none`.)
 onerror:
+    from tokenmill.plan.running import clear_running
     from tokenmill.plan.summary import print_failures
 
+    clear_running()
     if "tokenmill" not in getattr(workflow.output_settings, "log_handler_settings", {}):
         print_failures(STARTED, os.path.join(STORAGE_ROOT, "logs"))

@@ -12,7 +12,6 @@ import os
 import signal
 import sys
 import traceback
-from pathlib import Path
 
 from tokenmill import __version__
 from tokenmill.config import default
@@ -274,18 +273,19 @@ def _prune(args: argparse.Namespace) -> None:
     from tokenmill.config import read_config_file, validate_config
     from tokenmill.plan import Plan
     from tokenmill.plan.prune import STALE_FOLDER, escaped
-    from tokenmill.plan.records import prune_for_config
+    from tokenmill.plan.records import config_identity, prune_for_config
 
     config = json.loads(args.config_json) if args.config_json else \
         validate_config(read_config_file(args.config), args.config)
     # the flag, else the config's key (a config validated before the key existed: the schema's default)
     keep = args.keep_stale_runs if args.keep_stale_runs is not None else \
         config.get("keep_stale_runs", default("keep_stale_runs"))
-    name = config.get("name") or (Path(args.config).stem if args.config else "config")
-    moved, dropped = prune_for_config(Plan(config), name, None if keep == "all" else keep, args.dry_run)
+    identity = config_identity(args.configfile or ([args.config] if args.config else []), config.get("name"))
+    moved, dropped = prune_for_config(Plan(config), identity, None if keep == "all" else keep, args.dry_run)
     if args.dry_run:
         print("".join(f"{escaped(path)}\n" for path in moved), end="")
-        print(f"would move {len(moved)} file(s) of an earlier plan of '{name}' to {STALE_FOLDER}/", file=sys.stderr)
+        print(f"would move {len(moved)} file(s) of an earlier plan of {identity.described()} to {STALE_FOLDER}/",
+              file=sys.stderr)
         return
     print(f"moved {len(moved)} file(s) of an earlier plan to {STALE_FOLDER}/" if moved else
           "no file of an earlier plan in the output folders", file=sys.stderr)
@@ -555,8 +555,11 @@ def _add_prune_verb(verbs) -> None:
                                            "place in its stale folder")
     config = prune.add_mutually_exclusive_group(required=True)
     config.add_argument("--config", metavar="YAML", help="the workflow's config file (its plan is recorded under its "
-                                                         "name, else the file's stem)")
+                                                         "resolved path, labelled by its name, else the file's stem)")
     config.add_argument("--config-json", help="the workflow's validated config, as JSON (the prune rule's)")
+    prune.add_argument("--configfile", nargs="+", metavar="YAML",
+                       help="with --config-json: the file(s) it was read from, which are its identity (default: "
+                            "--config, else config/config.yaml)")
     prune.add_argument("--dry-run", "-n", action="store_true",
                        help="list what would move (one path a line on stdout) and change nothing")
     prune.add_argument("--stamp", help="write the paths moved this time here")

@@ -67,7 +67,8 @@ def test_a_dataset_of_existing_bin_idx_builds_the_caches_of_its_jsonl_with_no_pa
     assert any(path.startswith("data/olmo/web/part-") for path in built)
     assert sorted(taken) == sorted(built)
     assert [path for path in built if built[path] != taken[path]] == []
-    assert (second / "data/verified/web.ok").is_file() and (second / "data/verified/books.ok").is_file()
+    view = "+datatrove+megatron+olmo+pbin"  # FORMATS, not the default: named in the stamps' names
+    assert (second / f"data/verified/web{view}.ok").is_file() and (second / f"data/verified/books{view}.ok").is_file()
 
     # the sidecar names where the tokens came from, with their size and sha256
     sources = read_sidecar(second / "data/packed/web.pbin")["sources"]

@@ -385,7 +385,7 @@ def test_the_workflow_builds_a_parquet_dataset_in_row_group_shards_into_datatrov
     for suffix in (".ds", ".ds.index", ".ds.metadata"):
         assert (workflow_dir / f"data/datatrove/rows/rows{suffix}").read_bytes() == \
             (workflow_dir / f"expected/rows{suffix}").read_bytes()
-    assert "ok data/datatrove/rows/rows.ds\n" in (workflow_dir / "data/verified/rows.ok").read_text()
+    assert "ok data/datatrove/rows/rows.ds\n" in (workflow_dir / "data/verified/rows+datatrove+pbin.ok").read_text()
     assert not (workflow_dir / "data/cache/rows").exists()
     assert not list((workflow_dir / "data/megatron").glob("rows*"))  # not in its formats: never written
     # one unit: the .ds converted from its .pbin, the same bytes

@@ -262,7 +262,8 @@ def test_the_workflow_writes_olmo_parts_beside_megatron_and_verifies_them(workfl
     mask = (workflow_dir / "data/sft/chat.olmo/part-00000.label_mask.npy").read_bytes()  # the SFT set's, labels
     assert np.array_equal(np.frombuffer(mask, np.uint8), np.asarray(
         PbinFile(workflow_dir / "data/sft/chat.loss_mask.pbin").tokens) != 0)
-    assert (workflow_dir / "data/verified/sft/chat.ok").read_text() == "ok data/sft/chat.pbin\nok data/sft/chat.olmo\n"
+    assert (workflow_dir / "data/verified/sft/chat+olmo+pbin.ok").read_text() == \
+        "ok data/sft/chat.pbin\nok data/sft/chat.olmo\n"
     folder = workflow_dir / "data/olmo/demo"
     stream = np.concatenate([np.fromfile(path, dtype="<u2") for path in sorted(folder.glob("part-*.npy"))])
     pbin = PbinFile(workflow_dir / "data/packed/demo.pbin")
@@ -270,8 +271,8 @@ def test_the_workflow_writes_olmo_parts_beside_megatron_and_verifies_them(workfl
     first = gzip.decompress((folder / "part-00000.csv.gz").read_bytes()).decode().splitlines()[0]
     first_id = json.loads(DEMO_JSONL.read_text().splitlines()[0])["id"]
     assert first == f"0,100,{first_id},data/raw/demo.jsonl,1"  # src: the input as the config spells it
-    assert "ok data/olmo/demo\n" in (workflow_dir / "data/verified/demo.ok").read_text()
-    assert "data/olmo/demo" in (workflow_dir / "data/report/demo.html").read_text()
+    assert "ok data/olmo/demo\n" in (workflow_dir / "data/verified/demo+megatron+olmo+pbin.ok").read_text()
+    assert "data/olmo/demo" in (workflow_dir / "data/report/demo+megatron+olmo+pbin.html").read_text()
 
     config["datasets"]["demo"]["formats"] = ["pbin", "megatron"]
     (workflow_dir / "config/config.yaml").write_text(yaml.safe_dump(config))

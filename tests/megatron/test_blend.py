@@ -49,3 +49,19 @@ def test_weighted_blend_needs_every_split_size(tmp_path):
     results = build_blend_cache([str(tmp_path / "a")], [1.0], tmp_path / "cache", 4, 1, "969,30,1",
                                 {"train": 10, "valid": 2, "test": 0}, null_tokenizer_identifiers(10))
     assert [results[split]["samples"] for split in ("train", "valid", "test")] == [10, 2, 0]
+
+
+def test_a_blend_split_without_tokens_of_a_dataset_names_the_split_and_the_datasets_weight(tmp_path):
+    """b has 3 documents: with split 98,2,0 none falls in valid (round(0.98 * 3) = 3). Megatron still builds b's valid
+    split, weight 0 and 0 samples included, and loops on it: refused, naming the blend's split (not only b)."""
+    for name, documents in (("a", 40), ("b", 3)):
+        with MMapIndexedDatasetBuilder(tmp_path / name, np.uint16) as builder:
+            builder.add_document(np.ones(10 * documents, np.uint16), np.full(documents, 10))
+    for weights, weighted in (([1.0, 0.0], "weight 0"), (None, "its length as weight")):
+        with pytest.raises(TokenmillError) as raised:
+            build_blend_cache([str(tmp_path / "a"), str(tmp_path / "b")], weights, tmp_path / "cache", 4, 1, "98,2,0",
+                              {"train": 10, "valid": 2, "test": 0}, null_tokenizer_identifiers(10))
+        assert str(raised.value) == (
+            f"the blend's valid split (split 98,2,0) has no tokens of {tmp_path / 'b'} ({weighted}; 0 sequences fall "
+            f"in it): Megatron builds every dataset's valid split of a blend, whatever its weight or sample count, and "
+            f"would loop forever on it; change the split, add data to {tmp_path / 'b'}, or leave it out of the blend")

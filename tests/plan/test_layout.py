@@ -7,8 +7,8 @@ from pathlib import Path
 
 from tokenmill.config import default
 from tokenmill.plan.layout import (CACHE_FOLDER, DATA_FOLDER, OUTPUT_FOLDERS, PACKED_FOLDER, RAW_FOLDER, STALE_FOLDER,
-                                   build_of, cache_dir, cache_folder, megatron_prefix, olmo_folder, packed_index_dir,
-                                   packed_path, stale_path)
+                                   build_of, cache_dir, cache_folder, formats_view, megatron_prefix, olmo_folder,
+                                   packed_index_dir, packed_path, stale_path)
 
 
 def test_a_file_of_the_layout_names_its_build_and_workflow_folder():
@@ -34,3 +34,13 @@ def test_the_schemas_job_path_defaults_are_the_layouts_folders():
     layout's Megatron and OLMo folders (their own spelling in the schema: a config default, documented there)."""
     assert default("sampling.megatron_path_prefix") == os.path.dirname(megatron_prefix("a")) + "/"
     assert default("sampling.olmo_path_prefix") == os.path.dirname(olmo_folder("a")) + "/"
+
+
+def test_a_verify_stamp_and_report_page_name_their_formats_unless_they_are_the_default():
+    """Two configs making one build in different formats check and report it each under its own name: running them
+    in turn reruns nothing. A dataset or SFT set name holds no "+"."""
+    assert formats_view(["megatron", "pbin"], default("datasets.*.formats")) == ""
+    assert formats_view(["pbin", "megatron", "datatrove"], default("datasets.*.formats")) == "+datatrove+megatron+pbin"
+    assert formats_view(["pbin"], default("datasets.*.formats")) == "+pbin"
+    assert formats_view(["pbin"], default("sft.*.formats")) == ""
+    assert formats_view(["pbin", "olmo"], default("sft.*.formats")) == "+olmo+pbin"

@@ -18,7 +18,7 @@ from tokenmill.files.urls import URLS_VARIABLE, redact_text, urls_variable
 from tokenmill.formats.sidecar import sidecar_path
 from tokenmill.pack.settings import useful_workers
 from tokenmill.plan import Plan
-from tokenmill.plan.records import output_conflict, tokenizer_folder_conflict
+from tokenmill.plan.records import config_identity, older_records, output_conflict, tokenizer_folder_conflict
 from tokenmill.plan.layout import (
     blend_cache_name,
     cache_dir,
@@ -43,6 +43,7 @@ from tokenmill.plan.layout import (
     verified_stamp,
 )
 from tokenmill.plan.prune import last_run_stamp
+from tokenmill.plan.running import alive_line, alive_run
 from tokenmill.plan.summary import report_front_page
 from tokenmill.plan.units import with_local_paths_absolute, with_urls_redacted
 
@@ -58,6 +59,28 @@ STORAGE_ROOT = ""
 if STORAGE_PREFIX:
     _probe = workflow.storage_registry.default_storage_provider.object(f"{STORAGE_PREFIX}/probe")
     STORAGE_ROOT = str(_probe.local_path().parent)
+
+
+def _only_looks():
+    """Whether this command runs no job: a dry run (-n), --report, --lint, a graph, a summary or a list (Snakemake's
+    parser over the command line, ~1 s: asked only while another run is alive)."""
+    from snakemake.cli import get_argument_parser
+
+    args = get_argument_parser().parse_known_args(sys.argv[1:])[0]
+    looks = ("dryrun", "report", "lint", "dag", "rulegraph", "filegraph", "summary", "detailed_summary", "list_rules")
+    return any(getattr(args, name, None) for name in looks + ("list_target_rules", "list_changes", "list_untracked"))
+
+
+# A run alive in this folder (its record, written at onstart: plan/running.py): one line, before Snakemake's own
+# lock error (and before an --unlock that would free that run's files); a command that runs no job goes on. Jobs
+# that read the Snakefile again (a cluster's) are that run's own.
+_ALIVE = alive_run() if workflow.is_main_process else None
+if _ALIVE:
+    if not _only_looks():
+        print(f"tokenmill: error: {alive_line(_ALIVE)}", file=sys.stderr)
+        sys.exit(1)
+    print(f"tokenmill: note: {alive_line(_ALIVE)}", file=sys.stderr)
+
 
 # A config error is one line naming the file and the key (no schema dump, no traceback frames).
 # The schema is workflow/schemas/config.schema.yaml, a copy of the package's, which tokenmill sft uses too.
@@ -78,15 +101,22 @@ try:
     _spelled_paths = {name: entry["path"] for name, entry in config["tokenizers"].items()}
     if STORAGE_ROOT:
         config.update(with_local_paths_absolute(config))
-    # the name this config's plan is recorded under, so that configs share a working folder (plan/records.py)
-    _first_config = str(workflow.overwrite_configfiles[0]) if workflow.overwrite_configfiles else "config/config.yaml"
-    config["name"] = config["name"] or os.path.splitext(os.path.basename(_first_config))[0]
+    # this config's identity: its file's resolved path, labelled by its name (plan/records.py), so that configs
+    # share a working folder
+    CONFIG = config_identity(workflow.overwrite_configfiles, config["name"])
+    config["name"] = CONFIG.label
     PLAN = Plan(config, _spelled_paths)
     for _note in PLAN.units.notes():
         print(f"tokenmill: note: {_CONFIG_SOURCE}: {_note}", file=sys.stderr)
+    for _record in older_records():
+        print(
+            f"tokenmill: note: {_record}: a plan record of an older tokenmill, by file stem: its outputs are kept as "
+            f"another config's; delete it once the config it was written for has run again",
+            file=sys.stderr,
+        )
     # a tokenizer folder or an output that another config's record makes differently (plan/records.py)
-    _clash = tokenizer_folder_conflict(config["name"], PLAN.commands.tokenizer_folder_identities()) or output_conflict(
-        config["name"], PLAN.commands.output_identities()
+    _clash = tokenizer_folder_conflict(CONFIG, PLAN.commands.tokenizer_folder_identities()) or output_conflict(
+        CONFIG, PLAN.commands.output_identities()
     )
     if _clash:
         raise TokenmillError(_clash)
@@ -128,6 +158,9 @@ SFT_OLMO = _alternatives([name for name in config["sft"] if PLAN.outputs.sft_olm
 SFT_BEST_FIT = _alternatives([name for name in config["sft"] if PLAN.outputs.sft_packing_dirs(name)])
 SFT_OLMO_BEST_FIT = _alternatives([name for name in config["sft"] if PLAN.outputs.sft_olmo_packing_dirs(name)])
 HF_TOKENIZER_FOLDERS = _alternatives(PLAN.outputs.hf_tokenizer_folders())
+# What a verify stamp's and a report page's name adds for a build's or an SFT set's formats (empty for the
+# default ones; layout.formats_view): a name holds no "+"
+VIEW = r"(?:\+[a-z]+)*"
 
 
 def _plan(method, wildcard):

@@ -8,7 +8,7 @@ rule prune:
     input:
         all_targets(),
     output:
-        stamp=last_run_stamp(config["name"]),
+        stamp=last_run_stamp(CONFIG.key),
     log:
         "logs/prune.log",
     benchmark:
@@ -21,10 +21,12 @@ rule prune:
         runtime=10,
     params:
         config=json.dumps(with_urls_redacted(config), sort_keys=True),
+        # the config's file(s), resolved: its identity (tokenmill.plan.records)
+        configfiles=CONFIG.paths,
         # the bound on data/stale/: the last N runs' moves are kept (null in the config: all)
         keep_stale_runs="all" if config["keep_stale_runs"] is None else config["keep_stale_runs"],
     message:
         "move files of an earlier plan out of where trainers look, beside {output.stamp} (log: {log})"
     shell:
-        "tokenmill prune --config-json {params.config:q} --keep-stale-runs {params.keep_stale_runs} "
-        "--stamp {output.stamp:q} > {log:q} 2>&1"
+        "tokenmill prune --config-json {params.config:q} --configfile {params.configfiles:q} "
+        "--keep-stale-runs {params.keep_stale_runs} --stamp {output.stamp:q} > {log:q} 2>&1"

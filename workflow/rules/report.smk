@@ -7,22 +7,23 @@ rule report_dataset:
     input:
         pbin=packed_path("{build}"),
         meta=sidecar_path(packed_path("{build}")),
-        verified=verified_stamp("{build}"),
+        verified=verified_stamp("{build}{view}"),
         caches=report_caches,
         best_fit=report_best_fit,
         files=report_files,
     output:
         page=report(
-            report_page("{build}"),
+            report_page("{build}{view}"),
             category="Datasets",
             labels={"dataset": "{build}", "page": "statistics"},
         ),
     log:
-        "logs/report_dataset/{build}.log",
+        "logs/report_dataset/{build}{view}.log",
     benchmark:
-        "benchmarks/report_dataset/{build}.tsv"
+        "benchmarks/report_dataset/{build}{view}.tsv"
     wildcard_constraints:
         build=BUILD,
+        view=VIEW,
     conda:
         "../envs/tokenmill.yaml"
     threads: 1
@@ -83,20 +84,21 @@ rule report_sft:
         pbin=sft_files("{name}")[0],
         loss_mask=sft_files("{name}")[1],
         meta=sidecar_path(sft_files("{name}")[0]),
-        verified=verified_sft_stamp("{name}"),
+        verified=verified_sft_stamp("{name}{view}"),
         rows=sft_report_rows,
     output:
         page=report(
-            sft_report_page("{name}"),
+            sft_report_page("{name}{view}"),
             category="SFT sets",
             labels={"sft set": "{name}", "page": "statistics"},
         ),
     log:
-        "logs/report_sft/{name}.log",
+        "logs/report_sft/{name}{view}.log",
     benchmark:
-        "benchmarks/report_sft/{name}.tsv"
+        "benchmarks/report_sft/{name}{view}.tsv"
     wildcard_constraints:
         name=SFT,
+        view=VIEW,
     conda:
         "../envs/tokenmill.yaml"
     threads: 1

@@ -6,13 +6,14 @@ rule verify:
     input:
         files=verify_inputs,
     output:
-        stamp=verified_stamp("{build}"),
+        stamp=verified_stamp("{build}{view}"),
     log:
-        "logs/verify/{build}.log",
+        "logs/verify/{build}{view}.log",
     benchmark:
-        "benchmarks/verify/{build}.tsv"
+        "benchmarks/verify/{build}{view}.tsv"
     wildcard_constraints:
         build=BUILD,
+        view=VIEW,
     conda:
         "../envs/tokenmill.yaml"
     threads: 1
@@ -64,13 +65,14 @@ rule verify_sft:
         meta=sidecar_path(sft_files("{name}")[0]),
         olmo=sft_olmo_folders,
     output:
-        stamp=verified_sft_stamp("{name}"),
+        stamp=verified_sft_stamp("{name}{view}"),
     log:
-        "logs/verify/sft/{name}.log",
+        "logs/verify/sft/{name}{view}.log",
     benchmark:
-        "benchmarks/verify/sft/{name}.tsv"
+        "benchmarks/verify/sft/{name}{view}.tsv"
     wildcard_constraints:
         name=SFT,
+        view=VIEW,
     conda:
         "../envs/tokenmill.yaml"
     threads: 1

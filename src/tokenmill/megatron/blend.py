@@ -31,7 +31,7 @@ import numpy as np
 
 from tokenmill import _kernels
 from tokenmill.errors import TokenmillError
-from tokenmill.megatron.gpt_indices import SPLIT_NAMES, check_sampling, normalise
+from tokenmill.megatron.gpt_indices import SPLIT_NAMES, EmptySplit, check_sampling, normalise
 from tokenmill.megatron.index_cache import (alias_gpt_cache, build_gpt_cache, cache_file_names, link_cache, load_cache,
                                             retokenize, write_cache)
 
@@ -138,9 +138,14 @@ def build_blend_cache(prefixes: list[str], weights: list[float] | None, cache_di
         mid_level = [{name: per_split[name][1][i] for name in SPLIT_NAMES} for i in range(len(prefixes))]
     else:
         mid_level = [{name: None for name in SPLIT_NAMES}] * len(prefixes)
-    datasets = [build_gpt_cache(prefix, cache_dir, seq_length, seed, split, mid_level[i], tokenizer_identifiers,
-                                extra=extra, dataset_path=dataset_paths[i])
-                for i, prefix in enumerate(prefixes)]
+    datasets = []
+    for i, prefix in enumerate(prefixes):
+        try:
+            datasets.append(build_gpt_cache(prefix, cache_dir, seq_length, seed, split, mid_level[i],
+                                            tokenizer_identifiers, extra=extra, dataset_path=dataset_paths[i]))
+        except EmptySplit as exc:
+            raise TokenmillError(_empty_split_message(exc, prefix, None if weights is None else weights[i],
+                                                      split)) from None
 
     results = {}
     for name in SPLIT_NAMES:
@@ -181,6 +186,15 @@ def build_blend_cache(prefixes: list[str], weights: list[float] | None, cache_di
                          "parts": [dataset[name] for dataset in datasets],
                          "files": cache_file_names(text, name, _CLASS, _FILES)}
     return results
+
+
+def _empty_split_message(exc: EmptySplit, prefix: str | os.PathLike, weight: float | None, split: str) -> str:
+    """The blend's split that a dataset leaves without tokens, named with that dataset and its weight."""
+    weighted = "its length as weight" if weight is None else f"weight {weight:g}"
+    return (f"the blend's {exc.split_name} split (split {split}) has no tokens of {prefix} ({weighted}; "
+            f"{exc.sequences} sequences fall in it): Megatron builds every dataset's {exc.split_name} split of a "
+            f"blend, whatever its weight or sample count, and would loop forever on it; change the split, add data to "
+            f"{prefix}, or leave it out of the blend")
 
 
 def alias_blend_cache(cache_dir: str | os.PathLike, results: dict[str, dict], tokenizer_identifiers: dict,

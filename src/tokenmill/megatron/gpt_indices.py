@@ -40,12 +40,24 @@ import numpy as np
 from tokenmill import _kernels
 from tokenmill.errors import TokenmillError
 
-__all__ = ["SPLIT_NAMES", "parse_split", "normalise", "split_matrix", "split_ranges", "num_epochs", "GPTIndexSpec",
-           "GPTIndices", "build_gpt_indices", "build_document_index", "build_sample_index", "build_shuffle_index",
-           "check_sampling", "num_samples_for_epochs", "MAX_SEED", "MAX_SEQ_LENGTH"]
+__all__ = ["EmptySplit", "SPLIT_NAMES", "parse_split", "normalise", "split_matrix", "split_ranges", "num_epochs",
+           "GPTIndexSpec", "GPTIndices", "build_gpt_indices", "build_document_index", "build_sample_index",
+           "build_shuffle_index", "check_sampling", "num_samples_for_epochs", "MAX_SEED", "MAX_SEQ_LENGTH"]
 
 SPLIT_NAMES = ("train", "valid", "test")
 _SEPARATE_FINAL_EPOCH_THRESHOLD = 0.80
+
+
+class EmptySplit(TokenmillError):
+    """A split with no tokens, on which Megatron would loop forever: its name and its number of sequences, so that a
+    blend names the split and the dataset's weight (:func:`tokenmill.megatron.blend.build_blend_cache`)."""
+
+    def __init__(self, message: str, split_name: str, sequences: int):
+        super().__init__(message)
+        self.split_name, self.sequences = split_name, sequences
+
+    def __reduce__(self):
+        return EmptySplit, (str(self), self.split_name, self.sequences)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,13 +224,14 @@ def build_gpt_indices(sizes: np.ndarray, indices: np.ndarray, spec: GPTIndexSpec
         where: names the dataset and split in errors.
 
     Raises:
-        TokenmillError: the split has no tokens (Megatron loops forever on it).
+        EmptySplit: the split has no tokens (Megatron loops forever on it).
     """
     sizes = np.asarray(sizes)
     tokens_per_epoch = int(np.sum(sizes[indices], dtype=np.int64))
     if tokens_per_epoch == 0:
-        raise TokenmillError(f"{where}: the {spec.split_name} split has {len(indices)} sequences and no tokens; "
-                             f"change the split or add data (Megatron would loop forever here)")
+        raise EmptySplit(f"{where}: the {spec.split_name} split has {len(indices)} sequences and no tokens; "
+                         f"change the split or add data (Megatron would loop forever here)", spec.split_name,
+                         len(indices))
     epochs = num_epochs(tokens_per_epoch, spec.num_samples, spec.seq_length, spec.extra)
     separate_final_epoch = False
     if epochs > 1:

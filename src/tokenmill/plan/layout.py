@@ -15,7 +15,8 @@ __all__ = ["DATA_FOLDER", "OUTPUT_FOLDERS", "PACKED_FOLDER", "CACHE_FOLDER", "ST
            "part_megatron_prefix", "megatron_prefix", "datatrove_name", "olmo_folder", "blend_cache_name",
            "cache_folder", "cache_dir", "brace_ranges", "build_of", "verified_stamp", "verified_blend_stamp",
            "verified_sft_stamp", "sft_files", "report_page", "sft_report_page", "hf_tokenizer_folder",
-           "packed_index_dir", "packed_index_dir_of", "olmo_packing_dir", "sft_packing_dir", "sft_olmo_packing_dir"]
+           "packed_index_dir", "packed_index_dir_of", "olmo_packing_dir", "sft_packing_dir", "sft_olmo_packing_dir",
+           "formats_view"]
 
 # ---- The layout: where each output lives (relative to the workflow's working directory) ----------
 
@@ -27,7 +28,7 @@ OUTPUT_FOLDERS = ("data/index", "data/packed", "data/parts", "data/megatron", "d
 PACKED_FOLDER = "data/packed"  # each build's .pbin and sidecar (packed_path)
 CACHE_FOLDER = "data/cache"  # each build's and blend's cache folders (cache_dir)
 STALE_FOLDER = "data/stale"  # where prune moves the outputs of an earlier plan
-PLANS_FOLDER = "data/plans"  # each config's plan by name (tokenmill.plan.records)
+PLANS_FOLDER = "data/plans"  # each config's plan by its identity (tokenmill.plan.records)
 RAW_FOLDER = "data/raw"  # the demo's inputs, which the workflow never writes: where inputs may lie
 
 
@@ -166,20 +167,33 @@ def packed_index_dir_of(cache_folder: str | os.PathLike) -> Path | None:
     return None if found is None else found[0] / packed_index_dir(found[1], int(match[1]), int(match[2]))
 
 
+def formats_view(formats: list[str], default: list[str]) -> str:
+    """What a build's (or an SFT set's) verify stamp and report page add to its name for its ``formats``: nothing
+    for the ``default`` ones (the schema's), else ``+`` and each format, sorted (``+datatrove+megatron+pbin``).
+    Two configs of one folder that make one build in different formats each check and report their own set (a
+    name holds no ``+``), so that running them in turn reruns nothing; the cost is one verify and one page more
+    per format set."""
+    if set(formats) == set(default):
+        return ""
+    return "".join(f"+{name}" for name in sorted(formats))
+
+
 def verified_stamp(build: str) -> str:
-    """The stamp that ``rule verify`` writes once every file of a build checks out."""
+    """The stamp that ``rule verify`` writes once every file of a build checks out (``build`` followed by its
+    :func:`formats_view`)."""
     return f"data/verified/{build}.ok"
 
 
 def report_page(name: str, seq_length: int | None = None, seed: int | None = None) -> str:
-    """A build's report page, or a blend's per cache folder."""
+    """A build's report page (``name``: the build followed by its :func:`formats_view`), or a blend's per cache
+    folder."""
     if seq_length is None:
         return f"data/report/{name}.html"
     return f"data/report/{name}/seq{seq_length}_seed{seed}.html"
 
 
 def sft_report_page(name: str) -> str:
-    """An SFT set's report page."""
+    """An SFT set's report page (``name`` followed by its :func:`formats_view`)."""
     return f"data/report/sft/{name}.html"
 
 
@@ -210,7 +224,8 @@ def sft_olmo_packing_dir(name: str) -> str:
 
 
 def verified_sft_stamp(name: str) -> str:
-    """The stamp that ``rule verify_sft`` writes once an SFT pair checks out."""
+    """The stamp that ``rule verify_sft`` writes once an SFT pair checks out (``name`` followed by its
+    :func:`formats_view`)."""
     return f"data/verified/sft/{name}.ok"
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import os
 
-from tokenmill.plan.layout import (blend_cache_name, cache_dir, datatrove_name, hf_tokenizer_folder, megatron_prefix,
-                                   olmo_folder, olmo_packing_dir, packed_index_dir, packed_path, part_megatron_prefix,
-                                   part_pbin_path, raw_index_path, report_page, sft_files, sft_olmo_folder,
-                                   sft_olmo_packing_dir, sft_packing_dir, sft_report_page, verified_blend_stamp,
-                                   verified_sft_stamp, verified_stamp)
+from tokenmill.config import default
+from tokenmill.plan.layout import (blend_cache_name, cache_dir, datatrove_name, formats_view,
+                                   hf_tokenizer_folder, megatron_prefix, olmo_folder, olmo_packing_dir,
+                                   packed_index_dir, packed_path, part_megatron_prefix, part_pbin_path,
+                                   raw_index_path, report_page, sft_files, sft_olmo_folder, sft_olmo_packing_dir,
+                                   sft_packing_dir, sft_report_page, verified_blend_stamp, verified_sft_stamp,
+                                   verified_stamp)
 from tokenmill.plan.units import Units
 
 __all__ = ["Outputs"]
@@ -112,6 +114,14 @@ class Outputs:
         """A build's Megatron prefix as the training job spells it (hashed into the cache names)."""
         return megatron_prefix(build, self.units.sampling["megatron_path_prefix"])
 
+    def view(self, build: str) -> str:
+        """What the build's verify stamp and report page add to its name: its formats (:func:`formats_view`)."""
+        return formats_view(self.units.formats(build), default("datasets.*.formats"))
+
+    def sft_view(self, name: str) -> str:
+        """What an SFT set's verify stamp and report page add to its name: its formats (:func:`formats_view`)."""
+        return formats_view(self.units.config["sft"][name]["formats"], default("sft.*.formats"))
+
     def verify_files(self, build: str) -> list[str]:
         """Every file ``rule verify`` checks for a build: built files and the local inputs they come from (its
         objects are checked by their ETag, named in its arguments: no input of Snakemake's)."""
@@ -142,6 +152,17 @@ class Outputs:
                 if name in used and tokenizer["type"] is None and tokenizer.get("eod") is not None
                 and os.path.isfile(tokenizer["path"])]
 
+    def part_files(self, build: str) -> list[str]:
+        """The files of a build packed in several units, before their merge (none for a build of one unit): each
+        unit's ``.pbin``, sidecar and, with the megatron format, ``.bin/.idx``."""
+        if len(self.units.builds[build].units) < 2:
+            return []
+        megatron = "megatron" in self.units.formats(build)
+        return [path for unit in self.units.builds[build].units
+                for path in (part_pbin_path(unit), f"{part_pbin_path(unit)}.meta.json",
+                             *([f"{part_megatron_prefix(unit)}.bin", f"{part_megatron_prefix(unit)}.idx"]
+                               if megatron else []))]
+
     def all_targets(self) -> list[str]:
         """Every final file of the configured matrix: raw indexes, packed files and their sidecars,
         Megatron and datatrove files (as each dataset's ``formats`` ask), caches, blends, SFT pairs,
@@ -152,13 +173,9 @@ class Outputs:
         targets = [raw_index_path(stem) for stem in units.files if stem in units.indexed]
         for build in units.builds:
             targets += [*self.built_files(build), *self.cache_dirs(build), *self.best_fit_dirs(build),
-                        verified_stamp(build), report_page(build)]
-            if units.config["keep_parts"] and len(units.builds[build].units) > 1:  # kept, so rebuilt when deleted
-                megatron = "megatron" in units.formats(build)
-                targets += [path for unit in units.builds[build].units
-                            for path in (part_pbin_path(unit), f"{part_pbin_path(unit)}.meta.json",
-                                         *([f"{part_megatron_prefix(unit)}.bin", f"{part_megatron_prefix(unit)}.idx"]
-                                           if megatron else []))]
+                        verified_stamp(build + self.view(build)), report_page(build + self.view(build))]
+            if units.config["keep_parts"]:  # kept, so rebuilt when deleted
+                targets += self.part_files(build)
         for blend in units.blends:
             name = blend_cache_name(blend)
             targets += self.cache_dirs(name) + self.blend_packing_dirs(blend) + [verified_blend_stamp(blend)]
@@ -166,6 +183,7 @@ class Outputs:
                         for seq_length in units.sampling["seq_lengths"] for seed in units.sampling["seeds"]]
         for name in units.config["sft"]:
             targets += [*sft_files(name), *self.sft_olmo_folders(name), *self.sft_packing_dirs(name),
-                        *self.sft_olmo_packing_dirs(name), verified_sft_stamp(name), sft_report_page(name)]
+                        *self.sft_olmo_packing_dirs(name), verified_sft_stamp(name + self.sft_view(name)),
+                        sft_report_page(name + self.sft_view(name))]
         return targets + [f"{hf_tokenizer_folder(name)}/{file}" for name in self.hf_tokenizer_folders()
                           for file in ("tokenizer.json", "tokenizer_config.json")]

@@ -117,10 +117,11 @@ _COPY_TEMPORARY = re.compile(r"\..+\.prune-copy([0-9]+)", re.DOTALL)
 MOVED_RECORD = f"{STALE_FOLDER}/MOVED.txt"
 
 
-def last_run_stamp(name: str) -> str:
-    """The workflow's prune stamp of the config ``name`` (:mod:`tokenmill.plan.records`): what its last prune
-    moved; one per config, so that configs run in turn in one folder do not rerun each other's prune."""
-    return f"{STALE_FOLDER}/moved-last-run.{name}.txt"
+def last_run_stamp(key: str) -> str:
+    """The workflow's prune stamp of the config whose record is ``key``
+    (:class:`tokenmill.plan.records.ConfigIdentity`): what its last prune moved; one per config, so that configs
+    run in turn in one folder do not rerun each other's prune."""
+    return f"{STALE_FOLDER}/moved-last-run.{key}.txt"
 
 # Characters that some line readers (str.splitlines) take as line ends and JSON leaves as they are.
 _LINE_BREAKS = {"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"}

@@ -54,6 +54,7 @@ from tokenmill.plan import (blend_cache_name, datatrove_name, hf_tokenizer_folde
 from tokenmill.plan.facade import Plan
 from tokenmill.plan.layout import OUTPUT_FOLDERS, PACKED_FOLDER, STALE_FOLDER, cache_folder
 from tokenmill.plan.prune import MOVED_RECORD, last_run_stamp
+from tokenmill.plan.records import config_identity
 
 __all__ = ["MAX_BUILDS_SHOWN", "summary_lines", "print_summary", "report_command", "report_front_page", "report_table",
            "failure_line", "failure_lines", "print_failures"]
@@ -339,7 +340,7 @@ def summary_lines(plan: Plan, configfiles: Sequence[str | os.PathLike] = (),
     if unbuilt:
         lines.append(f"  not built yet: {', '.join(unbuilt[:5])}{', ...' if len(unbuilt) > 5 else ''} "
                      f"(snakemake without targets builds the whole config)")
-    lines += _stale_lines(plan.units.config.get("name") or "config")
+    lines += _stale_lines(config_identity(configfiles, plan.units.config.get("name")).key)
 
     lines.append("Next:")
     if shell_dir and os.path.isdir(shell_dir) and not os.path.samefile(shell_dir, workdir):
