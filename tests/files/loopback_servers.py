@@ -5,7 +5,9 @@ thread, bound to 127.0.0.1 on a free port, stopped by the context manager. Nothi
   ``Content-Length``, a strong ``ETag`` (md5 of the bytes), ``Last-Modified``, single ``Range: bytes=A-B``
   answered ``206`` with ``Content-Range``, ``If-Match`` answered ``412``, 404 for a missing file; or, with
   ``ranges=False``, as ``python -m http.server`` does: ``Range`` and ``If-Match`` ignored, every ``GET``
-  answered ``200`` with the whole file. Every request's method, path and headers are kept in ``requests``.
+  answered ``200`` with the whole file. A path in ``redirects`` is answered ``302`` to the path it names
+  (two that name each other: a redirect loop). Every request's method, path and headers are kept in
+  ``requests``.
 * :class:`FakeHub` stands in for the Hugging Face Hub (``huggingface.co``) as ``huggingface_hub`` calls it
   to read a dataset, and for nothing else: ``GET /api/datasets/ORG/NAME/revision/REV`` (HfApi.dataset_info:
   the revision's commit sha), ``GET /api/datasets/ORG/NAME/tree/SHA[/PATH]?recursive=`` (list_repo_tree),
@@ -55,6 +57,7 @@ class RangeServer:
     def __init__(self, files: dict[str, bytes] | None = None, ranges: bool = True):
         self.files = dict(files or {})
         self.ranges = ranges
+        self.redirects: dict[str, str] = {}  # path → the path it is redirected to
         self.requests: list[tuple[str, str, email.message.Message]] = []
         self.modified = "Wed, 21 Oct 2026 07:28:00 GMT"
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
@@ -105,6 +108,8 @@ class RangeServer:
 
     def answer(self, handler: BaseHTTPRequestHandler, head: bool) -> None:
         path = urlsplit(handler.path).path
+        if path in self.redirects:
+            return self.reply(handler, 302, b"", head, {"Location": f"{self.url}{self.redirects[path]}"})
         if path not in self.files:
             return self.reply(handler, 404, b"not found", head)
         data = self.files[path]
