@@ -5,9 +5,9 @@ thread, bound to 127.0.0.1 on a free port, stopped by the context manager. Nothi
   ``Content-Length``, a strong ``ETag`` (md5 of the bytes), ``Last-Modified``, single ``Range: bytes=A-B``
   answered ``206`` with ``Content-Range``, ``If-Match`` answered ``412``, 404 for a missing file; or, with
   ``ranges=False``, as ``python -m http.server`` does: ``Range`` and ``If-Match`` ignored, every ``GET``
-  answered ``200`` with the whole file. A path in ``redirects`` is answered ``302`` to the path it names
-  (two that name each other: a redirect loop). Every request's method, path and headers are kept in
-  ``requests``.
+  answered ``200`` with the whole file. Every request's method, path and headers are kept in ``requests``.
+* Either answers a path in its ``redirects`` with a ``302`` to the path it names (two that name each other:
+  a redirect loop).
 * :class:`FakeHub` stands in for the Hugging Face Hub (``huggingface.co``) as ``huggingface_hub`` calls it
   to read a dataset, and for nothing else: ``GET /api/datasets/ORG/NAME/revision/REV`` (HfApi.dataset_info:
   the revision's commit sha), ``GET /api/datasets/ORG/NAME/tree/SHA[/PATH]?recursive=`` (list_repo_tree),
@@ -39,16 +39,13 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_HEAD(self) -> None:
-        self.server.owner.record(self)
-        self.server.owner.answer(self, head=True)
+        self.server.owner.respond(self, head=True)
 
     def do_GET(self) -> None:
-        self.server.owner.record(self)
-        self.server.owner.answer(self, head=False)
+        self.server.owner.respond(self, head=False)
 
     def do_POST(self) -> None:
-        self.server.owner.record(self)
-        self.server.owner.answer(self, head=False)
+        self.server.owner.respond(self, head=False)
 
 
 class RangeServer:
@@ -73,8 +70,13 @@ class RangeServer:
         self._server.shutdown()
         self._server.server_close()
 
-    def record(self, handler: BaseHTTPRequestHandler) -> None:
+    def respond(self, handler: BaseHTTPRequestHandler, head: bool) -> None:
+        """Keep the request, then answer it: a redirect where ``redirects`` names its path."""
         self.requests.append((handler.command, handler.path, handler.headers))  # (headers: case-blind get)
+        path = urlsplit(handler.path).path
+        if path in self.redirects:
+            return self.reply(handler, 302, b"", head, {"Location": f"{self.url}{self.redirects[path]}"})
+        return self.answer(handler, head)
 
     @staticmethod
     def reply(handler: BaseHTTPRequestHandler, status: int, body: bytes = b"", head: bool = False,
@@ -108,8 +110,6 @@ class RangeServer:
 
     def answer(self, handler: BaseHTTPRequestHandler, head: bool) -> None:
         path = urlsplit(handler.path).path
-        if path in self.redirects:
-            return self.reply(handler, 302, b"", head, {"Location": f"{self.url}{self.redirects[path]}"})
         if path not in self.files:
             return self.reply(handler, 404, b"not found", head)
         data = self.files[path]

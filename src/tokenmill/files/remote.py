@@ -21,20 +21,20 @@ each read a ranged request: Parquet reads its footer, then the column chunks it 
 **Minimum rate.** A server that keeps a connection alive with a trickle (64 bytes every half second) never
 trips :data:`READ_SECONDS`, which bounds one wait for a byte, not the pace. So a stream also measures each
 connection's rate over windows of :data:`RATE_WINDOW_SECONDS` (bytes received since the window opened,
-divided by the time since): a window that ends under :data:`MIN_BYTES_PER_SECOND` drops the connection and
-resumes with a request for the rest, as for a lost one; :data:`ATTEMPTS` slow windows in a row (no window at
-the minimum between them) fail the read in one line naming the URL, the byte it stands at, the rate seen and
-the minimum. The window is a fixed one, opened when the connection is and again when one ends at the
-minimum, rather than a sliding one: one counter, no history kept. Why a window of a minute and not a rate
-per read: a stall shorter than :data:`READ_SECONDS` (20 s) costs a third of a window, which the other 40 s
-make up at any pace over 15 kB/s; a slow start (a server's first bytes after a cold cache) is judged on its
-whole first minute, not its first second. What it costs: a trickle is cut only after a minute, and fails
-after :data:`ATTEMPTS` minutes; a connection cut as slow loses the read in progress (up to
-:data:`READ_BYTES`, fetched again); and a link that is slow but honest, under 10 kB/s for a whole minute,
-fails where it would have finished in time: at that pace a 1 GB file takes more than a day, so download it
-and give the local file. The check needs bytes as they arrive: a scheme's body that has ``read1(n)`` (at
-most ``n`` bytes, those that arrived: ``https://``), or whose ``read(n)`` returns early (``hf://``), is
-measured as they come; the S3 and GCS clients read whole pieces, so there the rate is seen once per piece
+divided by the time since): a window that ends under :data:`MIN_BYTES_PER_SECOND` cuts the connection, which
+hands over what it received and resumes with a request for the rest, as a lost one does; :data:`ATTEMPTS`
+slow windows in a row (no window at the minimum between them) fail the read in one line naming the URL, the
+byte it stands at, the rate seen and the minimum. The windows are fixed ones, opened with the connection and
+again when one ends at the minimum, rather than a sliding one: one counter, no history kept, for a slowdown
+that starts mid-window seen up to two windows late. Why a minute and not a rate per read: a stall shorter
+than :data:`READ_SECONDS` (20 s) takes a third of a window, which the other 40 s make up at any pace over
+15 kB/s; a slow start (a server's first bytes after a cold cache) is judged on its whole first minute, not
+its first second. What it costs: a trickle is cut only after a minute and fails after :data:`ATTEMPTS`
+minutes (of which nothing received is lost); and a link slow but honest, under 10 kB/s for a whole minute,
+fails where it would have finished: at that pace a 1 GB file takes more than a day, so download it and give
+the local file. The check needs the bytes as they arrive: a scheme's body that has ``read1(n)`` (at most
+``n`` bytes, those that arrived: ``https://``), or whose ``read(n)`` returns early (``hf://``), is measured
+as they come; the S3 and GCS clients read whole pieces, so there the rate is seen once per piece
 (:data:`PIECE_BYTES`) and a trickle inside one piece is bounded only by the store.
 
 Cost: the bytes asked for, once, streamed; memory bounded by one read whatever the object's size; one clock
@@ -160,14 +160,6 @@ def expand_glob(url: str, path: str, list_names: Callable[[str], Iterable[str]],
 OpenRange = Callable[[ObjectIdentity, int, int], Body]
 
 
-class _TooSlow(Exception):
-    """A connection's window ended under :data:`MIN_BYTES_PER_SECOND`: ``rate`` bytes/s over ``seconds``."""
-
-    def __init__(self, rate: float, seconds: float):
-        super().__init__(rate, seconds)
-        self.rate, self.seconds = rate, seconds
-
-
 class ObjectStream(io.RawIOBase):
     """The bytes ``[start, end)`` of one object version, streamed through a scheme's ``open_range``.
 
@@ -187,6 +179,7 @@ class ObjectStream(io.RawIOBase):
         self._slow = 0  # windows under the minimum rate in a row
         self._resumes = 0  # drops in all
         self._window_start, self._window_bytes = 0.0, 0  # the connection's rate window: its start, bytes since
+        self._too_slow: tuple[float, float] | None = None  # (bytes/s, seconds) of a window under the minimum
 
     def readable(self) -> bool:
         return True
@@ -199,11 +192,8 @@ class ObjectStream(io.RawIOBase):
             if self._body is None:
                 self._body = self._open_range(self.identity, self.position, self.end)
                 self._window_start, self._window_bytes = time.monotonic(), 0
-            slow = None
             try:
                 data = self._read_piece(min(wanted - got, PIECE_BYTES))
-            except _TooSlow as exc:
-                data, slow = None, exc
             except (OSError, ValueError):  # ConnectionError; ValueError: a body already closed
                 data = None
             if data:
@@ -211,19 +201,21 @@ class ObjectStream(io.RawIOBase):
                 got += len(data)
                 self.position += len(data)
                 self._failures = 0
-                continue
-            # The connection ended early: resume with the rest, pinned; what this read has is returned first.
-            self._drop(slow)
+                if self._too_slow is None:
+                    continue
+            # The connection ended early or too slowly: resume with the rest, pinned; what this read has is
+            # returned first.
+            self._drop()
             if pieces:
                 break
         return b"".join(pieces)
 
     def _read_piece(self, size: int) -> bytes:
-        """At most ``size`` bytes of the body (fewer at its end), each arrival measured against the minimum
-        rate; what was received of a piece is lost with the connection where the body raises.
+        """At most ``size`` bytes of the body (fewer at its end, or where its window ended too slow), each
+        arrival measured against the minimum rate; what was received of a piece is lost with the connection
+        where the body raises.
 
         Raises:
-            _TooSlow: the connection's window ended under the minimum rate.
             OSError, ValueError: the connection was lost (or the body closed).
         """
         read1 = getattr(self._body, "read1", None)
@@ -232,30 +224,28 @@ class ObjectStream(io.RawIOBase):
             self._measure(len(data))
             return data
         parts, got = [], 0
-        while got < size and (data := read1(size - got)):
+        while got < size and self._too_slow is None and (data := read1(size - got)):
             parts.append(data)
             got += len(data)
             self._measure(len(data))
         return b"".join(parts)
 
     def _measure(self, received: int) -> None:
-        """Count ``received`` bytes in the connection's window; where the window has run its length, judge it.
-
-        Raises:
-            _TooSlow: the window ended under :data:`MIN_BYTES_PER_SECOND`.
-        """
+        """Count ``received`` bytes in the connection's window; where the window has run its length, judge it:
+        under :data:`MIN_BYTES_PER_SECOND`, the connection is to be cut (``_too_slow``), else a new window opens."""
         self._window_bytes += received
         now = time.monotonic()
         seconds = now - self._window_start
-        if seconds < RATE_WINDOW_SECONDS:
+        if received == 0 or seconds < RATE_WINDOW_SECONDS:
             return
         rate = self._window_bytes / seconds
         if rate < MIN_BYTES_PER_SECOND:
-            raise _TooSlow(rate, seconds)
-        self._window_start, self._window_bytes, self._slow = now, 0, 0
+            self._too_slow = rate, seconds
+        else:
+            self._window_start, self._window_bytes, self._slow = now, 0, 0
 
-    def _drop(self, slow: _TooSlow | None) -> None:
-        """Close the connection and count the drop (``slow``: cut for its rate).
+    def _drop(self) -> None:
+        """Close the connection and count the drop (as slow where its window ended under the minimum rate).
 
         Raises:
             TokenmillError: the stream gives up: no byte in :data:`ATTEMPTS` drops in a row, :data:`ATTEMPTS`
@@ -264,11 +254,12 @@ class ObjectStream(io.RawIOBase):
         self._body.close()
         self._body = None
         self._resumes += 1
-        if slow is not None:
+        if self._too_slow is not None:
+            (rate, seconds), self._too_slow = self._too_slow, None
             self._slow += 1
             if self._slow >= ATTEMPTS:
-                raise TokenmillError(f"{self.identity.url}: too slow: {slow.rate:,.0f} bytes/s over the last "
-                                     f"{slow.seconds:.1f} s at byte {self.position} of {self.end}, under the minimum "
+                raise TokenmillError(f"{self.identity.url}: too slow: {rate:,.0f} bytes/s over the last "
+                                     f"{seconds:.1f} s at byte {self.position} of {self.end}, under the minimum "
                                      f"of {MIN_BYTES_PER_SECOND:,} bytes/s ({ATTEMPTS} attempts); nothing was written")
         else:
             self._failures += 1
