@@ -193,13 +193,14 @@ class ObjectStream(io.RawIOBase):
                 self._body = self._open_range(self.identity, self.position, self.end)
                 self._window_start, self._window_bytes = time.monotonic(), 0
             try:
-                data = self._read_piece(min(wanted - got, PIECE_BYTES))
+                parts = self._read_piece(min(wanted - got, PIECE_BYTES))
             except (OSError, ValueError):  # ConnectionError; ValueError: a body already closed
-                data = None
-            if data:
-                pieces.append(data)
-                got += len(data)
-                self.position += len(data)
+                parts = []
+            if parts:
+                pieces += parts
+                received = sum(map(len, parts))
+                got += received
+                self.position += received
                 self._failures = 0
                 if self._too_slow is None:
                     continue
@@ -210,10 +211,10 @@ class ObjectStream(io.RawIOBase):
                 break
         return b"".join(pieces)
 
-    def _read_piece(self, size: int) -> bytes:
-        """At most ``size`` bytes of the body (fewer at its end, or where its window ended too slow), each
-        arrival measured against the minimum rate; what was received of a piece is lost with the connection
-        where the body raises.
+    def _read_piece(self, size: int) -> list[bytes]:
+        """At most ``size`` bytes of the body (fewer at its end, or where its window ended too slow), as the
+        arrivals that brought them (joined once, by :meth:`read`: a copy less), each measured against the
+        minimum rate; what was received of a piece is lost with the connection where the body raises.
 
         Raises:
             OSError, ValueError: the connection was lost (or the body closed).
@@ -222,13 +223,13 @@ class ObjectStream(io.RawIOBase):
         if read1 is None:  # a body that gives whole pieces: measured per piece
             data = self._body.read(size)
             self._measure(len(data))
-            return data
+            return [data] if data else []
         parts, got = [], 0
         while got < size and self._too_slow is None and (data := read1(size - got)):
             parts.append(data)
             got += len(data)
             self._measure(len(data))
-        return b"".join(parts)
+        return parts
 
     def _measure(self, received: int) -> None:
         """Count ``received`` bytes in the connection's window; where the window has run its length, judge it:
