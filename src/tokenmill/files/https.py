@@ -15,9 +15,9 @@ interface, with the standard library's client (no dependency).
 * **No globs**: a web server has no listing; ``?`` starts the URL's query. No credentials are sent.
 * **Failures**, each one line naming the URL: 404, 401/403, a server that does not answer
   (:data:`~tokenmill.files.remote.ATTEMPTS` attempts, 5xx answers retried likewise, 20 s per read) or answers
-  too slowly, redirects in a loop, a server
-  that ignores ``Range`` asked for a range past byte 0 (a Parquet read, a byte-range shard, or the resume of a
-  whole-file stream dropped mid-body, which such a server cannot give).
+  too slowly, redirects in a loop, a server that ignores ``Range`` asked for a range past byte 0 (a Parquet
+  read, a byte-range shard, or the resume of a whole-file stream dropped mid-body, which such a server cannot
+  give).
 
 Cost: one ``HEAD`` per input, one ``GET`` per range read; each request a new connection.
 """

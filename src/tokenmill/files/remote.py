@@ -37,8 +37,8 @@ the local file. The check needs the bytes as they arrive: a scheme's body that h
 as they come; the S3 and GCS clients read whole pieces, so there the rate is seen once per piece
 (:data:`PIECE_BYTES`) and a trickle inside one piece is bounded only by the store.
 
-Cost: the bytes asked for, once, streamed; memory bounded by one read whatever the object's size; one clock
-read per piece of bytes received.
+Cost: the bytes asked for, once, streamed; memory bounded by one read whatever the object's size; a clock
+read per arrival of bytes (one socket read).
 """
 
 from __future__ import annotations
