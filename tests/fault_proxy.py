@@ -16,7 +16,10 @@ headers and ``after`` bytes of the body through, then:
 * ``reset``: closes the client's connection with an RST (SO_LINGER 0): "connection reset by peer";
 * ``truncate``: closes it cleanly (FIN): the body ends short of its Content-Length;
 * ``stall``: sends nothing more and holds the connection open until the client gives up (closes it) or
-  ``stall_seconds`` pass, whichever is first; then closes it.
+  ``stall_seconds`` pass, whichever is first; then closes it;
+* ``drip`` (not one of :data:`FAULTS`: nothing breaks, the body is whole but slow): sends the rest of the
+  body ``drip_bytes`` at a time, one every ``drip_seconds`` (64 bytes every 0.5 s by default), until it is
+  all sent, the client closes, or the proxy stops.
 
 ``times`` responses in a row get the fault (a fault that outlasts a client's retries makes it fail).
 Everything is bounded: each socket read waits at most ``idle_seconds``, a stall at most ``stall_seconds``,
@@ -25,6 +28,7 @@ and ``close()`` (or leaving the ``with``) stops the listener and shuts every con
 
 from __future__ import annotations
 
+import itertools
 import socket
 import struct
 import threading
@@ -32,7 +36,8 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-FAULTS = ("reset", "stall", "truncate")
+FAULTS = ("reset", "stall", "truncate")  # the faults that break a response
+KINDS = (*FAULTS, "drip")
 _HEAD_LIMIT = 1 << 20  # a request's or response's head longer than this is not HTTP: the connection is dropped
 
 
@@ -57,6 +62,8 @@ class _Fault:
     method: str
     stall_seconds: float
     target: str
+    drip_bytes: int = 64
+    drip_seconds: float = 0.5
 
 
 class _Connection:
@@ -157,13 +164,15 @@ class FaultProxy:
         self._threads[0].start()
 
     def inject(self, kind: str, *, after: int = 1024, times: int = 1, method: str = "GET",
-               stall_seconds: float = 10.0, target: str = "") -> None:
-        """Break the next ``times`` responses to ``method`` requests whose body is longer than ``after`` bytes
-        (and whose target holds ``target``: a GCS media download's ``alt=media``, say, and not its metadata)."""
-        if kind not in FAULTS:
-            raise ValueError(f"{kind}: not one of {', '.join(FAULTS)}")
+               stall_seconds: float = 10.0, target: str = "", drip_bytes: int = 64, drip_seconds: float = 0.5) -> None:
+        """Break (or slow down: ``drip``) the next ``times`` responses to ``method`` requests whose body is longer
+        than ``after`` bytes (and whose target holds ``target``: a GCS media download's ``alt=media``, say, and
+        not its metadata)."""
+        if kind not in KINDS:
+            raise ValueError(f"{kind}: not one of {', '.join(KINDS)}")
         with self._lock:
-            self._faults.append(_Fault(kind, after, times, method.upper(), stall_seconds, target))
+            self._faults.append(_Fault(kind, after, times, method.upper(), stall_seconds, target, drip_bytes,
+                                       drip_seconds))
 
     def clear(self) -> None:
         """Drop the faults not yet used up."""
@@ -281,11 +290,22 @@ class FaultProxy:
                 client.sock.sendall(piece[:fault.after - sent])
                 with self._lock:
                     exchange.fault, exchange.fault_at = fault.kind, fault.after
+                if fault.kind == "drip":
+                    self._drip(client.sock, itertools.chain([piece[fault.after - sent:]], body), fault)
+                    break
                 self._break(client.sock, fault)
                 return False
             client.sock.sendall(piece)
             sent += len(piece)
         return exchange.body_bytes is not None or "chunked" in response_headers.get("transfer-encoding", "").lower()
+
+    def _drip(self, client: socket.socket, pieces, fault: _Fault) -> None:
+        """The rest of a body, ``fault.drip_bytes`` every ``fault.drip_seconds``."""
+        for piece in pieces:
+            for offset in range(0, len(piece), fault.drip_bytes):
+                if self._stopping.wait(fault.drip_seconds):
+                    raise ConnectionError("the proxy stops")
+                client.sendall(piece[offset:offset + fault.drip_bytes])
 
     def _break(self, client: socket.socket, fault: _Fault) -> None:
         if fault.kind == "reset":

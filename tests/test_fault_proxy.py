@@ -128,3 +128,26 @@ def test_a_fault_with_a_target_breaks_only_a_get_whose_target_holds_it(server):
         connection.close()
         assert [(hit.target, hit.fault, hit.fault_at) for hit in proxy.faults_hit()] == [
             ("/fixed?alt=media", "truncate", 100)]
+
+
+@pytest.mark.parametrize("path", ["/fixed", "/chunked"])
+def test_a_drip_sends_the_whole_body_a_few_bytes_at_a_time_then_keeps_the_connection(server, path):
+    import time
+
+    with FaultProxy(server) as proxy:
+        proxy.inject("drip", after=len(BODY) - 400, drip_bytes=100, drip_seconds=0.05)
+        connection = _connect(proxy)
+        connection.request("GET", path)
+        response = connection.getresponse()
+        arrivals, received, started = [], b"", time.monotonic()
+        while chunk := response.read1(65536):
+            received += chunk
+            arrivals.append((len(received), time.monotonic() - started))
+        assert received == BODY and response.read() == b""  # whole, only slow (read: the response is done)
+        dripped = [seconds for length, seconds in arrivals if length > len(BODY) - 400]
+        assert len(dripped) >= 4 and dripped[-1] >= 0.2  # (the chunked body's last chunk comes at one more drip)
+        connection.request("GET", "/fixed")  # the same connection, the fault used up: at full speed
+        assert connection.getresponse().read() == BODY
+        connection.close()
+        assert [(hit.target, hit.fault, hit.fault_at) for hit in proxy.faults_hit()] == [
+            (path, "drip", len(BODY) - 400)]

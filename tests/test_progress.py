@@ -33,6 +33,19 @@ def test_a_log_line_says_bytes_share_items_rate_and_eta(monkeypatch):
         "pack x.jsonl: 50.0/100.0 MB (50 %), 2,500 documents, 12.5 MB/s, ETA 0:00:04"]
 
 
+def test_the_eta_is_unknown_while_nothing_is_done(monkeypatch):
+    """A remote read still waiting for its first block (a server that drips) has no rate to tell the time
+    left by: its line says so, not "ETA 0:00:00"."""
+    clock = [100.0]
+    monkeypatch.setattr(progress_module.time, "monotonic", lambda: clock[0])
+    out = io.StringIO()
+    with Progress("index http://h/a.jsonl", 4_000_000, stream=out, interval=5.0, item_name="lines") as progress:
+        clock[0] = 130.0
+        assert progress.line() == "index http://h/a.jsonl: 0.0/4.0 MB (0 %), 0.0 MB/s, ETA unknown"
+        progress.update(1_000_000, 10)
+        assert progress.line() == "index http://h/a.jsonl: 1.0/4.0 MB (25 %), 10 lines, 0.0 MB/s, ETA 0:01:30"
+
+
 def test_no_line_before_the_interval_has_passed():
     out = io.StringIO()
     with Progress("merge", 10, stream=out, interval=3600) as progress:

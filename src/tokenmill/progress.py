@@ -12,7 +12,8 @@ seconds::
 
     pack raw/web.jsonl: 41.9/100.0 MB (42 %), 9,071 documents, 38.2 MB/s, ETA 0:00:02
 
-and nothing for a step that ends sooner. A job whose log takes its stderr may also name, in
+(``ETA unknown`` while nothing is done: a remote read whose first bytes have not come, say), and nothing
+for a step that ends sooner. A job whose log takes its stderr may also name, in
 ``TOKENMILL_CONSOLE_FD``, a file descriptor it opened on its own console (the workflow's pack rule runs
 ``(... TOKENMILL_CONSOLE_FD=3 tokenmill pack ...) 3>&2 > log 2>&1``, so fd 3 is the stderr Snakemake gave
 the job): the same line then goes there too, at most every ``TOKENMILL_CONSOLE_SECONDS`` (10) seconds, so
@@ -144,11 +145,11 @@ class Progress:
         """The progress as one line of text."""
         elapsed = max((now or time.monotonic()) - self.started, 1e-9)
         rate = self.done_bytes / elapsed
-        remaining = (self.total_bytes - self.done_bytes) / rate if rate > 0 else 0
+        # Nothing done yet (a first read still waiting for its bytes): no rate to tell the time left by.
+        eta = timedelta(seconds=round((self.total_bytes - self.done_bytes) / rate)) if rate > 0 else "unknown"
         items = f", {self.items:,} {self.item_name}" if self.items else ""
         return (f"{self.label}: {self.done_bytes / 1e6:.1f}/{self.total_bytes / 1e6:.1f} MB "
-                f"({100 * self.done_bytes / self.total_bytes:.0f} %){items}, {rate / 1e6:.1f} MB/s, "
-                f"ETA {timedelta(seconds=round(remaining))}")
+                f"({100 * self.done_bytes / self.total_bytes:.0f} %){items}, {rate / 1e6:.1f} MB/s, ETA {eta}")
 
     def close(self) -> None:
         """End the step: stop the timer and clear the bar (a finished step leaves no bar behind)."""

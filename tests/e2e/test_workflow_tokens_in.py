@@ -107,7 +107,7 @@ def test_megatrons_empty_documents_build_every_format_and_megatrons_files_keep_t
         built = folder / f"data/megatron/web_text_document{suffix}"
         assert built.read_bytes() == Path(f"{prefix}{suffix}").read_bytes()
     assert read_sidecar(folder / "data/packed/web.pbin")["empty_texts"] == [[40, 41], [42, 43]]
-    assert (folder / "data/verified/web.ok").is_file()
+    assert (folder / "data/verified/web+datatrove+megatron+olmo+pbin.ok").is_file()  # FORMATS named
     assert "warning: the EOD '<|endoftext|>' (id 50256) occurs 1 times inside documents' own tokens" in summary
 
     config["datasets"]["web"]["tokens"].append(str(source / "link"))

@@ -8,6 +8,8 @@ thread, bound to 127.0.0.1 on a free port, stopped by the context manager. Nothi
   answered ``200`` with the whole file. Every request's method, path and headers are kept in ``requests``.
   With ``credentials=(USER, PASSWORD)`` it answers ``401`` to a request without that HTTP basic
   authentication; with ``query=...``, ``403`` to one whose query is not that one (a presigned URL's).
+* Either answers a path in its ``redirects`` with a ``302`` to the path it names (two that name each other:
+  a redirect loop).
 * :class:`FakeHub` stands in for the Hugging Face Hub (``huggingface.co``) as ``huggingface_hub`` calls it
   to read a dataset, and for nothing else: ``GET /api/datasets/ORG/NAME/revision/REV`` (HfApi.dataset_info:
   the revision's commit sha), ``GET /api/datasets/ORG/NAME/tree/SHA[/PATH]?recursive=`` (list_repo_tree),
@@ -40,16 +42,13 @@ class _Handler(BaseHTTPRequestHandler):
         pass
 
     def do_HEAD(self) -> None:
-        self.server.owner.record(self)
-        self.server.owner.answer(self, head=True)
+        self.server.owner.respond(self, head=True)
 
     def do_GET(self) -> None:
-        self.server.owner.record(self)
-        self.server.owner.answer(self, head=False)
+        self.server.owner.respond(self, head=False)
 
     def do_POST(self) -> None:
-        self.server.owner.record(self)
-        self.server.owner.answer(self, head=False)
+        self.server.owner.respond(self, head=False)
 
 
 class RangeServer:
@@ -62,6 +61,7 @@ class RangeServer:
         self.authorization = None if credentials is None else \
             "Basic " + base64.b64encode(":".join(credentials).encode()).decode()
         self.query = query
+        self.redirects: dict[str, str] = {}  # path → the path it is redirected to
         self.requests: list[tuple[str, str, email.message.Message]] = []
         self.modified = "Wed, 21 Oct 2026 07:28:00 GMT"
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
@@ -77,8 +77,13 @@ class RangeServer:
         self._server.shutdown()
         self._server.server_close()
 
-    def record(self, handler: BaseHTTPRequestHandler) -> None:
+    def respond(self, handler: BaseHTTPRequestHandler, head: bool) -> None:
+        """Keep the request, then answer it: a redirect where ``redirects`` names its path."""
         self.requests.append((handler.command, handler.path, handler.headers))  # (headers: case-blind get)
+        path = urlsplit(handler.path).path
+        if path in self.redirects:
+            return self.reply(handler, 302, b"", head, {"Location": f"{self.url}{self.redirects[path]}"})
+        return self.answer(handler, head)
 
     @staticmethod
     def reply(handler: BaseHTTPRequestHandler, status: int, body: bytes = b"", head: bool = False,

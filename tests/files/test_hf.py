@@ -134,6 +134,18 @@ def test_a_missing_dataset_revision_or_file_and_a_hub_that_does_not_answer_are_o
     assert list(tmp_path.iterdir()) == [tmp_path / "hf-home"] or list(tmp_path.iterdir()) == []
 
 
+def test_a_redirect_loop_from_the_hub_s_storage_ends_in_one_line(hub, tmp_path, capsys):
+    files = _parquet_files(tmp_path)
+    hub.commit(REPO, files)
+    storage = f"/lfs/{hashlib.sha256(files['data/part-0.parquet']).hexdigest()}"
+    hub.redirects = {storage: f"{storage}/again", f"{storage}/again": storage}  # resolve → storage ⇄ again
+    url = f"hf://datasets/{REPO}/data/part-0.parquet"
+    code, said = tokenmill("pack", url, *PACK, "-o", tmp_path / "out" / "x.pbin", capsys=capsys)
+    assert (code, said) == (1, f"tokenmill: error: {url}: the Hub's redirects go round in a loop (more than 20) "
+                               f"while reading from byte 0\n")
+    assert not (tmp_path / "out").exists()
+
+
 def test_the_workflow_builds_a_hub_dataset_to_its_local_copies_bytes_and_repacks_when_the_branch_moves(
         hub, workflow_dir, tmp_path):
     import yaml

@@ -111,6 +111,17 @@ def test_a_missing_file_and_a_refused_connection_are_one_line_each(tmp_path, cap
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_redirect_is_followed_and_a_redirect_loop_ends_in_one_line(tmp_path, capsys):
+    with RangeServer({"/raw/mixed.jsonl": MIXED_JSONL.read_bytes()}) as server:
+        server.redirects = {"/moved.jsonl": "/raw/mixed.jsonl", "/a.jsonl": "/b.jsonl", "/b.jsonl": "/a.jsonl"}
+        pack_equal(tmp_path, [MIXED_JSONL], [f"{server.url}/moved.jsonl"], capsys, "--on-bad-line", "skip")
+        url = f"{server.url}/a.jsonl"
+        code, said = tokenmill("pack", url, *PACK, "-o", tmp_path / "out" / "x.pbin", capsys=capsys)
+    assert (code, said) == (1, f"tokenmill: error: {url}: the server's redirects go round in a loop (HTTP 302; given "
+                               f"up after 10 redirects or 4 to one address) while reading its metadata\n")
+    assert not (tmp_path / "out").exists()
+
+
 # ---- A server that ignores Range (python -m http.server): every GET answered 200 with the whole file
 
 
@@ -292,3 +303,43 @@ def test_a_file_replaced_after_the_plan_looked_is_refused_by_its_pinned_job_in_o
     assert (code, said) == (1, f"tokenmill: error: {url}: changed since the workflow planned it (then {planned}; now "
                                f"{now}); nothing was written, run the workflow again to plan the new version\n")
     assert list(tmp_path.iterdir()) == []
+
+
+# ---- A server that drips: the body whole, but 32 bytes every 0.1 s (320 bytes/s). The minimum rate is made
+# 1,000 bytes/s over windows of 0.5 s (instead of 10,000 over 60 s), so each test takes a second or two.
+
+
+@pytest.fixture
+def slow_minimum(proxied, monkeypatch):
+    monkeypatch.setattr(remote, "MIN_BYTES_PER_SECOND", 1000)
+    monkeypatch.setattr(remote, "RATE_WINDOW_SECONDS", 0.5)
+    return proxied
+
+
+def test_a_get_that_drips_after_a_fast_start_is_cut_a_window_later_and_resumed_to_the_same_bytes(slow_minimum,
+                                                                                                  tmp_path, capsys):
+    # 5,000 bytes at once: the first window is well over the minimum; the next one, the drip alone, is not
+    slow_minimum.inject("drip", after=5000, drip_bytes=32, drip_seconds=0.1)
+    pack_equal(tmp_path, [FAULTED], [slow_minimum.file_url], capsys, "--on-bad-line", "skip")
+    ranges = [exchange.headers.get("range") for exchange in slow_minimum.exchanges
+              if exchange.method == "GET" and exchange.headers.get("range") != "bytes=0-7"]
+    last = FAULTED.stat().st_size - 1
+    assert len(ranges) == 2 and ranges[0] == f"bytes=0-{last}" and ranges[1].endswith(f"-{last}"), ranges
+    assert 5000 < int(ranges[1].removeprefix("bytes=").partition("-")[0]) < last  # after what the slow one gave
+
+
+def test_a_get_that_always_drips_fails_in_one_line_naming_the_byte_the_rate_and_the_minimum(slow_minimum,
+                                                                                             tmp_path, capsys):
+    import re
+
+    slow_minimum.inject("drip", after=100, times=1000, drip_bytes=32, drip_seconds=0.1)
+    url = slow_minimum.file_url
+    output = tmp_path / "out" / "url.pbin"
+    output.parent.mkdir()
+    code, said = tokenmill("pack", url, *PACK, "--on-bad-line", "skip", "-o", output, capsys=capsys)
+    assert code == 1 and re.fullmatch(rf"tokenmill: error: {re.escape(url)}: too slow: (\d+) bytes/s over the last "
+                                      rf"[\d.]+ s at byte (\d+) of 9907, under the minimum of 1,000 bytes/s "
+                                      rf"\(3 attempts\); nothing was written\n", said), said
+    rate, _, byte = re.search(r"too slow: (\d+) bytes/s over the last ([\d.]+) s at byte (\d+)", said).groups()
+    assert 100 <= int(rate) < 1000 and 300 <= int(byte) < 9907  # each connection's bytes kept: 100 fast, then drips
+    assert len(slow_minimum.faults_hit()) == 3 and list(output.parent.iterdir()) == []

@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenmill.errors import TokenmillError
+from tokenmill.files import remote
 from tokenmill.files.remote import (ATTEMPTS, MAX_RESUMES, ObjectFile, ObjectIdentity, ObjectStream, key_pattern,
                                     read_all)
 
@@ -69,6 +70,107 @@ def test_a_stream_that_keeps_dropping_after_some_bytes_stops_after_the_drops_in_
     with pytest.raises(TokenmillError, match=rf"^mem://x: the connection dropped {MAX_RESUMES + 1} times before byte "
                                              rf"{10 * (MAX_RESUMES + 1)} of {len(DATA)}; nothing was written$"):
         read_all(ObjectStream(_identity(), 0, len(DATA), scheme.open_range))
+
+
+# ---- The minimum rate, on a clock the bodies move: each arrival of bytes takes the seconds its pace says.
+
+
+class _Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def drip(position: int) -> tuple[int, float]:
+    """64 bytes every half second, the issue's server (128 bytes/s)."""
+    return 64, 0.5
+
+
+def fast(position: int) -> tuple[int, float]:
+    return 1 << 16, 0.01
+
+
+class _PacedScheme:
+    """``open_range`` over bytes in memory, whose bodies give their bytes as they arrive (``read1``) at the pace
+    of ``paces``, one per connection (then ``fast``): ``pace(position in the body) -> (bytes, seconds)``."""
+
+    def __init__(self, data: bytes, clock: _Clock, paces: list):
+        self.data, self.clock, self.paces, self.opened = data, clock, list(paces), []
+
+    def open_range(self, identity: ObjectIdentity, start: int, end: int):
+        self.opened.append((start, end))
+        return _PacedBody(self.data[start:end], self.clock, self.paces.pop(0) if self.paces else fast)
+
+
+class _PacedBody:
+    def __init__(self, data: bytes, clock: _Clock, pace):
+        self.data, self.clock, self.pace, self.position = data, clock, pace, 0
+
+    def read1(self, size: int) -> bytes:
+        count, seconds = self.pace(self.position)
+        self.clock.now += seconds
+        chunk = self.data[self.position:self.position + min(size, count)]
+        self.position += len(chunk)
+        return chunk
+
+    read = read1
+
+    def close(self) -> None:
+        pass
+
+
+BIG = bytes(range(256)) * 4096  # 1 MiB
+
+
+@pytest.fixture
+def clock(monkeypatch) -> _Clock:
+    clock = _Clock()
+    monkeypatch.setattr(remote, "time", clock)
+    assert (remote.MIN_BYTES_PER_SECOND, remote.RATE_WINDOW_SECONDS) == (10_000, 60)  # the documented minimum
+    return clock
+
+
+def test_a_server_that_drips_is_cut_each_minute_and_fails_after_the_attempts_in_one_line(clock):
+    scheme = _PacedScheme(BIG, clock, [drip] * 10)
+    with pytest.raises(TokenmillError, match=rf"^mem://x: too slow: 128 bytes/s over the last 60\.0 s at byte 23040 of "
+                                             rf"{len(BIG)}, under the minimum of 10,000 bytes/s "
+                                             rf"\({ATTEMPTS} attempts\); nothing was written$"):
+        read_all(ObjectStream(_identity(BIG), 0, len(BIG), scheme.open_range))
+    # each cut connection hands over its 120 drips of 64 bytes; the read fails after 3 minutes
+    assert scheme.opened == [(0, len(BIG)), (7680, len(BIG)), (15360, len(BIG))] and clock.now == ATTEMPTS * 60.0
+
+
+def test_a_drip_on_one_connection_is_resumed_at_full_speed_to_the_same_bytes(clock):
+    scheme = _PacedScheme(BIG, clock, [drip])
+    assert read_all(ObjectStream(_identity(BIG), 0, len(BIG), scheme.open_range)) == BIG
+    assert scheme.opened == [(0, len(BIG)), (7680, len(BIG))]  # what the cut connection received is kept
+
+
+def test_a_slow_start_is_judged_on_its_whole_first_window_and_a_stall_under_the_read_timeout_passes(clock):
+    def slow_start(position: int) -> tuple[int, float]:  # 30 s at the drip's pace, then fast
+        return drip(position) if position < 60 * 64 else fast(position)
+
+    def one_stall(position: int) -> tuple[int, float]:  # 20 kB/s, but 19 s without a byte (READ_SECONDS: 20)
+        return (2048, 19.0) if position == len(BIG) // 2 else (2048, 0.1)
+
+    for pace in (slow_start, one_stall):
+        scheme = _PacedScheme(BIG, clock, [pace])
+        assert read_all(ObjectStream(_identity(BIG), 0, len(BIG), scheme.open_range)) == BIG
+        assert scheme.opened == [(0, len(BIG))], pace.__name__  # never cut
+
+
+def test_slow_windows_fail_the_read_only_in_a_row(clock):
+    def good_then_drip(position: int) -> tuple[int, float]:  # a first window at 40 kB/s, then a drip
+        return (400, 0.01) if position < 60 * 40_000 else drip(position)
+
+    data = bytes(4 << 20)
+    scheme = _PacedScheme(data, clock, [drip, drip, good_then_drip, drip, drip, drip])
+    with pytest.raises(TokenmillError, match=r"too slow: 128 bytes/s over the last 60\.0 s at byte 24\d{5} of "):
+        read_all(ObjectStream(_identity(data), 0, len(data), scheme.open_range))
+    # 2 slow; a good window (the count starts again), then a slow one; 2 more slow: 3 in a row
+    assert [start for start, _ in scheme.opened][:3] == [0, 7680, 15360] and len(scheme.opened) == 5
 
 
 def test_the_tag_the_plan_compares_and_the_sidecar_entry():

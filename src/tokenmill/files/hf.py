@@ -17,7 +17,8 @@
 * **Token** from ``HF_TOKEN`` or ``huggingface_hub``'s own login (``hf auth login``), sent only by
   ``huggingface_hub``'s headers; never in a message, log or sidecar. ``HF_ENDPOINT`` names another Hub.
 * **Failures**, each one line naming the URL: no such dataset (or no access), no such revision, no such
-  file, a glob that matches nothing, a Hub that does not answer.
+  file, a glob that matches nothing, a Hub that does not answer or answers too slowly
+  (:data:`~tokenmill.files.remote.MIN_BYTES_PER_SECOND`), redirects in a loop.
 
 Cost: one revision call per dataset and process, a listing per glob, one ``paths-info`` per file, and the
 bytes read, each range one request.
@@ -111,6 +112,11 @@ def _transport_error() -> type[Exception]:
     """The HTTP client's (httpx's, or httpx2's) error for a connection that failed or was lost."""
     session = _hub().utils.get_session()
     return importlib.import_module(type(session).__module__.split(".")[0]).TransportError
+
+
+def _redirect_loop_error() -> type[Exception]:
+    """The HTTP client's error for more redirects in a row than its session follows (``max_redirects``)."""
+    return importlib.import_module(_transport_error().__module__.split(".")[0]).TooManyRedirects
 
 
 def _hub_errors() -> tuple[type[Exception], ...]:
@@ -221,6 +227,9 @@ def open_range(identity: ObjectIdentity, start: int, end: int) -> _Body:
                                                           timeout=CONNECT_SECONDS + READ_SECONDS),
                                     stream=True, follow_redirects=True)
             break
+        except _redirect_loop_error():
+            raise TokenmillError(f"{identity.url}: the Hub's redirects go round in a loop (more than "
+                                 f"{session.max_redirects}) while {doing}") from None
         except _transport_error() as exc:
             if attempt == ATTEMPTS:
                 raise _failure(identity.url, exc, doing) from None

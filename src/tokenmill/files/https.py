@@ -9,16 +9,19 @@ interface, with the standard library's client (no dependency).
   http.server``, sends the whole file from its start: the bytes asked for are read from it and the rest
   left unread), and carry the pinned ``ETag`` (or ``Last-Modified``, and for a ``200`` the size), and a
   strong ETag is also sent as ``If-Match``: a file replaced during a read stops it with one line. Redirects
-  are followed.
+  are followed, as urllib does (at most 10, at most 4 to one address); a loop ends in one line. The body is
+  read as it arrives (``read1``), so that a server slower than
+  :data:`~tokenmill.files.remote.MIN_BYTES_PER_SECOND` is cut, resumed, then refused.
 * **No globs**: a web server has no listing; ``?`` starts the URL's query.
 * **Credentials.** A URL's user info (``https://USER:PASSWORD@HOST/...``) is sent as HTTP basic
   authentication, to that host only (not to a host it redirects to), never as part of the address; a
   presigned URL's query is sent as given. Both are secrets: requests take the full URL
   (:func:`~tokenmill.files.urls.full_url`), every message its redacted name.
 * **Failures**, each one line naming the URL: 404, 401/403, a server that does not answer
-  (:data:`~tokenmill.files.remote.ATTEMPTS` attempts, 5xx answers retried likewise, 20 s per read), a server
-  that ignores ``Range`` asked for a range past byte 0 (a Parquet read, a byte-range shard, or the resume of a
-  whole-file stream dropped mid-body, which such a server cannot give).
+  (:data:`~tokenmill.files.remote.ATTEMPTS` attempts, 5xx answers retried likewise, 20 s per read) or answers
+  too slowly, redirects in a loop, a server that ignores ``Range`` asked for a range past byte 0 (a Parquet
+  read, a byte-range shard, or the resume of a whole-file stream dropped mid-body, which such a server cannot
+  give).
 
 Cost: one ``HEAD`` per input, one ``GET`` per range read; each request a new connection.
 """
@@ -71,6 +74,11 @@ def _request(url: str, method: str, headers: dict[str, str], doing: str) -> http
             return urllib.request.urlopen(request, timeout=READ_SECONDS)
         except urllib.error.HTTPError as exc:
             exc.close()
+            if str(exc.reason).startswith(urllib.request.HTTPRedirectHandler.inf_msg):
+                raise TokenmillError(f"{url}: the server's redirects go round in a loop (HTTP {exc.code}; given up "
+                                     f"after {urllib.request.HTTPRedirectHandler.max_redirections} redirects or "
+                                     f"{urllib.request.HTTPRedirectHandler.max_repeats} to one address) while "
+                                     f"{doing}") from None
             if exc.code == 404 or exc.code == 410:
                 raise TokenmillError(f"{url}: no such file (HTTP {exc.code})") from None
             if exc.code in (401, 403):
@@ -120,10 +128,18 @@ class _Body:
         self._left = limit
 
     def read(self, size: int) -> bytes:
+        return self._take(self._response.read, size)
+
+    def read1(self, size: int) -> bytes:
+        """At most ``size`` bytes, those that have arrived (one read of the socket): what lets
+        :class:`~tokenmill.files.remote.ObjectStream` measure the rate as the bytes come."""
+        return self._take(self._response.read1, size)
+
+    def _take(self, read, size: int) -> bytes:
         if self._left <= 0:
             return b""
         try:
-            data = self._response.read(min(size, self._left))
+            data = read(min(size, self._left))
         except (OSError, http.client.HTTPException) as exc:
             raise ConnectionError(str(exc)) from None
         self._left -= len(data)
