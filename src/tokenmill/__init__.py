@@ -45,7 +45,9 @@ FORMAT_VERSIONS = {
     # /2: the files of every format, with their sizes; /3: samples asked vs built in whole epochs, histogram
     # labels rotated, megatron_args.txt wrapped; /4: sidecar paths as reached from the working directory
     # /5: a blend page gives the epochs of each dataset the blend takes, a dataset page each source's tokens
-    "report": "tokenmill-report/5",
+    # /6: a best-fit table gives the tokens truncate dropped and their share of the split, with a warning above
+    # TRUNCATION_WARNING_SHARE; a blend page each dataset's best-fit table
+    "report": "tokenmill-report/6",
     # NAME.ds/.ds.index/.ds.metadata(/.ds.loss) as datatrove 0.10.1 writes them; /2: its post-processor rule
     # (the text's ids and one EOS) and its token size from the vocabulary as loaded
     "datatrove": "datatrove-ds-0.10.1/2",

@@ -59,15 +59,21 @@ def test_two_configs_of_one_file_name_in_two_folders_leave_each_others_outputs_i
 
 
 def test_configs_that_differ_only_in_formats_rerun_nothing_when_run_in_turn(built_demo):
-    """The demo config, and a copy that adds datatrove to its dataset: each config's verify stamp and report page
+    """The demo config, and a copy that adds datatrove to its dataset and olmo to its SFT set (converted from the
+    pair, never tokenized again): each config's verify stamp and report page
     are its own (data/verified/demo+datatrove+megatron+pbin.ok, data/report/demo+datatrove+megatron+pbin.html), so a
     dry run of either after the other plans nothing (verify reran and the report page flipped on every
     alternation)."""
     demo = yaml.safe_load((built_demo / "config/config.yaml").read_text())
     more = {**demo, "datasets": {name: {**dataset, "formats": ["pbin", "megatron", "datatrove"]}
-                                 for name, dataset in demo["datasets"].items()}}
+                                 for name, dataset in demo["datasets"].items()},
+            "sft": {name: {**sft, "formats": ["pbin", "olmo"]} for name, sft in demo["sft"].items()}}
     (built_demo / "more.yaml").write_text(yaml.safe_dump(more))
+    sft_pair = {path: digest for path, digest in tree_digests(built_demo).items() if path.startswith("data/sft/")}
+    jobs = planned_jobs(built_demo, "--configfile", "more.yaml")
+    assert "sft" not in jobs and "sft_olmo" in jobs, jobs  # the pair is kept: olmo is a conversion
     run_snakemake(built_demo, "--configfile", "more.yaml")
+    assert sft_pair.items() <= tree_digests(built_demo).items()
     before = tree_digests(built_demo)
     for _ in range(2):
         for configfile in ("config/config.yaml", "more.yaml"):
