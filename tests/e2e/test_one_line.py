@@ -191,7 +191,7 @@ def test_ctrl_c_while_the_command_is_still_starting_is_one_line(tmp_path):
         # that start and never in a module tokenmill imports later (in its streams' or site's set-up, a
         # "Fatal Python error: init_...").
         before_tokenmill = stderr.startswith(("Traceback", "Fatal Python error: init_")) and not any(
-            f"{os.sep}{name}" in stderr for name in ("tokenmill" + os.sep + "cli.py", "numpy", "orjson", "tokenizers"))
+            f"{os.sep}{name}" in stderr for name in (f"tokenmill{os.sep}cli{os.sep}", "numpy", "orjson", "tokenizers"))
         # A quick machine may finish the pack before a late interrupt (see the next test)
         finished = _said_what_it_wrote(stderr, tmp_path / "x.pbin")
         assert before_tokenmill or finished or stderr in ("", "tokenmill: interrupted\n"), (delay, stderr)
