@@ -272,24 +272,12 @@ def add_sft(verbs) -> None:
 
 def _sft(args: argparse.Namespace) -> None:
     from tokenmill.config import read_config_file
-    from tokenmill.pack.sft import write_sft
+    from tokenmill.pack.sft import summary_lines, write_sft
 
     _expect_pins(args)
     meta = write_sft(args.name, read_config_file(args.config), args.output, source=args.config, engine=args.engine,
                      chat_template=args.chat_template, workers=args.workers)
-    for source in meta["sources"]:  # what gave no document, by reason: conversations dropped, bad lines skipped
-        for kind, what in (("dropped", "conversations"), ("skipped", "lines")):
-            for reason, entry in source.get(kind, {}).items():
-                print(f"{source['path']}: {kind} {entry['count']} {what}: {reason} (first at line "
-                      f"{entry['first_lines'][0]})", file=sys.stderr)
-    skipped = sum(entry["count"] for entry in meta["skipped"].values())
-    checked = (f", {meta['engine']['checked_messages']} messages checked against Hugging Face"
-               if "checked_messages" in meta["engine"] else "")
-    template = (f"; chat template {meta['chat_template']['source']} (trained: {meta['chat_template']['train_on']}, "
-                f"strftime_now: {meta['chat_template']['date']})" if "chat_template" in meta else "")
-    print(f"{args.output}: {meta['documents']} conversations, {meta['tokens']} tokens, {meta['truncated']} truncated, "
-          f"{meta['dropped']} dropped, {skipped} lines skipped; {meta['engine']['reason']}{checked}{template}",
-          file=sys.stderr)
+    print("\n".join(summary_lines(meta, args.output)), file=sys.stderr)
 
 
 def add_merge(verbs) -> None:

@@ -57,7 +57,7 @@ from tokenmill.tokenization.tokenizer import TokenizerInfo, is_plain_file, load_
 from tokenmill.training.sft_datasets import (DROPPED_LONGER, DROPPED_NOTHING_FITS, DROPPED_NOTHING_TRAINED,
                                              ConversationFile, InstructionCollator, InstructionDataset, loss_mask_path)
 
-__all__ = ["write_sft", "encode_conversations", "MIN_WORKER_CONVERSATIONS"]
+__all__ = ["write_sft", "encode_conversations", "summary_lines", "MIN_WORKER_CONVERSATIONS"]
 
 # fewer lines per render worker than this: fewer workers (starting them costs 0.7-1 s, ~10,000 renders' time)
 MIN_WORKER_CONVERSATIONS = 5000
@@ -447,3 +447,20 @@ def _config_entry(config: dict, keys: tuple[str, ...], where: str = ""):
             raise TokenmillError(f"config: missing {'.'.join(filter(None, [where, *keys]))}")
         value = value[key]
     return value
+
+
+def summary_lines(meta: SidecarRecord, out_path: str | os.PathLike) -> list[str]:
+    """What a finished ``sft`` build says: each source's conversations dropped and lines skipped, a line per
+    reason with the first line it met, then the counts, the engine's reason and the chat template, in one line."""
+    lines = [f"{source['path']}: {kind} {entry['count']} {what}: {reason} (first at line {entry['first_lines'][0]})"
+             for source in meta["sources"]
+             for kind, what in (("dropped", "conversations"), ("skipped", "lines"))
+             for reason, entry in source.get(kind, {}).items()]
+    skipped = sum(entry["count"] for entry in meta["skipped"].values())
+    checked = (f", {meta['engine']['checked_messages']} messages checked against Hugging Face"
+               if "checked_messages" in meta["engine"] else "")
+    template = (f"; chat template {meta['chat_template']['source']} (trained: {meta['chat_template']['train_on']}, "
+                f"strftime_now: {meta['chat_template']['date']})" if "chat_template" in meta else "")
+    return [*lines, f"{out_path}: {meta['documents']} conversations, {meta['tokens']} tokens, {meta['truncated']} "
+                    f"truncated, {meta['dropped']} dropped, {skipped} lines skipped; {meta['engine']['reason']}"
+                    f"{checked}{template}"]
