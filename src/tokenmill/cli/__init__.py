@@ -9,7 +9,8 @@ The verbs by family, each verb's arguments beside its handler (``add_<verb>`` in
 
 User errors (:class:`TokenmillError`, missing files) print one line, ``tokenmill: error: ...``,
 and exit 1; Ctrl-C prints ``tokenmill: interrupted`` and exits 130; ``--debug`` shows the
-traceback too.
+traceback too. ``python -m tokenmill.cli`` runs :func:`main` (``cli/__main__.py``); the console script
+is :mod:`tokenmill.__main__`, which holds Ctrl-C back while this package loads.
 """
 
 from __future__ import annotations

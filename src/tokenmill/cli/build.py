@@ -1,8 +1,8 @@
 """The verbs that make tokens: ``index``, ``pack``, ``tokens-in``, ``sft``, ``merge``, ``preprocess-data``.
 
 Each verb's arguments (``add_<verb>``) and its handler side by side; the handler calls one module function
-and says in a line on stderr what it wrote. The pack and SFT modules (numpy, the tokenizers) are imported by
-the handler, not here: a start that only parses arguments does not pay for them.
+and says on stderr what it wrote. The module a verb calls is imported by its handler, not here: a start
+pays only for what parsing needs.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.formats.mmidx import prefix_of
 
 
-def add_index(verbs) -> None:
+def add_index(verbs: argparse._SubParsersAction) -> None:
     """The ``index`` verb's arguments."""
     index = verbs.add_parser("index", help="write the raw line index (.idx) of a JSONL file")
     index.add_argument("input", help="JSONL file, or a URL (s3://, gs://, https://, hf://datasets/...)")
@@ -36,7 +36,7 @@ def _index(args: argparse.Namespace) -> None:
     print(f"{out_path}: {len(lines)} lines", file=sys.stderr)
 
 
-def add_pack(verbs) -> None:
+def add_pack(verbs: argparse._SubParsersAction) -> None:
     """The ``pack`` verb's arguments."""
     pack = verbs.add_parser("pack", help="tokenize JSONL into a packed .pbin (+ .pbin.meta.json)")
     pack.add_argument("inputs", nargs="+", metavar="INPUT",
@@ -191,7 +191,7 @@ def _expect_pins(args: argparse.Namespace) -> None:
         expect(url, version)
 
 
-def add_tokens_in(verbs) -> None:
+def add_tokens_in(verbs: argparse._SubParsersAction) -> None:
     """The ``tokens-in`` verb's arguments."""
     tokens_in = verbs.add_parser("tokens-in", help="a .pbin (+ Megatron .bin/.idx) from tokens already made: Megatron "
                                                    "prefixes or .pbin files, nothing tokenized",
@@ -250,7 +250,7 @@ def _tokens_in(args: argparse.Namespace) -> None:
         print(f"warning: {note}", file=sys.stderr)
 
 
-def add_sft(verbs) -> None:
+def add_sft(verbs: argparse._SubParsersAction) -> None:
     """The ``sft`` verb's arguments."""
     sft = verbs.add_parser("sft", help="pre-tokenize conversations into a .pbin + .loss_mask.pbin pair")
     sft.add_argument("config", help="YAML with `tokenizers:` and `sft:` sections (the workflow config), or - for stdin")
@@ -280,7 +280,7 @@ def _sft(args: argparse.Namespace) -> None:
     print("\n".join(summary_lines(meta, args.output)), file=sys.stderr)
 
 
-def add_merge(verbs) -> None:
+def add_merge(verbs: argparse._SubParsersAction) -> None:
     """The ``merge`` verb's arguments."""
     merge = verbs.add_parser("merge", help="concatenate .pbin files, or Megatron datasets, in the order given")
     merge.add_argument("inputs", nargs="+", metavar="INPUT", help=".pbin files, or Megatron prefixes")
@@ -310,7 +310,7 @@ def _merge(args: argparse.Namespace) -> None:
               f"datasets", file=sys.stderr)
 
 
-def add_preprocess_data(verbs) -> None:
+def add_preprocess_data(verbs: argparse._SubParsersAction) -> None:
     """The ``preprocess-data`` verb's arguments."""
     preprocess = verbs.add_parser("preprocess-data", add_help=False, prefix_chars="\0",
                                   help="Megatron's tools/preprocess_data.py: its flags, its .bin/.idx bytes, "

@@ -17,7 +17,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.formats.mmidx import prefix_of
 
 
-def add_sample_index(verbs) -> None:
+def add_sample_index(verbs: argparse._SubParsersAction) -> None:
     """The ``sample-index`` verb's arguments."""
     sample_index = verbs.add_parser(
         "sample-index", help="build Megatron GPTDataset index caches (document/sample/shuffle .npy) for every split")
@@ -51,7 +51,7 @@ def _sample_index(args: argparse.Namespace) -> None:
     _write_handoff(args, [prefix], [path], [path], {name: num_samples.get(name) for name in results}, tokenizers)
 
 
-def add_blend(verbs) -> None:
+def add_blend(verbs: argparse._SubParsersAction) -> None:
     """The ``blend`` verb's arguments."""
     blend = verbs.add_parser("blend", help="build Megatron BlendedDataset caches (and every part's GPT caches)")
     blend.add_argument("blend", nargs="+", metavar="[WEIGHT] PREFIX",
@@ -177,7 +177,7 @@ def _write_handoff(args: argparse.Namespace, prefixes: list[str], paths: list[st
                         extra=0 if args.no_extra_token else 1, token_dtypes=token_dtypes)
 
 
-def add_best_fit(verbs) -> None:
+def add_best_fit(verbs: argparse._SubParsersAction) -> None:
     """The ``best-fit`` verb's arguments."""
     best_fit = verbs.add_parser(
         "best-fit", help="pack documents whole into samples (OBFD): a Megatron dataset's packed index per split, "

@@ -14,7 +14,7 @@ from tokenmill.formats.dtypes import MEGATRON_UINT16_BELOW, UINT16_VOCAB_LIMIT
 from tokenmill.formats.mmidx import prefix_of
 
 
-def add_to_megatron(verbs) -> None:
+def add_to_megatron(verbs: argparse._SubParsersAction) -> None:
     """The ``to-megatron`` verb's arguments."""
     to_megatron = verbs.add_parser("to-megatron", help="convert a .pbin into Megatron MMIDIDX .bin/.idx")
     to_megatron.add_argument("input", help=".pbin file")
@@ -33,7 +33,7 @@ def _to_megatron(args: argparse.Namespace) -> None:
           file=sys.stderr)
 
 
-def add_to_datatrove(verbs) -> None:
+def add_to_datatrove(verbs: argparse._SubParsersAction) -> None:
     """The ``to-datatrove`` verb's arguments."""
     to_datatrove = verbs.add_parser("to-datatrove", help="convert a .pbin into datatrove/nanotron NAME.ds files")
     to_datatrove.add_argument("input", help=".pbin file (an SFT .pbin also gives NAME.ds.loss from its loss mask)")
@@ -58,7 +58,7 @@ def _to_datatrove(args: argparse.Namespace) -> None:
           f"of {summary['token_size']} bytes{', with .ds.loss' if summary['loss'] else ''}", file=sys.stderr)
 
 
-def add_to_olmo(verbs) -> None:
+def add_to_olmo(verbs: argparse._SubParsersAction) -> None:
     """The ``to-olmo`` verb's arguments."""
     olmo = verbs.add_parser("to-olmo", help="convert a .pbin into OLMo-core's token files (part-NNNNN.npy, "
                                             "part-NNNNN.csv.gz of start,end,id,src,loc, metadata.json)")
@@ -79,7 +79,7 @@ def _to_olmo(args: argparse.Namespace) -> None:
           f"({meta['dtype']})")
 
 
-def add_hf_tokenizer_folder(verbs) -> None:
+def add_hf_tokenizer_folder(verbs: argparse._SubParsersAction) -> None:
     """The ``hf-tokenizer-folder`` verb's arguments."""
     folder = verbs.add_parser("hf-tokenizer-folder",
                               help="write the folder Megatron's HuggingFaceTokenizer loads (--tokenizer-model DIR): "

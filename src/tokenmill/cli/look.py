@@ -17,7 +17,7 @@ from tokenmill.files.identity import refuse_inputs_as_outputs
 from tokenmill.formats.mmidx import is_megatron_index, prefix_of
 
 
-def add_inspect(verbs) -> None:
+def add_inspect(verbs: argparse._SubParsersAction) -> None:
     """The ``inspect`` verb's arguments."""
     inspect = verbs.add_parser("inspect", help="show a file's header and counts, a document, or a training sample")
     inspect.add_argument("path", help=".pbin, raw .idx, Megatron prefix, datatrove NAME.ds, an SFT set's best-fit "
@@ -51,7 +51,7 @@ def _inspect(args: argparse.Namespace) -> None:
     print("\n".join(lines))
 
 
-def add_verify(verbs) -> None:
+def add_verify(verbs: argparse._SubParsersAction) -> None:
     """The ``verify`` verb's arguments."""
     verify = verbs.add_parser("verify", help="check files against their own structure and sidecars")
     verify.add_argument("paths", nargs="+", metavar="FILE",
@@ -102,7 +102,7 @@ def _verify(args: argparse.Namespace) -> None:
             stamp.write_text("".join(f"ok {path}\n" for path in args.paths))
 
 
-def add_report(verbs) -> None:
+def add_report(verbs: argparse._SubParsersAction) -> None:
     """The ``report`` verb's arguments."""
     report = verbs.add_parser("report", help="an HTML page on a build, a blend or an SFT set, for snakemake --report")
     report.add_argument("path", help=".pbin (a build; with --sft an SFT pair's), or with --blend a blend cache folder")
@@ -136,7 +136,7 @@ def _report(args: argparse.Namespace) -> None:
                      files=args.file or [], count_by=args.count_by, best_fit=args.best_fit or [])
 
 
-def add_prune(verbs) -> None:
+def add_prune(verbs: argparse._SubParsersAction) -> None:
     """The ``prune`` verb's arguments."""
     prune = verbs.add_parser("prune", help="move the workflow's outputs that its plan no longer makes to the same "
                                            "place in its stale folder")
