@@ -214,48 +214,52 @@ def add_best_fit(verbs: argparse._SubParsersAction) -> None:
 
 def _best_fit(args: argparse.Namespace) -> None:
     if args.blend:
-        from tokenmill.megatron.blend import parse_blend
-        from tokenmill.packing.packed_blend import build_packed_blend
-
-        prefixes, weights = parse_blend(args.input)
-        if weights is None:
-            raise TokenmillError(f"best-fit --blend: give 'WEIGHT PREFIX' pairs, got {' '.join(args.input)}")
-        num_samples = {name: getattr(args, f"{name}_samples") for name in ("train", "valid", "test")}
-        if not any(num_samples.values()):
-            raise TokenmillError("best-fit --blend: give the blend's samples (--train-samples, --valid-samples, "
-                                 "--test-samples)")
-        blended = build_packed_blend([prefix_of(prefix) for prefix in prefixes], weights, args.output,
-                                     args.seq_length, args.seed, args.split, num_samples, args.long_doc_strategy)
-        _say_blend_datasets(prefixes, args)
-        for split_name, figures in blended.items():
-            drawn = ", ".join(f"{each['drawn']} of {each['dataset']}, {each['epochs']} epoch(s) of its packed "
-                              f"samples" for each in figures["datasets"])
-            print(f"{args.output}: blend {split_name}: {figures['samples']} samples ({drawn}), padding "
-                  f"{100 * figures['padding_share']:.2f} %", file=sys.stderr)
+        _best_fit_blend(args)
         return
     if len(args.input) != 1:
         raise TokenmillError(f"best-fit: one input without --blend, got {len(args.input)}")
-    args.input = args.input[0]
-    if args.input.endswith(".pbin"):
+    (path,) = args.input
+    if path.endswith(".pbin"):
         from tokenmill.packing.sft_packing import build_sft_best_fit
 
-        figures = build_sft_best_fit(args.input, args.output, args.seq_length)
+        figures = build_sft_best_fit(path, args.output, args.seq_length)
         print(f"{args.output}: {figures['conversations']} conversations in {figures['samples']} rows of "
               f"{args.seq_length}, each whole: padding {100 * figures['padding_share']:.2f} % (one per row: "
               f"{100 * figures['unpacked_padding_share']:.2f} %)", file=sys.stderr)
-        return
-    if os.path.isdir(args.input):
+    elif os.path.isdir(path):
         from tokenmill.packing.olmo_cache import write_olmo_packing_for_parts
 
-        figures = write_olmo_packing_for_parts(args.input, args.output, args.seq_length, args.long_doc_strategy,
+        figures = write_olmo_packing_for_parts(path, args.output, args.seq_length, args.long_doc_strategy,
                                                args.job_path_prefix, args.source_group_size, args.pad_id)
         _say_packed(f"{args.output}: OLMo-core's packing", figures, args)
-        return
-    from tokenmill.packing.packed_index import build_packed_index
+    else:
+        from tokenmill.packing.packed_index import build_packed_index
 
-    for split_name, figures in build_packed_index(prefix_of(args.input), args.output, args.seq_length, args.seed,
-                                                  args.split, args.long_doc_strategy).items():
-        _say_packed(f"{args.output}: {split_name}", figures, args)
+        for split_name, figures in build_packed_index(prefix_of(path), args.output, args.seq_length, args.seed,
+                                                      args.split, args.long_doc_strategy).items():
+            _say_packed(f"{args.output}: {split_name}", figures, args)
+
+
+def _best_fit_blend(args: argparse.Namespace) -> None:
+    """``best-fit --blend``: each weighted dataset packed, the blend's samples drawn from them."""
+    from tokenmill.megatron.blend import parse_blend
+    from tokenmill.packing.packed_blend import build_packed_blend
+
+    prefixes, weights = parse_blend(args.input)
+    if weights is None:
+        raise TokenmillError(f"best-fit --blend: give 'WEIGHT PREFIX' pairs, got {' '.join(args.input)}")
+    num_samples = {name: getattr(args, f"{name}_samples") for name in ("train", "valid", "test")}
+    if not any(num_samples.values()):
+        raise TokenmillError("best-fit --blend: give the blend's samples (--train-samples, --valid-samples, "
+                             "--test-samples)")
+    blended = build_packed_blend([prefix_of(prefix) for prefix in prefixes], weights, args.output,
+                                 args.seq_length, args.seed, args.split, num_samples, args.long_doc_strategy)
+    _say_blend_datasets(prefixes, args)
+    for split_name, figures in blended.items():
+        drawn = ", ".join(f"{each['drawn']} of {each['dataset']}, {each['epochs']} epoch(s) of its packed "
+                          f"samples" for each in figures["datasets"])
+        print(f"{args.output}: blend {split_name}: {figures['samples']} samples ({drawn}), padding "
+              f"{100 * figures['padding_share']:.2f} %", file=sys.stderr)
 
 
 def _say_blend_datasets(prefixes: list[str], args: argparse.Namespace) -> None:
