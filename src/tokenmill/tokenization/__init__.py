@@ -8,5 +8,5 @@ rendered with a model's own chat template (:mod:`~tokenmill.tokenization.chat_te
 (:mod:`~tokenmill.tokenization.template_sandbox`), their trained spans made token masks
 (:mod:`~tokenmill.tokenization.chat_masks`).
 
-May import: the root's ``errors``, ``progress`` and ``config``; ``files``, ``inputs``.
+May import: the root's ``errors``, ``config`` and ``_kernels``; ``inputs``.
 """
