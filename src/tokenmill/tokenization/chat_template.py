@@ -389,7 +389,8 @@ class ChatTemplateEncoder:
             ``split_special_tokens=False``), or None for Hugging Face alone. With fastokens, a batch's texts are
             encoded in one call (proven against Hugging Face on ``check_fraction`` of them, as ``pack`` proves its
             documents) and their masks read off the ids' bytes (byte-level BPE) or off pieces cut at span ends;
-            a text neither resolves is encoded by Hugging Face with offsets, as without an engine (module docstring).
+            a text neither resolves is encoded by Hugging Face with offsets, as without an engine
+            (:mod:`tokenmill.tokenization.chat_masks`).
         check_fraction: see :class:`tokenmill.tokenization.proof.ProofSampler`.
 
     Attributes:
