@@ -1,7 +1,7 @@
-"""Time of ``prune`` (:func:`tokenmill.prune.move_stale`) against the entries of one output folder.
+"""Time of ``prune`` (:func:`tokenmill.plan.prune.move_stale`) against the entries of one output folder.
 
     python bench/prune_bench.py --files 5000 20000
-    git show HEAD:src/tokenmill/prune.py > /tmp/prune_before.py
+    git show HEAD:src/tokenmill/plan/prune.py > /tmp/prune_before.py
     python bench/prune_bench.py --files 5000 20000 --module /tmp/prune_before.py   # another version, same trees
 
 For each count N, a fresh tree in a temporary folder (on the same file system as ``--scratch``, default

@@ -1,13 +1,11 @@
 """tokenmill: raw JSONL corpora → tokenized, packed, Megatron- and Modalities-compatible training data.
 
 Every stage is a plain function in one module and a verb of the ``tokenmill`` CLI. The modules live in rooms by
-concern, each a subpackage whose docstring says what it holds; a room imports only from the rooms below it
-(``tests/test_layers.py`` keeps the order, function-level imports included). Bottom to top:
-
-* the root's ``errors``, ``progress``, ``config`` (the schema and its defaults) and this module;
-* ``files`` → ``inputs`` → ``tokenization`` → ``formats`` → ``megatron`` → ``training`` → ``pack`` → ``verify``
-  → ``plan`` → ``views``;
-* ``cli`` (and ``__main__``, the console script) at the top.
+concern, each a subpackage whose docstring says what it holds and which rooms it may import. The import order,
+bottom to top: the root's ``errors``, ``progress``, ``config`` (the schema and its defaults), the ``_kernels``
+extension and this module; then the rooms in :data:`ROOMS` order, each importing only from its own room and the
+rooms before it; ``cli`` (and ``__main__``, the console script) at the top. ``tests/test_layers.py`` keeps the
+order, function-level imports included, and checks each room's "May import:" line against it.
 
 The Snakemake workflow imports the format versions below and puts them in each rule's ``params:``,
 so a change of an on-disk format reruns exactly the rules whose outputs it affects.
@@ -18,6 +16,10 @@ import sys
 import warnings
 
 __version__ = "0.1.0"
+
+#: The rooms (subpackages) in import order, bottom to top: the one statement of the order (module docstring).
+ROOMS = ("files", "inputs", "tokenization", "formats", "megatron", "packing", "training", "pack", "verify", "plan",
+         "views")
 
 #: Version of each file format tokenmill writes. Bump one when the bytes a stage writes change.
 FORMAT_VERSIONS = {

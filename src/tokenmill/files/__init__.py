@@ -8,5 +8,5 @@ pinned URL (:mod:`~tokenmill.files.source`), the restricted pair-list pickle
 (:mod:`~tokenmill.files.safe_pickle`), and the one block size files are read and copied in
 (:mod:`~tokenmill.files.blocks`).
 
-May import: the root's ``errors``, ``progress`` and ``config``. Imported by every room above it.
+May import: the root's ``errors``. Imported by every room above it.
 """

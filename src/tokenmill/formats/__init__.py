@@ -7,5 +7,6 @@ dtype each format takes for a vocabulary (:mod:`~tokenmill.formats.dtypes`), the
 in blocks (:mod:`~tokenmill.formats.document_blocks`) and the one table of the kinds of format and of source, with
 what each is (:mod:`~tokenmill.formats.kinds`).
 
-May import: the root's ``errors``, ``progress`` and ``config``; ``files``, ``inputs``, ``tokenization``.
+May import: ``tokenmill.FORMAT_VERSIONS``, the root's ``errors``, ``progress`` and ``config``; ``files``,
+``inputs``, ``tokenization``.
 """

@@ -3,5 +3,5 @@ Parquet as rows (:mod:`~tokenmill.inputs.parquet`), Modalities' raw line index (
 a file's kind (compressed, Parquet or plain) by its first bytes (:mod:`~tokenmill.inputs.file_kind`), and a line's
 text chosen by a jq pattern, or the reason it is a bad line (:mod:`~tokenmill.inputs.text_selection`).
 
-May import: the root's ``errors``, ``progress`` and ``config``; ``files``.
+May import: the root's ``errors``, ``progress`` and ``_kernels``; ``files``.
 """

@@ -5,5 +5,5 @@ the job's tokenizer identity (:mod:`~tokenmill.megatron.job_tokenizer`), the han
 (:mod:`~tokenmill.megatron.handoff`) and ``tools/preprocess_data.py``'s bytes
 (:mod:`~tokenmill.megatron.preprocess_data`).
 
-May import: the root's ``errors``, ``progress`` and ``config``; ``files``, ``inputs``, ``tokenization``, ``formats``.
+May import: the root's ``errors`` and ``_kernels``; ``files``, ``inputs``, ``tokenization``, ``formats``.
 """

@@ -151,41 +151,48 @@ def build_blend_cache(prefixes: list[str], weights: list[float] | None, cache_di
     for name in SPLIT_NAMES:
         if name not in datasets[0]:
             continue
-        lengths = [dataset[name]["samples"] for dataset in datasets]
+        parts = [dataset[name] for dataset in datasets]
+        lengths = [part["samples"] for part in parts]
         if weights is not None:
             targets = per_split[name][0]
-            blend_weights, size = normalised, int(sum(targets))
             short = [i for i, (target, length) in enumerate(zip(targets, lengths)) if target > length]
             if short:
                 raise TokenmillError(f"{prefixes[short[0]]}: the {name} blend needs {targets[short[0]]} samples, "
                                      f"the dataset has {lengths[short[0]]}")
+            blend_weights, size = normalised, int(sum(targets))
         else:
             size = None if num_samples.get(name) is None else min(num_samples[name], sum(lengths))
             # the lengths are the weights; Megatron normalises them when the blend has a size
             blend_weights = lengths if size is None else normalise(lengths)
-        identifiers = OrderedDict()
-        identifiers["class"] = _CLASS
-        identifiers["datasets"] = [dataset[name]["identifiers"] for dataset in datasets]
-        identifiers["split"] = name
-        identifiers["weights"] = blend_weights
-        identifiers["size"] = size
-        text = json.dumps(identifiers, indent=4)
-        keys = ("dataset_index", "dataset_sample_index")
-        cached = load_cache(cache_dir, text, name, keys, _CLASS)
-        if cached is None:
-            if size is None:
-                dataset_index, dataset_sample_index = build_exhaustive_blending_indices(lengths)
-            else:
-                dataset_index, dataset_sample_index = build_blending_indices(blend_weights, size)
-            write_cache(cache_dir, text, name, {"dataset_index": dataset_index,
-                                                "dataset_sample_index": dataset_sample_index}, _CLASS)
-            samples = len(dataset_index)
-        else:
-            samples = len(cached["dataset_index"])
-        results[name] = {"description": text, "samples": samples, "state": "built" if cached is None else "found",
-                         "parts": [dataset[name] for dataset in datasets],
-                         "files": cache_file_names(text, name, _CLASS, _FILES)}
+        results[name] = _split_blend_cache(cache_dir, name, parts, blend_weights, size)
     return results
+
+
+def _split_blend_cache(cache_dir: str | os.PathLike, name: str, parts: list[dict], blend_weights: list[float],
+                       size: int | None) -> dict:
+    """The blend's cache of split ``name`` over its datasets' caches ``parts``, found or built: exhaustive where
+    ``size`` is None, else ``size`` samples drawn by ``blend_weights``; as :func:`build_blend_cache` returns it."""
+    identifiers = OrderedDict()
+    identifiers["class"] = _CLASS
+    identifiers["datasets"] = [part["identifiers"] for part in parts]
+    identifiers["split"] = name
+    identifiers["weights"] = blend_weights
+    identifiers["size"] = size
+    text = json.dumps(identifiers, indent=4)
+    keys = ("dataset_index", "dataset_sample_index")
+    cached = load_cache(cache_dir, text, name, keys, _CLASS)
+    if cached is None:
+        if size is None:
+            dataset_index, dataset_sample_index = build_exhaustive_blending_indices([part["samples"] for part in parts])
+        else:
+            dataset_index, dataset_sample_index = build_blending_indices(blend_weights, size)
+        write_cache(cache_dir, text, name, {"dataset_index": dataset_index,
+                                            "dataset_sample_index": dataset_sample_index}, _CLASS)
+        samples = len(dataset_index)
+    else:
+        samples = len(cached["dataset_index"])
+    return {"description": text, "samples": samples, "state": "built" if cached is None else "found",
+            "parts": parts, "files": cache_file_names(text, name, _CLASS, _FILES)}
 
 
 def _empty_split_message(exc: EmptySplit, prefix: str | os.PathLike, weight: float | None, split: str) -> str:

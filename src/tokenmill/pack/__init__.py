@@ -3,6 +3,6 @@
 ``tokenmill sft`` (:mod:`~tokenmill.pack.sft`), and ``tokenmill tokens-in`` (:mod:`~tokenmill.pack.tokens_in`): a build
 from tokens already made, written as pack writes it.
 
-May import: the root's ``errors``, ``progress`` and ``config``; ``files``, ``inputs``, ``tokenization``, ``formats``,
-``megatron``, ``packing``, ``training``.
+May import: ``tokenmill.FORMAT_VERSIONS``, the root's ``errors``, ``progress``, ``config`` and ``_kernels``;
+``files``, ``inputs``, ``tokenization``, ``formats``, ``training``.
 """

@@ -153,15 +153,22 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
             writer.pbin.sidecar = meta
     if writer.pbin is not None:  # as written: its paths relative to the sidecar's folder
         meta = {**writer.pbin.sidecar, "file": writer.pbin.identity}
-    log(f"{' and '.join(filter(None, (out_path, megatron_prefix, datatrove_name)))}: {meta['documents']} documents, "
+    _log_summary(meta, job, len(read), " and ".join(filter(None, (out_path, megatron_prefix, datatrove_name))), log)
+    return meta
+
+
+def _log_summary(meta: SidecarRecord, job: BatchTokenizer, input_count: int, written: str,
+                 log: Callable[[str], None]) -> None:
+    """The job's closing lines: what it wrote (``written``), the engine's choice and proof, and a warning where
+    documents hold the EOD id."""
+    log(f"{written}: {meta['documents']} documents, "
         f"{meta['tokens']} tokens, {sum(meta['skipped'].values())} lines skipped; {job.chosen.reason}, "
         f"{meta['engine']['checked_documents']} documents checked against "
         f"{'Hugging Face' if job.tokenizer.reference_library == 'tokenizers' else job.tokenizer.reference_library}"
-        + (f"; {meta['engine']['mismatches']} of {len(read)} inputs re-encoded with Hugging Face after a mismatch"
+        + (f"; {meta['engine']['mismatches']} of {input_count} inputs re-encoded with Hugging Face after a mismatch"
            if meta['engine']['mismatches'] else ""))
     if note := eod_within_note(meta):
         log(f"warning: {note}")
-    return meta
 
 
 def _output_paths(out_path: str | None, megatron_prefix: str | None, datatrove_name: str | None) -> list[str]:

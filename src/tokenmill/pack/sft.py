@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -184,23 +185,11 @@ def _write_chat_sft(name: str, entry: dict, tokenizer_config: dict, out_path: st
     fit = _ChatFit(entry["seq_length"], entry.get("truncation", default("sft.*.truncation")))
     sources = []
     files = [ConversationFile(source) for source in inputs]
-    counts = [[0, 0, 0] for _ in files]  # documents, tokens and lines read of each input
     left_outs = [_LeftOut(on_bad_line) for _ in files]
     with PbinWriter(out_path, tokenizer.token_width) as tokens_out:
         with PbinWriter(loss_mask_path(out_path), 1) as mask_out, \
                 contextlib.closing(encode_conversations(encoder, files, batch_conversations, workers)) as in_order:
-            for number, results in in_order:  # one result per line, in order
-                kept, left_out = [], left_outs[number]
-                for line, result in enumerate(results, start=counts[number][2] + 1):
-                    if isinstance(result, BadLine):
-                        left_out.skip(result)
-                    elif (fitted := fit(*result)) is not None:
-                        kept.append(fitted)
-                    else:
-                        left_out.drop(line, fit.drop_reason)
-                counts[number][0] += len(kept)
-                counts[number][1] += _write_pairs(kept, tokens_out, mask_out)
-                counts[number][2] += len(results)
+            counts = _write_fitted(in_order, fit, left_outs, tokens_out, mask_out)
         for source, conversations, (documents, tokens, _), left_out in zip(inputs, files, counts, left_outs):
             sources.append({"path": str(source), "bytes": _input_size(source), "sha256": file_sha256(source),
                             "lines": len(conversations), "documents": documents, "tokens": tokens,
@@ -232,6 +221,27 @@ def _write_chat_sft(name: str, entry: dict, tokenizer_config: dict, out_path: st
             "sources": sources,
         }
     return {**tokens_out.sidecar, "file": tokens_out.identity}
+
+
+def _write_fitted(in_order: Iterator[tuple[int, list]], fit: _ChatFit, left_outs: list[_LeftOut],
+                  tokens_out: PbinWriter, mask_out: PbinWriter) -> list[list[int]]:
+    """Each encoded conversation of ``in_order`` (:func:`encode_conversations`' batches) fitted to the sequence
+    length and written to the pair; a bad line or a conversation that does not fit counted in its input's
+    ``left_outs``. Returns each input's documents, tokens and lines read."""
+    counts = [[0, 0, 0] for _ in left_outs]
+    for number, results in in_order:  # one result per line, in order
+        kept, left_out = [], left_outs[number]
+        for line, result in enumerate(results, start=counts[number][2] + 1):
+            if isinstance(result, BadLine):
+                left_out.skip(result)
+            elif (fitted := fit(*result)) is not None:
+                kept.append(fitted)
+            else:
+                left_out.drop(line, fit.drop_reason)
+        counts[number][0] += len(kept)
+        counts[number][1] += _write_pairs(kept, tokens_out, mask_out)
+        counts[number][2] += len(results)
+    return counts
 
 
 def encode_conversations(encoder: ChatTemplateEncoder, files: list[ConversationFile], batch_conversations: int = 1000,

@@ -5,6 +5,5 @@
 (:mod:`~tokenmill.packing.sft_packing`) and the packing caches OLMo-core's ``NumpyPackedFSLDataset`` finds
 (:mod:`~tokenmill.packing.olmo_cache`).
 
-May import: the root's ``errors``, ``progress`` and ``config`` and the C kernels; ``files``, ``inputs``,
-``tokenization``, ``formats``, ``megatron``.
+May import: the root's ``errors`` and ``_kernels`` (the C kernels); ``files``, ``formats``, ``megatron``.
 """

@@ -2,12 +2,13 @@
 responsibility: :mod:`~tokenmill.plan.units` (what is built: datasets → builds → units, blends, SFT sets),
 :mod:`~tokenmill.plan.outputs` (where each job's outputs go, the targets) and :mod:`~tokenmill.plan.commands`
 (each job's arguments and identities), over :mod:`~tokenmill.plan.layout` (every path); and what the plan does
-with the tree: :mod:`~tokenmill.plan.prune` (outputs no longer planned, moved aside),
+with the tree: :mod:`~tokenmill.plan.prune` (outputs no longer planned, moved aside; across file systems by
+:mod:`~tokenmill.plan.copy_across`),
 :mod:`~tokenmill.plan.records` (each config's plan by name, so that configs share a folder) and
 :mod:`~tokenmill.plan.summary` (the screens that end a build).
 
-May import: the root's ``errors``, ``progress`` and ``config``; ``files``, ``inputs``, ``tokenization``, ``formats``,
-``megatron``, ``packing``, ``training``, ``pack``, ``verify``. Nothing here imports Snakemake.
+May import: ``tokenmill.FORMAT_VERSIONS``, the root's ``errors`` and ``config``; ``files``, ``inputs``,
+``tokenization``, ``formats``, ``megatron``, ``packing``, ``pack``. Nothing here imports Snakemake.
 
 The build plan: from a validated workflow config, what is built, from which inputs, where, and with
 which options. Pure: no Snakemake, no tokenizer load (an EOD token is looked up in the parsed ``tokenizer.json``);

@@ -35,15 +35,13 @@ read, moved or deleted. Folders are known by device and inode, so two spellings 
 output folders linked to one place) are listed once, with the planned names of both.
 
 Moves. One ``os.replace`` per entry. An entry on another file system than the stale folder (``EXDEV``:
-a linked output folder on another disk) is copied, then removed, file by file: each file is copied to
-``.<name>.prune-copy<pid>`` in its target folder (mode and times kept), fsync'ed, renamed to its name, and
-only then removed where it was; a link is made anew; a folder is created in the stale folder and the
-source folder removed once emptied. So the stale folder stays the one place for all of it (rather than a
+a linked output folder on another disk) is copied, then removed, file by file
+(:mod:`tokenmill.plan.copy_across`). So the stale folder stays the one place for all of it (rather than a
 stale folder per file system, which trainers' globs and the bound would have to find), at the cost of
-one copy of what crosses. A failed move or copy (a full disk) removes its temporary and stops with one
-line naming the path; what was not copied is whole where it was, a folder copied in part is recorded,
-and the rest moves on the next run (beside it, ``.1``). The temporary a killed prune left is removed
-when a later run lists that folder in the stale folder.
+one copy of what crosses. A failed move or copy (a full disk) stops with one line naming the path; what was
+not copied is whole where it was, a folder copied in part is recorded, and the rest moves on the next run
+(beside it, ``.1``). The temporary a killed prune left is removed when a later run lists that folder in the
+stale folder.
 
 Record. :data:`MOVED_RECORD` holds one JSON object per line, one line per move, oldest first::
 
@@ -87,7 +85,6 @@ import errno
 import json
 import os
 import re
-import shutil
 import stat
 import time
 from pathlib import Path
@@ -95,6 +92,7 @@ from typing import NamedTuple
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import atomic_output, discard, process_running
+from tokenmill.plan.copy_across import copy_across, is_abandoned_copy
 from tokenmill.plan.layout import OUTPUT_FOLDERS, STALE_FOLDER, stale_path
 
 __all__ = ["OUTPUT_FOLDERS", "OUTPUT_SUFFIXES", "OUTPUT_NAMES", "STALE_FOLDER", "MOVED_RECORD", "last_run_stamp",
@@ -112,8 +110,6 @@ OUTPUT_NAMES = frozenset({"metadata.json", "megatron_args.txt", "sequences_per_d
                           "tokenizer_config.json", "tokenmill-olmo-packing.yaml", ".snakemake_timestamp"})
 # tokenmill.files.atomic.temporary_name: ".<final name>.tmp<pid>"
 _TEMPORARY = re.compile(r"\.(.+)\.tmp([0-9]+)", re.DOTALL)
-# A copy across file systems on its way into the stale folder (only prune names files so, only there).
-_COPY_TEMPORARY = re.compile(r"\..+\.prune-copy([0-9]+)", re.DOTALL)
 MOVED_RECORD = f"{STALE_FOLDER}/MOVED.txt"
 
 
@@ -343,8 +339,7 @@ class _Targets:
                                      f"({exc.strerror}); nothing more was moved") from None
             names = set()
             for entry in _scan(self.root / folder, folder):
-                match = _COPY_TEMPORARY.fullmatch(entry.name)
-                if match and not (0 < int(match[1]) < 2**31 and process_running(int(match[1]))):
+                if is_abandoned_copy(entry.name):
                     discard(None, Path(entry.path))  # a copy that a killed prune left half-made
                 else:
                     names.add(entry.name)
@@ -352,62 +347,9 @@ class _Targets:
         return self.names[folder]
 
 
-def _copy_file(source: Path, target: Path) -> None:
-    """Copy a file or link to ``target`` (on another file system) through a temporary in its folder,
-    fsync'ed and renamed, then remove ``source``."""
-    temporary = target.with_name(f".{target.name}.prune-copy{os.getpid()}")
-    info = os.lstat(source)
-    try:
-        if stat.S_ISLNK(info.st_mode):
-            os.symlink(os.readlink(source), temporary)
-        elif stat.S_ISREG(info.st_mode):
-            shutil.copyfile(source, temporary)
-            _copy_mode_and_times(info, temporary)  # (not copystat: extended attributes may be refused)
-            descriptor = os.open(temporary, os.O_RDONLY)
-            try:
-                os.fsync(descriptor)  # on disk before the only other copy goes
-            finally:
-                os.close(descriptor)
-        else:
-            raise OSError(errno.EINVAL, "not a file, link or folder")
-        os.replace(temporary, target)
-    except BaseException:
-        discard(None, temporary)
-        raise
-    os.unlink(source)
-
-
-def _copy_mode_and_times(info: os.stat_result, path: Path) -> None:
-    os.chmod(path, stat.S_IMODE(info.st_mode))
-    os.utime(path, ns=(info.st_atime_ns, info.st_mtime_ns))
-
-
-def _copy_across(source: Path, target: Path) -> None:
-    """``source`` (a file, a link, or a folder: never followed) to ``target`` on another file system,
-    atomically per file; folders are created as met, and once filled get their mode and times and the
-    emptied source folders are removed, deepest first."""
-    if not stat.S_ISDIR(os.lstat(source).st_mode):
-        _copy_file(source, target)
-        return
-    folders: list[tuple[Path, Path]] = []
-    stack = [(source, target)]
-    while stack:
-        folder, copy = stack.pop()
-        os.mkdir(copy)
-        folders.append((folder, copy))
-        with os.scandir(folder) as entries:
-            for entry in list(entries):
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append((Path(entry.path), copy / entry.name))
-                else:
-                    _copy_file(Path(entry.path), copy / entry.name)
-    for folder, copy in reversed(folders):
-        _copy_mode_and_times(os.stat(folder), copy)
-        os.rmdir(folder)
-
-
 def _move(root: Path, path: str, target: str) -> None:
-    """Rename ``path`` to ``target``; across file systems, copy then remove (:func:`_copy_across`).
+    """Rename ``path`` to ``target``; across file systems, copy then remove
+    (:func:`~tokenmill.plan.copy_across.copy_across`).
 
     Raises:
         TokenmillError: the move or copy fails.
@@ -420,7 +362,7 @@ def _move(root: Path, path: str, target: str) -> None:
             raise TokenmillError(f"{escaped(path)}: cannot move it to {escaped(target)} ({exc.strerror}); it stays "
                                  f"where it is") from None
     try:
-        _copy_across(root / path, root / target)
+        copy_across(root / path, root / target)
     except OSError as exc:
         raise TokenmillError(f"{escaped(path)}: cannot copy it to {escaped(target)} on the other file system "
                              f"({exc.strerror}); what was not copied stays where it is") from None

@@ -184,7 +184,7 @@ def load_tokenizer(source: str | os.PathLike | TokenizerSpec, eod: str | None = 
     Args:
         source: a Hugging Face ``tokenizer.json``, or a Megatron tokenizer type and its files.
         eod: the end-of-document token string (e.g. ``<|endoftext|>``); None for none;
-            :data:`TYPE_EOD` for the type's own (:mod:`tokenmill.families`), which must exist.
+            :data:`TYPE_EOD` for the type's own (:mod:`tokenmill.tokenization.families`), which must exist.
         no_type_eod_advice: what the error says to do where the type has no EOD.
 
     Truncation and padding stored in the file are switched off (see the module docstring).

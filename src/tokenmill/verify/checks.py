@@ -8,7 +8,7 @@ What is checked, by kind (told apart by extension, magic bytes and folder):
   document and token counts, every id below the vocabulary size, every document ending with the EOD
   id, the sha256 of each source file that still exists, and the sidecar's ``file`` identity (size,
   index and token hashes). The sidecar's relative paths count from its own folder
-  (:func:`tokenmill.formats.pbin.resolve_sidecar_paths`), so the result does not depend on the working
+  (:func:`tokenmill.formats.sidecar.resolve_sidecar_paths`), so the result does not depend on the working
   directory. Suspicious, though well-formed: documents holding the tokenizer's padding id, many
   documents exactly as long as the longest (cut to a fixed size), or a sidecar from before tokenizer
   truncation/padding were switched off whose tokenizer file sets them. A ``.pbin`` packed without an

@@ -1,6 +1,6 @@
 """What a person reads: ``tokenmill inspect`` (:mod:`~tokenmill.views.inspect_file`) and the report pages
 (:mod:`~tokenmill.views.report`).
 
-May import: every room but the CLI (the root's ``errors``, ``progress`` and ``config``; ``files``, ``inputs``,
-``tokenization``, ``formats``, ``megatron``, ``packing``, ``training``, ``pack``, ``verify``, ``plan``).
+May import: the root's ``errors``; ``files``, ``inputs``, ``tokenization``, ``formats``, ``megatron``, ``packing``,
+``training``, ``verify``, ``plan``.
 """

@@ -23,7 +23,7 @@ no conversation, skipped as a bad line or dropped, so its document ``i`` names i
 before it (:func:`tokenmill.formats.provenance.document_line`). A Megatron dataset written by
 ``to-megatron`` has the same documents in the same order, so its sequence ``i`` is ``.pbin``
 document ``i``. The sidecar's relative paths (tokenizer, sources) count from its own folder
-(:func:`tokenmill.formats.pbin.resolve_sidecar_paths`), so every view is the same from any working directory;
+(:func:`tokenmill.formats.sidecar.resolve_sidecar_paths`), so every view is the same from any working directory;
 a file that is not found there is named, with where it was looked for, instead of being left out.
 Cost: O(1) per document or sample after reading the index; a cache folder's summary maps each
 split's shuffle index once.
