@@ -3,15 +3,20 @@ command agree with it, and no module spells a set of format names of its own."""
 
 from __future__ import annotations
 
+import json
 import re
+from pathlib import Path
 
+import numpy as np
 import pytest
 
 from conftest import REPO
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.config import schema
+from tokenmill.errors import TokenmillError
 from tokenmill.formats.kinds import (BEST_FIT_FORMATS, EOS_SCANNED, MADE_FROM_PBIN, OUTPUT_FORMATS, SOURCE_KINDS,
-                                     TOKENS_READ_IN, source_unit)
+                                     TOKENS_READ_IN, OutputFormat, source_unit)
+from tokenmill.formats.pbin import PbinFile, PbinWriter
 
 
 def test_the_table_names_the_formats_the_config_takes_with_their_versions_and_pack_options():
@@ -48,3 +53,81 @@ def test_no_module_spells_a_set_of_format_names_of_its_own():
              if path.name != "kinds.py"
              for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if spelled.search(line)]
     assert found == []
+
+
+# ---- A toy format: its module (below) plus its row, and the planner, verify and inspect take it up -------------
+
+def _toy_path(name: Path) -> Path:
+    return Path(f"{name}.toy") if not str(name).endswith(".toy") else Path(name)
+
+
+def _toy_convert(pbin_path: Path, name: Path) -> dict:
+    """The toy format: a .pbin's documents as one JSON list of lists of ids."""
+    pbin = PbinFile(pbin_path)
+    documents = [pbin.document(i).tolist() for i in range(pbin.num_documents)]
+    _toy_path(name).write_text(json.dumps(documents))
+    return {"documents": len(documents)}
+
+
+def _toy_documents(path: Path) -> list[list[int]]:
+    try:
+        documents = json.loads(_toy_path(path).read_text())
+    except (OSError, ValueError) as exc:
+        raise TokenmillError(f"{path}: not a toy file ({exc})") from None
+    return documents
+
+
+def _toy_check(path: Path) -> list[str]:
+    documents = _toy_documents(path)
+    return [] if all(isinstance(document, list) for document in documents) else [f"{path}: not a list of lists"]
+
+
+def _toy_made_from(pbin_path: Path, path: Path) -> list[str]:
+    pbin, documents = PbinFile(pbin_path), _toy_documents(path)
+    return [f"{path}: document {i} is not {pbin_path}'s" for i, document in enumerate(documents)
+            if document != pbin.document(i).tolist()]
+
+
+TOY = OutputFormat("toy", "pbin", "--toy", made_from_pbin=True, eos_scanned=False, best_fit=False, folder="toy",
+                   stem="{build}/{build}", files=(".toy",), named_by=".toy", in_pack_pass=False, sampled=False,
+                   same_documents=False, summary="toy {folder}/",
+                   recognises=lambda path: str(path).endswith(".toy") and Path(path).is_file(), check=_toy_check,
+                   made_from=_toy_made_from, describe=lambda path: [f"toy: {len(_toy_documents(path))} documents"],
+                   document=lambda path, i: np.array(_toy_documents(path)[i]), convert=_toy_convert)
+
+
+@pytest.fixture
+def toy_format(monkeypatch):
+    monkeypatch.setitem(OUTPUT_FORMATS, "toy", TOY)
+    return TOY
+
+
+def test_a_toy_format_in_one_module_and_its_row_is_planned_verified_and_inspected(toy_format, plan_folder):
+    from tokenmill.config import validate_config
+    from tokenmill.plan import Plan
+    from tokenmill.verify.checks import made_from_problems, verify
+    from tokenmill.views.inspect_file import describe, show_document
+
+    config = validate_config({"tokenizers": {"gpt2": {"path": "gpt2.json", "eod": "<|endoftext|>"}},
+                              "datasets": {"a": {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2"}},
+                              "sampling": {"seq_lengths": [512], "seeds": [1]}}, "my.yaml")
+    config["datasets"]["a"]["formats"] = ["pbin", "toy"]  # (the schema's list is the shipped formats')
+    plan = Plan(config)
+    assert plan.outputs.built_files("a") == ["data/packed/a.pbin", "data/packed/a.pbin.meta.json", "data/toy/a/a.toy"]
+    assert "data/toy/a/a.toy" in plan.outputs.all_targets() and plan.outputs.cache_dirs("a") == []
+    assert plan.commands.verify_options("a")[-2:] == ["data/packed/a.pbin", "data/toy/a/a.toy"]
+    assert "--made-from" in plan.commands.verify_options("a")
+    assert plan.commands.pack_outputs("a") == ["-o", "data/packed/a.pbin"]  # converted, not in pack's pass
+    assert "data/toy/a/a.toy" in plan.commands.output_identities()
+
+    pbin = plan_folder / "a.pbin"
+    with PbinWriter(pbin, 4) as writer:
+        writer.write(np.array([5, 6, 7, 8, 9]), np.array([2, 3]))
+    (plan_folder / "a.pbin.meta.json").write_text(json.dumps({"tokenizer": {"vocab_size": 50257}}))
+    toy_format.convert(pbin, plan_folder / "a")
+    toy = plan_folder / "a.toy"
+    assert verify(toy) == [] and made_from_problems(pbin, [pbin, toy]) == []
+    assert describe(toy) == ["toy: 2 documents"]
+    assert show_document(toy, 1, id_field="")[:2] == ["document 1: 3 tokens", "ids: [7, 8, 9]"]
+    toy.write_text("[[5, 6], [7, 8, 0]]")
+    assert made_from_problems(pbin, [toy]) == [f"{toy}: document 1 is not {pbin}'s"]
