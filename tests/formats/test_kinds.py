@@ -14,8 +14,8 @@ from conftest import REPO
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.config import schema
 from tokenmill.errors import TokenmillError
-from tokenmill.formats.kinds import (BEST_FIT_FORMATS, EOS_SCANNED, MADE_FROM_PBIN, OUTPUT_FORMATS, SOURCE_KINDS,
-                                     TOKENS_READ_IN, OutputFormat, source_unit)
+from tokenmill.formats.kinds import (BEST_FIT_FORMATS, EOS_SCANNED, MADE_FROM_PBIN, OUTPUT_FORMATS, SAMPLED,
+                                     SOURCE_KINDS, TOKENS_READ_IN, OutputFormat, format_of, formats_of, source_unit)
 from tokenmill.formats.pbin import PbinFile, PbinWriter
 
 
@@ -37,6 +37,38 @@ def test_the_sets_drawn_from_the_table():
     assert MADE_FROM_PBIN == {"megatron", "datatrove", "olmo"}
     assert EOS_SCANNED == {"datatrove", "olmo"} and BEST_FIT_FORMATS == {"megatron", "olmo"}
     assert TOKENS_READ_IN == {"megatron", "pbin"} and None in SOURCE_KINDS
+    assert SAMPLED == {"megatron"}
+
+
+def test_each_row_names_its_files_as_the_layout_spells_them_and_the_converted_ones_carry_every_hook():
+    from tokenmill.plan.layout import format_files, format_named_path, part_path
+
+    assert [format_files(kind, "b") for kind in OUTPUT_FORMATS.values()] == [  # DESIGN.md's tree
+        ["data/packed/b.pbin", "data/packed/b.pbin.meta.json"],
+        ["data/megatron/b_text_document.bin", "data/megatron/b_text_document.idx"],
+        ["data/datatrove/b/b.ds", "data/datatrove/b/b.ds.index", "data/datatrove/b/b.ds.metadata"], ["data/olmo/b"]]
+    assert [format_named_path(kind, "b") for kind in OUTPUT_FORMATS.values()] == [
+        "data/packed/b.pbin", "data/megatron/b_text_document", "data/datatrove/b/b.ds", "data/olmo/b"]
+    assert [part_path(kind, "b.part0") for kind in OUTPUT_FORMATS.values() if kind.in_pack_pass] == [
+        "data/parts/b.part0.pbin", "data/parts/b.part0_text_document"]
+    assert [kind.name for kind in formats_of(["olmo", "megatron"])] == ["pbin", "megatron", "olmo"]  # the .pbin's too
+    for kind in OUTPUT_FORMATS.values():
+        hooks = (kind.check, kind.made_from, kind.describe)
+        assert all(hooks) if kind.made_from_pbin else not any(hooks)  # (the .pbin's: verify's and the views' own)
+        assert (kind.convert is None) == (not kind.made_from_pbin)
+
+
+def test_a_path_given_to_verify_or_inspect_is_known_by_its_row(tmp_path):
+    from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder
+
+    prefix = tmp_path / "m_text_document"
+    with MMapIndexedDatasetBuilder(prefix, np.uint16) as builder:
+        builder.add_document(np.array([1, 2, 3]), [3])
+    (tmp_path / "raw.idx").write_bytes(b"not Megatron's magic")  # a raw line index is no output format's
+    assert [kind.name if (kind := format_of(path)) else None
+            for path in (f"{prefix}.bin", f"{prefix}.idx", prefix, tmp_path / "x.pbin", tmp_path / "d/x.ds.index",
+                         tmp_path, tmp_path / "raw.idx")] == ["megatron", "megatron", "megatron", "pbin", "datatrove",
+                                                               None, None]
 
 
 @pytest.mark.parametrize("kinds, unit", [({None}, "line"), ({"parquet"}, "row"), ({"pbin"}, "document"),

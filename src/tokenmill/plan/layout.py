@@ -161,19 +161,21 @@ def _layout_root(path: str | os.PathLike, build: str, layout_path: str) -> Path 
 
 
 def build_of(path: str | os.PathLike) -> tuple[Path, str] | None:
-    """``(workflow folder, build)`` of a file of this layout, read backwards from its path: a build's
-    ``.pbin`` (:func:`packed_path`), Megatron prefix (:func:`megatron_prefix`, ``.bin``/``.idx``
-    included) or cache folder (:func:`cache_dir`); None for a path of another layout. For the verbs
-    given one file (``inspect``) to find the build's other files."""
+    """``(workflow folder, build)`` of a file of this layout, read backwards from its path: a build's file in a
+    format whose name for a build is the build's followed by its own suffix (:func:`format_path`: the ``.pbin``
+    and its sidecar, the Megatron prefix and its ``.bin``/``.idx``) or a cache folder (:func:`cache_dir`); None
+    for a path of another layout. For the verbs given one file (``inspect``) to find the build's other files."""
     path = Path(path)
     name = path.name
     candidates = []
-    if name.endswith(".pbin"):
-        candidates.append((name[:-len(".pbin")], packed_path))
-    for suffix in ("", ".bin", ".idx"):
-        if name.endswith(f"_text_document{suffix}"):
-            build = name[:len(name) - len(suffix) - len("_text_document")]
-            candidates.append((build, lambda build, suffix=suffix: megatron_prefix(build) + suffix))
+    for kind in OUTPUT_FORMATS.values():
+        head, _, tail = kind.stem.partition("{build}")
+        if head or not tail or "/" in tail:  # (a name in a folder of the build's own: not read back)
+            continue
+        for suffix in dict.fromkeys(("", *kind.files)):
+            if name.endswith(tail + suffix) and len(name) > len(tail + suffix):
+                candidates.append((name[:len(name) - len(tail + suffix)],
+                                   lambda build, kind=kind, suffix=suffix: format_path(kind, build) + suffix))
     match = re.fullmatch(r"seq([0-9]+)_seed([0-9]+)", name)
     if match:
         candidates.append((path.parent.name, lambda build: cache_dir(build, int(match[1]), int(match[2]))))

@@ -585,10 +585,9 @@ class Units:
             raise TokenmillError(f"blends.{blend_name}.tokenizer: {tokenizer!r} is not a tokenizer of all its datasets")
         by_dataset = {build.dataset: build.name for build in self.builds.values() if build.tokenizer == tokenizer}
         for name in blend["weights"]:
-            if not SAMPLED & set(self.formats(by_dataset[name])):
-                raise TokenmillError(f"blends.{blend_name}.weights: dataset {name!r} is not made in the "
-                                     f"{' or '.join(sorted(SAMPLED))} format (datasets.{name}.formats), which a "
-                                     f"blend samples from")
+            if not SAMPLED & set(self.formats(by_dataset[name])):  # (the format Megatron's sample indices read)
+                raise TokenmillError(f"blends.{blend_name}.weights: dataset {name!r} is not made in the megatron "
+                                     f"format (datasets.{name}.formats), which a blend samples from")
         return {by_dataset[name]: weight for name, weight in blend["weights"].items()}
 
     def indexed_input(self, build: str) -> InputFile | None:

@@ -144,18 +144,18 @@ def made_from_problems(pbin_path: str | os.PathLike, paths: list[str | os.PathLi
             for problem in kind.made_from(Path(pbin_path), Path(path))]
 
 
-def verify_made_from(pbin_path: str | os.PathLike, *paths: str | os.PathLike | None) -> list[str]:
-    """:func:`made_from_problems` of the files ``paths`` (None: left out), as ``tokenmill verify --made-from``
-    names them (a Megatron prefix, a datatrove ``NAME``, an OLMo folder), until the CLI passes its paths on as
-    given.
+def verify_made_from(pbin_path: str | os.PathLike, megatron_prefix: str | os.PathLike | None = None,
+                     datatrove_name: str | os.PathLike | None = None,
+                     olmo_folder: str | os.PathLike | None = None) -> list[str]:
+    """:func:`made_from_problems` of a Megatron prefix, a datatrove ``NAME`` and an OLMo folder (None: left out), as
+    ``tokenmill verify --made-from`` names them until the CLI passes its paths on as given.
 
     Raises:
         TokenmillError: an unreadable ``.pbin`` or sidecar.
     """
-    given = [str(path) for path in paths if path is not None]  # (a format's stem, followed by its file's suffix)
-    return made_from_problems(pbin_path, [next((path + kind.named_by for kind in OUTPUT_FORMATS.values()
-                                                if kind.recognises(Path(path + kind.named_by))), path)
-                                          for path in given])
+    named = (megatron_prefix, f"{datatrove_name}{OUTPUT_FORMATS['datatrove'].named_by}" if datatrove_name else None,
+             olmo_folder)
+    return made_from_problems(pbin_path, [path for path in named if path is not None])
 
 
 def _verify_raw_index(path: Path, jsonl) -> list[str]:

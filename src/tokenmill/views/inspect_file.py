@@ -1,9 +1,10 @@
 """Human-readable views of tokenmill's files, down to one document or one training sample.
 
-* ``describe(path)``: header, layout, counts and sidecar facts (the EOD among them) of a raw index,
-  ``.pbin``, Megatron dataset or datatrove ``.ds``; of a cache folder, each split's cache: samples,
-  sequence length, seed and the dataset path it was built for; of an SFT set's best-fit rows folder
-  (``tokenmill best-fit PAIR.pbin``), its pair, rows, conversations and padding.
+* ``describe(path)``: header, layout, counts and sidecar facts (the EOD among them) of a raw index or a
+  ``.pbin``; of a file of another output format (a Megatron dataset, a datatrove ``.ds``, an OLMo folder), the
+  lines its row gives (:mod:`tokenmill.formats.kinds`); of a cache folder, each split's cache: samples,
+  sequence length, seed and the dataset path it was built for (:mod:`tokenmill.views.cache_folder`); of an SFT
+  set's best-fit rows folder (``tokenmill best-fit PAIR.pbin``), its pair, rows, conversations and padding.
 * ``show_document(path, i)``: document ``i`` decoded, with the source file and line (or Parquet row) it
   came from, and that line's id (its ``id`` field, or another); of an SFT ``.pbin`` (its sidecar names a loss
   mask) also the conversation's turns as the source line has them (role and text: OpenAI ``messages`` or ShareGPT
@@ -55,8 +56,9 @@ _SNIPPET = 160
 
 
 def pbin_of_megatron(prefix: str | os.PathLike) -> Path | None:
-    """A build's :func:`~tokenmill.plan.layout.megatron_prefix` → its :func:`~tokenmill.plan.layout.packed_path`
-    when the layout is the workflow's (:mod:`tokenmill.plan`) and that file exists."""
+    """A build's :func:`~tokenmill.plan.layout.megatron_prefix` (or its ``.bin``/``.idx``, or another file
+    :func:`~tokenmill.plan.layout.build_of` reads back) → its :func:`~tokenmill.plan.layout.packed_path` when the
+    layout is the workflow's (:mod:`tokenmill.plan`) and that file exists."""
     found = build_of(prefix)
     if found is None:
         return None
@@ -129,7 +131,8 @@ def _snippet(text: str) -> str:
 
 
 def describe(path: str | os.PathLike) -> list[str]:
-    """Header and counts of a ``.pbin``, raw ``.idx`` or Megatron prefix, one fact per line.
+    """Header and counts of a ``.pbin``, a raw ``.idx``, a file of another output format (its row's lines), a
+    cache folder or an SFT set's best-fit rows, one fact per line.
 
     Raises:
         TokenmillError: unreadable or of no known kind.
@@ -246,8 +249,9 @@ def _document_id(source: str, line: int, id_field: str) -> str | None:
 
 def show_document(path: str | os.PathLike, document: int, tokenizer_path: str | None = None,
                   id_field: str = "id") -> list[str]:
-    """Document ``document`` of a ``.pbin``, Megatron or datatrove dataset: length, ids, text, source and line,
-    and the line's ``id_field`` where it has one (a datatrove dataset names no source; decoding it needs
+    """Document ``document`` of a ``.pbin`` or of a dataset of another output format whose row reads documents
+    (Megatron's, datatrove's): length, ids, text, source and line, and the line's ``id_field`` where it has one
+    (a format of other documents than the ``.pbin``'s, datatrove's, names no source; decoding it needs
     ``tokenizer_path``).
 
     Raises:
@@ -259,9 +263,9 @@ def show_document(path: str | os.PathLike, document: int, tokenizer_path: str | 
         raise TokenmillError(f"{path}: no dataset whose documents inspect --doc reads (the formats "
                              f"{', '.join(name for name, row in OUTPUT_FORMATS.items() if row.document)})")
     tokens = kind.document(path, document)
-    # the .pbin behind its documents: itself, or the build's beside a format of the same documents
-    pbin_path = None if not kind.same_documents else pbin_of_megatron(prefix_of(path)) if kind.made_from_pbin \
-        else path
+    pbin_path = path  # the .pbin behind its documents: itself, the build's beside a format of the same documents
+    if kind.made_from_pbin:
+        pbin_path = pbin_of_megatron(path) if kind.same_documents else None
     meta = _sidecar(pbin_path)
     lines = [f"document {document}: {len(tokens)} tokens", f"ids: {tokens[:12].tolist()}"
                                                           f"{' ...' if len(tokens) > 12 else ''}"]
