@@ -19,6 +19,17 @@ olmo        olmo               ``--olmo``       yes: converted         yes      
 (The workflow converts datatrove's and OLMo's files from the build's ``.pbin``, so that adding either format to a
 built dataset never tokenizes it again; ``tokenmill pack`` can also write them in its own pass.)
 
+==========  ==========  =========================  ==========================  ==============  ===============
+name        folder      stem (a build's name)      files (the stem followed    verify and      sample indices
+                                                   by each)                    inspect given   built over it
+==========  ==========  =========================  ==========================  ==============  ===============
+pbin        packed      ``{build}.pbin``           "", ``.meta.json``          the stem        no
+megatron    megatron    ``{build}_text_document``  ``.bin``, ``.idx``          the prefix      yes
+datatrove   datatrove   ``{build}/{build}``        ``.ds``, ``.ds.index``,     ``NAME.ds``     no
+                                                   ``.ds.metadata``
+olmo        olmo        ``{build}``                "" (a folder)               the folder      no
+==========  ==========  =========================  ==========================  ==============  ===============
+
 Where a row's files lie is data of the row, relative to the workflow's data folder: its ``folder``, the name a
 build's files take there (``stem``, what its tools are given: a Megatron prefix, a datatrove ``NAME``) and the
 files beside that name; :mod:`tokenmill.plan.layout` (a room above this one) puts them under the data folder,
@@ -67,7 +78,7 @@ class OutputFormat:
     folder: str  # its folder in the data folder
     stem: str  # a build's name in it, as its tools take it ("{build}_text_document": a Megatron prefix)
     files: tuple[str, ...]  # what it writes: the stem followed by each ("": the stem itself, a file or a folder)
-    in_pack_pass: bool  # written by each pack unit's own pass (and merged with the build's), else converted
+    in_pack_pass: bool  # the workflow writes it in each pack unit's pass (merged as the .pbin), else converts it
     sampled: bool  # Megatron's sample indices are built over it: index caches, blends, the packed index
     same_documents: bool  # its document i is the .pbin's document i: inspect shows that document's source
     summary: str  # the build summary's word for it: "{path}" its stem, "{folder}" the stem's folder
