@@ -45,6 +45,7 @@ import numpy as np
 import pytest
 
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, run_tokenmill
+from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
 from tokenmill.formats.olmo import pbin_to_olmo
 from tokenmill.formats.pbin import PbinFile
@@ -96,6 +97,11 @@ def test_olmo_core_reads_the_parts_as_recorded(demo_pbin, tmp_path):
         str(n) for n in range(1, 2991)]
     assert [row[2] for row in rows] == ids and any("," in value for value in ids)  # quoted where needed
     assert meta["dtype"] == "uint16" and meta["eos_token_id"] == 50256 and meta["documents"] == 2990
+    from tokenmill.views.inspect_file import describe
+
+    assert describe(out) == [f"dataset: {out} (OLMo-core token files, {FORMAT_VERSIONS['olmo']})", "dtype: uint16",
+                             "eos: id 50256, ending every document", "documents: 2990",
+                             f"tokens: {pbin.num_tokens}", "parts: 3"]
 
 
 def test_olmo_cores_variable_length_instances_are_the_pbins_documents_decomposed(demo_pbin):

@@ -65,7 +65,7 @@ from tokenmill.progress import Progress
 
 __all__ = ["DatatroveWriter", "DatatroveFile", "pbin_to_datatrove", "token_size_for", "si_count",
            "metadata_text", "datatrove_paths", "is_datatrove", "UINT16_VOCAB_LIMIT", "datatrove_documents",
-           "packed_post_processor_ids"]
+           "packed_post_processor_ids", "describe_datatrove"]
 
 _TOKEN_DTYPES = {2: np.dtype("<u2"), 4: np.dtype("<u4")}
 _INDEX_DTYPE = np.dtype("<u8")
@@ -208,6 +208,19 @@ def metadata_text(tokenizer_name: str, token_size: int, count: int) -> str:
 def is_datatrove(path: str | os.PathLike) -> bool:
     """Whether ``path`` names one of a datatrove dataset's files (by its suffix: datatrove's files have no magic)."""
     return str(path).endswith(_SUFFIXES)
+
+
+def describe_datatrove(path: str | os.PathLike) -> list[str]:
+    """``inspect``'s lines of a datatrove dataset (given by any of its files): token size, counts, loss flags,
+    metadata."""
+    dataset = DatatroveFile(path)
+    metadata = dataset.metadata
+    lines = [f"dataset: {dataset.paths['.ds']} (datatrove/nanotron .ds)", f"token size: {dataset.token_size} bytes",
+             f"documents: {dataset.num_documents}", f"tokens: {dataset.num_tokens}",
+             f"loss flags: {'none' if dataset.loss is None else f'{int(dataset.loss.sum())} tokens trained'}"]
+    if metadata:
+        lines.append(f"metadata: tokenizer {metadata['tokenizer']!r}, {metadata['tokens_si']}")
+    return lines
 
 
 def datatrove_paths(name: str | os.PathLike) -> dict[str, Path]:

@@ -41,7 +41,8 @@ from tokenmill.formats.sidecar import range_indices, sidecar_path
 from tokenmill.progress import Progress
 
 __all__ = ["MMapIndexedDataset", "MMapIndexedDatasetBuilder", "optimal_dtype", "pbin_to_megatron",
-           "merge_megatron", "DTYPE_CODES", "prefix_of", "is_megatron_index"]
+           "merge_megatron", "DTYPE_CODES", "prefix_of", "is_megatron_index", "is_megatron_dataset",
+           "megatron_problems", "describe_megatron", "megatron_document"]
 
 _MAGIC = b"MMIDIDX\x00\x00"
 _VERSION = 1
@@ -86,6 +87,44 @@ def is_megatron_index(path: str | os.PathLike) -> bool:
             return handle.read(len(_MAGIC)) == _MAGIC
     except OSError:
         return False
+
+
+def is_megatron_dataset(path: str | os.PathLike) -> bool:
+    """Whether ``path`` names a Megatron dataset: its prefix, ``.bin`` or ``.idx``, the ``.idx`` with Megatron's
+    magic (a raw line index, also an ``.idx``, has none)."""
+    return is_megatron_index(f"{prefix_of(path)}.idx")
+
+
+def megatron_problems(path: str | os.PathLike) -> list[str]:
+    """The problems :class:`MMapIndexedDataset` finds opening a dataset (header, sizes, pointers, boundaries,
+    ``.bin`` size), as one line, or none."""
+    try:
+        MMapIndexedDataset(prefix_of(path))
+    except TokenmillError as exc:
+        return [str(exc)]
+    return []
+
+
+def describe_megatron(path: str | os.PathLike) -> list[str]:
+    """``inspect``'s lines of a Megatron dataset: its prefix, dtype and counts."""
+    prefix = prefix_of(path)
+    dataset = MMapIndexedDataset(prefix)
+    return [f"dataset: {prefix} (Megatron MMIDIDX)", f"dtype: {dataset.dtype.name}",
+            f"sequences: {len(dataset)}", f"documents: {dataset.num_documents}",
+            f"tokens: {int(dataset.sizes.sum(dtype=np.int64))}"]
+
+
+def megatron_document(path: str | os.PathLike, document: int) -> np.ndarray:
+    """Sequence ``document`` of a Megatron dataset (``to-megatron``'s sequence i is the ``.pbin``'s document i).
+
+    Raises:
+        TokenmillError: no such sequence.
+    """
+    prefix = prefix_of(path)
+    dataset = MMapIndexedDataset(prefix)
+    if not 0 <= document < len(dataset):
+        raise TokenmillError(f"{prefix}: no sequence {document} (it has {len(dataset)})")
+    return dataset[document]
 
 
 def _check_fits(tokens: np.ndarray, dtype: np.dtype, describe_position) -> None:

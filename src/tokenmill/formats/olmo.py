@@ -58,7 +58,8 @@ from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.formats.provenance import document_lines, field_values
 from tokenmill.formats.sidecar import SidecarRecord, SourceRecord, resolve_sidecar_paths
 
-__all__ = ["DEFAULT_MAX_TOKENS", "olmo_dtype", "pbin_to_olmo", "is_olmo_folder", "verify_olmo"]
+__all__ = ["DEFAULT_MAX_TOKENS", "olmo_dtype", "pbin_to_olmo", "is_olmo_folder", "verify_olmo",
+           "describe_olmo"]
 
 DEFAULT_MAX_TOKENS = default("datasets.*.olmo_max_tokens")  # dolma's cap per file, 512 Mi: 1 GiB of uint16
 # What this module writes (a user's other files in the folder stay)
@@ -263,6 +264,24 @@ def is_olmo_folder(path: str | os.PathLike) -> bool:
         return json.loads(metadata.read_bytes()).get("format", "").startswith("tokenmill-olmo/")
     except (ValueError, AttributeError):
         return False
+
+
+def describe_olmo(folder: str | os.PathLike) -> list[str]:
+    """``inspect``'s lines of an OLMo folder, from its ``metadata.json``: dtype, EOS, counts and parts.
+
+    Raises:
+        TokenmillError: an unreadable ``metadata.json``.
+    """
+    try:
+        metadata = json.loads((Path(folder) / "metadata.json").read_bytes())
+        parts = metadata["parts"]
+        lines = [f"dataset: {folder} (OLMo-core token files, {metadata['format']})", f"dtype: {metadata['dtype']}",
+                 f"eos: id {metadata['eos_token_id']}, ending every document", f"documents: {metadata['documents']}",
+                 f"tokens: {metadata['tokens']}", f"parts: {len(parts)}"
+                 + (", with label masks" if metadata.get("label_masks") else "")]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise TokenmillError(f"{folder}/metadata.json: unreadable ({exc})") from None
+    return lines
 
 
 def _part_rows(part_csv: Path) -> tuple[np.ndarray, list[tuple[str, str, str]]]:

@@ -18,11 +18,11 @@ import os
 import shlex
 
 from tokenmill import FORMAT_VERSIONS
-from tokenmill.formats.kinds import MADE_FROM_PBIN, OUTPUT_FORMATS
+from tokenmill.formats.kinds import OUTPUT_FORMATS, OutputFormat
 from tokenmill.megatron.gpt_indices import SPLIT_NAMES
-from tokenmill.plan.layout import (PARTS_FOLDER, blend_cache_name, brace_ranges, datatrove_name, hf_tokenizer_folder,
-                                   megatron_prefix, olmo_folder, packed_path, part_megatron_prefix, part_pbin_path,
-                                   raw_index_path, sft_files, sft_olmo_folder)
+from tokenmill.plan.layout import (PARTS_FOLDER, blend_cache_name, brace_ranges, format_files, format_named_path,
+                                   format_path, hf_tokenizer_folder, megatron_prefix, packed_path, part_path,
+                                   part_pbin_path, raw_index_path, sft_files, sft_olmo_folder)
 from tokenmill.plan.outputs import Outputs
 from tokenmill.plan.units import MAX_LISTED_INPUT_CHARS, Units, job_flags_of, with_urls_redacted
 
@@ -61,6 +61,8 @@ class Commands:
         # each tokenizer's files, stat'ed once: in every identity of a job that reads it
         self.tokenizer_identities = {name: path_identity(entry["path"])
                                      for name, entry in units.config["tokenizers"].items()}
+        # the arguments from the config of each format converted from a .pbin (its rule's params); none for others
+        self._conversion_options = {"datatrove": self.datatrove_options, "olmo": self.olmo_options}
 
     def pack_options(self, unit_name: str) -> list[str]:
         """The ``tokenmill pack`` arguments of a unit that come from the config: everything besides
@@ -115,9 +117,10 @@ class Commands:
                 *self._tokenizer_options(self.units.tokenizer_of(build))]
 
     def tokens_in_outputs(self, build: str) -> list[str]:
-        """``tokenmill tokens-in`` outputs: the build's ``.pbin`` and, with the megatron format, its prefix."""
-        return ["-o", packed_path(build), *(["--megatron", megatron_prefix(build)]
-                                            if "megatron" in self.units.formats(build) else [])]
+        """``tokenmill tokens-in`` outputs: the build's files in each of its formats written in pack's pass (the
+        ``.pbin`` and, with the megatron format, its prefix), by their ``pack`` options."""
+        return [part for kind in self.outputs.kinds(build) if kind.in_pack_pass
+                for part in (kind.pack_flag, format_path(kind, build))]
 
     def tokens_identity(self, build: str) -> str:
         """Size and modification time of the files a ``tokens_in`` job reads (see :meth:`unit_identity`)."""
@@ -134,16 +137,13 @@ class Commands:
         return [*self.units.unit_inputs(unit_name), *pins]
 
     def pack_outputs(self, unit_name: str) -> list[str]:
-        """The ``tokenmill pack`` output arguments of a unit: its ``.pbin`` and, where its build has the
-        ``megatron`` format, Megatron's files from the same pass. (datatrove's ``.ds`` files are converted
-        from the build's ``.pbin``, so that adding that format never tokenizes again.)"""
+        """The ``tokenmill pack`` output arguments of a unit: its ``.pbin`` and its build's other formats written in
+        pack's pass (Megatron's files), each by its ``pack`` option. (datatrove's ``.ds`` files and OLMo's are
+        converted from the build's ``.pbin``, so that adding either format never tokenizes again.)"""
         unit = self.units.unit(unit_name)
-        build = self.units.builds[unit.build]
-        merged = len(build.units) > 1
-        outputs = ["-o", part_pbin_path(unit_name) if merged else packed_path(unit_name)]
-        if "megatron" in self.units.formats(build.name):
-            outputs += ["--megatron", part_megatron_prefix(unit_name) if merged else megatron_prefix(unit_name)]
-        return outputs
+        merged = len(self.units.builds[unit.build].units) > 1
+        return [part for kind in self.outputs.kinds(unit.build) if kind.in_pack_pass
+                for part in (kind.pack_flag, part_path(kind, unit_name) if merged else format_path(kind, unit_name))]
 
     def pack_format(self, unit_name: str) -> str:
         """The format versions of the files a unit's pack writes (see :meth:`pack_outputs`)."""
@@ -166,16 +166,16 @@ class Commands:
         return "; ".join([*map(self.file_identity, unit.stems), tokenizer])
 
     def merge_commands(self, build: str) -> str:
-        """The shell commands merging a build's units, ``.pbin`` then Megatron's files (where it has
-        that format), with the units as brace ranges (:func:`brace_ranges`); the ``.pbin``'s merge refuses a
-        unit with skipped lines under ``on_bad_line: error`` (:meth:`bad_line_option`)."""
+        """The shell commands merging a build's units in each of its formats written in pack's pass, ``.pbin``
+        then Megatron's files (where it has that format), with the units as brace ranges (:func:`brace_ranges`);
+        the ``.pbin``'s merge refuses a unit with skipped lines under ``on_bad_line: error``
+        (:meth:`bad_line_option`)."""
         units = self.units.builds[build].units
-        commands = [f"tokenmill merge {brace_ranges(units, PARTS_FOLDER, '.pbin')} "
-                    f"-o {shlex.quote(packed_path(build))} --force {shlex.join(self.bad_line_option(build))}"]
-        if "megatron" in self.units.formats(build):
-            commands.append(f"tokenmill merge {brace_ranges(units, PARTS_FOLDER, '_text_document')} "
-                            f"-o {shlex.quote(megatron_prefix(build))} --force")
-        return " && ".join(commands)
+        return " && ".join(
+            f"tokenmill merge {brace_ranges(units, PARTS_FOLDER, kind.stem.format(build=''))} "
+            f"-o {shlex.quote(format_path(kind, build))} --force"
+            + ("" if kind.made_from_pbin else f" {shlex.join(self.bad_line_option(build))}")
+            for kind in self.outputs.kinds(build) if kind.in_pack_pass)
 
     def datatrove_options(self, build: str) -> list[str]:
         """``tokenmill to-datatrove`` arguments: the tokenizer named as the config file spells it (also where
@@ -187,6 +187,12 @@ class Commands:
         """``tokenmill to-olmo`` arguments: tokens per part and the id field (``""``: line numbers)."""
         dataset = self.units.dataset_of(build)
         return ["--max-tokens", str(dataset["olmo_max_tokens"]), "--id-field", dataset["id_field"] or ""]
+
+    def conversion_options(self, kind: OutputFormat, build: str) -> list[str]:
+        """The arguments from the config of a build's conversion into a format converted from its ``.pbin``
+        (:meth:`datatrove_options`, :meth:`olmo_options`; none for a format that takes none)."""
+        options = self._conversion_options.get(kind.name)
+        return options(build) if options is not None else []
 
     def report_options(self, build: str) -> list[str]:
         """``tokenmill report`` arguments: the build's files in other formats, its cache and best-fit folders,
@@ -259,11 +265,9 @@ class Commands:
         """``tokenmill verify`` arguments: the raw index with its JSONL, the ``.pbin`` with the inputs it
         must cover and the bad-line policy its skipped lines must meet, the Megatron prefix, the datatrove ``.ds``
         and the caches, as the build's formats have them."""
-        formats = self.units.formats(build)
-        checked = [packed_path(build), *([megatron_prefix(build)] if "megatron" in formats else []),
-                   *([f"{datatrove_name(build)}.ds"] if "datatrove" in formats else []),
-                   *([olmo_folder(build)] if "olmo" in formats else []), *self.outputs.cache_dirs(build)]
-        arguments = ["--made-from", packed_path(build)] if MADE_FROM_PBIN & set(formats) else []
+        kinds = self.outputs.kinds(build)
+        checked = [*(format_named_path(kind, build) for kind in kinds), *self.outputs.cache_dirs(build)]
+        arguments = ["--made-from", packed_path(build)] if any(kind.made_from_pbin for kind in kinds) else []
         if build not in self.units.token_sources:  # (tokens read in have no lines to skip)
             arguments += self.bad_line_option(build)
         indexed = self.units.indexed_input(build)
@@ -354,18 +358,14 @@ class Commands:
                 made = digest("pack", tokenizer, [(unit, [units.file(stem).path for stem in units.unit(unit).stems],
                                                    self.pack_options(unit), self.pack_outputs(unit))
                                                   for unit in units.builds[build].units])
-            formats = units.formats(build)
-            megatron = [f"{megatron_prefix(build)}.{ext}" for ext in ("bin", "idx")] if "megatron" in formats else []
-            identities.update({path: made for path in (packed_path(build), f"{packed_path(build)}.meta.json",
-                                                       *megatron)})
+            kinds = outputs.kinds(build)
+            identities.update({path: made for kind in kinds if kind.in_pack_pass
+                               for path in format_files(kind, build)})
             if units.config["keep_parts"] and len(units.builds[build].units) > 1:
                 identities.update({path: made for unit in units.builds[build].units
                                    for path in (part_pbin_path(unit), f"{part_pbin_path(unit)}.meta.json")})
-            if "datatrove" in formats:
-                identities.update({f"{datatrove_name(build)}{suffix}": digest(made, self.datatrove_options(build))
-                                   for suffix in (".ds", ".ds.index", ".ds.metadata")})
-            if "olmo" in formats:
-                identities[olmo_folder(build)] = digest(made, self.olmo_options(build))
+            identities.update({path: digest(made, self.conversion_options(kind, build)) for kind in kinds
+                               if not kind.in_pack_pass for path in format_files(kind, build)})
             sampled = digest(made, self.sample_index_options(build))
             identities.update({path: sampled for path in outputs.cache_dirs(build)})
             identities.update({path: digest(sampled, self.best_fit_options(build))

@@ -10,13 +10,15 @@ import os
 import re
 from pathlib import Path
 
+from tokenmill.formats.kinds import OUTPUT_FORMATS, OutputFormat
+
 __all__ = ["DATA_FOLDER", "OUTPUT_FOLDERS", "PACKED_FOLDER", "CACHE_FOLDER", "STALE_FOLDER", "PLANS_FOLDER",
            "RAW_FOLDER", "stale_path", "raw_index_path", "packed_path", "PARTS_FOLDER", "part_pbin_path",
            "part_megatron_prefix", "megatron_prefix", "datatrove_name", "olmo_folder", "blend_cache_name",
            "cache_folder", "cache_dir", "brace_ranges", "build_of", "verified_stamp", "verified_blend_stamp",
            "verified_sft_stamp", "sft_files", "report_page", "sft_report_page", "hf_tokenizer_folder",
            "packed_index_dir", "packed_index_dir_of", "olmo_packing_dir", "sft_packing_dir", "sft_olmo_packing_dir",
-           "formats_view"]
+           "formats_view", "format_path", "format_files", "format_named_path", "part_path", "sft_format_folder"]
 
 # ---- The layout: where each output lives (relative to the workflow's working directory) ----------
 
@@ -25,7 +27,7 @@ DATA_FOLDER = "data"  # the workflow's tree
 # its own, which prune keeps to the plan (tokenmill.plan.prune)
 OUTPUT_FOLDERS = ("data/index", "data/packed", "data/parts", "data/megatron", "data/datatrove", "data/olmo",
                   "data/cache", "data/sft", "data/verified", "data/report")
-PACKED_FOLDER = "data/packed"  # each build's .pbin and sidecar (packed_path)
+PACKED_FOLDER = f"{DATA_FOLDER}/{OUTPUT_FORMATS['pbin'].folder}"  # each build's .pbin and sidecar (packed_path)
 CACHE_FOLDER = "data/cache"  # each build's and blend's cache folders (cache_dir)
 STALE_FOLDER = "data/stale"  # where prune moves the outputs of an earlier plan
 PLANS_FOLDER = "data/plans"  # each config's plan by its identity (tokenmill.plan.records)
@@ -38,6 +40,31 @@ def stale_path(path: str) -> str:
     return f"{STALE_FOLDER}/{path[len(DATA_FOLDER) + 1:]}"
 
 
+def format_path(kind: OutputFormat, build: str, folder: str | None = None) -> str:
+    """A build's name in an output format (its row's ``stem`` in its ``folder``: :mod:`tokenmill.formats.kinds`), as
+    the format's tools take it: the ``.pbin``, the Megatron prefix, datatrove's ``NAME``, the OLMo folder;
+    ``folder``: the folder as a training job spells it (default: the format's, in :data:`DATA_FOLDER`)."""
+    return f"{folder if folder is not None else f'{DATA_FOLDER}/{kind.folder}/'}{kind.stem.format(build=build)}"
+
+
+def format_files(kind: OutputFormat, build: str) -> list[str]:
+    """The files (or folder) a build has in an output format: its :func:`format_path` followed by each of the row's
+    ``files``."""
+    return [format_path(kind, build) + suffix for suffix in kind.files]
+
+
+def format_named_path(kind: OutputFormat, build: str) -> str:
+    """The path ``verify`` and ``inspect`` are given for a build's files in an output format (datatrove's
+    ``NAME.ds``)."""
+    return format_path(kind, build) + kind.named_by
+
+
+def part_path(kind: OutputFormat, unit: str) -> str:
+    """A merged build's unit in a format that pack writes (the unit's ``.pbin``, its Megatron prefix), in
+    :data:`PARTS_FOLDER`: the row's ``stem`` of the unit."""
+    return f"{PARTS_FOLDER}{kind.stem.format(build=unit)}"
+
+
 def raw_index_path(stem: str) -> str:
     """The raw line index of an input file."""
     return f"data/index/{stem}.idx"
@@ -45,7 +72,7 @@ def raw_index_path(stem: str) -> str:
 
 def packed_path(build_or_unit: str) -> str:
     """The ``.pbin`` of a build or of one of its units (its sidecar is this path + ``.meta.json``)."""
-    return f"{PACKED_FOLDER}/{build_or_unit}.pbin"
+    return format_path(OUTPUT_FORMATS["pbin"], build_or_unit)
 
 
 # A merged build's units (its files' and shards' packs) live apart from the final files, so that
@@ -55,30 +82,30 @@ PARTS_FOLDER = "data/parts/"
 
 def part_pbin_path(unit: str) -> str:
     """The ``.pbin`` of a unit of a merged build (its sidecar is this path + ``.meta.json``)."""
-    return f"{PARTS_FOLDER}{unit}.pbin"
+    return part_path(OUTPUT_FORMATS["pbin"], unit)
 
 
 def part_megatron_prefix(unit: str) -> str:
     """The Megatron prefix of a unit of a merged build."""
-    return f"{PARTS_FOLDER}{unit}_text_document"
+    return part_path(OUTPUT_FORMATS["megatron"], unit)
 
 
-def megatron_prefix(build: str, folder: str = "data/megatron/") -> str:
+def megatron_prefix(build: str, folder: str | None = None) -> str:
     """The Megatron prefix (``--data-path`` value) of a build, as ``preprocess_data.py`` names it;
     ``folder`` is how the training job spells the folder (``sampling.megatron_path_prefix``)."""
-    return f"{folder}{build}_text_document"
+    return format_path(OUTPUT_FORMATS["megatron"], build, folder)
 
 
 def datatrove_name(build: str) -> str:
     """A build's datatrove ``NAME`` (``NAME.ds``, ``.ds.index``, ``.ds.metadata``), in a folder of its
     own: ``DatatroveFolderDataset`` and nanotron's Nanoset read every ``.ds`` below a folder."""
-    return f"data/datatrove/{build}/{build}"
+    return format_path(OUTPUT_FORMATS["datatrove"], build)
 
 
 def olmo_folder(build: str) -> str:
     """A build's OLMo-core token files (``part-NNNNN.npy``, ``.csv.gz``, ``metadata.json``), a folder per
     build: an OLMo-core config lists the parts of the datasets it mixes."""
-    return f"data/olmo/{build}"
+    return format_path(OUTPUT_FORMATS["olmo"], build)
 
 
 def blend_cache_name(blend: str) -> str:
@@ -134,19 +161,21 @@ def _layout_root(path: str | os.PathLike, build: str, layout_path: str) -> Path 
 
 
 def build_of(path: str | os.PathLike) -> tuple[Path, str] | None:
-    """``(workflow folder, build)`` of a file of this layout, read backwards from its path: a build's
-    ``.pbin`` (:func:`packed_path`), Megatron prefix (:func:`megatron_prefix`, ``.bin``/``.idx``
-    included) or cache folder (:func:`cache_dir`); None for a path of another layout. For the verbs
-    given one file (``inspect``) to find the build's other files."""
+    """``(workflow folder, build)`` of a file of this layout, read backwards from its path: a build's file in a
+    format whose name for a build is the build's followed by its own suffix (:func:`format_path`: the ``.pbin``
+    and its sidecar, the Megatron prefix and its ``.bin``/``.idx``) or a cache folder (:func:`cache_dir`); None
+    for a path of another layout. For the verbs given one file (``inspect``) to find the build's other files."""
     path = Path(path)
     name = path.name
     candidates = []
-    if name.endswith(".pbin"):
-        candidates.append((name[:-len(".pbin")], packed_path))
-    for suffix in ("", ".bin", ".idx"):
-        if name.endswith(f"_text_document{suffix}"):
-            build = name[:len(name) - len(suffix) - len("_text_document")]
-            candidates.append((build, lambda build, suffix=suffix: megatron_prefix(build) + suffix))
+    for kind in OUTPUT_FORMATS.values():
+        head, _, tail = kind.stem.partition("{build}")
+        if head or not tail or "/" in tail:  # (a name in a folder of the build's own: not read back)
+            continue
+        for suffix in dict.fromkeys(("", *kind.files)):
+            if name.endswith(tail + suffix) and len(name) > len(tail + suffix):
+                candidates.append((name[:len(name) - len(tail + suffix)],
+                                   lambda build, kind=kind, suffix=suffix: format_path(kind, build) + suffix))
     match = re.fullmatch(r"seq([0-9]+)_seed([0-9]+)", name)
     if match:
         candidates.append((path.parent.name, lambda build: cache_dir(build, int(match[1]), int(match[2]))))
@@ -207,9 +236,14 @@ def sft_files(name: str) -> list[str]:
     return [f"data/sft/{name}.pbin", f"data/sft/{name}.loss_mask.pbin", f"data/sft/{name}.pbin.meta.json"]
 
 
+def sft_format_folder(name: str, kind: OutputFormat) -> str:
+    """An SFT set's files in a format converted from its pair, beside it: ``data/sft/<name>.<format>``."""
+    return f"data/sft/{name}.{kind.name}"
+
+
 def sft_olmo_folder(name: str) -> str:
     """An SFT set's OLMo-core token files with their label masks, beside its pair."""
-    return f"data/sft/{name}.olmo"
+    return sft_format_folder(name, OUTPUT_FORMATS["olmo"])
 
 
 def sft_packing_dir(name: str) -> str:

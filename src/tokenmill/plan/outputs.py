@@ -12,12 +12,12 @@ from __future__ import annotations
 import os
 
 from tokenmill.config import default
-from tokenmill.plan.layout import (blend_cache_name, cache_dir, datatrove_name, formats_view,
-                                   hf_tokenizer_folder, megatron_prefix, olmo_folder, olmo_packing_dir,
-                                   packed_index_dir, packed_path, part_megatron_prefix, part_pbin_path,
-                                   raw_index_path, report_page, sft_files, sft_olmo_folder, sft_olmo_packing_dir,
-                                   sft_packing_dir, sft_report_page, verified_blend_stamp, verified_sft_stamp,
-                                   verified_stamp)
+from tokenmill.formats.kinds import OutputFormat, formats_of
+from tokenmill.plan.layout import (blend_cache_name, cache_dir, format_files, formats_view, hf_tokenizer_folder,
+                                   megatron_prefix, olmo_packing_dir, packed_index_dir, packed_path, part_path,
+                                   part_pbin_path, raw_index_path, report_page, sft_files, sft_format_folder,
+                                   sft_olmo_packing_dir, sft_packing_dir, sft_report_page, verified_blend_stamp,
+                                   verified_sft_stamp, verified_stamp)
 from tokenmill.plan.units import Units
 
 __all__ = ["Outputs"]
@@ -33,6 +33,18 @@ class Outputs:
 
     def __init__(self, units: Units):
         self.units = units
+        # where best-fit packing (tokenmill.packing, a room above the formats') writes for each format it packs for
+        # (the rows' ``best_fit``): a packed index per length and seed, OLMo-core's work dir per length
+        self._best_fit_dirs = {"megatron": self._packed_index_dirs, "olmo": self._olmo_packing_dirs}
+
+    def kinds(self, build: str) -> list[OutputFormat]:
+        """The rows of a build's formats (:func:`tokenmill.formats.kinds.formats_of`), the ``.pbin``'s first."""
+        return formats_of(self.units.formats(build))
+
+    def sampled(self, build: str) -> bool:
+        """Whether Megatron's sample indices are built over a build (one of its formats is ``sampled``): its index
+        caches, blends, packed index and the tokenizer folder a job loads."""
+        return any(kind.sampled for kind in self.kinds(build))
 
     def unit_index(self, unit: str) -> list[str]:
         """The raw index a unit is read through: none for compressed or Parquet files (read as a
@@ -44,11 +56,10 @@ class Outputs:
         return [part_pbin_path(unit) for unit in self.units.builds[build].units]
 
     def merge_unit_megatron_files(self, build: str) -> list[str]:
-        """The units' Megatron ``.bin`` and ``.idx`` a merged build merges (none without that format)."""
-        if "megatron" not in self.units.formats(build):
-            return []
-        return [f"{part_megatron_prefix(unit)}.{ext}" for unit in self.units.builds[build].units
-                for ext in ("bin", "idx")]
+        """The units' files a merged build merges besides their ``.pbin``: those of its other formats written in
+        pack's pass (Megatron's ``.bin`` and ``.idx``)."""
+        return [f"{part_path(kind, unit)}{suffix}" for unit in self.units.builds[build].units
+                for kind in self.kinds(build) if kind.in_pack_pass and kind.made_from_pbin for suffix in kind.files]
 
     def blend_inputs(self, blend: str) -> list[str]:
         """The Megatron ``.bin/.idx`` and the sidecar of every dataset of a blend."""
@@ -59,47 +70,40 @@ class Outputs:
     def built_files(self, build: str) -> list[str]:
         """A build's files in its formats: the ``.pbin`` and sidecar (the others are made from its tokens),
         Megatron's ``.bin/.idx``, datatrove's ``.ds``, ``.ds.index`` and ``.ds.metadata``, OLMo's folder."""
-        files = [packed_path(build), f"{packed_path(build)}.meta.json"]
-        formats = self.units.formats(build)
-        if "megatron" in formats:
-            files += [f"{megatron_prefix(build)}.bin", f"{megatron_prefix(build)}.idx"]
-        if "datatrove" in formats:
-            files += [f"{datatrove_name(build)}{suffix}" for suffix in (".ds", ".ds.index", ".ds.metadata")]
-        if "olmo" in formats:
-            files.append(olmo_folder(build))
-        return files
+        return [path for kind in self.kinds(build) for path in format_files(kind, build)]
 
     def cache_dirs(self, name: str) -> list[str]:
         """The cache folders of a build (or of :func:`blend_cache_name`), one per sequence length and seed;
         none for a build without the ``megatron`` format."""
-        if name in self.units.builds and "megatron" not in self.units.formats(name):
+        if name in self.units.builds and not self.sampled(name):
             return []
         sampling = self.units.sampling
         return [cache_dir(name, seq_length, seed) for seq_length in sampling["seq_lengths"]
                 for seed in sampling["seeds"]]
 
     def best_fit_dirs(self, build: str) -> list[str]:
-        """A build's best-fit packing outputs (dataset ``packing: best_fit``): :meth:`packed_index_dirs`, then
-        :meth:`olmo_packing_dirs`."""
-        return self.packed_index_dirs(build) + self.olmo_packing_dirs(build)
-
-    def _best_fit_in(self, build: str, format_name: str) -> bool:
-        """Whether a build is packed best-fit (dataset ``packing: best_fit``) and made in ``format_name``."""
-        return self.units.dataset_of(build)["packing"] == "best_fit" and \
-            format_name in self.units.formats(build)
+        """A build's best-fit packing outputs (dataset ``packing: best_fit``), for each of its formats best-fit
+        packs for: :meth:`packed_index_dirs`, then :meth:`olmo_packing_dirs`."""
+        if self.units.dataset_of(build)["packing"] != "best_fit":
+            return []
+        return [path for kind in self.kinds(build) if kind.best_fit for path in self._best_fit_dirs[kind.name](build)]
 
     def packed_index_dirs(self, build: str) -> list[str]:
-        """A best-fit build's packed index per sequence length and seed (with the megatron format)."""
-        if not self._best_fit_in(build, "megatron"):
-            return []
+        """A best-fit build's packed index per sequence length and seed, over Megatron's files (as planned)."""
+        planned = set(self.best_fit_dirs(build))
+        return [path for path in self._packed_index_dirs(build) if path in planned]
+
+    def olmo_packing_dirs(self, build: str) -> list[str]:
+        """A best-fit build's OLMo-core work dir per sequence length, beside its OLMo parts (as planned)."""
+        planned = set(self.best_fit_dirs(build))
+        return [path for path in self._olmo_packing_dirs(build) if path in planned]
+
+    def _packed_index_dirs(self, build: str) -> list[str]:
         sampling = self.units.sampling
         return [packed_index_dir(build, seq_length, seed) for seq_length in sampling["seq_lengths"]
                 for seed in sampling["seeds"]]
 
-    def olmo_packing_dirs(self, build: str) -> list[str]:
-        """A best-fit build's OLMo-core work dir per sequence length (with the olmo format)."""
-        if not self._best_fit_in(build, "olmo"):
-            return []
+    def _olmo_packing_dirs(self, build: str) -> list[str]:
         return [olmo_packing_dir(build, seq_length) for seq_length in self.units.sampling["seq_lengths"]]
 
     def blend_packing_dirs(self, blend: str) -> list[str]:
@@ -132,8 +136,10 @@ class Outputs:
                 *self.cache_dirs(build)]
 
     def sft_olmo_folders(self, name: str) -> list[str]:
-        """The OLMo folder of an SFT set whose formats name olmo (none otherwise)."""
-        return [sft_olmo_folder(name)] if "olmo" in self.units.config["sft"][name]["formats"] else []
+        """The folders of an SFT set's formats converted from its pair (its OLMo folder where its formats name
+        olmo, the one the schema takes)."""
+        return [sft_format_folder(name, kind) for kind in formats_of(self.units.config["sft"][name]["formats"])
+                if kind.made_from_pbin]
 
     def sft_packing_dirs(self, name: str) -> list[str]:
         """An SFT set's best-fit rows (``packing: best_fit``)."""
@@ -147,21 +153,19 @@ class Outputs:
         """The config tokenizers given as a ``tokenizer.json`` with an EOD whose data is made in the Megatron
         format: each gets the folder a job's HuggingFaceTokenizer loads (:func:`hf_tokenizer_folder`)."""
         units = self.units
-        used = {units.builds[build].tokenizer for build in units.builds if "megatron" in units.formats(build)}
+        used = {units.builds[build].tokenizer for build in units.builds if self.sampled(build)}
         return [name for name, tokenizer in units.config["tokenizers"].items()
                 if name in used and tokenizer["type"] is None and tokenizer.get("eod") is not None
                 and os.path.isfile(tokenizer["path"])]
 
     def part_files(self, build: str) -> list[str]:
         """The files of a build packed in several units, before their merge (none for a build of one unit): each
-        unit's ``.pbin``, sidecar and, with the megatron format, ``.bin/.idx``."""
+        unit's ``.pbin``, sidecar and the files of the build's other formats written in pack's pass (Megatron's
+        ``.bin/.idx``)."""
         if len(self.units.builds[build].units) < 2:
             return []
-        megatron = "megatron" in self.units.formats(build)
-        return [path for unit in self.units.builds[build].units
-                for path in (part_pbin_path(unit), f"{part_pbin_path(unit)}.meta.json",
-                             *([f"{part_megatron_prefix(unit)}.bin", f"{part_megatron_prefix(unit)}.idx"]
-                               if megatron else []))]
+        return [f"{part_path(kind, unit)}{suffix}" for unit in self.units.builds[build].units
+                for kind in self.kinds(build) if kind.in_pack_pass for suffix in kind.files]
 
     def all_targets(self) -> list[str]:
         """Every final file of the configured matrix: raw indexes, packed files and their sidecars,

@@ -49,10 +49,9 @@ from tokenmill.files.atomic import write_if_changed
 from tokenmill.formats.sidecar import SidecarRecord, eod_within_note
 from tokenmill.megatron.job_tokenizer import null_tokenizer_flags
 from tokenmill.packing.packed_index import truncation_cost
-from tokenmill.plan import (blend_cache_name, datatrove_name, hf_tokenizer_folder, job_flags_of, megatron_prefix,
-                            olmo_folder, packed_path, sft_files)
+from tokenmill.plan import blend_cache_name, hf_tokenizer_folder, job_flags_of, megatron_prefix, packed_path, sft_files
 from tokenmill.plan.facade import Plan
-from tokenmill.plan.layout import OUTPUT_FOLDERS, PACKED_FOLDER, STALE_FOLDER, cache_folder
+from tokenmill.plan.layout import OUTPUT_FOLDERS, PACKED_FOLDER, STALE_FOLDER, cache_folder, format_files, format_path
 from tokenmill.plan.prune import MOVED_RECORD, last_run_stamp
 from tokenmill.plan.records import config_identity
 
@@ -168,23 +167,22 @@ def report_table(plan: Plan) -> str:
                         for row in [header, *datasets, *sft] for column, cell in enumerate(row))])
 
 
-def _converted_folders(plan: Plan, build: str) -> list[str]:
-    """The folders of a build's formats converted from its ``.pbin`` (datatrove's, OLMo's)."""
-    formats = plan.units.formats(build)
-    return [*([f"datatrove {os.path.dirname(datatrove_name(build))}/"] if "datatrove" in formats else []),
-            *([f"OLMo {olmo_folder(build)}/"] if "olmo" in formats else [])]
+def _format_names(plan: Plan, build: str, sized: bool) -> list[str]:
+    """How the summary names a build's files in each of its formats (its row's ``summary``: ``Megatron PREFIX``),
+    ``sized``: with the size of the first file where the row says so."""
+    names = []
+    for kind in plan.outputs.kinds(build):
+        path = format_path(kind, build)
+        names.append(kind.summary.format(path=path, folder=os.path.dirname(path))
+                     + (f" ({_size(format_files(kind, build)[0])})" if sized and kind.summary_size else ""))
+    return names
 
 
 def _build_lines(plan: Plan, build: str) -> list[str]:
     """Up to three lines: counts; the files; the cache folders (with ``--data-path`` as the job spells it)."""
     pbin = packed_path(build)
-    formats = plan.units.formats(build)
-    files = [f"{pbin} ({_size(pbin)})"]
-    if "megatron" in formats:
-        files.append(f"Megatron {megatron_prefix(build)} ({_size(megatron_prefix(build) + '.bin')})")
-    files += _converted_folders(plan, build)
     meta = _sidecar(pbin)
-    lines = [f"  {build}: {_counts(meta)}", "    " + "; ".join(files)]
+    lines = [f"  {build}: {_counts(meta)}", "    " + "; ".join(_format_names(plan, build, sized=True))]
     tokenizer = meta.get("tokenizer")
     if isinstance(tokenizer, dict) and "eod_id" in tokenizer and tokenizer["eod_id"] is None:
         name = plan.units.builds[build].tokenizer
@@ -429,10 +427,7 @@ def storage_summary_lines(plan: Plan, prefix: str, configfiles: Sequence[str | o
     lines = [f"tokenmill: the {len(builds)} dataset{'' if len(builds) == 1 else 's'} of {config_text} "
              f"under {prefix}/ (laid out as a local build):"]
     for build in list(builds)[:MAX_BUILDS_SHOWN]:
-        files = [packed_path(build)]
-        if "megatron" in plan.units.formats(build):
-            files.append(f"Megatron {megatron_prefix(build)}")
-        files += _converted_folders(plan, build)
+        files = _format_names(plan, build, sized=False)
         caches = plan.outputs.cache_dirs(build)
         lines.append(f"  {build}: {'; '.join(files)}" + (f"; caches {_folders(caches)}" if caches else ""))
     if len(builds) > MAX_BUILDS_SHOWN:

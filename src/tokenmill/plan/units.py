@@ -19,7 +19,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import FileIdentity, named_twice
 from tokenmill.files.objects import ObjectIdentity, expand_url, is_url, pinned_identity
 from tokenmill.files.urls import redact
-from tokenmill.formats.kinds import BEST_FIT_FORMATS, BEST_FIT_POWER_OF_TWO, EOS_SCANNED
+from tokenmill.formats.kinds import BEST_FIT_FORMATS, BEST_FIT_POWER_OF_TWO, EOS_SCANNED, SAMPLED
 from tokenmill.formats.mmidx import prefix_of
 from tokenmill.formats.provenance import field_keys
 from tokenmill.inputs.jsonl import input_compression
@@ -585,7 +585,7 @@ class Units:
             raise TokenmillError(f"blends.{blend_name}.tokenizer: {tokenizer!r} is not a tokenizer of all its datasets")
         by_dataset = {build.dataset: build.name for build in self.builds.values() if build.tokenizer == tokenizer}
         for name in blend["weights"]:
-            if "megatron" not in self.formats(by_dataset[name]):
+            if not SAMPLED & set(self.formats(by_dataset[name])):  # (the format Megatron's sample indices read)
                 raise TokenmillError(f"blends.{blend_name}.weights: dataset {name!r} is not made in the megatron "
                                      f"format (datasets.{name}.formats), which a blend samples from")
         return {by_dataset[name]: weight for name, weight in blend["weights"].items()}

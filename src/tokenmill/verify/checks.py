@@ -24,11 +24,15 @@ What is checked, by kind (told apart by extension, magic bytes and folder):
   rules re-derived from it: the token size from its vocabulary (4 bytes above 65,536 tokens), and
   documents that do not all keep the ids its post-processor adds (a BOS, an EOS before the EOS that
   datatrove appends), which datatrove's ``$A <EOS>`` leaves out (docs/formats.md §9-§10).
+
+Each output format is checked by its row's hooks (:mod:`tokenmill.formats.kinds`): the row that knows the path
+checks it, the ``.pbin`` here with its sidecar; what no row knows is a cache folder or a raw index.
 * an OLMo folder (``tokenmill to-olmo``): each part's size, its ``csv.gz`` ranges back to back, each
   document ending with the EOS (:func:`tokenmill.formats.olmo.verify_olmo`).
 * Megatron files, a ``.ds`` or an OLMo folder against the ``.pbin`` they were made from
-  (:func:`verify_made_from`): the dtype and token size its sidecar's vocabulary gives by each peer's
-  rule, the ``.ds`` documents datatrove's rule gives from the ``.pbin``'s, the OLMo parts its tokens.
+  (:func:`made_from_problems`, each format's own check: :mod:`tokenmill.formats.peer_rules`): the dtype and
+  token size its sidecar's vocabulary gives by each peer's rule, the ``.ds`` documents datatrove's rule gives
+  from the ``.pbin``'s, the OLMo parts its tokens.
 * a cache folder (:mod:`tokenmill.verify.index_caches`): descriptions, arrays, one cache per split and dataset.
 
 Cost: a few passes over the tokens of a ``.pbin`` (in 16M-token blocks, one of them sha256) and
@@ -48,12 +52,9 @@ import numpy as np
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import file_sha256
-from tokenmill.formats.datatrove import (DatatroveFile, datatrove_documents, datatrove_paths, is_datatrove,
-                                         packed_post_processor_ids, token_size_for)
-from tokenmill.formats.document_blocks import BLOCK_TOKENS, document_blocks
-from tokenmill.formats.dtypes import MEGATRON_UINT16_BELOW, UINT16_VOCAB_LIMIT
-from tokenmill.formats.mmidx import MMapIndexedDataset, is_megatron_index, optimal_dtype, prefix_of
-from tokenmill.formats.olmo import is_olmo_folder, verify_olmo
+from tokenmill.formats.document_blocks import BLOCK_TOKENS
+from tokenmill.formats.kinds import OUTPUT_FORMATS, format_of
+from tokenmill.formats.mmidx import prefix_of
 from tokenmill.formats.pbin import PbinFile, file_identity_problem, read_sidecar
 from tokenmill.formats.provenance import tokens_per_source
 from tokenmill.formats.sidecar import (SidecarRecord, eod_within_note, range_indices, resolve_sidecar_paths,
@@ -63,12 +64,11 @@ from tokenmill.packing.olmo_cache import SIDECAR_NAME, olmo_packing_problems
 from tokenmill.packing.packed_blend import packed_blend_problems
 from tokenmill.packing.packed_index import packed_index_problems
 from tokenmill.packing.sft_packing import SFT_PACKING_NAMES, sft_best_fit_problems
-from tokenmill.tokenization.tokenizer import load_tokenizer
 from tokenmill.verify.exactly_once import changed_source_problems, coverage_problems
 from tokenmill.verify.index_caches import verify_cache
 from tokenmill.verify.reencode import verify_against_tokenizer
 
-__all__ = ["verify", "verify_made_from"]
+__all__ = ["verify", "made_from_problems", "verify_made_from"]
 
 
 def _print_warning(message: str) -> None:
@@ -100,8 +100,14 @@ def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
         TokenmillError: ``path`` does not exist or is of no known kind.
     """
     path = Path(path)
-    if is_olmo_folder(path):
-        return verify_olmo(path)
+    kind = format_of(path)
+    if kind is not None and kind.check is not None:
+        return kind.check(path)
+    if kind is not None:  # the .pbin, checked with its sidecar, its inputs and the dataset's policy
+        problems = _verify_pbin(path, inputs, warn, on_bad_line)
+        if against_tokenizer is not None and not problems:
+            problems = verify_against_tokenizer(path, against_tokenizer)[0]
+        return problems
     if (path / SIDECAR_NAME).is_file():
         return olmo_packing_problems(path)
     if path.is_dir():
@@ -113,175 +119,43 @@ def verify(path: str | os.PathLike, jsonl: str | os.PathLike | None = None,
             return verify_cache(path)
         # a packed index, alone or beside GPTDataset caches
         return (verify_cache(path) if any(path.glob("*-description.txt")) else []) + packed_index_problems(path)
-    if is_datatrove(path):
-        return _verify_datatrove(path)
-    if path.suffix == ".pbin":
-        problems = _verify_pbin(path, inputs, warn, on_bad_line)
-        if against_tokenizer is not None and not problems:
-            problems = verify_against_tokenizer(path, against_tokenizer)[0]
-        return problems
-    prefix = Path(prefix_of(path))
-    index_file = prefix.with_name(prefix.name + ".idx")
+    index_file = Path(f"{prefix_of(path)}.idx")
     if not index_file.exists():
         raise TokenmillError(f"{path}: no such file, .idx or cache folder")
-    if is_megatron_index(index_file):
-        return _checked(lambda: MMapIndexedDataset(prefix))
     return _verify_raw_index(index_file, jsonl)
 
 
-def _checked(action) -> list[str]:
-    try:
-        action()
-    except TokenmillError as exc:
-        return [str(exc)]
-    return []
+def made_from_problems(pbin_path: str | os.PathLike, paths: list[str | os.PathLike]) -> list[str]:
+    """Whether the files among ``paths`` of a format made from a ``.pbin`` (by ``pack`` in its one pass, or
+    ``to-megatron`` / ``to-datatrove`` / ``to-olmo``) follow their peers' rules, re-derived from the ``.pbin`` and
+    its sidecar: each format's own check (its row's ``made_from``, :mod:`tokenmill.formats.kinds`; Megatron's
+    and datatrove's in :mod:`tokenmill.formats.peer_rules`, OLMo-core's :func:`tokenmill.formats.olmo.verify_olmo`).
+    The other paths (the ``.pbin``, raw indexes, caches) are left alone. One line per problem. Cost: one pass over
+    both files' tokens in 16M-token blocks, per file.
 
-
-def _verify_datatrove(path: Path) -> list[str]:
-    """A datatrove dataset's structure, then datatrove's rules re-derived from the tokenizer its
-    ``.ds.metadata`` names, where that is a Hugging Face ``tokenizer.json`` found from here, as datatrove
-    would load it (a hub name, a moved file, or the model file of a Megatron tokenizer type: not checked)."""
-    try:
-        dataset = DatatroveFile(path)
-    except TokenmillError as exc:
-        return [str(exc)]
-    name = (dataset.metadata or {}).get("tokenizer")
-    if not name or not os.path.isfile(name):
-        return []
-    try:
-        tokenizer = load_tokenizer(name)
-    except TokenmillError:  # not a file datatrove could load either
-        return []
-    problems = []
-    expected = token_size_for(tokenizer.vocab_size)
-    if dataset.token_size != expected:
-        problems.append(f"{dataset.paths['.ds']}: {dataset.token_size}-byte tokens, but datatrove writes "
-                        f"{expected}-byte tokens for {name} ({tokenizer.vocab_size} tokens; 4 bytes above "
-                        f"{UINT16_VOCAB_LIMIT:,})")
-    if dataset.loss is None:  # an SFT dataset keeps its conversations as they are
-        problems += _kept_post_processor_ids(dataset, name, tokenizer.post_processor_ids,
-                                             set(tokenizer.tokenizer.get_added_tokens_decoder()))
-    return problems
-
-
-def _kept_post_processor_ids(dataset: DatatroveFile, name: str, added: tuple, added_tokens: set[int]) -> list[str]:
-    """The mark of documents packed with the tokenizer's post-processor on and an EOS appended after it:
-    every document starts with its ``before`` ids and ends with its ``after`` ids, then one added token
-    (the EOS), the same for all. datatrove's documents (``$A <EOS>``) hold neither; without an
-    ``eos_token`` datatrove keeps the post-processor but appends nothing, so no such EOS follows."""
-    before, after = (np.asarray(ids, dtype=np.int64) for ids in added)
-    ends = dataset.ends.astype(np.int64)
-    if not len(ends) or not (len(before) or len(after)):
-        return []
-    lengths = np.diff(ends, prepend=0)
-    if lengths.min() < len(before) + len(after) + 1:
-        return []
-    tokens, last = dataset.tokens, dataset.tokens[ends - 1]
-    if len(np.unique(last)) != 1 or int(last[0]) not in added_tokens:
-        return []
-    heads = tokens[(ends - lengths)[:, None] + np.arange(len(before))]
-    tails = tokens[(ends - 1 - len(after))[:, None] + np.arange(len(after))]
-    if not (np.all(heads == before) and np.all(tails == after)):
-        return []
-    return [f"{dataset.paths['.ds']}: all {len(ends)} documents keep the ids {name}'s post-processor adds "
-            f"({before.tolist()} before the text's, {after.tolist()} after) before their EOS {int(last[0])}; "
-            f"datatrove's DocumentTokenizer replaces the post-processor by '$A <EOS>' and writes the text's ids "
-            f"and one EOS"]
+    Raises:
+        TokenmillError: an unreadable ``.pbin`` or sidecar.
+    """
+    meta = read_sidecar(pbin_path) or {}
+    if (meta.get("tokenizer") or {}).get("vocab_size") is None:
+        PbinFile(pbin_path)  # (an unreadable .pbin says so first)
+        return [f"{pbin_path}: no sidecar with the tokenizer's vocabulary size to check its conversions against"]
+    return [problem for path in paths if (kind := format_of(path)) is not None and kind.made_from is not None
+            for problem in kind.made_from(Path(pbin_path), Path(path))]
 
 
 def verify_made_from(pbin_path: str | os.PathLike, megatron_prefix: str | os.PathLike | None = None,
                      datatrove_name: str | os.PathLike | None = None,
                      olmo_folder: str | os.PathLike | None = None) -> list[str]:
-    """Whether Megatron's ``.bin`` and datatrove's ``.ds`` made from a ``.pbin`` (by ``pack`` in its one
-    pass, or ``to-megatron`` / ``to-datatrove``) follow their peers' rules, re-derived from the
-    ``.pbin`` and its sidecar: the ``.bin`` dtype Megatron's ``preprocess_data.py`` picks for the
-    sidecar's ``tokenizer.vocab_size`` (uint16 below 65,500 tokens, else int32), and its documents and
-    tokens those of the ``.pbin`` (one more EOD per document of ``eod_in_text``); the ``.ds`` token
-    size datatrove picks (4 bytes above 65,536) and its documents as datatrove writes them from the
-    ``.pbin``'s (:func:`tokenmill.formats.datatrove.datatrove_documents`: the post-processor's ids left out,
-    one EOS); OLMo-core's parts the ``.pbin``'s tokens and documents (:func:`tokenmill.formats.olmo.verify_olmo`).
-    One line per problem. Cost: one pass over both files' tokens in 16M-token blocks.
+    """:func:`made_from_problems` of a Megatron prefix, a datatrove ``NAME`` and an OLMo folder (None: left out), as
+    ``tokenmill verify --made-from`` names them until the CLI passes its paths on as given.
 
     Raises:
         TokenmillError: an unreadable ``.pbin`` or sidecar.
     """
-    pbin_path = Path(pbin_path)
-    pbin, meta = PbinFile(pbin_path), read_sidecar(pbin_path) or {}
-    tokenizer = meta.get("tokenizer") or {}
-    vocab_size = tokenizer.get("vocab_size")
-    if vocab_size is None:
-        return [f"{pbin_path}: no sidecar with the tokenizer's vocabulary size to check its conversions against"]
-    problems = []
-    if megatron_prefix is not None:
-        try:
-            dataset, expected = MMapIndexedDataset(megatron_prefix), optimal_dtype(vocab_size)
-            doubled = int(range_indices(meta.get("eod_in_text", []), pbin.num_documents).sum())
-            # an empty text's EOD (Modalities' rule) is not Megatron's, whose document of it holds no sequence
-            dropped = int(pbin.doc_lengths[range_indices(meta.get("empty_texts", []), pbin.num_documents)].sum())
-        except TokenmillError as exc:
-            return [str(exc)]
-        if dataset.dtype != expected:
-            problems.append(f"{megatron_prefix}.bin: {dataset.dtype.name} tokens, but Megatron's preprocess_data.py "
-                            f"writes {expected.name} for the vocabulary of {vocab_size} tokens of {pbin_path}'s "
-                            f"sidecar (uint16 below {MEGATRON_UINT16_BELOW:,})")
-        # (with the right dtype) its documents are the .pbin's, each with one more EOD where its text ended with one
-        elif dataset.num_documents != pbin.num_documents:
-            problems.append(f"{megatron_prefix}.idx: {dataset.num_documents} documents, {pbin_path} has "
-                            f"{pbin.num_documents}")
-        elif "eod_in_text" in meta and (tokens := int(dataset.sequence_lengths.sum(dtype=np.int64))) != \
-                pbin.num_tokens + doubled - dropped:
-            problems.append(f"{megatron_prefix}.bin: {tokens} tokens, but {pbin_path}'s {pbin.num_tokens} and the "
-                            f"{doubled} EODs its texts ended with"
-                            + (f", less the {dropped} EODs of its empty texts," if dropped else "")
-                            + f" make {pbin.num_tokens + doubled - dropped}")
-    if datatrove_name is not None:
-        problems += _datatrove_made_from(pbin_path, pbin, meta, datatrove_name)
-    if olmo_folder is not None:
-        problems += verify_olmo(olmo_folder, pbin_path)
-    return problems
-
-
-def _datatrove_made_from(pbin_path: Path, pbin: PbinFile, meta: SidecarRecord, name: str | os.PathLike) -> list[str]:
-    """A ``.ds`` against datatrove's rules applied to the ``.pbin`` it was made from (see :func:`verify_made_from`)."""
-    ds = datatrove_paths(name)[".ds"]
-    try:
-        dataset = DatatroveFile(name)
-        added = packed_post_processor_ids(meta, pbin_path)
-        doubled = range_indices(meta.get("eod_in_text", []), pbin.num_documents)
-    except TokenmillError as exc:
-        return [str(exc)]
-    tokenizer = meta["tokenizer"]
-    expected = token_size_for(tokenizer["vocab_size"])
-    if dataset.token_size != expected:
-        return [f"{ds}: {dataset.token_size}-byte tokens, but datatrove writes {expected}-byte tokens for the "
-                f"vocabulary of {tokenizer['vocab_size']} tokens of {pbin_path}'s sidecar (4 bytes above "
-                f"{UINT16_VOCAB_LIMIT:,})"]
-    if dataset.num_documents != pbin.num_documents:
-        return [f"{ds}: {dataset.num_documents} documents, {pbin_path} has {pbin.num_documents}"]
-    if "loss_mask" in meta:
-        added = ((), ())
-    lengths = pbin.doc_lengths
-    for first, stop, start, end in document_blocks(np.cumsum(lengths)):
-        try:
-            tokens, block_lengths, _ = datatrove_documents(
-                np.asarray(pbin.tokens[start:end], dtype=np.int64), lengths[first:stop],
-                tokenizer.get("eod_id"), np.flatnonzero(doubled[first:stop]), added, first_document=first)
-        except TokenmillError as exc:
-            return [f"{pbin_path}: {exc}"]
-        ds_start = int(dataset.ends[first - 1]) if first else 0
-        expected_ends = ds_start + np.cumsum(block_lengths)
-        written = dataset.tokens[ds_start:ds_start + len(tokens)]
-        differs = np.flatnonzero(dataset.ends[first:stop] != expected_ends)
-        if len(written) == len(tokens):
-            differs = np.union1d(differs, np.searchsorted(expected_ends, np.flatnonzero(written != tokens),
-                                                          side="right"))
-        if len(differs) or len(written) != len(tokens):
-            document = first + int(differs[0]) if len(differs) else first
-            before, after = added
-            return [f"{ds}: document {document} is not what datatrove writes for document {document} of {pbin_path} "
-                    f"(the text's ids without its post-processor's {list(before)} before and {list(after)} after, "
-                    f"then one EOS {tokenizer.get('eod_id')})"]
-    return []
+    named = (megatron_prefix, f"{datatrove_name}{OUTPUT_FORMATS['datatrove'].named_by}" if datatrove_name else None,
+             olmo_folder)
+    return made_from_problems(pbin_path, [path for path in named if path is not None])
 
 
 def _verify_raw_index(path: Path, jsonl) -> list[str]:

@@ -1,4 +1,5 @@
-"""What a person reads: ``tokenmill inspect`` (:mod:`~tokenmill.views.inspect_file`) and the report pages
+"""What a person reads: ``tokenmill inspect`` (:mod:`~tokenmill.views.inspect_file`, a cache folder's in
+:mod:`~tokenmill.views.cache_folder`) and the report pages
 (:mod:`~tokenmill.views.report`).
 
 May import: the root's ``errors``; ``files``, ``inputs``, ``tokenization``, ``formats``, ``megatron``, ``packing``,

@@ -1,9 +1,10 @@
 """Human-readable views of tokenmill's files, down to one document or one training sample.
 
-* ``describe(path)``: header, layout, counts and sidecar facts (the EOD among them) of a raw index,
-  ``.pbin``, Megatron dataset or datatrove ``.ds``; of a cache folder, each split's cache: samples,
-  sequence length, seed and the dataset path it was built for; of an SFT set's best-fit rows folder
-  (``tokenmill best-fit PAIR.pbin``), its pair, rows, conversations and padding.
+* ``describe(path)``: header, layout, counts and sidecar facts (the EOD among them) of a raw index or a
+  ``.pbin``; of a file of another output format (a Megatron dataset, a datatrove ``.ds``, an OLMo folder), the
+  lines its row gives (:mod:`tokenmill.formats.kinds`); of a cache folder, each split's cache: samples,
+  sequence length, seed and the dataset path it was built for (:mod:`tokenmill.views.cache_folder`); of an SFT
+  set's best-fit rows folder (``tokenmill best-fit PAIR.pbin``), its pair, rows, conversations and padding.
 * ``show_document(path, i)``: document ``i`` decoded, with the source file and line (or Parquet row) it
   came from, and that line's id (its ``id`` field, or another); of an SFT ``.pbin`` (its sidecar names a loss
   mask) also the conversation's turns as the source line has them (role and text: OpenAI ``messages`` or ShareGPT
@@ -31,7 +32,6 @@ split's shuffle index once.
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 from pathlib import Path
@@ -40,14 +40,14 @@ import numpy as np
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.objects import is_url
-from tokenmill.formats.datatrove import DatatroveFile, is_datatrove
-from tokenmill.formats.kinds import TOKENS_READ_IN, source_unit
-from tokenmill.formats.mmidx import MMapIndexedDataset, is_megatron_index, prefix_of
+from tokenmill.formats.kinds import OUTPUT_FORMATS, TOKENS_READ_IN, format_of, source_unit
+from tokenmill.formats.mmidx import MMapIndexedDataset, prefix_of
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.formats.provenance import document_line
 from tokenmill.formats.sidecar import SidecarRecord, resolve_sidecar_paths, resolved_against
 from tokenmill.inputs.raw_index import read_index
 from tokenmill.plan.layout import PACKED_FOLDER, build_of, cache_dir, megatron_prefix, packed_index_dir_of, packed_path
+from tokenmill.views.cache_folder import cache_descriptions, describe_caches
 
 __all__ = ["describe", "describe_caches", "show_document", "show_sample", "sample_target", "source_of",
            "pbin_of_megatron"]
@@ -56,8 +56,9 @@ _SNIPPET = 160
 
 
 def pbin_of_megatron(prefix: str | os.PathLike) -> Path | None:
-    """A build's :func:`~tokenmill.plan.layout.megatron_prefix` → its :func:`~tokenmill.plan.layout.packed_path`
-    when the layout is the workflow's (:mod:`tokenmill.plan`) and that file exists."""
+    """A build's :func:`~tokenmill.plan.layout.megatron_prefix` (or its ``.bin``/``.idx``, or another file
+    :func:`~tokenmill.plan.layout.build_of` reads back) → its :func:`~tokenmill.plan.layout.packed_path` when the
+    layout is the workflow's (:mod:`tokenmill.plan`) and that file exists."""
     found = build_of(prefix)
     if found is None:
         return None
@@ -130,7 +131,8 @@ def _snippet(text: str) -> str:
 
 
 def describe(path: str | os.PathLike) -> list[str]:
-    """Header and counts of a ``.pbin``, raw ``.idx`` or Megatron prefix, one fact per line.
+    """Header and counts of a ``.pbin``, a raw ``.idx``, a file of another output format (its row's lines), a
+    cache folder or an SFT set's best-fit rows, one fact per line.
 
     Raises:
         TokenmillError: unreadable or of no known kind.
@@ -138,91 +140,38 @@ def describe(path: str | os.PathLike) -> list[str]:
     path = Path(path)
     if path.is_dir() and _is_sft_rows(path):
         return _describe_sft_rows(path)
+    kind = format_of(path)
+    if kind is not None:  # its row's lines; the .pbin's here, with its sidecar
+        return kind.describe(path) if kind.describe is not None else _describe_pbin(path)
     if path.is_dir():
         return describe_caches(path)
-    if is_datatrove(path):
-        return _describe_datatrove(path)
-    if path.suffix == ".pbin":
-        pbin, meta = PbinFile(path), _sidecar(path)
-        lines = [f"file: {path}", f"layout: {pbin.layout.name} (data at byte {pbin.layout.data_offset}, "
-                                  f"{pbin.layout.data_bytes} bytes)",
-                 f"token width: {pbin.token_width} bytes", f"documents: {pbin.num_documents}",
-                 f"tokens: {pbin.num_tokens}"]
-        if meta:
-            tokenizer = meta.get("tokenizer", {})
-
-            def found(file: str) -> str:  # (an object's URL is looked up by verify, not here)
-                return file if is_url(file) or os.path.exists(file) else \
-                    f"{file} (not found, {resolved_against(meta, path)})"
-
-            kind = f", {tokenizer['type']} (as {tokenizer.get('reference')} encodes)" if tokenizer.get("type") else ""
-            lines += [f"tokenizer: {found(str(tokenizer.get('path')))} "
-                      f"(sha256 {str(tokenizer.get('sha256'))[:16]}...), vocab {tokenizer.get('vocab_size')}{kind}",
-                      _eod_line(meta), f"skipped lines: {meta.get('skipped', {}) or 'none'}"]
-            lines += [f"source: {found(s['path'])} ({s['bytes']} bytes, {s['documents']} documents)"
-                      for s in meta.get("sources", [])]
-        return lines
-    prefix = Path(prefix_of(path))
-    index_file = prefix.with_name(prefix.name + ".idx")
-    if is_megatron_index(index_file):
-        dataset = MMapIndexedDataset(prefix)
-        return [f"dataset: {prefix} (Megatron MMIDIDX)", f"dtype: {dataset.dtype.name}",
-                f"sequences: {len(dataset)}", f"documents: {dataset.num_documents}",
-                f"tokens: {int(dataset.sizes.sum(dtype=np.int64))}"]
+    index_file = Path(f"{prefix_of(path)}.idx")
     lines = read_index(index_file)
     lengths = lines[:, 1]
     return [f"file: {index_file} (raw line index)", f"lines: {len(lines)}",
             f"line bytes: min {int(lengths.min()) if len(lines) else 0}, max {int(lengths.max()) if len(lines) else 0}"]
 
 
-def describe_caches(folder: str | os.PathLike) -> list[str]:
-    """A cache folder in short: per split and class, the samples, sequence length, seed and dataset path
-    each cache was built for (a blend: its datasets and weights), and any split holding two caches.
+def _describe_pbin(path: Path) -> list[str]:
+    """A ``.pbin``'s layout and counts, and its sidecar's tokenizer, EOD, skipped lines and sources."""
+    pbin, meta = PbinFile(path), _sidecar(path)
+    lines = [f"file: {path}", f"layout: {pbin.layout.name} (data at byte {pbin.layout.data_offset}, "
+                              f"{pbin.layout.data_bytes} bytes)",
+             f"token width: {pbin.token_width} bytes", f"documents: {pbin.num_documents}",
+             f"tokens: {pbin.num_tokens}"]
+    if not meta:
+        return lines
+    tokenizer = meta.get("tokenizer", {})
 
-    Raises:
-        TokenmillError: a folder without ``*-description.txt``, or a cache file that is not a plain ``.npy``.
-    """
-    from tokenmill.megatron.gpt_indices import SPLIT_NAMES
-    from tokenmill.megatron.index_cache import load_cache
-    from tokenmill.verify.index_caches import duplicate_caches
+    def found(file: str) -> str:  # (an object's URL is looked up by verify, not here)
+        return file if is_url(file) or os.path.exists(file) else f"{file} (not found, {resolved_against(meta, path)})"
 
-    folder = Path(folder)
-    if not any(folder.glob("*-description.txt")):
-        raise TokenmillError(f"{folder}: a folder without *-description.txt: not an index cache folder")
-    lines = [f"cache folder: {folder}"]
-    for class_name, key in (("BlendedDataset", "dataset_index"), ("GPTDataset", "shuffle_index")):
-        for split in SPLIT_NAMES:
-            for description_path, text in _descriptions(folder, class_name, split):
-                try:
-                    identifiers = json.loads(text)
-                except ValueError:
-                    identifiers = None
-                if not isinstance(identifiers, dict):
-                    lines.append(f"  {description_path.name}: not a Megatron description (tokenmill verify says more)")
-                    continue
-                arrays = load_cache(folder, text, split, (key,), class_name)
-                samples = "incomplete (index files missing)" if arrays is None else f"{len(arrays[key])} samples"
-                md5 = description_path.name.split("-")[0]
-                if class_name == "BlendedDataset":
-                    datasets = identifiers.get("datasets") if isinstance(identifiers.get("datasets"), list) else []
-                    weights = identifiers.get("weights") or []
-                    parts = ", ".join(f"{dataset.get('dataset_path') if isinstance(dataset, dict) else dataset}"
-                                      + (f" {weight}" if weight is not None else "")
-                                      for dataset, weight in itertools.zip_longest(datasets, weights))
-                    lines.append(f"  {split} blend: {samples} of {len(datasets)} datasets ({parts}) [{md5}]")
-                    continue
-                asked = identifiers.get("num_samples")
-                if arrays is not None and asked is None:
-                    samples += " (one epoch)"
-                elif arrays is not None and asked != len(arrays[key]):  # Megatron builds whole epochs
-                    samples += f" ({asked} asked: whole epochs)"
-                lines.append(f"  {split}: {samples}, seq length {identifiers.get('sequence_length')}, seed "
-                             f"{identifiers.get('random_seed')}, split {identifiers.get('split')}, built for dataset "
-                             f"path {identifiers.get('dataset_path')} [{md5}]")
-    if (folder / "megatron_args.txt").exists():
-        lines.append(f"Megatron arguments that reuse these caches: {folder / 'megatron_args.txt'}")
-    lines += [f"problem: {problem}" for problem in duplicate_caches(folder).values()]
-    return lines
+    kind = f", {tokenizer['type']} (as {tokenizer.get('reference')} encodes)" if tokenizer.get("type") else ""
+    lines += [f"tokenizer: {found(str(tokenizer.get('path')))} "
+              f"(sha256 {str(tokenizer.get('sha256'))[:16]}...), vocab {tokenizer.get('vocab_size')}{kind}",
+              _eod_line(meta), f"skipped lines: {meta.get('skipped', {}) or 'none'}"]
+    return lines + [f"source: {found(s['path'])} ({s['bytes']} bytes, {s['documents']} documents)"
+                    for s in meta.get("sources", [])]
 
 
 def _is_sft_rows(folder: Path) -> bool:
@@ -285,17 +234,6 @@ def _sft_row(folder: Path, row: int, tokenizer_path: str | None) -> list[str]:
     return lines
 
 
-def _describe_datatrove(path: Path) -> list[str]:
-    dataset = DatatroveFile(path)
-    metadata = dataset.metadata
-    lines = [f"dataset: {dataset.paths['.ds']} (datatrove/nanotron .ds)", f"token size: {dataset.token_size} bytes",
-             f"documents: {dataset.num_documents}", f"tokens: {dataset.num_tokens}",
-             f"loss flags: {'none' if dataset.loss is None else f'{int(dataset.loss.sum())} tokens trained'}"]
-    if metadata:
-        lines.append(f"metadata: tokenizer {metadata['tokenizer']!r}, {metadata['tokens_si']}")
-    return lines
-
-
 def _document_id(source: str, line: int, id_field: str) -> str | None:
     """The ``id_field`` of line (Parquet row) ``line`` of a source, or None where the line lacks it or
     the source cannot be read from here. Cost: a read of the source up to that line."""
@@ -311,30 +249,24 @@ def _document_id(source: str, line: int, id_field: str) -> str | None:
 
 def show_document(path: str | os.PathLike, document: int, tokenizer_path: str | None = None,
                   id_field: str = "id") -> list[str]:
-    """Document ``document`` of a ``.pbin``, Megatron or datatrove dataset: length, ids, text, source and line,
-    and the line's ``id_field`` where it has one (a datatrove dataset names no source; decoding it needs
+    """Document ``document`` of a ``.pbin`` or of a dataset of another output format whose row reads documents
+    (Megatron's, datatrove's): length, ids, text, source and line, and the line's ``id_field`` where it has one
+    (a format of other documents than the ``.pbin``'s, datatrove's, names no source; decoding it needs
     ``tokenizer_path``).
 
     Raises:
         TokenmillError: unreadable file or a document number out of range.
     """
     path = Path(path)
-    if is_datatrove(path):
-        pbin_path, tokens = None, DatatroveFile(path).document(document)
-    elif path.suffix == ".pbin":
-        pbin_path, tokens = path, None
-    else:
-        prefix = Path(prefix_of(path))
-        dataset = MMapIndexedDataset(prefix)
-        if not 0 <= document < len(dataset):
-            raise TokenmillError(f"{prefix}: no sequence {document} (it has {len(dataset)})")
-        tokens, pbin_path = dataset[document], pbin_of_megatron(prefix)
+    kind = format_of(path)
+    if kind is None or kind.document is None:
+        raise TokenmillError(f"{path}: no dataset whose documents inspect --doc reads (the formats "
+                             f"{', '.join(name for name, row in OUTPUT_FORMATS.items() if row.document)})")
+    tokens = kind.document(path, document)
+    pbin_path = path  # the .pbin behind its documents: itself, the build's beside a format of the same documents
+    if kind.made_from_pbin:
+        pbin_path = pbin_of_megatron(path) if kind.same_documents else None
     meta = _sidecar(pbin_path)
-    if tokens is None:
-        pbin = PbinFile(pbin_path)
-        if not 0 <= document < pbin.num_documents:
-            raise TokenmillError(f"{pbin_path}: no document {document} (it has {pbin.num_documents})")
-        tokens = pbin.document(document)
     lines = [f"document {document}: {len(tokens)} tokens", f"ids: {tokens[:12].tolist()}"
                                                           f"{' ...' if len(tokens) > 12 else ''}"]
     decode, no_text = _decoder(meta, tokenizer_path, pbin_path)
@@ -430,8 +362,8 @@ def sample_target(path: str | os.PathLike, cache: str | os.PathLike | None = Non
         raise TokenmillError(f"{cache}: no such cache folder")
     if not path.exists() and not path.with_name(path.name + ".idx").exists():
         raise TokenmillError(f"{path}: no such .pbin, Megatron dataset or cache folder")
-    found = build_of(path)
-    if path.suffix == ".pbin":
+    found, kind = build_of(path), format_of(path)
+    if kind is not None and not kind.made_from_pbin:  # the .pbin: its build's Megatron dataset
         if found is None:
             raise TokenmillError(f"{path}: samples come from its Megatron dataset; give its prefix (this .pbin is "
                                  f"not in the workflow's {PACKED_FOLDER}/ to find it by)")
@@ -468,25 +400,6 @@ def _local_prefix(dataset_path: str, cache: Path) -> Path:
                          f"tokenmill inspect PREFIX --sample K --cache {cache}")
 
 
-def _descriptions(cache: Path, class_name: str, split: str, every_name: bool = False) -> list[tuple[Path, str]]:
-    """The split's caches of a class, one per set of arrays (unless ``every_name``): a folder built for
-    several Megatron versions names the same arrays once per tokenizer identity, and those descriptions
-    differ only there."""
-    from tokenmill.megatron.index_cache import retokenize
-
-    found, seen = [], set()
-    for path in sorted(cache.glob(f"*-{class_name}-{split}-description.txt")):
-        text = path.read_text(encoding="utf-8")
-        try:
-            arrays = retokenize(text, {})
-        except (ValueError, AttributeError, TypeError):  # not Megatron's object: verify names it, keep it apart
-            arrays = text
-        if every_name or arrays not in seen:
-            seen.add(arrays)
-            found.append((path, text))
-    return found
-
-
 def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.PathLike, split: str = "train",
                 tokenizer_path: str | None = None, best_fit: str | None = None) -> list[str]:
     """Sample ``sample`` of a split: the pieces of sequences it is made of, decoded, with their sources.
@@ -512,7 +425,7 @@ def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.P
         return _sft_row(cache, sample, tokenizer_path)
     if best_fit is not None:
         return _packed_sample(prefix, sample, _packed_folder(cache, split, best_fit), split, best_fit, tokenizer_path)
-    blends = _descriptions(cache, "BlendedDataset", split)
+    blends = cache_descriptions(cache, "BlendedDataset", split)
     if len(blends) > 1:
         raise TokenmillError(f"{cache}: {len(blends)} BlendedDataset {split} caches; expected one")
     if blends and prefix is None:
@@ -525,7 +438,8 @@ def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.P
                                  f"no sample {sample}")
         part, part_sample = int(arrays["dataset_index"][sample]), int(arrays["dataset_sample_index"][sample])
         part_identifiers = json.loads(text)["datasets"][part]
-        matches = [(path, gpt_text) for path, gpt_text in _descriptions(cache, "GPTDataset", split, every_name=True)
+        matches = [(path, gpt_text)
+                   for path, gpt_text in cache_descriptions(cache, "GPTDataset", split, every_name=True)
                    if json.loads(gpt_text) == part_identifiers]
         if not matches:
             raise TokenmillError(f"{description_path}: no GPTDataset cache of its dataset {part} in {cache}")
@@ -533,7 +447,7 @@ def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.P
         return ([f"sample {sample} of the {split} blend = dataset {part} ({dataset_path}), its sample {part_sample}"]
                 + _gpt_sample(_local_prefix(dataset_path, cache), part_sample, cache, matches[0][1], split,
                               tokenizer_path))
-    gpts = _descriptions(cache, "GPTDataset", split)
+    gpts = cache_descriptions(cache, "GPTDataset", split)
     if not gpts:
         raise TokenmillError(f"{cache}: no GPTDataset {split} cache (no *-GPTDataset-{split}-description.txt)")
     if len(gpts) > 1:
