@@ -351,7 +351,7 @@ MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80  # from the ``def`` line to the last, docstring included (decorators not)
 # The modules other work of issue 53 is splitting now (cli.py into a package by verb family, Units' checks out of
 # plan/units.py, views/inspect_file.py): held to neither limit until then. Empty this at the merge.
-SPLITTING_NOW = ("plan/units.py", "views/inspect_file.py")
+SPLITTING_NOW = ("plan/units.py",)
 
 
 def oversized(src: Path, exempt: tuple[str, ...] = ()) -> list[str]:
