@@ -46,6 +46,14 @@ def test_redact_text_redacts_every_url_of_a_message_and_keeps_its_punctuation():
     assert "0123456789abcdef" not in redacted and "hunter2" not in redacted
 
 
+def test_redact_text_keeps_the_line_number_after_a_presigned_url():
+    """A bad line's error, ``URL:LINE: reason``, names its line after the URL is redacted, the last query value's
+    too (it was taken as part of the signature and hidden with it)."""
+    message = f"{PRESIGNED}:9: invalid JSON (unexpected end of data at byte 51)"
+    assert urls.redact_text(message) == f"{urls.redact(PRESIGNED)}:9: invalid JSON (unexpected end of data at byte 51)"
+    assert urls.redact_text(f"see {PRESIGNED}:12:3: bad") == f"see {urls.redact(PRESIGNED)}:12:3: bad"
+
+
 def test_user_info_is_taken_out_of_the_address_for_basic_authentication():
     assert urls.user_info("http://al%40ice:p%3Ass@host/a?x=1") == ("http://host/a?x=1", ("al@ice", "p:ss"))
     assert urls.user_info("http://host/a@b") == ("http://host/a@b", None)

@@ -66,6 +66,8 @@ _SECRET_WORDS = re.compile(r"token|signature|sig|key|credential|secret|password|
 # A URL inside a message: from a known scheme up to whitespace or a quote; trailing punctuation is the message's.
 _URL_IN_TEXT = re.compile(r"(?:s3|gs|https?|hf)://[^\s'\"<>`]+")
 _TRAILING = ":,;.)]}"
+# A message's "URL:LINE:" (a bad line's number, or LINE:COLUMN): the numbers are the message's, never a secret value's.
+_LINE_NUMBERS = re.compile(r"(?::[0-9]+)+:$")
 
 
 def scheme_of(url: str) -> Scheme:
@@ -116,7 +118,8 @@ def redact_text(text: str) -> str:
 
     def redacted(match: re.Match) -> str:
         url = match.group()
-        kept = len(url.rstrip(_TRAILING))
+        line_numbers = _LINE_NUMBERS.search(url)
+        kept = line_numbers.start() if line_numbers else len(url.rstrip(_TRAILING))
         return redact(url[:kept]) + url[kept:]
 
     return _URL_IN_TEXT.sub(redacted, text)
