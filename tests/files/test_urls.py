@@ -79,6 +79,19 @@ def test_a_name_maps_back_to_its_full_url_from_this_process_or_the_jobs_environm
     assert urls.remember("http://u:p@h/x") == "http://***@h/x" and urls.full_url("http://***@h/x") == "http://u:p@h/x"
 
 
+def test_two_urls_of_one_name_are_refused_for_the_jobs_environment_naming_neither_secret():
+    """``?key=a.jsonl`` and ``?key=b.jsonl`` (key is a secret word) have one name, which maps back to one URL: a
+    workflow job of the dataset of a then read b (refused as changed since planned, a false reason). Refused at
+    planning, where the config's URLs become the jobs' environment."""
+    one, other = "https://host/dl?key=a.jsonl", "https://host/dl?key=b.jsonl"
+    with pytest.raises(TokenmillError) as refused:
+        urls.urls_variable(["data/raw/x.jsonl", one, other])
+    assert str(refused.value).startswith("https://host/dl?key=***: two different URLs have this name once their "
+                                         "secrets are hidden (***)")
+    assert "a.jsonl" not in str(refused.value) and "b.jsonl" not in str(refused.value)
+    assert json.loads(urls.urls_variable([one, one, PRESIGNED])) == sorted([one, PRESIGNED])  # one URL twice: itself
+
+
 def test_the_scheme_table_makes_the_url_check_and_the_error_of_another_scheme():
     assert [scheme.prefix for scheme in urls.SCHEMES] == list(urls.PREFIXES)
     assert all(urls.is_url(f"{prefix}x/y") for prefix in urls.PREFIXES) and not urls.is_url("ftp://x/y")
