@@ -266,6 +266,31 @@ def test_a_url_with_user_and_password_authenticates_and_names_neither(tmp_path, 
         assert b"Pa55word" not in output and b"alice" not in output
 
 
+class _KeyServer(RangeServer):
+    """A download endpoint that names the file by a query parameter, ``/dl?key=NAME``: key is a secret word."""
+
+    def answer(self, handler, head: bool) -> None:
+        from urllib.parse import parse_qs, urlsplit
+
+        data = self.files.get("/" + parse_qs(urlsplit(handler.path).query).get("key", [""])[0])
+        if data is None:
+            return self.reply(handler, 404, b"not found", head)
+        self.serve_bytes(handler, data, head, f'"{hashlib.md5(data).hexdigest()}"', self.modified)
+
+
+def test_two_urls_that_differ_only_in_a_hidden_value_are_refused_never_one_read_for_both(tmp_path, capsys):
+    """``pack URL?key=a URL?key=b --allow-duplicate-inputs`` packed b twice and a never, exit 0: both have the name
+    ``URL?key=***``, which maps back to the URL given last. Refused in one line before anything is read."""
+    lines = MIXED_JSONL.read_bytes().splitlines(keepends=True)
+    with _KeyServer({"/a.jsonl": b"".join(lines[:5]), "/b.jsonl": b"".join(lines[5:])}) as server:
+        one, other = f"{server.url}/dl?key=a.jsonl", f"{server.url}/dl?key=b.jsonl"
+        code, refused = tokenmill("pack", one, other, "--allow-duplicate-inputs", *PACK, "-o", tmp_path / "x.pbin",
+                                  capsys=capsys)
+    assert code == 1 and refused.startswith(f"tokenmill: error: {server.url}/dl?key=***: two different URLs have "
+                                            f"this name once their secrets are hidden"), refused
+    assert not server.requests and not list(tmp_path.iterdir())
+
+
 def test_a_presigned_url_reads_and_every_output_names_it_without_its_signature(tmp_path, capsys, monkeypatch):
     query = "X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Credential=AKIAPLANTED%2Fus-east-1&X-Amz-Signature=feedc0ffee42"
     text = MIXED_JSONL.read_bytes()

@@ -46,6 +46,14 @@ def test_redact_text_redacts_every_url_of_a_message_and_keeps_its_punctuation():
     assert "0123456789abcdef" not in redacted and "hunter2" not in redacted
 
 
+def test_redact_text_keeps_the_line_number_after_a_presigned_url():
+    """A bad line's error, ``URL:LINE: reason``, names its line after the URL is redacted, the last query value's
+    too (it was taken as part of the signature and hidden with it)."""
+    message = f"{PRESIGNED}:9: invalid JSON (unexpected end of data at byte 51)"
+    assert urls.redact_text(message) == f"{urls.redact(PRESIGNED)}:9: invalid JSON (unexpected end of data at byte 51)"
+    assert urls.redact_text(f"see {PRESIGNED}:12:3: bad") == f"see {urls.redact(PRESIGNED)}:12:3: bad"
+
+
 def test_user_info_is_taken_out_of_the_address_for_basic_authentication():
     assert urls.user_info("http://al%40ice:p%3Ass@host/a?x=1") == ("http://host/a?x=1", ("al@ice", "p:ss"))
     assert urls.user_info("http://host/a@b") == ("http://host/a@b", None)
@@ -69,6 +77,19 @@ def test_a_name_maps_back_to_its_full_url_from_this_process_or_the_jobs_environm
     monkeypatch.setattr(urls, "_full_urls", {})
     monkeypatch.delenv(urls.URLS_VARIABLE)
     assert urls.remember("http://u:p@h/x") == "http://***@h/x" and urls.full_url("http://***@h/x") == "http://u:p@h/x"
+
+
+def test_two_urls_of_one_name_are_refused_for_the_jobs_environment_naming_neither_secret():
+    """``?key=a.jsonl`` and ``?key=b.jsonl`` (key is a secret word) have one name, which maps back to one URL: a
+    workflow job of the dataset of a then read b (refused as changed since planned, a false reason). Refused at
+    planning, where the config's URLs become the jobs' environment."""
+    one, other = "https://host/dl?key=a.jsonl", "https://host/dl?key=b.jsonl"
+    with pytest.raises(TokenmillError) as refused:
+        urls.urls_variable(["data/raw/x.jsonl", one, other])
+    assert str(refused.value).startswith("https://host/dl?key=***: two different URLs have this name once their "
+                                         "secrets are hidden (***)")
+    assert "a.jsonl" not in str(refused.value) and "b.jsonl" not in str(refused.value)
+    assert json.loads(urls.urls_variable([one, one, PRESIGNED])) == sorted([one, PRESIGNED])  # one URL twice: itself
 
 
 def test_the_scheme_table_makes_the_url_check_and_the_error_of_another_scheme():

@@ -65,6 +65,20 @@ def test_documents_that_do_not_fit_are_refused():
         pack_best_fit(np.array([0, 3]), np.array([3, 12]), 8)
 
 
+def test_a_length_whose_tree_does_not_fit_in_memory_is_refused_in_one_line(monkeypatch):
+    """The kernel's memory grows with the length (--seq-length 2147483648 ended in a MemoryError traceback)."""
+    from tokenmill.packing import best_fit
+
+    def out_of_memory(*_):
+        raise MemoryError
+
+    monkeypatch.setattr(best_fit._kernels, "best_fit_bins", out_of_memory)
+    with pytest.raises(TokenmillError, match=r"^sequence length 2,147,483,647: best fit needs ~64.0 GiB for a "
+                                             r"length this long \(memory in proportion to it\), more than this "
+                                             r"machine gives$"):
+        pack_best_fit(np.array([0, 3]), np.array([3, 12]), 2**31 - 1)
+
+
 @pytest.mark.parametrize("seed", range(5))
 def test_every_document_is_in_one_sample_and_no_sample_overflows(seed):
     rng = np.random.default_rng(seed)

@@ -86,6 +86,29 @@ def test_the_log_says_the_tokens_truncate_dropped_of_each_split_beside_the_paddi
     assert len(log) == 1 and "1 longer: fragment kept every one of the train split's 23 tokens;" in log[0]
 
 
+def test_a_rebuild_killed_after_its_first_array_leaves_no_description_of_other_arrays(tmp_path, monkeypatch):
+    """A packed index rewritten in its folder (``best-fit -o DIR`` again, at another L) and killed between its arrays
+    and its description: the folder holds no description, never the old one over the new arrays (which inspect
+    read as samples of 128 tokens at L = 64, "-64 padding")."""
+    write_documents(tmp_path / "d", [[1] * 50 + [9], [2] * 70 + [9], [3] * 20 + [9]] * 10)
+    build_packed_index(tmp_path / "d", tmp_path / "cache", 64, 1, "1,0,0", "truncate")
+    saved = np.save
+
+    def killed(*_, **__):
+        raise KeyboardInterrupt
+
+    def killed_after_one(handle, array, **options):
+        saved(handle, array, **options)
+        monkeypatch.setattr(np, "save", killed)
+
+    monkeypatch.setattr(np, "save", killed_after_one)
+    with pytest.raises(KeyboardInterrupt):
+        build_packed_index(tmp_path / "d", tmp_path / "cache", 128, 1, "1,0,0", "truncate")
+    monkeypatch.setattr(np, "save", saved)
+    with pytest.raises(TokenmillError, match="no packed index"):
+        load_packed_index(tmp_path / "cache", "truncate", "train")
+
+
 def test_a_small_share_truncated_is_said_without_a_warning():
     figures = {"split_name": "valid", "long_document_strategy": "truncate", "tokens": 1000,
                "long_tokens_dropped": 50, "sequence_length": 8}

@@ -12,6 +12,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder
+from tokenmill.megatron.blend import build_blend_cache
 from tokenmill.megatron.index_cache import build_gpt_cache, null_tokenizer_identifiers
 from tokenmill.verify.index_caches import duplicate_caches, verify_cache
 
@@ -77,6 +78,21 @@ def test_a_second_cache_of_one_dataset_spelled_otherwise_is_one_problem_for_its_
     assert f"differing in dataset_path '{cache.parent / 'd'}', 'd'" in problems[("GPTDataset", "train")] or \
         f"differing in dataset_path 'd', '{cache.parent / 'd'}'" in problems[("GPTDataset", "train")]
     assert verify_cache(cache)[-1] == problems[("GPTDataset", "train")]
+
+
+def test_a_blends_parts_of_equal_tokens_are_no_second_cache_of_one_dataset_but_a_stray_one_still_is(cache):
+    """Two datasets made from copies of one file hold equal tokens: the blend of both reads each part's cache, so
+    its folder is sound (it failed the workflow's verify); a job's own spelling of one of them is still named."""
+    for name in ("a", "b"):
+        for suffix in (".bin", ".idx"):
+            (cache.parent / f"{name}{suffix}").write_bytes((cache.parent / f"d{suffix}").read_bytes())
+    blend = cache.parent / "blend"
+    build_blend_cache([str(cache.parent / "a"), str(cache.parent / "b")], [0.5, 0.5], blend, 32, 7, "1,0,0",
+                      {"train": 100, "valid": 0, "test": 0}, null_tokenizer_identifiers(1000))
+    assert duplicate_caches(blend) == {} and verify_cache(blend) == []
+    build_gpt_cache(cache.parent / "a", blend, 32, 7, "1,0,0", {"train": 60}, null_tokenizer_identifiers(1000),
+                    dataset_path="a")  # a job that spelled a's path relative
+    assert list(duplicate_caches(blend)) == [("GPTDataset", "train")]
 
 
 @settings(max_examples=25, deadline=None)

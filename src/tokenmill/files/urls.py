@@ -31,7 +31,7 @@ from urllib.parse import unquote
 from tokenmill.errors import TokenmillError
 
 __all__ = ["Scheme", "SCHEMES", "PREFIXES", "URLS_VARIABLE", "REDACTED", "scheme_of", "is_url", "redact",
-           "redact_text", "remember", "full_url", "urls_variable", "user_info"]
+           "redact_text", "remember", "full_url", "refuse_shared_names", "urls_variable", "user_info"]
 
 
 @dataclass(frozen=True)
@@ -66,6 +66,8 @@ _SECRET_WORDS = re.compile(r"token|signature|sig|key|credential|secret|password|
 # A URL inside a message: from a known scheme up to whitespace or a quote; trailing punctuation is the message's.
 _URL_IN_TEXT = re.compile(r"(?:s3|gs|https?|hf)://[^\s'\"<>`]+")
 _TRAILING = ":,;.)]}"
+# A message's "URL:LINE:" (a bad line's number, or LINE:COLUMN): the numbers are the message's, never a secret value's.
+_LINE_NUMBERS = re.compile(r"(?::[0-9]+)+:$")
 
 
 def scheme_of(url: str) -> Scheme:
@@ -116,7 +118,8 @@ def redact_text(text: str) -> str:
 
     def redacted(match: re.Match) -> str:
         url = match.group()
-        kept = len(url.rstrip(_TRAILING))
+        line_numbers = _LINE_NUMBERS.search(url)
+        kept = line_numbers.start() if line_numbers else len(url.rstrip(_TRAILING))
         return redact(url[:kept]) + url[kept:]
 
     return _URL_IN_TEXT.sub(redacted, text)
@@ -169,7 +172,30 @@ def full_url(name: str) -> str:
     return name
 
 
+def refuse_shared_names(urls: Iterable[str]) -> None:
+    """Refuse two different URLs among ``urls`` (files and URLs) that have one name: they differ only in values
+    hidden as secrets (``?key=a.jsonl`` and ``?key=b.jsonl``). Records, commands and pins name a URL by its name,
+    and a name maps back to one full URL (:func:`full_url`), so one of the two would be read for both.
+
+    Raises:
+        TokenmillError: two such URLs, named by their name alone.
+    """
+    seen: dict[str, str] = {}
+    for url in urls:
+        if is_url(url) and seen.setdefault(redact(url), url) != url:
+            raise TokenmillError(f"{redact(url)}: two different URLs have this name once their secrets are hidden "
+                                 f"({REDACTED}), and tokenmill names a URL by it everywhere, so it would read one of "
+                                 f"them for both; give them URLs that differ outside their secret parts (user info, "
+                                 f"signatures, and parameters named like key, token or sig)")
+
+
 def urls_variable(urls: Iterable[str]) -> str:
     """The value of ``TOKENMILL_URLS`` for the jobs of a config whose inputs are ``urls`` (files and URLs): its
-    URLs that hold a secret, as a JSON list."""
+    URLs that hold a secret, as a JSON list.
+
+    Raises:
+        TokenmillError: two URLs of one name (:func:`refuse_shared_names`).
+    """
+    urls = list(urls)
+    refuse_shared_names(urls)
     return json.dumps(sorted({url for url in urls if is_url(url) and redact(url) != url}))

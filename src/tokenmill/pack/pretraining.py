@@ -56,6 +56,7 @@ from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import FileIdentity, file_sha256, named_twice, refuse_inputs_as_outputs
 from tokenmill.files.objects import ObjectIdentity, expand_url, is_url, pin, pinned_identity
+from tokenmill.files.urls import refuse_shared_names
 from tokenmill.formats.datatrove import DatatroveWriter, datatrove_paths, token_size_for
 from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder, optimal_dtype
 from tokenmill.formats.pbin import LAYOUT_050, PbinWriter
@@ -114,7 +115,8 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
     Raises:
         TokenmillError: a bad line under ``on_bad_line="error"`` (naming file and line), an
             unreadable input, index or tokenizer, a truncated or corrupt archive, a byte range of
-            several or compressed inputs, no output asked for, or an output that is one of the inputs.
+            several or compressed inputs, no output asked for, an output that is one of the inputs, or two
+            input URLs of one redacted name.
     """
     outputs = _output_paths(out_path, megatron_prefix, datatrove_name)
     inputs, identities, compressions = _check_arguments(inputs, outputs, settings, indexes, byte_range, row_groups)
@@ -194,6 +196,7 @@ def _check_arguments(inputs: list[str], outputs: list[str], settings: PackSettin
     Raises:
         TokenmillError: see :func:`pack`.
     """
+    refuse_shared_names(inputs)  # before names stand for them
     inputs = [url for path in inputs for url in (expand_url(path) if is_url(path) else [path])]
     if indexes is not None and len(indexes) != len(inputs):
         raise TokenmillError(f"got {len(indexes)} index files for {len(inputs)} inputs")

@@ -16,7 +16,9 @@ numpy's own, as OLMo-core's packer has it (:mod:`tokenmill.packing.olmo_cache` r
 
 Cost: the sort O(N log N), the packing O(N log capacity) in C (``_kernels.best_fit_bins``: a max segment tree
 over the rooms 1..capacity and a FIFO queue of bins per room), then one stable argsort of the bin numbers.
-Memory: ~40 bytes per document plus 16 bytes per unit of capacity: 10 M documents in ~0.4 GiB.
+Memory: ~40 bytes per document plus 32 to 48 bytes per unit of capacity (the tree over the next power of two,
+and the queues): 10 M documents in ~0.4 GiB; a capacity of 2**31 - 1 needs ~64 GiB, refused in one line where
+the machine has less.
 """
 
 from __future__ import annotations
@@ -107,7 +109,12 @@ def pack_best_fit(starts: np.ndarray, ends: np.ndarray, capacity: int, sort: str
     sorted_lengths = lengths[order]
     del lengths  # (10 M documents: each array of them is 80 MB)
     bins = np.empty(len(order), dtype=np.int64)
-    num_bins = _kernels.best_fit_bins(sorted_lengths, capacity, bins)
+    try:
+        num_bins = _kernels.best_fit_bins(sorted_lengths, capacity, bins)
+    except MemoryError:
+        needed = 16 * (1 << (capacity - 1).bit_length()) + 16 * (capacity + 1)  # the tree and the queues
+        raise TokenmillError(f"sequence length {capacity:,}: best fit needs ~{needed / 2**30:,.1f} GiB for a length "
+                             f"this long (memory in proportion to it), more than this machine gives") from None
     sample_offsets = np.concatenate([[0], np.cumsum(np.bincount(bins, minlength=num_bins))]).astype(np.int64)
     documents_by_sample = np.argsort(bins, kind="stable")  # within a bin, in the order they went in
     return BestFit(order, sample_offsets, documents_by_sample, sorted_lengths, capacity)

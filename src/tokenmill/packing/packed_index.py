@@ -257,7 +257,9 @@ def _piece_problems(path: Path, pieces: np.ndarray, offsets: np.ndarray,
 
 def write_packing_output(folder: Path, names: dict[str, str], arrays: dict[str, np.ndarray], description: dict) -> None:
     """Each array as ``.npy`` and the description as JSON (sorted keys), under ``names``, each written atomically;
-    the description last, so that a folder with one holds its arrays whole."""
+    the description last, so that a folder with one holds its arrays whole: an earlier description goes first, as
+    a run killed while rewriting the folder would leave it beside the new arrays."""
+    (folder / names["description"]).unlink(missing_ok=True)
     for key, array in arrays.items():
         with atomic_output(folder / names[key]) as temporary, open(temporary, "wb") as handle:
             np.save(handle, array, allow_pickle=False)

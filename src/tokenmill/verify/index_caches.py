@@ -81,9 +81,10 @@ def duplicate_caches(folder: str | os.PathLike) -> dict[tuple[str, str], str]:
     differently (Megatron hashes the path as given); which one a run used, nothing says. Caches are of
     one dataset when their fingerprints (tokenmill's, of the ``.idx``) are equal, or, where one has
     none (Megatron built it), when their dataset paths end in the same file name. Caches of other
-    datasets (a folder shared as ``--data-cache-path``, a blend's parts) are no problem; names of one
-    cache for several tokenizer identities count as one. Descriptions that are not JSON objects are
-    left to :func:`verify`. Cost: reads every description and fingerprint.
+    datasets (a folder shared as ``--data-cache-path``, a blend's parts) are no problem, nor are the parts a
+    blend of the folder names, though two hold equal tokens (two datasets made from copies of one file): the
+    blend's job reads each; names of one cache for several tokenizer identities count as one. Descriptions
+    that are not JSON objects are left to :func:`verify`. Cost: reads every description and fingerprint.
 
     Returns:
         ``{(class name, split): problem}``, e.g. ``("GPTDataset", "train")``.
@@ -91,6 +92,7 @@ def duplicate_caches(folder: str | os.PathLike) -> dict[tuple[str, str], str]:
     folder = Path(folder)
     caches: dict[tuple[str, str], dict[str, tuple[Path, dict]]] = {}  # (class, split) → arrays key → first
     separate: dict[tuple[str, str], list[Path]] = {}  # (class, split) → names of one key not linked to the first
+    blend_parts: set[str] = set()  # arrays keys of the datasets a blend of the folder names
     for description_path in sorted(folder.glob("*-description.txt")):
         parts = description_path.name[:-len("-description.txt")].split("-")
         if len(parts) != 3:
@@ -100,6 +102,8 @@ def duplicate_caches(folder: str | os.PathLike) -> dict[tuple[str, str], str]:
         except ValueError:
             continue
         if isinstance(identifiers, dict):
+            if parts[1] == "BlendedDataset" and isinstance(identifiers.get("datasets"), list):
+                blend_parts.update(_arrays_key(part) for part in identifiers["datasets"] if isinstance(part, dict))
             first = caches.setdefault((parts[1], parts[2]), {}).setdefault(_arrays_key(identifiers),
                                                                             (description_path, identifiers))
             if first[0] != description_path and not _same_arrays(first[0], description_path):
@@ -107,6 +111,7 @@ def duplicate_caches(folder: str | os.PathLike) -> dict[tuple[str, str], str]:
     clashes = {}
     for (class_name, split), found in caches.items():
         groups = [list(found.values())] if class_name != "GPTDataset" else _by_dataset(list(found.values()))
+        groups = [_beside_blend_parts(group, blend_parts) for group in groups]
         clash = next((group for group in groups if len(group) > 1), None)
         if clash:
             clashes[(class_name, split)] = _clash_problem(folder, class_name, split, clash)
@@ -150,6 +155,12 @@ def _by_dataset(caches: list[tuple[Path, dict]]) -> list[list[tuple[Path, dict]]
         else:
             groups.append([(description_path, identifiers, fingerprint, name)])
     return [[(path, identifiers) for path, identifiers, _, _ in group] for group in groups]
+
+
+def _beside_blend_parts(caches: list[tuple[Path, dict]], blend_parts: set[str]) -> list[tuple[Path, dict]]:
+    """Caches of one dataset with those a blend names counted as one: the blend reads each of its parts."""
+    named = [cache for cache in caches if _arrays_key(cache[1]) in blend_parts]
+    return named[:1] + [cache for cache in caches if _arrays_key(cache[1]) not in blend_parts]
 
 
 def _clash_problem(folder: Path, class_name: str, split: str, caches: list[tuple[Path, dict]]) -> str:
