@@ -14,7 +14,6 @@ from tokenmill.config import default
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import atomic_output
 from tokenmill.files.identity import refuse_inputs_as_outputs
-from tokenmill.formats.mmidx import is_megatron_index, prefix_of
 
 
 def add_inspect(verbs: argparse._SubParsersAction) -> None:
@@ -83,15 +82,9 @@ def _verify(args: argparse.Namespace) -> None:
                 for problem in verify(path, jsonl=args.jsonl, against_tokenizer=args.against_tokenizer,
                                       inputs=args.inputs, on_bad_line=args.on_bad_line)]
     if args.made_from and not problems:
-        from tokenmill.verify.checks import verify_made_from
+        from tokenmill.verify.checks import made_from_problems
 
-        prefixes = [prefix_of(path) for path in args.paths if is_megatron_index(f"{prefix_of(path)}.idx")]
-        from tokenmill.formats.olmo import is_olmo_folder
-
-        names = [path[:-len(".ds")] for path in args.paths if path.endswith(".ds")]
-        olmo = [path for path in args.paths if is_olmo_folder(path)]
-        problems = verify_made_from(args.made_from, prefixes[0] if prefixes else None, names[0] if names else None,
-                                    olmo[0] if olmo else None)
+        problems = made_from_problems(args.made_from, args.paths)
     for problem in problems:
         print(problem, file=sys.stderr)
     if problems:

@@ -147,8 +147,8 @@ def made_from_problems(pbin_path: str | os.PathLike, paths: list[str | os.PathLi
 def verify_made_from(pbin_path: str | os.PathLike, megatron_prefix: str | os.PathLike | None = None,
                      datatrove_name: str | os.PathLike | None = None,
                      olmo_folder: str | os.PathLike | None = None) -> list[str]:
-    """:func:`made_from_problems` of a Megatron prefix, a datatrove ``NAME`` and an OLMo folder (None: left out), as
-    ``tokenmill verify --made-from`` names them until the CLI passes its paths on as given.
+    """:func:`made_from_problems` of a Megatron prefix, a datatrove ``NAME`` and an OLMo folder (None: left out), each
+    named as its own tools name it (``tokenmill verify --made-from`` passes its paths on as given).
 
     Raises:
         TokenmillError: an unreadable ``.pbin`` or sidecar.
