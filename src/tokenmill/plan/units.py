@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import FileIdentity, named_twice
-from tokenmill.files.objects import ObjectIdentity, expand_url, is_url, pinned_identity
+from tokenmill.files.objects import ObjectIdentity, pinned_identity
+from tokenmill.files.source import Source, expand, input_key, is_missing_file, local_paths
 from tokenmill.files.urls import redact
 from tokenmill.formats.kinds import BEST_FIT_FORMATS, BEST_FIT_POWER_OF_TWO, EOS_SCANNED
 from tokenmill.formats.mmidx import prefix_of
@@ -94,16 +95,6 @@ def parse_size(key: str, value: int | str | None) -> int | None:
     if size < 1:
         raise TokenmillError(f"{key}: {value!r} is less than one byte")
     return size
-
-
-def _expand(pattern: str) -> list[str]:
-    """An ``inputs`` entry's files: the file itself when it exists (a name may hold ``[``, ``*`` or
-    ``?``), else the glob's matches, sorted; for an object URL, the bucket's matching keys."""
-    if is_url(pattern):
-        return expand_url(pattern)
-    if os.path.exists(pattern) or not glob.has_magic(pattern):
-        return [pattern]
-    return sorted(glob.glob(pattern))
 
 
 def _text_bytes(file: InputFile) -> int:
@@ -251,19 +242,15 @@ class Units:
         paths, seen = [], {}  # (device, inode) → the first path naming that file (links included)
         for pattern in dataset["inputs"]:
             try:
-                matches = _expand(pattern)
+                matches = expand([pattern], local_globs=True)
             except TokenmillError as exc:
                 raise TokenmillError(f"datasets.{name}.inputs: {exc}") from None
             if not matches:
                 raise TokenmillError(f"datasets.{name}.inputs: {pattern!r} matches no file")
             for path in matches:
-                if is_url(path):
-                    key = (path,)
-                elif not os.path.isfile(path):
+                if is_missing_file(path):
                     raise TokenmillError(f"datasets.{name}.inputs: {path}: no such file")
-                else:
-                    stat = os.stat(path)
-                    key = (stat.st_dev, stat.st_ino)
+                key = input_key(path)
                 first = seen.get(key)
                 if first is not None and not dataset["allow_duplicate_inputs"]:
                     raise TokenmillError(
@@ -360,15 +347,14 @@ class Units:
         for k, path in enumerate(paths):
             stem = name if len(paths) == 1 else f"{name}.part{k}"
             try:
-                compression = input_compression(path)
-                if is_url(path):  # streamed whole by its pack job (a byte range would need a raw index first)
-                    identity = pinned_identity(path)
-                    files.append(InputFile(stem, path, compression, identity.size, 0, identity.tag))
-                    continue
+                source = Source.resolve(path, repin=False)
+                compression = input_compression(source)
             except TokenmillError as exc:
                 raise TokenmillError(f"datasets.{name}.inputs: {exc}") from None
-            stat = os.stat(path)
-            files.append(InputFile(stem, path, compression, stat.st_size, stat.st_mtime_ns))
+            if source.is_url:  # streamed whole by its pack job (a byte range would need a raw index first)
+                files.append(InputFile(stem, path, compression, source.size, 0, source.identity.tag))
+            else:
+                files.append(InputFile(stem, path, compression, source.size, source.identity.mtime_ns))
         self.dataset_files[name] = files
         self.files.update((file.stem, file) for file in files)
         shard_bytes = parse_size(f"datasets.{name}.shard_bytes", dataset["shard_bytes"])
@@ -497,7 +483,7 @@ class Units:
     def unit_local_inputs(self, unit: str) -> list[str]:
         """The input files a unit packs that Snakemake sees: its objects are read by URL, and their ETags
         (:meth:`tokenmill.plan.commands.Commands.unit_identity`) rerun it when one is replaced."""
-        return [path for path in self.unit_inputs(unit) if not is_url(path)]
+        return local_paths(self.unit_inputs(unit))
 
     def build_inputs(self, build: str) -> list[InputFile]:
         """The input files of a build, in order."""
@@ -603,7 +589,7 @@ class Units:
             if sft["tokenizer"] not in self.config["tokenizers"]:
                 raise TokenmillError(f"sft.{name}.tokenizer: {sft['tokenizer']!r} is not in tokenizers")
             for path in sft["inputs"]:  # a missing file must not keep an old build
-                if not is_url(path) and not os.path.isfile(path):
+                if is_missing_file(path):
                     raise TokenmillError(f"sft.{name}.inputs: {path}: no such file")
             try:
                 self.sft_objects(name)  # objects: listed and reachable now, as datasets' are
@@ -623,7 +609,7 @@ class Units:
         entry = self.config["sft"][name]
         tokenizer_path = self.config["tokenizers"][entry["tokenizer"]]["path"]
         template = chat_template_file(entry.get("chat_template"), tokenizer_path)
-        return [*(path for path in entry["inputs"] if not is_url(path)), tokenizer_path,
+        return [*local_paths(entry["inputs"]), tokenizer_path,
                 *([template] if template is not None and template != tokenizer_path else [])]
 
     def sft_objects(self, name: str) -> list[ObjectIdentity]:
@@ -632,8 +618,9 @@ class Units:
         Raises:
             TokenmillError: an object or a bucket that cannot be reached, a glob matching nothing.
         """
-        return [pinned_identity(url) for pattern in self.config["sft"][name]["inputs"] if is_url(pattern)
-                for url in expand_url(pattern)]
+        inputs = self.config["sft"][name]["inputs"]
+        local = set(local_paths(inputs))
+        return [pinned_identity(url) for url in expand(pattern for pattern in inputs if pattern not in local)]
 
 
 def with_urls_redacted(config: dict) -> dict:
@@ -652,7 +639,7 @@ def with_local_paths_absolute(config: dict) -> dict:
     in Snakemake's folder of local copies, not in the working directory those paths are relative to."""
 
     def absolute(path: str) -> str:
-        return path if is_url(path) else os.path.abspath(path)
+        return os.path.abspath(path) if local_paths([path]) else path
 
     config = copy.deepcopy(config)
     for section in ("datasets", "sft"):

@@ -39,7 +39,6 @@ from pathlib import Path
 import numpy as np
 
 from tokenmill.errors import TokenmillError
-from tokenmill.files.objects import is_url
 from tokenmill.formats.datatrove import DatatroveFile, is_datatrove
 from tokenmill.formats.kinds import TOKENS_READ_IN, source_unit
 from tokenmill.formats.mmidx import MMapIndexedDataset, is_megatron_index, prefix_of
@@ -151,15 +150,16 @@ def describe(path: str | os.PathLike) -> list[str]:
         if meta:
             tokenizer = meta.get("tokenizer", {})
 
-            def found(file: str) -> str:  # (an object's URL is looked up by verify, not here)
-                return file if is_url(file) or os.path.exists(file) else \
+            def found(entry: dict) -> str:  # (an object, recorded with its version, is looked up by verify)
+                file = str(entry.get("path"))
+                return file if "object" in entry or os.path.exists(file) else \
                     f"{file} (not found, {resolved_against(meta, path)})"
 
             kind = f", {tokenizer['type']} (as {tokenizer.get('reference')} encodes)" if tokenizer.get("type") else ""
-            lines += [f"tokenizer: {found(str(tokenizer.get('path')))} "
+            lines += [f"tokenizer: {found(tokenizer)} "
                       f"(sha256 {str(tokenizer.get('sha256'))[:16]}...), vocab {tokenizer.get('vocab_size')}{kind}",
                       _eod_line(meta), f"skipped lines: {meta.get('skipped', {}) or 'none'}"]
-            lines += [f"source: {found(s['path'])} ({s['bytes']} bytes, {s['documents']} documents)"
+            lines += [f"source: {found(s)} ({s['bytes']} bytes, {s['documents']} documents)"
                       for s in meta.get("sources", [])]
         return lines
     prefix = Path(prefix_of(path))
