@@ -85,4 +85,4 @@ def test_stale_index_pointing_past_the_file_is_refused(tmp_path):
 def test_missing_input_is_a_one_line_error(tmp_path):
     result = run_tokenmill("index", tmp_path / "nope.jsonl", check=False)
     assert result.returncode == 1
-    assert result.stderr == f"tokenmill: error: {tmp_path / 'nope.jsonl'}: cannot read (No such file or directory)\n"
+    assert result.stderr == f"tokenmill: error: {tmp_path / 'nope.jsonl'}: input file not found\n"

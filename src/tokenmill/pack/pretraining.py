@@ -143,10 +143,7 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
                           settings.add_special_tokens)
         for item in read:
             _pack_input(item, job, writer, log)
-        for source in dict.fromkeys(sources):  # the bytes hashed and packed are the bytes recorded
-            if not source.is_url and (now := FileIdentity.of(source.name)) != source.identity:
-                raise TokenmillError(f"{source.name}: modified while it was being packed ({source.size} → "
-                                     f"{now.size} bytes); nothing was written")
+        _refuse_modified(sources)
         meta = _sidecar(job, read, writer, check_fraction)
         if writer.pbin is not None:
             writer.pbin.sidecar = meta
@@ -161,6 +158,19 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
     if note := eod_within_note(meta):
         log(f"warning: {note}")
     return meta
+
+
+def _refuse_modified(sources: list[Source]) -> None:
+    """The bytes hashed and packed are the bytes recorded: a local input modified since the job resolved it stops
+    the job (an object's reads were of its pinned version).
+
+    Raises:
+        TokenmillError: naming the file.
+    """
+    for source in dict.fromkeys(sources):
+        if not source.is_url and (now := FileIdentity.of(source.name)) != source.identity:
+            raise TokenmillError(f"{source.name}: modified while it was being packed ({source.size} → "
+                                 f"{now.size} bytes); nothing was written")
 
 
 def _output_paths(out_path: str | None, megatron_prefix: str | None, datatrove_name: str | None) -> list[str]:

@@ -1,8 +1,9 @@
 """What a config builds: datasets → builds → units (a file, a byte-range shard of a big plain file, a run of row
-groups of a big Parquet file, or a group of small files), blends and SFT sets, the inputs each job reads, and
-every check of the config that needs a look at the files (inputs that exist once and outside the output
-folders, tokenizers and their EODs, sampling, blend weights); from the config and one look at each input (a
-``stat``, an object's ``HEAD``, a big Parquet file's footer). See :mod:`tokenmill.plan` for the names.
+groups of a big Parquet file, or a group of small files), blends and SFT sets, and the inputs each job reads; from
+the config and one look at each input (a ``stat``, an object's ``HEAD``, a big Parquet file's footer). What is
+refused as it plans: inputs named twice or matching nothing, tokens that are not there, blend weights, and the
+config checks of :mod:`tokenmill.plan.config_checks` (tokenizers and their EODs, text fields, sampling, SFT sets,
+inputs outside the output folders). See :mod:`tokenmill.plan` for the names.
 
 Cost: one ``glob`` (or bucket listing) per pattern and one ``stat`` per input file; the rest is O(units).
 """
@@ -20,19 +21,16 @@ from tokenmill.files.identity import FileIdentity, named_twice
 from tokenmill.files.objects import ObjectIdentity, pinned_identity
 from tokenmill.files.source import Source, expand, input_key, is_missing_file, local_paths
 from tokenmill.files.urls import redact
-from tokenmill.formats.kinds import BEST_FIT_FORMATS, BEST_FIT_POWER_OF_TWO, EOS_SCANNED
 from tokenmill.formats.mmidx import prefix_of
-from tokenmill.formats.provenance import field_keys
 from tokenmill.inputs.jsonl import input_compression
 from tokenmill.inputs.parquet import row_group_units
-from tokenmill.inputs.text_selection import TextSelector
 from tokenmill.megatron.blend import check_weights
-from tokenmill.megatron.gpt_indices import parse_split
-from tokenmill.megatron.job_tokenizer import DEFAULT_VERSION, SUPPORTED_TYPES, job_tokenizer
+from tokenmill.megatron.job_tokenizer import SUPPORTED_TYPES
 from tokenmill.pack.tokens_in import token_source_files
-from tokenmill.plan.layout import OUTPUT_FOLDERS, RAW_FOLDER, STALE_FOLDER, cache_folder
-from tokenmill.tokenization.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS
-from tokenmill.tokenization.tokenizer import check_eod_in_file
+from tokenmill.plan.config_checks import (check_fields, check_inputs_outside_outputs, check_sampling, check_sft,
+                                          check_tokenizers)
+from tokenmill.plan.layout import cache_folder
+from tokenmill.tokenization.families import TIKTOKEN_DEFAULT_SPECIALS
 
 __all__ = ["InputFile", "Unit", "Build", "Units", "parse_size", "job_flags_of", "MAX_LISTED_INPUT_CHARS",
            "with_local_paths_absolute", "with_urls_redacted"]
@@ -152,7 +150,7 @@ class Units:
         self.row_group_bytes: dict[str, list[int]] = {}  # file stem → compressed bytes per row group (big Parquet)
         self._row_group_ranges: dict[str, list[tuple[int, int]]] = {}
         self.token_sources: dict[str, list[str]] = {}  # build → its tokens entries (prefixes, .pbin), globs expanded
-        self._check_tokenizers()
+        self.ordinary_eods = check_tokenizers(config)  # tokenizer → an EOD that is an ordinary vocabulary token
         for name, dataset in config["datasets"].items():
             if bool(dataset["inputs"]) == bool(dataset["tokens"]):
                 raise TokenmillError(f"datasets.{name}: give inputs (JSONL to tokenize) or tokens (.bin/.idx prefixes "
@@ -161,56 +159,19 @@ class Units:
                 self._plan_tokens(name)
             else:
                 self._plan_dataset(name)
-        self._check_sampling()
+        check_sampling(config, self.ordinary_eods, self.tokenizer_names)
         self.blends = {name: self._blend_builds(name) for name in config["blends"]}
-        self._check_sft()
-        self._check_inputs_outside_outputs()
+        check_sft(config, self.sft_objects)
+        check_inputs_outside_outputs(self._named_inputs())
 
-    def _check_inputs_outside_outputs(self) -> None:
-        """Refuse an input or tokenizer that lies in a folder the workflow writes (or moves earlier plans'
-        outputs to): Snakemake would delete it before the job that writes there, or the prune move it."""
-        folders = [os.path.realpath(folder) for folder in (*OUTPUT_FOLDERS, STALE_FOLDER)]
+    def _named_inputs(self) -> list[tuple[str, str]]:
+        """Every input and tokenizer of the config, with the key that names it: ``(key, path)``."""
         named = [(f"datasets.{name}.inputs", file.path) for name, files in self.dataset_files.items() for file in files]
         named += [(f"datasets.{self.builds[build].dataset}.tokens", path) for build in self.token_sources
                   for path in self.token_files(build)]
         named += [(f"sft.{name}.inputs", path) for name, entry in self.config["sft"].items()
                   for path in entry["inputs"]]
-        named += [(f"tokenizers.{name}.path", entry["path"]) for name, entry in self.config["tokenizers"].items()]
-        for key, path in named:
-            real = os.path.realpath(path)
-            for folder, shown in zip(folders, (*OUTPUT_FOLDERS, STALE_FOLDER)):
-                if os.path.commonpath([real, folder]) == folder:
-                    raise TokenmillError(f"{key}: {path} lies in {shown}/, where the workflow writes its outputs "
-                                         f"(it would be overwritten or moved); keep inputs elsewhere, e.g. "
-                                         f"{RAW_FOLDER}/")
-
-    def _check_tokenizers(self) -> None:
-        self.ordinary_eods: dict[str, str] = {}  # tokenizer → an EOD that is an ordinary vocabulary token
-        for name, tokenizer in self.config["tokenizers"].items():
-            if re.fullmatch(r"(part|shard)[0-9]+", name):
-                raise TokenmillError(f"tokenizers.{name}: the name would read as a file part or shard in "
-                                     f"output names; rename it")
-            path = tokenizer["path"]
-            if not os.path.exists(path):
-                raise TokenmillError(f"tokenizers.{name}.path: {path}: no such file")
-            # The EOD is looked up where it costs a JSON parse: a tokenizer.json (a type's other files are
-            # converted by the job, which names a missing EOD)
-            tokenizer_json = os.path.join(path, "tokenizer.json") if tokenizer["type"] == HF_TYPE and \
-                os.path.isdir(path) else path
-            eod = tokenizer.get("eod")
-            if (tokenizer["type"] is None and (eod is not None or os.path.isdir(path))) or \
-                    (tokenizer["type"] == HF_TYPE and eod is not None):
-                try:
-                    if eod is not None and not check_eod_in_file(tokenizer_json, eod):
-                        self.ordinary_eods[name] = eod
-                except TokenmillError as exc:
-                    raise TokenmillError(f"tokenizers.{name}: {exc}") from None
-            if tokenizer["type"] is not None and job_flags_of(tokenizer) and tokenizer["megatron"].get("args"):
-                asked = job_tokenizer(DEFAULT_VERSION, tokenizer["megatron"]["args"]).flags
-                kind = asked[asked.index("--tokenizer-type") + 1] if "--tokenizer-type" in asked else None
-                if kind != tokenizer["type"]:
-                    raise TokenmillError(f"tokenizers.{name}.megatron.args: --tokenizer-type {kind} is not its type "
-                                         f"{tokenizer['type']}")
+        return named + [(f"tokenizers.{name}.path", entry["path"]) for name, entry in self.config["tokenizers"].items()]
 
     def notes(self) -> list[str]:
         """What planning says without stopping, one line each: an EOD that is an ordinary vocabulary token; a
@@ -259,20 +220,6 @@ class Units:
                 seen.setdefault(key, path)
                 paths.append(path)
         return paths
-
-    def _check_fields(self, name: str) -> None:
-        """A dataset's text pattern and field paths, checked before any job rather than in the job using them."""
-        dataset = self.config["datasets"][name]
-        try:
-            TextSelector(dataset["text"])
-        except TokenmillError as exc:
-            raise TokenmillError(f"datasets.{name}.text: {exc}") from None
-        for key in ("count_by", "id_field"):
-            if dataset[key] is not None:
-                try:
-                    field_keys(dataset[key])
-                except TokenmillError as exc:
-                    raise TokenmillError(f"datasets.{name}.{key}: {exc}") from None
 
     def _plan_tokens(self, name: str) -> None:
         """A dataset of tokens already made (``tokens``): one build, no pack unit, made by the ``tokens_in`` job.
@@ -341,7 +288,7 @@ class Units:
         if name.startswith("blend_") and name.removeprefix("blend_") in self.config["blends"]:
             raise TokenmillError(f"datasets.{name}: its caches would share {cache_folder(name)}/ with blend "
                                  f"{name.removeprefix('blend_')!r}; rename one of them")
-        self._check_fields(name)
+        check_fields(name, self.config["datasets"][name])
         paths = self._input_paths(name)
         files = []
         for k, path in enumerate(paths):
@@ -511,38 +458,6 @@ class Units:
     def blend_text_bytes(self, blend: str) -> int:
         return sum(map(self.build_text_bytes, self.blends[blend]))
 
-    def _check_sampling(self) -> None:
-        sampling = self.sampling
-        if sampling.get("num_samples") and sampling["epochs"] is not None:
-            raise TokenmillError("sampling: give num_samples or epochs, not both")
-        try:
-            parse_split(sampling["split"])
-        except TokenmillError as exc:
-            raise TokenmillError(f"sampling.split: {exc}") from None
-        if self.config["blends"] and not {"train", "valid", "test"} <= set(sampling.get("num_samples") or {}):
-            raise TokenmillError("blends: a weighted blend needs sampling.num_samples for every split "
-                                 "(train, valid and test; 0 for an unused one)")
-        for name, dataset in self.config["datasets"].items():
-            # the formats whose readers find documents by the EOS
-            scanned = [name for name in dataset["formats"] if name in EOS_SCANNED]
-            for tokenizer in self.tokenizer_names(name):
-                if tokenizer in self.ordinary_eods and scanned and \
-                        not self.config["tokenizers"][tokenizer]["ordinary_eod"]:
-                    raise TokenmillError(
-                        f"tokenizers.{tokenizer}.eod: {self.ordinary_eods[tokenizer]!r} is an ordinary token of the "
-                        f"vocabulary, which text holds too, and datasets.{name} is made for {' and '.join(scanned)}, "
-                        f"whose readers end a document at every one; name a special token, or set "
-                        f"tokenizers.{tokenizer}.ordinary_eod: true")
-            if dataset["packing"] != "best_fit":
-                continue
-            if not BEST_FIT_FORMATS & set(dataset["formats"]):
-                raise TokenmillError(f"datasets.{name}.packing: best_fit packs for the megatron or olmo format; "
-                                     f"its formats are {', '.join(dataset['formats'])}")
-            odd = [length for length in sampling["seq_lengths"] if length & (length - 1)]
-            if BEST_FIT_POWER_OF_TWO & set(dataset["formats"]) and odd:
-                raise TokenmillError(f"datasets.{name}.packing: OLMo-core packs only sequence lengths that are powers "
-                                     f"of two; sampling.seq_lengths has {', '.join(map(str, odd))}")
-
     def formats(self, build: str) -> list[str]:
         """The formats a build is made in (its dataset's ``formats``): ``pbin``, ``megatron``, ``datatrove``,
         ``olmo``."""
@@ -583,22 +498,6 @@ class Units:
             return None
         file = self.files[self.units[units[0]].stems[0]]
         return None if file.compression or file.etag is not None else file  # an object: streamed, no raw index
-
-    def _check_sft(self) -> None:
-        for name, sft in self.config["sft"].items():
-            if sft["tokenizer"] not in self.config["tokenizers"]:
-                raise TokenmillError(f"sft.{name}.tokenizer: {sft['tokenizer']!r} is not in tokenizers")
-            for path in sft["inputs"]:  # a missing file must not keep an old build
-                if is_missing_file(path):
-                    raise TokenmillError(f"sft.{name}.inputs: {path}: no such file")
-            try:
-                self.sft_objects(name)  # objects: listed and reachable now, as datasets' are
-            except TokenmillError as exc:
-                raise TokenmillError(f"sft.{name}.inputs: {exc}") from None
-            length = sft["seq_length"]
-            if sft["packing"] == "best_fit" and BEST_FIT_POWER_OF_TWO & set(sft["formats"]) and length & (length - 1):
-                raise TokenmillError(f"sft.{name}.packing: OLMo-core packs only sequence lengths that are powers of "
-                                     f"two; its seq_length is {length}")
 
     def sft_inputs(self, name: str) -> list[str]:
         """The conversation files, the tokenizer and the chat template's file of an SFT dataset (its ``s3://``
