@@ -252,29 +252,16 @@ SCHEME_FUNCTIONS = {"is_url", "scheme_of"}
 NOT_A_PATH = ('xmlns="http://www.w3.org/',)  # an XML namespace, not an input
 
 
-def _docstrings(tree: ast.AST) -> set[int]:
-    """The ids of the docstring constants of a module and its classes and functions."""
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
-            first = node.body[0]
-            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
-                found.add(id(first.value))
-    return found
-
-
 def scheme_questions(src: Path) -> list[str]:
     """``file:line: what`` for each place outside tokenmill.files that asks a path for its scheme: a call of
-    ``is_url`` or ``scheme_of`` (or an import of them), or a string holding ``://`` in code (``startswith("s3://")``,
-    ``"://" in path``, a scheme list in a message), docstrings aside."""
+    ``is_url`` or ``scheme_of`` (or an import of them), or a string holding ``://`` (``startswith("s3://")``,
+    ``"://" in path``, a scheme list in a message or in a docstring's prose: the table says it once)."""
     found = []
     for path in sorted((src / "tokenmill").rglob("*.py")):
         relative = path.relative_to(src / "tokenmill").as_posix()
         if relative.startswith(SCHEME_ASKERS) or relative in SCHEME_NOT_YET:
             continue
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        docstrings = _docstrings(tree)
-        for node in ast.walk(tree):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             what = None
             if isinstance(node, ast.Call):
                 name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
@@ -282,8 +269,8 @@ def scheme_questions(src: Path) -> list[str]:
             elif isinstance(node, ast.ImportFrom):
                 imported = SCHEME_FUNCTIONS & {alias.name for alias in node.names}
                 what = f"imports {', '.join(sorted(imported))}" if imported else None
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings \
-                    and "://" in node.value and not any(spelling in node.value for spelling in NOT_A_PATH):
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "://" in node.value \
+                    and not any(spelling in node.value for spelling in NOT_A_PATH):
                 what = f"spells a scheme: {node.value.strip()[:40]!r}"
             if what:
                 found.append(f"src/tokenmill/{relative}:{node.lineno}: {what}")
@@ -299,6 +286,8 @@ def test_no_module_outside_files_asks_a_path_for_its_scheme():
     ("def planted(path):\n    return is_url(path)\n", "calls is_url()"),
     ("def planted(path):\n    return path.startswith(('s3://', 'gs://'))\n", "spells a scheme: 's3://'"),
     ("def planted(path):\n    return '://' in path\n", "spells a scheme: '://'"),
+    ('def planted(path):\n    """Reads s3:// and gs:// objects."""\n',
+     "spells a scheme: 'Reads s3:// and gs:// objects.'"),
 ])
 def test_a_planted_scheme_question_fails_the_check(copy_of_src, code, expected):
     _plant(copy_of_src, "tokenmill.verify.reencode", code)

@@ -84,7 +84,7 @@ class FileIdentityRecord(TypedDict):
 
 
 class ObjectRecord(TypedDict):
-    """The version of an input by URL that was read (``s3://``, ``https://``, ``hf://``)."""
+    """The version of an input by URL that was read (a scheme of :data:`tokenmill.files.urls.SCHEMES`)."""
     etag: str  # S3's or a web server's ETag ("" where it gives none); a Hub file's LFS sha256 or git blob id
     version_id: str | None
     size: int

@@ -21,7 +21,7 @@ Two kinds of input, told apart by their first bytes (never by their names):
   does; any other bytes after the last stream are refused (Python's own bz2 and lzma readers would
   drop them without a word, so those two formats are read stream by stream here).
 
-An **object** (a URL: ``s3://``, ``gs://``, ``https://``, ``hf://``; :mod:`tokenmill.files.objects`), plain or
+An **object** (a URL of a scheme in :data:`tokenmill.files.urls.SCHEMES`; :mod:`tokenmill.files.objects`), plain or
 compressed, is read like a compressed file: one streamed ``GET`` cut into blocks here, hashed as it is read
 (a byte-range shard of a plain one: a ranged ``GET`` of the span its raw index gives, lines numbered from the
 index).

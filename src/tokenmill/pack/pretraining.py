@@ -89,8 +89,9 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
 
     Args:
         inputs: JSONL files, plain or compressed (gzip, zstd, xz, bzip2; see :mod:`tokenmill.inputs.jsonl`), or
-            Parquet files (:mod:`tokenmill.inputs.parquet`); local, or by URL (``s3://``/``gs://bucket/key``,
-            ``https://``, ``hf://datasets/...``; globs in a key or Hub path; :mod:`tokenmill.files.objects`), streamed.
+            Parquet files (:mod:`tokenmill.inputs.parquet`); local, or by URL (a scheme of
+            :data:`tokenmill.files.urls.SCHEMES`, globs where its row allows them; :mod:`tokenmill.files.objects`),
+            streamed.
         out_path: the ``.pbin`` to write (atomically; its sidecar is renamed into place just before
             it), or None for none.
         settings: see :class:`PackSettings`.

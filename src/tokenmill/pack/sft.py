@@ -10,7 +10,7 @@ numbers (``skipped``, ``dropped``) and lists every line left out as ranges (``le
 1-based, half-open), so that document ``k`` of a source is its ``k``-th line not left out
 (:func:`tokenmill.formats.provenance.document_lines`) whatever was left out before it; the log names each reason
 with its first line. Inputs may be
-URLs (``s3://``, ``gs://``, ``https://``, ``hf://``; globs listed), read forward. The loss mask is renamed first,
+URLs (the schemes of :data:`tokenmill.files.urls.SCHEMES`; globs listed), read forward. The loss mask is renamed first,
 then the sidecar (which records the mask's identity), then the tokens: a run killed in between leaves a pair
 whose sidecar check fails, never a mixed pair.
 

@@ -500,7 +500,7 @@ class Units:
         return None if file.compression or file.etag is not None else file  # an object: streamed, no raw index
 
     def sft_inputs(self, name: str) -> list[str]:
-        """The conversation files, the tokenizer and the chat template's file of an SFT dataset (its ``s3://``
+        """The conversation files, the tokenizer and the chat template's file of an SFT dataset (its URLs'
         objects are read by its job, which no input of Snakemake's names: :meth:`sft_objects`): an edit of
         the template rebuilds the set."""
         from tokenmill.tokenization.chat_template import chat_template_file  # (its engine imports: SFT sets only)
@@ -512,7 +512,7 @@ class Units:
                 *([template] if template is not None and template != tokenizer_path else [])]
 
     def sft_objects(self, name: str) -> list[ObjectIdentity]:
-        """The ``s3://`` objects of an SFT dataset's inputs (globs listed), each as first seen.
+        """The objects by URL of an SFT dataset's inputs (globs listed), each as first seen.
 
         Raises:
             TokenmillError: an object or a bucket that cannot be reached, a glob matching nothing.
@@ -534,7 +534,7 @@ def with_urls_redacted(config: dict) -> dict:
 
 def with_local_paths_absolute(config: dict) -> dict:
     """A validated config with its local files absolute: dataset and SFT inputs (globs included) and
-    tokenizer paths; ``s3://`` URLs as given. The workflow plans with it on object storage, where jobs run
+    tokenizer paths; URLs as given. The workflow plans with it on object storage, where jobs run
     in Snakemake's folder of local copies, not in the working directory those paths are relative to."""
 
     def absolute(path: str) -> str:

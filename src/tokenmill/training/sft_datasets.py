@@ -6,7 +6,7 @@ Input: one conversation per line, FastChat style (extra keys allowed)::
      "instruction": "...", "role": "..."}
 
 :class:`InstructionDataset` reads a line through the raw index and tokenizes the fields that its jq
-patterns name (``.role``, ``.instruction``, ``.conversations``) (an ``s3://`` object is streamed forward,
+patterns name (``.role``, ``.instruction``, ``.conversations``) (an object by URL is streamed forward,
 8 MiB per ranged GET, as conversations are taken in order): a string field is one piece, a list
 field one piece per element (a turn's ``value``). Special-token strings inside the text stay text
 (``encode_special_tokens``), so data cannot inject control tokens; the configured special tokens
@@ -114,7 +114,7 @@ class Piece:
 
 
 class ConversationFile:
-    """The lines of a conversations JSONL file (or ``s3://`` object), each read and parsed on access.
+    """The lines of a conversations JSONL file (or object by URL), each read and parsed on access.
 
     Args:
         jsonl: the file or object, or either resolved (:class:`tokenmill.files.source.Source`).
