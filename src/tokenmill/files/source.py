@@ -13,7 +13,7 @@ exactly that version.
 A job resolves its inputs once as it starts (:func:`resolve_inputs`: globs of URLs listed, outputs that are inputs
 and inputs named twice refused) and every layer reads the values' attributes: no module outside
 :mod:`tokenmill.files` asks a path for its scheme. Where only a path is at hand (a config's entry, a sidecar's
-``path``), :func:`expand`, :func:`local_paths` and :func:`is_local_file` answer from here.
+``path``), :func:`expand`, :func:`local_paths`, :func:`is_missing_file` and :func:`input_key` answer from here.
 
 Cost: one ``stat`` (a file) or one metadata request (an object), and one read of its first 8 bytes.
 """
@@ -77,8 +77,6 @@ class Source:
             identity = FileIdentity.of(path)
             with open(path, "rb") as handle:
                 head = handle.read(_HEAD_BYTES)
-        except FileNotFoundError:
-            raise TokenmillError(f"{path}: input file not found") from None
         except OSError as exc:
             raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
         return cls(path, identity, compression_of(head))
@@ -171,11 +169,13 @@ def resolve_inputs(patterns: Sequence[str | os.PathLike], outputs: Sequence[str 
         twice_hint: how to pack a file once per mention; None: a file named twice is packed twice, as asked.
 
     Raises:
-        TokenmillError: an output that is an input, an input that cannot be resolved, a file named twice (with
-            ``twice_hint``).
+        TokenmillError: an output that is an input, a local input that is not a file, an input that cannot be
+            resolved, a file named twice (with ``twice_hint``).
     """
     paths = expand(patterns)
     refuse_inputs_as_outputs(outputs, local_paths([*paths, *map(os.fspath, also_read)]))
+    if (missing := next((path for path in paths if is_missing_file(path)), None)) is not None:
+        raise TokenmillError(f"{missing}: input file not found")
     resolved = {path: Source.resolve(path) for path in dict.fromkeys(paths)}
     if twice_hint is not None and (twice := named_twice(paths, {path: source.identity
                                                                for path, source in resolved.items()})) is not None:

@@ -272,11 +272,11 @@ def parquet_source(source: Source, row_groups: tuple[int, int | None] | None,
     metadata = open_parquet(source).metadata
     start, end = _resolved_range(path, metadata, row_groups)
     counts = [metadata.row_group(group).num_rows for group in range(metadata.num_row_groups)]
-    source = {"path": str(path), "format": "parquet", "bytes": size, "row_groups": metadata.num_row_groups,
-              "rows": sum(counts[start:end]), "sha256": hash_file(path, 0, size)}
+    entry = {"path": path, "format": "parquet", "bytes": size, "row_groups": metadata.num_row_groups,
+             "rows": sum(counts[start:end]), "sha256": hash_file(path, 0, size)}
     if row_groups is not None:
-        source.update(row_group_range=[start, end], first_row=sum(counts[:start]) + 1)
-    return source
+        entry.update(row_group_range=[start, end], first_row=sum(counts[:start]) + 1)
+    return entry
 
 
 def _json_value(value) -> dict:

@@ -28,7 +28,7 @@ from tokenmill.files import safe_pickle
 from tokenmill.files.atomic import atomic_output
 from tokenmill.files.blocks import BLOCK
 from tokenmill.files.identity import refuse_inputs_as_outputs
-from tokenmill.files.source import Source, as_source, local_paths
+from tokenmill.files.source import Source, as_source
 from tokenmill.inputs.file_kind import refuse_compressed
 from tokenmill.inputs.text_selection import describe_json_error
 from tokenmill.progress import Progress
@@ -116,7 +116,7 @@ def validate_json_lines(path: str | os.PathLike, lines: np.ndarray) -> None:
                 raise TokenmillError(f"{path}:{line_number}: {reason}") from None
 
 
-def build_index(path: str | os.PathLike, validate: bool = False) -> np.ndarray:
+def build_index(path: str | os.PathLike | Source, validate: bool = False) -> np.ndarray:
     """The raw index of ``path`` as an ``(n, 2)`` int64 array (see module docstring).
 
     Raises:
@@ -129,19 +129,21 @@ def build_index(path: str | os.PathLike, validate: bool = False) -> np.ndarray:
                              f"reads them")
     lines = scan_lines(source)
     if validate:
-        validate_json_lines(path, lines)
+        validate_json_lines(source.name, lines)
     return lines
 
 
-def index_file(path: str | os.PathLike, out_path: str | os.PathLike, validate: bool = False) -> np.ndarray:
-    """Build the raw index of ``path`` and write it to ``out_path``; returns the lines.
+def index_file(path: str | os.PathLike | Source, out_path: str | os.PathLike, validate: bool = False) -> np.ndarray:
+    """Build the raw index of ``path`` (a file or an object, or either resolved) and write it to ``out_path``;
+    returns the lines.
 
     Raises:
         TokenmillError: ``out_path`` is ``path`` itself, an unreadable file, or (with ``validate``)
             a line that is not JSON.
     """
-    refuse_inputs_as_outputs([out_path], local_paths([os.fspath(path)]))
-    lines = build_index(path, validate=validate)
+    source = as_source(path)
+    refuse_inputs_as_outputs([out_path], [] if source.is_url else [source.name])
+    lines = build_index(source, validate=validate)
     write_index(lines, out_path)
     return lines
 

@@ -335,17 +335,17 @@ def _plain_source(source: Source, index: str | None, byte_range: tuple[int, int]
     """
     path, size = source.name, source.size
     lines = read_index(index, path) if index else scan_lines(source)
-    source = {"path": path, "bytes": size}
+    entry = {"path": path, "bytes": size}
     first = 0
     if byte_range is None:
-        source["sha256"] = hash_file(path, 0, size)
+        entry["sha256"] = hash_file(path, 0, size)
     else:
         first, lines = lines_in_range(lines, *byte_range)
-        span_start = int(lines[0, 0]) if len(lines) else min(byte_range[0], source["bytes"])
-        span_end = min(int(lines[-1, 0] + lines[-1, 1]) + 1, source["bytes"]) if len(lines) else span_start
-        source.update(byte_range=[span_start, span_end], first_line=first + 1,
-                      sha256=hash_file(path, span_start, span_end))
-    return _Input({**source, "lines": len(lines)}, lines)
+        span_start = int(lines[0, 0]) if len(lines) else min(byte_range[0], size)
+        span_end = min(int(lines[-1, 0] + lines[-1, 1]) + 1, size) if len(lines) else span_start
+        entry.update(byte_range=[span_start, span_end], first_line=first + 1,
+                     sha256=hash_file(path, span_start, span_end))
+    return _Input({**entry, "lines": len(lines)}, lines)
 
 
 def _source_tasks(item: _Input, engine: str, settings: PackSettings, sizes: deque):
@@ -354,11 +354,11 @@ def _source_tasks(item: _Input, engine: str, settings: PackSettings, sizes: dequ
     if item.lines is not None:
         return line_batches(item.entry["path"], item.lines, item.entry.get("first_line", 1), settings.batch_bytes,
                             engine, sizes)
-    return _compressed_tasks(item.entry, item.source, engine, settings, sizes)
+    return _compressed_tasks(item, engine, settings, sizes)
 
 
-def _compressed_tasks(source: SourceRecord, resolved: Source, engine: str, settings: PackSettings, sizes: deque):
-    archive: dict = {}
+def _compressed_tasks(item: _Input, engine: str, settings: PackSettings, sizes: deque):
+    source, archive = item.entry, {}
     compressed_bytes_read = [0]
     lines = reported = 0
 
@@ -368,7 +368,7 @@ def _compressed_tasks(source: SourceRecord, resolved: Source, engine: str, setti
     if source.get("format") == "parquet":  # rows as JSON lines; the entry is complete already
         batches = row_line_batches(source, settings.text, settings.batch_bytes, settings.max_line_bytes, count)
     else:
-        batches = stream_line_batches(resolved, source.get("compression"), settings.batch_bytes,
+        batches = stream_line_batches(item.source, source.get("compression"), settings.batch_bytes,
                                       settings.max_line_bytes, archive, on_read=count,
                                       byte_span=source.get("byte_range"), first_line=source.get("first_line", 1))
     for first_line, batch_lines, block in batches:
@@ -376,8 +376,8 @@ def _compressed_tasks(source: SourceRecord, resolved: Source, engine: str, setti
         sizes.append(compressed_bytes_read[0] - reported)
         reported = compressed_bytes_read[0]
         yield source["path"], first_line, batch_lines, engine, block
-    if archive and resolved.is_url:  # a whole object or a span of it, as stored
-        source.update(bytes=resolved.size, sha256=archive["sha256"], lines=lines)
+    if archive and item.source.is_url:  # a whole object or a span of it, as stored
+        source.update(bytes=item.source.size, sha256=archive["sha256"], lines=lines)
         if source.get("compression"):
             source["decompressed_bytes"] = archive["decompressed_bytes"]
     elif archive:
