@@ -57,6 +57,7 @@ import numpy as np
 from tokenmill.errors import BadLine, TokenmillError
 from tokenmill.files.objects import ObjectFile
 from tokenmill.files.source import Source, as_source
+from tokenmill.files.urls import full_url, remember
 from tokenmill.formats.pbin import PbinFile, file_identity_problem, read_sidecar
 from tokenmill.formats.sidecar import sidecar_path
 from tokenmill.inputs.raw_index import read_index, scan_lines
@@ -134,7 +135,15 @@ class ConversationFile:
         return len(self.lines)
 
     def __getstate__(self) -> dict:
-        return {**self.__dict__, "_mapped": None}  # a map or an open object does not pickle: reopened on use
+        # A map or an open object does not pickle: reopened on use. An object's full URL goes with it (in memory,
+        # to a DataLoader worker): a worker started fresh has none of this process's URLs to request it by.
+        return {**self.__dict__, "_mapped": None, "_url": full_url(self.path) if self.source.is_url else None}
+
+    def __setstate__(self, state: dict) -> None:
+        url = state.pop("_url", None)
+        if url is not None:
+            remember(url)
+        self.__dict__.update(state)
 
     def record(self, i: int) -> dict:
         """The parsed JSON object of line ``i``.
