@@ -351,7 +351,7 @@ MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 80  # from the ``def`` line to the last, docstring included (decorators not)
 # The modules other work of issue 53 is splitting now (cli.py into a package by verb family, Units' checks out of
 # plan/units.py, views/inspect_file.py): held to neither limit until then. Empty this at the merge.
-SPLITTING_NOW = ("plan/units.py",)
+SPLITTING_NOW: tuple[str, ...] = ()
 
 
 def oversized(src: Path, exempt: tuple[str, ...] = ()) -> list[str]:
@@ -470,3 +470,55 @@ def test_a_module_or_function_over_the_limit_fails_the_check(copy_of_src):
     path.write_text(padded + "#\n", encoding="utf-8")
     assert oversized(copy_of_src, SPLITTING_NOW) == [
         f"files/blocks.py: {MAX_MODULE_LINES + 1} lines, over {MAX_MODULE_LINES}", function]
+
+
+# Where a path's scheme may be asked (issue 53): tokenmill.files alone, where an input is resolved once into a
+# Source whose attributes every other layer reads. cli.py is being split into a package (its calls move after).
+SCHEME_ASKERS = ("files/",)
+SCHEME_NOT_YET: tuple[str, ...] = ()
+SCHEME_FUNCTIONS = {"is_url", "scheme_of"}
+NOT_A_PATH = ('xmlns="http://www.w3.org/',)  # an XML namespace, not an input
+
+
+def scheme_questions(src: Path) -> list[str]:
+    """``file:line: what`` for each place outside tokenmill.files that asks a path for its scheme: a call of
+    ``is_url`` or ``scheme_of`` (or an import of them), or a string holding ``://`` (``startswith("s3://")``,
+    ``"://" in path``, a scheme list in a message or in a docstring's prose: the table says it once)."""
+    found = []
+    for path in sorted((src / "tokenmill").rglob("*.py")):
+        relative = path.relative_to(src / "tokenmill").as_posix()
+        if relative.startswith(SCHEME_ASKERS) or relative in SCHEME_NOT_YET:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            what = None
+            if isinstance(node, ast.Call):
+                name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", None)
+                what = f"calls {name}()" if name in SCHEME_FUNCTIONS else None
+            elif isinstance(node, ast.ImportFrom):
+                imported = SCHEME_FUNCTIONS & {alias.name for alias in node.names}
+                what = f"imports {', '.join(sorted(imported))}" if imported else None
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str) and "://" in node.value \
+                    and not any(spelling in node.value for spelling in NOT_A_PATH):
+                what = f"spells a scheme: {node.value.strip()[:40]!r}"
+            if what:
+                found.append(f"src/tokenmill/{relative}:{node.lineno}: {what}")
+    return found
+
+
+def test_no_module_outside_files_asks_a_path_for_its_scheme():
+    assert scheme_questions(SRC) == []
+
+
+@pytest.mark.parametrize("code, expected", [
+    ("from tokenmill.files.urls import is_url\n", "imports is_url"),
+    ("def planted(path):\n    return is_url(path)\n", "calls is_url()"),
+    ("def planted(path):\n    return path.startswith(('s3://', 'gs://'))\n", "spells a scheme: 's3://'"),
+    ("def planted(path):\n    return '://' in path\n", "spells a scheme: '://'"),
+    ('def planted(path):\n    """Reads s3:// and gs:// objects."""\n',
+     "spells a scheme: 'Reads s3:// and gs:// objects.'"),
+])
+def test_a_planted_scheme_question_fails_the_check(copy_of_src, code, expected):
+    _plant(copy_of_src, "tokenmill.verify.reencode", code)
+    problems = scheme_questions(copy_of_src)
+    assert problems and all(problem.startswith("src/tokenmill/verify/reencode.py:") for problem in problems) \
+        and problems[0].endswith(expected), problems

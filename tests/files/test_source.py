@@ -14,7 +14,8 @@ from tokenmill.errors import TokenmillError
 from tokenmill.files import objects
 from tokenmill.files.identity import FileIdentity
 from tokenmill.files.remote import read_all
-from tokenmill.files.source import Source, compression_of
+from tokenmill.files.source import (Source, as_source, compression_of, expand, input_key, is_missing_file,
+                                    local_paths, resolve_inputs)
 
 TEXT = b'{"text": "one"}\n{"text": "two"}\n'
 
@@ -73,3 +74,44 @@ def test_a_url_is_its_redacted_name_and_its_pinned_version_and_reads_that_versio
 def test_compression_is_told_by_the_first_bytes():
     assert [compression_of(head) for head in (b"\x1f\x8b\x08", b"\x28\xb5\x2f\xfd", b"PAR1", b"BZh9", b'{"t')] == \
         ["gzip", "zstd", "parquet", "bzip2", None]
+
+
+def test_a_job_s_inputs_are_resolved_once_each_after_its_outputs_are_found_to_be_none_of_them(tmp_path):
+    first, second = tmp_path / "a.jsonl", tmp_path / "b.jsonl.gz"
+    first.write_bytes(TEXT)
+    second.write_bytes(gzip.compress(TEXT))
+    sources = resolve_inputs([str(first), str(second), str(first)], [tmp_path / "out.pbin"])
+    assert [(source.name, source.compression) for source in sources] == [(str(first), None), (str(second), "gzip"),
+                                                                         (str(first), None)]
+    assert sources[0] is sources[2]  # named twice, resolved once (and packed twice: no hint given)
+    with pytest.raises(TokenmillError, match=rf"^{first}: is the input {first}; refusing to overwrite an input"):
+        resolve_inputs([str(first)], [first])
+    with pytest.raises(TokenmillError, match=r"tokenizer.json: is the input .*tokenizer.json"):
+        resolve_inputs([str(first)], [tmp_path / "tokenizer.json"], also_read=[tmp_path / "tokenizer.json"])
+    with pytest.raises(TokenmillError, match=rf"^{tmp_path / 'none.jsonl'}: input file not found$"):
+        resolve_inputs([str(first), str(tmp_path / "none.jsonl")], [tmp_path / "out.pbin"])
+    os.link(first, tmp_path / "link.jsonl")
+    with pytest.raises(TokenmillError, match=rf"^{tmp_path / 'link.jsonl'}: is the input {first} again and would "
+                                             rf"be packed twice \(say so\)$"):
+        resolve_inputs([str(first), str(tmp_path / "link.jsonl")], [tmp_path / "out.pbin"], twice_hint="say so")
+
+
+def test_a_layer_given_a_source_reads_it_and_given_a_path_resolves_it(tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(TEXT)
+    source = Source.resolve(path)
+    assert as_source(source) is source and as_source(path) == source
+
+
+def test_paths_not_yet_resolved_are_told_apart_here_and_nowhere_else(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    for name in ("a1.jsonl", "a2.jsonl", "b[1].jsonl"):
+        (tmp_path / name).write_bytes(TEXT)
+    assert expand(["a*.jsonl", "b[1].jsonl"]) == ["a*.jsonl", "b[1].jsonl"]  # no local globs unless asked
+    assert expand(["a*.jsonl", "b[1].jsonl"], local_globs=True) == ["a1.jsonl", "a2.jsonl", "b[1].jsonl"]
+    assert local_paths(["a1.jsonl", "s3://bucket/a.jsonl", "hf://datasets/o/n/a.jsonl"]) == ["a1.jsonl"]
+    assert [is_missing_file(path) for path in ("a1.jsonl", "none.jsonl", "gs://bucket/none.jsonl")] == \
+        [False, True, False]
+    os.symlink("a1.jsonl", "link.jsonl")
+    assert input_key("link.jsonl") == input_key("a1.jsonl") != input_key("a2.jsonl")
+    assert input_key("https://user:pw0rd@host/a.jsonl") == ("https://***@host/a.jsonl",)

@@ -100,3 +100,15 @@ def test_the_scheme_table_makes_the_url_check_and_the_error_of_another_scheme():
         urls.scheme_of("ftp://user:pw@host/a.jsonl")
     assert str(refused.value) == ("ftp://***@host/a.jsonl: not a URL tokenmill reads (give s3://, gs://, https://, "
                                   "http:// or hf://)")
+
+
+def test_the_help_and_the_urls_found_in_a_message_come_from_the_scheme_table(monkeypatch):
+    help_text = urls.schemes_help()
+    assert [part.split(" ")[0] for part in help_text.split("; ")] == list(urls.PREFIXES)
+    assert "s3:// an object in S3 or an S3-compatible store (globs allowed)" in help_text
+    assert "https:// a file on a web server;" in help_text  # no globs: a web server has no listing
+    planted = (*urls.SCHEMES, urls.Scheme("az://", "az", "a blob in Azure", True, "ETag"))
+    monkeypatch.setattr(urls, "SCHEMES", planted)
+    monkeypatch.setattr(urls, "PREFIXES", tuple(scheme.prefix for scheme in planted))
+    assert urls.schemes_help().endswith("; az:// a blob in Azure (globs allowed)")
+    assert urls.listed().endswith("hf:// or az://") and urls.is_url("az://c/b.jsonl")

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from conftest import DEMO_JSONL, run_tokenmill, write_jsonl_bytes
 from tokenmill.errors import TokenmillError
+from tokenmill.files.source import Source
 from tokenmill.inputs import raw_index
 
 # sha256 of Modalities 0.5.0 `create_raw_index data/raw/demo.jsonl`.
@@ -86,3 +87,13 @@ def test_missing_input_is_a_one_line_error(tmp_path):
     result = run_tokenmill("index", tmp_path / "nope.jsonl", check=False)
     assert result.returncode == 1
     assert result.stderr == f"tokenmill: error: {tmp_path / 'nope.jsonl'}: cannot read (No such file or directory)\n"
+
+
+def test_an_input_the_job_resolved_already_is_indexed_as_its_path_is(tmp_path):
+    out_by_path, out_by_source = tmp_path / "path.idx", tmp_path / "source.idx"
+    raw_index.index_file(DEMO_JSONL, out_by_path, validate=True)
+    source = Source.resolve(DEMO_JSONL)
+    assert raw_index.index_file(source, out_by_source, validate=True).tolist() == raw_index.scan_lines(source).tolist()
+    assert out_by_source.read_bytes() == out_by_path.read_bytes()
+    with pytest.raises(TokenmillError, match="refusing to overwrite an input"):
+        raw_index.index_file(source, DEMO_JSONL)

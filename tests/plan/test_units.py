@@ -148,39 +148,6 @@ def test_sizes_are_read_with_their_units(text, size):
     assert parse_size("k", text) == size
 
 
-def test_best_fit_packing_refuses_what_it_cannot_make(plan_folder):
-    with pytest.raises(TokenmillError, match=r"^datasets.a.packing: best_fit packs for the megatron or olmo format; "
-                                             r"its formats are pbin$"):
-        plan_of(a={"inputs": ["raw/a.jsonl"], "packing": "best_fit", "formats": ["pbin"]})
-    config = {"tokenizers": {"gpt2": {"path": "gpt2.json", "eod": "<|endoftext|>"}},
-              "datasets": {"a": {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2", "packing": "best_fit",
-                                 "formats": ["pbin", "olmo"]}},
-              "sampling": {"seq_lengths": [1000, 2048]}}
-    with pytest.raises(TokenmillError, match=r"^datasets.a.packing: OLMo-core packs only sequence lengths that are "
-                                             r"powers of two; sampling.seq_lengths has 1000$"):
-        Plan(validate_config(config, "my.yaml"))
-
-
-def test_an_eod_that_is_an_ordinary_token_is_named_and_refused_where_readers_scan_for_it(plan_folder):
-    """GPT-2's Ċ (a newline) is a vocabulary entry: text holds it, so every reader that ends documents at the EOS
-    (OLMo-core without the csv, datatrove) would cut at each newline."""
-    def plan(eod: str, formats: list[str], **tokenizer) -> Plan:
-        config = {"tokenizers": {"gpt2": {"path": "gpt2.json", "eod": eod, **tokenizer}},
-                  "datasets": {"a": {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2", "formats": formats}}}
-        return Plan(validate_config(config, "my.yaml"))
-
-    assert plan("<|endoftext|>", ["pbin", "olmo"]).units.notes() == []
-    assert plan("Ċ", ["pbin", "megatron"]).units.notes() == [
-        "tokenizers.gpt2.eod: 'Ċ' is an ordinary token of the vocabulary, not a special one: text holding it ends a "
-        "document for any reader that scans for the EOS (ordinary_eod: true says it is meant)"]
-    with pytest.raises(TokenmillError, match=r"^tokenizers.gpt2.eod: 'Ċ' is an ordinary token of the vocabulary, "
-                                             r"which text holds too, and datasets.a is made for olmo, whose readers "
-                                             r"end a document at every one; name a special token, or set "
-                                             r"tokenizers.gpt2.ordinary_eod: true$"):
-        plan("Ċ", ["pbin", "olmo"])
-    assert len(plan("Ċ", ["pbin", "datatrove"], ordinary_eod=True).units.notes()) == 1
-
-
 def test_a_relative_tokenizer_model_hashed_into_the_cache_names_is_named_at_planning(plan_folder):
     config = {"tokenizers": {"sp": {"path": "sp.model", "type": "Llama2Tokenizer"}},
               "datasets": {"a": {"inputs": ["raw/a.jsonl"], "tokenizer": "sp"}}, "sampling": {"seq_lengths": [512]}}

@@ -4,6 +4,7 @@ text kept as text, rows aligned whatever the lengths, packing keeping conversati
 setting named. The pre-tokenized pair (tokenmill sft) gives the same tensors: tests/pack/test_sft.py."""
 
 import json
+import pickle
 
 import numpy as np
 import pytest
@@ -11,9 +12,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import GPT2, GPT2_EOD, TEKKEN, write_jsonl_bytes
+from files.loopback_servers import RangeServer
 from seed_chat import CHAT, FIELDS, MASKING, ORDER, SPECIAL
 from tokenmill.errors import TokenmillError
-from tokenmill.training.sft_datasets import IGNORE_INDEX, InstructionCollator, InstructionDataset
+from tokenmill.files import objects, urls
+from tokenmill.training.sft_datasets import IGNORE_INDEX, ConversationFile, InstructionCollator, InstructionDataset
 
 
 def trained_runs(labels: np.ndarray) -> list[list[int]]:
@@ -121,3 +124,20 @@ def test_bad_configuration_names_the_key():
     with pytest.raises(TokenmillError, match="special_tokens.eos_token: the collator's '<unk>', but .*:1 was "
                                              "tokenized with '</s>'"):
         other([InstructionDataset(CHAT, TEKKEN, FIELDS, SPECIAL)[0]])
+
+
+def test_a_conversations_object_by_a_presigned_url_reads_in_a_worker_process_that_was_given_only_the_dataset(
+        monkeypatch):
+    """A DataLoader worker started fresh (spawn) has none of the parent's URLs: the pickled file carries the full URL
+    it was opened with to the one place a request is made, and names it by its redacted name everywhere else."""
+    query = "X-Amz-Credential=AKIAPLANTED&X-Amz-Signature=c0ffee"
+    text = CHAT.read_bytes()
+    with RangeServer({"/chat.jsonl": text}, query=query) as server:
+        conversations = ConversationFile(f"{server.url}/chat.jsonl?{query}")
+        assert conversations.path == f"{server.url}/chat.jsonl?X-Amz-Credential=***&X-Amz-Signature=***"
+        shipped = pickle.dumps(conversations)
+        monkeypatch.setattr(urls, "_full_urls", {})  # the worker's process: no URL given to it
+        monkeypatch.delenv(urls.URLS_VARIABLE, raising=False)
+        objects._pinned.clear()
+        in_worker = pickle.loads(shipped)
+        assert in_worker.line_bytes(0, 2) == text.split(b"\n")[:2]

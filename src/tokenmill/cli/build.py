@@ -13,26 +13,29 @@ import sys
 
 from tokenmill.config import default
 from tokenmill.errors import TokenmillError
+from tokenmill.files.urls import listed, schemes_help
 from tokenmill.formats.mmidx import prefix_of
 
 
 def add_index(verbs: argparse._SubParsersAction) -> None:
     """The ``index`` verb's arguments."""
     index = verbs.add_parser("index", help="write the raw line index (.idx) of a JSONL file")
-    index.add_argument("input", help="JSONL file, or a URL (s3://, gs://, https://, hf://datasets/...)")
+    index.add_argument("input", help=f"JSONL file, or a URL ({listed()})")
     index.add_argument("-o", "--output", help="index path (default: INPUT with .idx)")
     index.add_argument("--validate", action="store_true", help="also parse every line as JSON")
     index.set_defaults(run=_index)
 
 
 def _index(args: argparse.Namespace) -> None:
+    from tokenmill.files.source import Source
     from tokenmill.inputs import raw_index
-    from tokenmill.files.objects import is_url
 
-    if args.output is None and is_url(args.input):
-        raise TokenmillError(f"{args.input}: give -o for an object's raw index (it is written here, not in the bucket)")
+    source = Source.resolve(args.input) if args.output is None else args.input
+    if args.output is None and source.is_url:
+        raise TokenmillError(f"{source.name}: give -o for an object's raw index (it is written here, not in the "
+                             f"bucket)")
     out_path = args.output or os.path.splitext(args.input)[0] + ".idx"
-    lines = raw_index.index_file(args.input, out_path, validate=args.validate)
+    lines = raw_index.index_file(source, out_path, validate=args.validate)
     print(f"{out_path}: {len(lines)} lines", file=sys.stderr)
 
 
@@ -41,8 +44,7 @@ def add_pack(verbs: argparse._SubParsersAction) -> None:
     pack = verbs.add_parser("pack", help="tokenize JSONL into a packed .pbin (+ .pbin.meta.json)")
     pack.add_argument("inputs", nargs="+", metavar="INPUT",
                       help="JSONL files (plain or gzip/zstd/xz/bzip2) or Parquet files, packed in this order; or "
-                           "URLs, streamed: s3:// or gs://BUCKET/KEY, https://HOST/PATH, "
-                           "hf://datasets/ORG/NAME[@REV]/PATH (globs in a KEY and an hf:// PATH)")
+                           f"URLs, streamed: {schemes_help()}")
     pack.add_argument("-o", "--output", help="output .pbin (optional with --megatron or --datatrove)")
     pack.add_argument("--megatron", metavar="PREFIX",
                       help="also write Megatron's PREFIX.bin/.idx from the same tokens, in the same pass (the bytes "

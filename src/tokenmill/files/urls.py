@@ -2,7 +2,8 @@
 
 * **Schemes.** :data:`SCHEMES` lists each scheme tokenmill reads (its prefix, the module that reads it, what it
   names, whether its paths may hold globs, and what pins a version of it); :func:`is_url`, the dispatch in
-  :mod:`tokenmill.files.objects` and the one-line error for an unknown scheme are made from it.
+  :mod:`tokenmill.files.objects`, the one-line error for an unknown scheme (:func:`listed`), the URLs found in a
+  message (:func:`redact_text`) and the commands' help (:func:`schemes_help`) are made from it.
 * **Redaction.** :func:`redact` gives a URL's *name*: the URL with its user info (``user:password@``,
   ``token@``) replaced by ``***@`` and the value of every query parameter that may be a secret replaced by
   ``***``: AWS's ``X-Amz-*`` (presigned S3 URLs), Google's ``X-Goog-*`` (signed GCS URLs), Azure's SAS ``sig``
@@ -30,8 +31,9 @@ from urllib.parse import unquote
 
 from tokenmill.errors import TokenmillError
 
-__all__ = ["Scheme", "SCHEMES", "PREFIXES", "URLS_VARIABLE", "REDACTED", "scheme_of", "is_url", "redact",
-           "redact_text", "remember", "full_url", "refuse_shared_names", "urls_variable", "user_info"]
+__all__ = ["Scheme", "SCHEMES", "PREFIXES", "URLS_VARIABLE", "REDACTED", "scheme_of", "is_url", "listed",
+           "schemes_help", "redact", "redact_text", "remember", "full_url", "refuse_shared_names", "urls_variable",
+           "user_info"]
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ _SECRET_PREFIXES = ("x-amz-", "x-goog-")
 _SECRET_NAMES = {"se"}
 _SECRET_WORDS = re.compile(r"token|signature|sig|key|credential|secret|password|passwd|auth", re.IGNORECASE)
 # A URL inside a message: from a known scheme up to whitespace or a quote; trailing punctuation is the message's.
-_URL_IN_TEXT = re.compile(r"(?:s3|gs|https?|hf)://[^\s'\"<>`]+")
+_URL_IN_TEXT = re.compile(f"(?:{'|'.join(map(re.escape, PREFIXES))})" + r"[^\s'\"<>`]+")
 _TRAILING = ":,;.)]}"
 # A message's "URL:LINE:" (a bad line's number, or LINE:COLUMN): the numbers are the message's, never a secret value's.
 _LINE_NUMBERS = re.compile(r"(?::[0-9]+)+:$")
@@ -79,8 +81,19 @@ def scheme_of(url: str) -> Scheme:
     for scheme in SCHEMES:
         if url.startswith(scheme.prefix):
             return scheme
-    raise TokenmillError(f"{redact(url)}: not a URL tokenmill reads (give {', '.join(PREFIXES[:-1])} "
-                         f"or {PREFIXES[-1]})")
+    raise TokenmillError(f"{redact(url)}: not a URL tokenmill reads (give {listed()})")
+
+
+def listed() -> str:
+    """The prefixes of :data:`SCHEMES` as a sentence lists them: ``s3://, gs://, ... or hf://``."""
+    return f"{', '.join(PREFIXES[:-1])} or {PREFIXES[-1]}"
+
+
+def schemes_help() -> str:
+    """What a command's help says of the URLs it reads, from :data:`SCHEMES`: each prefix with what it names, and
+    whether its paths may hold globs."""
+    return "; ".join(f"{scheme.prefix} {scheme.names}{' (globs allowed)' if scheme.globs else ''}"
+                     for scheme in SCHEMES)
 
 
 def is_url(path: str | os.PathLike) -> bool:

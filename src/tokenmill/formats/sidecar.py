@@ -61,7 +61,6 @@ import numpy as np
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
 from tokenmill.files.atomic import atomic_output
-from tokenmill.files.objects import is_url
 
 __all__ = ["SKIPPED_LINES_KEPT", "SidecarRecord", "SourceRecord", "TokenizerRecord", "EngineRecord",
            "ChatTemplateRecord", "FileIdentityRecord", "record_problems", "kind_problem", "sidecar_path",
@@ -85,7 +84,7 @@ class FileIdentityRecord(TypedDict):
 
 
 class ObjectRecord(TypedDict):
-    """The version of an input by URL that was read (``s3://``, ``https://``, ``hf://``)."""
+    """The version of an input by URL that was read (a scheme of :data:`tokenmill.files.urls.SCHEMES`)."""
     etag: str  # S3's or a web server's ETag ("" where it gives none); a Hub file's LFS sha256 or git blob id
     version_id: str | None
     size: int
@@ -408,7 +407,7 @@ def record_sidecar_paths(meta: dict, pbin_path: str | os.PathLike) -> dict:
     folder = _sidecar_folder(pbin_path)
 
     def record_path(path: str) -> str:
-        if os.path.isabs(path) or is_url(path):
+        if os.path.isabs(path):
             return path
         relative = os.path.relpath(path, folder or os.curdir)
         try:
@@ -420,6 +419,8 @@ def record_sidecar_paths(meta: dict, pbin_path: str | os.PathLike) -> dict:
 
     def record(entry: dict) -> dict:
         path = entry["path"]
+        if "object" in entry:  # read by URL: its name, as given
+            return entry
         recorded = {**entry, "path": record_path(path)}
         if not os.path.isabs(recorded["path"]) and os.path.normpath(path).split(os.sep)[0] == os.pardir:
             recorded["absolute_path"] = os.path.abspath(path)
@@ -442,7 +443,7 @@ def resolve_sidecar_paths(meta: dict, pbin_path: str | os.PathLike) -> dict:
     old_format = not _paths_from_sidecar_folder(meta)
 
     def resolve(path: str) -> str:
-        if os.path.isabs(path) or is_url(path):
+        if os.path.isabs(path):
             return path
         joined = os.path.join(folder, path)
         normal = os.path.normpath(joined)
@@ -454,6 +455,8 @@ def resolve_sidecar_paths(meta: dict, pbin_path: str | os.PathLike) -> dict:
         return normal
 
     def resolve_entry(entry: dict) -> dict:
+        if "object" in entry:  # read by URL: its name, as given
+            return entry
         path = resolve(entry["path"])
         absolute = entry.get("absolute_path")
         if not os.path.exists(path) and isinstance(absolute, str) and os.path.exists(absolute):

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 
 from tokenmill.errors import TokenmillError
-from tokenmill.files.objects import is_url, pinned_identity, read_object_range
-from tokenmill.files.source import compression_of
+from tokenmill.files.remote import read_all
+from tokenmill.files.source import Source, as_source, compression_of
 
 __all__ = ["compression_of", "described", "head_bytes", "refuse_compressed"]
 
@@ -20,29 +20,24 @@ def described(compression: str) -> str:
     return "a Parquet file" if compression == "parquet" else f"{compression}-compressed data"
 
 
-def head_bytes(path: str | os.PathLike, count: int = 8) -> bytes:
+def head_bytes(path: str | os.PathLike | Source, count: int = 8) -> bytes:
     """The first ``count`` bytes of a file, or of an object by URL (:mod:`tokenmill.files.objects`).
 
     Raises:
         TokenmillError: unreadable (naming it).
     """
-    if is_url(path):
-        return read_object_range(pinned_identity(path), 0, count)
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(count)
-    except OSError as exc:
-        raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
+    return read_all(as_source(path).open(0, count))
 
 
-def refuse_compressed(path: str | os.PathLike) -> None:
+def refuse_compressed(path: str | os.PathLike | Source) -> None:
     """Stop at once on a compressed file given where plain JSONL is needed.
 
     Raises:
         TokenmillError: the file starts with the magic bytes of a compression format.
     """
-    compression = compression_of(head_bytes(path))
+    source = as_source(path)
+    compression = source.compression
     if compression:
-        raise TokenmillError(f"{path}: {described(compression)}: a raw index (byte offsets, as Modalities' "
+        raise TokenmillError(f"{source.name}: {described(compression)}: a raw index (byte offsets, as Modalities' "
                              f"MemMapDataset reads them) exists only for plain JSONL; `tokenmill pack` reads "
                              f"the file directly{'' if compression == 'parquet' else ', or decompress it first'}")

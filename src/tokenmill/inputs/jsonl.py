@@ -21,7 +21,7 @@ Two kinds of input, told apart by their first bytes (never by their names):
   does; any other bytes after the last stream are refused (Python's own bz2 and lzma readers would
   drop them without a word, so those two formats are read stream by stream here).
 
-An **object** (a URL: ``s3://``, ``gs://``, ``https://``, ``hf://``; :mod:`tokenmill.files.objects`), plain or
+An **object** (a URL of a scheme in :data:`tokenmill.files.urls.SCHEMES`; :mod:`tokenmill.files.objects`), plain or
 compressed, is read like a compressed file: one streamed ``GET`` cut into blocks here, hashed as it is read
 (a byte-range shard of a plain one: a ranged ``GET`` of the span its raw index gives, lines numbered from the
 index).
@@ -41,8 +41,7 @@ import numpy as np
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import file_sha256
-from tokenmill.files.objects import is_url, open_object, pinned_identity
-from tokenmill.inputs.file_kind import compression_of, head_bytes
+from tokenmill.files.source import Source, as_source
 
 __all__ = ["READABLE_COMPRESSIONS", "input_compression", "lines_in_range", "parse_byte_range",
            "stream_line_batches", "iter_lines", "source_sha256"]
@@ -51,7 +50,7 @@ __all__ = ["READABLE_COMPRESSIONS", "input_compression", "lines_in_range", "pars
 READABLE_COMPRESSIONS = ("gzip", "zstd", "xz", "bzip2")
 
 
-def input_compression(path: str | os.PathLike) -> str | None:
+def input_compression(path: str | os.PathLike | Source) -> str | None:
     """The compression format of an input (from its magic bytes), ``"parquet"`` for a Parquet file
     (read as rows, :mod:`tokenmill.inputs.parquet`: like a compressed file, it has no raw index), or None for
     plain text.
@@ -59,9 +58,10 @@ def input_compression(path: str | os.PathLike) -> str | None:
     Raises:
         TokenmillError: unreadable, or a compression format that cannot be streamed (zip).
     """
-    compression = compression_of(head_bytes(path))
+    source = as_source(path)
+    compression = source.compression
     if compression is not None and compression not in (*READABLE_COMPRESSIONS, "parquet"):
-        raise TokenmillError(f"{path}: a {compression} archive; tokenmill reads plain JSONL or a "
+        raise TokenmillError(f"{source.name}: a {compression} archive; tokenmill reads plain JSONL or a "
                              f"{'/'.join(READABLE_COMPRESSIONS)}-compressed stream of it, or Parquet")
     return compression
 
@@ -256,15 +256,16 @@ def _decompressor(compression: str, raw: _HashingReader) -> tuple[BinaryIO, tupl
     return streams, streams.errors  # type: ignore[return-value]
 
 
-def stream_line_batches(path: str | os.PathLike, compression: str | None, batch_bytes: int, max_line_bytes: int,
-                        digest_out: dict | None = None, on_read: Callable[[int], None] | None = None,
-                        byte_span: tuple[int, int] | None = None, first_line: int = 1
+def stream_line_batches(path: str | os.PathLike | Source, compression: str | None, batch_bytes: int,
+                        max_line_bytes: int, digest_out: dict | None = None,
+                        on_read: Callable[[int], None] | None = None, byte_span: tuple[int, int] | None = None,
+                        first_line: int = 1
                         ) -> Iterator[tuple[int, np.ndarray, bytes]]:
     """Read ``path`` as a stream, decompressing it, and yield its lines in batches of whole lines.
 
     Args:
         path: a compressed JSONL file, or an object URL (:mod:`tokenmill.files.objects`) of JSONL, compressed
-            or not, read with one streamed ``GET``.
+            or not, read with one streamed ``GET``; or either resolved (:class:`tokenmill.files.source.Source`).
         compression: its format (:func:`input_compression`); None for plain JSONL.
         batch_bytes: about this many decompressed bytes per batch.
         max_line_bytes: a longer line is yielded with its true length but none of its bytes (offset
@@ -282,16 +283,9 @@ def stream_line_batches(path: str | os.PathLike, compression: str | None, batch_
         TokenmillError: a truncated or corrupt archive, or an unreadable file or object (naming it).
     """
     decompressed = 0
-    if is_url(path):
-        identity = pinned_identity(path)
-        handle, size = open_object(identity, *(byte_span or (0, None))), identity.size
-    else:
-        try:
-            handle = open(path, "rb")
-        except OSError as exc:
-            raise TokenmillError(f"{path}: cannot read ({exc.strerror})") from None
-        size = os.fstat(handle.fileno()).st_size
-    raw = _HashingReader(handle, size, on_read)
+    source = as_source(path)
+    path, handle = source.name, source.open(*(byte_span or (0, None)))
+    raw = _HashingReader(handle, source.size, on_read)
     stream, damaged = _decompressor(compression, raw) if compression else (raw, ())
     try:
         with handle, stream:
@@ -363,19 +357,20 @@ def iter_lines(path: str | os.PathLike, byte_range: tuple[int, int] | None = Non
     Raises:
         TokenmillError: unreadable, a byte range of a compressed file, a truncated or corrupt archive.
     """
-    compression = input_compression(path)
+    source = as_source(path)
+    compression = input_compression(source)
     if compression == "parquet" and byte_range is None:
         from tokenmill.inputs.parquet import iter_rows
 
-        yield from iter_rows(path, text or ".", row_groups, max_line_bytes)
+        yield from iter_rows(source, text or ".", row_groups, max_line_bytes)
         return
-    if is_url(path) and byte_range is not None:
-        raise TokenmillError(f"{path}: a byte range of an object is read through its raw index (tokenmill pack "
-                             f"--index)")
-    if compression is not None or is_url(path):
+    if source.is_url and byte_range is not None:
+        raise TokenmillError(f"{source.name}: a byte range of an object is read through its raw index (tokenmill "
+                             f"pack --index)")
+    if compression is not None or source.is_url:
         if byte_range is not None:
-            raise TokenmillError(f"{path}: a byte range needs a plain JSONL file, not {compression} data")
-        for first_line, lines, block in stream_line_batches(path, compression, 4 << 20, max_line_bytes):
+            raise TokenmillError(f"{source.name}: a byte range needs a plain JSONL file, not {compression} data")
+        for first_line, lines, block in stream_line_batches(source, compression, 4 << 20, max_line_bytes):
             for number, (offset, length) in enumerate(lines.tolist(), start=first_line):
                 yield number, b"" if offset < 0 or length > max_line_bytes else block[offset:offset + length]
         return

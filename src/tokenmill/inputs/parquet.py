@@ -55,7 +55,8 @@ import numpy as np
 import orjson
 
 from tokenmill.errors import TokenmillError
-from tokenmill.files.objects import ObjectFile, is_url, pinned_identity
+from tokenmill.files.objects import ObjectFile
+from tokenmill.files.source import Source, as_source
 from tokenmill.inputs.text_selection import bad_row_line
 
 __all__ = ["PARQUET_MAGIC", "open_parquet", "parse_row_groups", "columns_for", "refuse_missing_column",
@@ -89,8 +90,8 @@ def _damaged(path: str | os.PathLike, exc: Exception) -> TokenmillError:
                           f"no output was written")
 
 
-def open_parquet(path: str | os.PathLike):
-    """The ``pyarrow.parquet.ParquetFile`` of ``path``, its footer read.
+def open_parquet(path: str | os.PathLike | Source):
+    """The ``pyarrow.parquet.ParquetFile`` of ``path`` (a file, an object, or either resolved), its footer read.
 
     Raises:
         TokenmillError: no pyarrow, an unreadable file, or a truncated or corrupt footer (naming the file).
@@ -98,8 +99,10 @@ def open_parquet(path: str | os.PathLike):
     parquet = _parquet_module()
     import pyarrow
 
+    source = as_source(path)
+    path = source.name
     try:
-        return parquet.ParquetFile(ObjectFile(pinned_identity(path)) if is_url(path) else path)
+        return parquet.ParquetFile(ObjectFile(source.identity) if source.is_url else path)
     except FileNotFoundError:
         raise TokenmillError(f"{path}: input file not found") from None
     except (pyarrow.ArrowException, OSError) as exc:
@@ -253,27 +256,27 @@ def _resolved_range(path: str | os.PathLike, metadata, row_groups: tuple[int, in
     return start, end
 
 
-def parquet_source(path: str, size: int, row_groups: tuple[int, int | None] | None,
+def parquet_source(source: Source, row_groups: tuple[int, int | None] | None,
                    hash_file: Callable[[str, int, int], object]) -> dict:
     """The sidecar entry of a Parquet input, before packing (documents and skipped rows come later).
 
     Args:
-        path: the file.
-        size: its size when the job began (hashed up to there).
+        source: the file or object, resolved as the job began (hashed up to its size then).
         row_groups: ``(start, end)`` for a shard, else None.
         hash_file: ``hash_file(path, 0, size)`` gives the ``sha256`` (a value or a future of one).
 
     Raises:
         TokenmillError: no pyarrow; an unreadable, truncated or corrupt file; a range beyond it.
     """
-    metadata = open_parquet(path).metadata
+    path, size = source.name, source.size
+    metadata = open_parquet(source).metadata
     start, end = _resolved_range(path, metadata, row_groups)
     counts = [metadata.row_group(group).num_rows for group in range(metadata.num_row_groups)]
-    source = {"path": str(path), "format": "parquet", "bytes": size, "row_groups": metadata.num_row_groups,
-              "rows": sum(counts[start:end]), "sha256": hash_file(path, 0, size)}
+    entry = {"path": path, "format": "parquet", "bytes": size, "row_groups": metadata.num_row_groups,
+             "rows": sum(counts[start:end]), "sha256": hash_file(path, 0, size)}
     if row_groups is not None:
-        source.update(row_group_range=[start, end], first_row=sum(counts[:start]) + 1)
-    return source
+        entry.update(row_group_range=[start, end], first_row=sum(counts[:start]) + 1)
+    return entry
 
 
 def _json_value(value) -> dict:
@@ -399,7 +402,7 @@ def _json_lines(batch, casts: dict[int, object]) -> list[bytes]:
     return lines
 
 
-def _row_chunks(path: str | os.PathLike, pattern: str, row_groups: tuple[int, int | None] | None,
+def _row_chunks(path: str | os.PathLike | Source, pattern: str, row_groups: tuple[int, int | None] | None,
                 on_read: Callable[[int], None] | None = None) -> Iterator[tuple[int, list[bytes]]]:
     """``(1-based number of the first row, its rows as JSON lines)`` in chunks, row group by row group.
 
@@ -409,7 +412,8 @@ def _row_chunks(path: str | os.PathLike, pattern: str, row_groups: tuple[int, in
     """
     import pyarrow
 
-    handle = open_parquet(path)
+    source = as_source(path)
+    path, handle = source.name, open_parquet(source)
     metadata = handle.metadata
     start, end = _resolved_range(path, metadata, row_groups)
     refuse_missing_column(path, pattern, handle.schema_arrow)
@@ -483,7 +487,7 @@ def _block(lines: list[bytes], max_line_bytes: int) -> tuple[np.ndarray, bytes]:
     return np.stack([offsets, lengths], axis=1), block
 
 
-def iter_rows(path: str | os.PathLike, pattern: str, row_groups: tuple[int, int | None] | None = None,
+def iter_rows(path: str | os.PathLike | Source, pattern: str, row_groups: tuple[int, int | None] | None = None,
               max_line_bytes: int = 1 << 62) -> Iterator[tuple[int, bytes]]:
     """Every row (of ``row_groups``) as ``(1-based row number, JSON line)``; a line over
     ``max_line_bytes`` as ``b""``, as :func:`tokenmill.inputs.jsonl.iter_lines` gives lines.

@@ -28,7 +28,7 @@ from tokenmill.files import safe_pickle
 from tokenmill.files.atomic import atomic_output
 from tokenmill.files.blocks import BLOCK
 from tokenmill.files.identity import refuse_inputs_as_outputs
-from tokenmill.files.objects import is_url, open_object, pinned_identity
+from tokenmill.files.source import Source, as_source
 from tokenmill.inputs.file_kind import refuse_compressed
 from tokenmill.inputs.text_selection import describe_json_error
 from tokenmill.progress import Progress
@@ -38,11 +38,11 @@ __all__ = ["scan_lines", "build_index", "index_file", "write_index", "read_index
 
 
 
-def scan_lines(path: str | os.PathLike, start: int = 0, end: int | None = None) -> np.ndarray:
+def scan_lines(path: str | os.PathLike | Source, start: int = 0, end: int | None = None) -> np.ndarray:
     """Find the lines of ``path`` (or of its byte range ``[start, end)``) without parsing them.
 
     Args:
-        path: a file of ``\\n``-separated lines.
+        path: a file or object of ``\\n``-separated lines, or either resolved.
         start: first byte of the range; must be the start of a line.
         end: end of the range (default: end of file).
 
@@ -52,8 +52,10 @@ def scan_lines(path: str | os.PathLike, start: int = 0, end: int | None = None) 
     Raises:
         TokenmillError: the file cannot be read.
     """
-    if is_url(path):
-        return _scan_object_lines(path, start, end)
+    source = as_source(path)
+    if source.is_url:
+        return _scan_object_lines(source, start, end)
+    path = source.name
     try:
         with open(path, "rb") as handle:
             size = os.fstat(handle.fileno()).st_size
@@ -83,15 +85,14 @@ def _lines_from_newlines(newlines: list[np.ndarray], start: int, end: int) -> np
     return np.stack([line_starts, line_ends - line_starts], axis=1)
 
 
-def _scan_object_lines(url: str, start: int, end: int | None) -> np.ndarray:
+def _scan_object_lines(source: Source, start: int, end: int | None) -> np.ndarray:
     """:func:`scan_lines` of an object, streamed with one ranged ``GET`` (:mod:`tokenmill.files.objects`)."""
-    identity = pinned_identity(url)
-    end = identity.size if end is None else min(end, identity.size)
+    end = source.size if end is None else min(end, source.size)
     if end <= start:
         return np.empty((0, 2), dtype=np.int64)
     newlines, position = [], start
-    with open_object(identity, start, end) as stream, \
-            Progress(f"index {url}", end - start, item_name="lines") as progress:
+    with source.open(start, end) as stream, \
+            Progress(f"index {source.name}", end - start, item_name="lines") as progress:
         while block := stream.read(BLOCK):
             newlines.append(position + np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10))
             position += len(block)
@@ -115,30 +116,34 @@ def validate_json_lines(path: str | os.PathLike, lines: np.ndarray) -> None:
                 raise TokenmillError(f"{path}:{line_number}: {reason}") from None
 
 
-def build_index(path: str | os.PathLike, validate: bool = False) -> np.ndarray:
+def build_index(path: str | os.PathLike | Source, validate: bool = False) -> np.ndarray:
     """The raw index of ``path`` as an ``(n, 2)`` int64 array (see module docstring).
 
     Raises:
         TokenmillError: unreadable or compressed file, or (with ``validate``) a line that is not JSON.
     """
-    refuse_compressed(path)
-    if validate and is_url(path):
-        raise TokenmillError(f"{path}: --validate maps a local file; an object's lines are parsed as pack reads them")
-    lines = scan_lines(path)
+    source = as_source(path)
+    refuse_compressed(source)
+    if validate and source.is_url:
+        raise TokenmillError(f"{source.name}: --validate maps a local file; an object's lines are parsed as pack "
+                             f"reads them")
+    lines = scan_lines(source)
     if validate:
-        validate_json_lines(path, lines)
+        validate_json_lines(source.name, lines)
     return lines
 
 
-def index_file(path: str | os.PathLike, out_path: str | os.PathLike, validate: bool = False) -> np.ndarray:
-    """Build the raw index of ``path`` and write it to ``out_path``; returns the lines.
+def index_file(path: str | os.PathLike | Source, out_path: str | os.PathLike, validate: bool = False) -> np.ndarray:
+    """Build the raw index of ``path`` (a file or an object, or either resolved) and write it to ``out_path``;
+    returns the lines.
 
     Raises:
         TokenmillError: ``out_path`` is ``path`` itself, an unreadable file, or (with ``validate``)
             a line that is not JSON.
     """
-    refuse_inputs_as_outputs([out_path], [] if is_url(path) else [path])
-    lines = build_index(path, validate=validate)
+    source = as_source(path)
+    refuse_inputs_as_outputs([out_path], [] if source.is_url else [source.name])
+    lines = build_index(source, validate=validate)
     write_index(lines, out_path)
     return lines
 

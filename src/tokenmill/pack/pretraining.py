@@ -54,15 +54,14 @@ from typing import Callable
 import numpy as np
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
-from tokenmill.files.identity import FileIdentity, file_sha256, named_twice, refuse_inputs_as_outputs
-from tokenmill.files.objects import ObjectIdentity, expand_url, is_url, pin, pinned_identity
-from tokenmill.files.urls import refuse_shared_names
+from tokenmill.files.identity import FileIdentity, file_sha256
+from tokenmill.files.source import Source, resolve_inputs
 from tokenmill.formats.datatrove import DatatroveWriter, datatrove_paths, token_size_for
 from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder, optimal_dtype
 from tokenmill.formats.pbin import LAYOUT_050, PbinWriter
 from tokenmill.formats.sidecar import (SidecarRecord, SourceRecord, eod_within_note, index_ranges, sidecar_path,
                                       skipped_summary)
-from tokenmill.inputs.jsonl import input_compression, lines_in_range, stream_line_batches
+from tokenmill.inputs.jsonl import lines_in_range, stream_line_batches
 from tokenmill.inputs.parquet import parquet_source, row_line_batches
 from tokenmill.inputs.raw_index import read_index, scan_lines
 from tokenmill.inputs.text_selection import TextSelector
@@ -90,8 +89,9 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
 
     Args:
         inputs: JSONL files, plain or compressed (gzip, zstd, xz, bzip2; see :mod:`tokenmill.inputs.jsonl`), or
-            Parquet files (:mod:`tokenmill.inputs.parquet`); local, or by URL (``s3://``/``gs://bucket/key``,
-            ``https://``, ``hf://datasets/...``; globs in a key or Hub path; :mod:`tokenmill.files.objects`), streamed.
+            Parquet files (:mod:`tokenmill.inputs.parquet`); local, or by URL (a scheme of
+            :data:`tokenmill.files.urls.SCHEMES`, globs where its row allows them; :mod:`tokenmill.files.objects`),
+            streamed.
         out_path: the ``.pbin`` to write (atomically; its sidecar is renamed into place just before
             it), or None for none.
         settings: see :class:`PackSettings`.
@@ -119,11 +119,11 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
             input URLs of one redacted name.
     """
     outputs = _output_paths(out_path, megatron_prefix, datatrove_name)
-    inputs, identities, compressions = _check_arguments(inputs, outputs, settings, indexes, byte_range, row_groups)
-    input_bytes = (sum(identities[path].size * (1 if compression is None else _COMPRESSION_RATIO)
-                       for path, compression in zip(inputs, compressions))
-                   if byte_range is None else max(min(byte_range[1], identities[inputs[0]].size) - byte_range[0], 0))
-    asked, estimate = settings.engine, ", compressed input counted 4x" if any(compressions) else ""
+    sources = _check_arguments(inputs, outputs, settings, indexes, byte_range, row_groups)
+    input_bytes = (sum(source.size * (1 if source.compression is None else _COMPRESSION_RATIO) for source in sources)
+                   if byte_range is None else max(min(byte_range[1], sources[0].size) - byte_range[0], 0))
+    asked = settings.engine
+    estimate = ", compressed input counted 4x" if any(source.compression for source in sources) else ""
     if choose_engine(asked, input_bytes=input_bytes)[0] == "hf":  # hf, or auto on a small input (same ids)
         settings = dataclasses.replace(settings, engine="hf")
     check_fraction = settings.check_fraction  # as asked, for the sidecar; a small job checks more documents
@@ -136,9 +136,8 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
         stack.callback(hashing_stop.set)  # on the way out (an error, a signal), before waiting for the thread
         hash_input = functools.partial(hasher.submit, file_sha256, stop=hashing_stop)
         # Scanned (numpy, the GIL mostly released) and their hashing started while the fast engine loads
-        read = [_plan_input(path, identities[path], compression, indexes[number] if indexes else None, byte_range,
-                            row_groups, hash_input)
-                for number, (path, compression) in enumerate(zip(inputs, compressions))]
+        read = [_plan_input(source, indexes[number] if indexes else None, byte_range, row_groups, hash_input)
+                for number, source in enumerate(sources)]
         job = start_engine(settings, asked, input_bytes, estimate)
         stack.callback(job.close)
         writer = _Outputs(stack, out_path, megatron_prefix, job.tokenizer,
@@ -146,10 +145,7 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
                           settings.add_special_tokens)
         for item in read:
             _pack_input(item, job, writer, log)
-        for path, identity in identities.items():  # the bytes hashed and packed are the bytes recorded
-            if isinstance(identity, FileIdentity) and (now := FileIdentity.of(path)) != identity:
-                raise TokenmillError(f"{path}: modified while it was being packed ({identity.size} → "
-                                     f"{now.size} bytes); nothing was written")
+        _refuse_modified(sources)
         meta = _sidecar(job, read, writer, check_fraction)
         if writer.pbin is not None:
             writer.pbin.sidecar = meta
@@ -173,6 +169,19 @@ def _log_summary(meta: SidecarRecord, job: BatchTokenizer, input_count: int, wri
         log(f"warning: {note}")
 
 
+def _refuse_modified(sources: list[Source]) -> None:
+    """The bytes hashed and packed are the bytes recorded: a local input modified since the job resolved it stops
+    the job (an object's reads were of its pinned version).
+
+    Raises:
+        TokenmillError: naming the file.
+    """
+    for source in dict.fromkeys(sources):
+        if not source.is_url and (now := FileIdentity.of(source.name)) != source.identity:
+            raise TokenmillError(f"{source.name}: modified while it was being packed ({source.size} → "
+                                 f"{now.size} bytes); nothing was written")
+
+
 def _output_paths(out_path: str | None, megatron_prefix: str | None, datatrove_name: str | None) -> list[str]:
     """Every file a pack writes.
 
@@ -188,42 +197,36 @@ def _output_paths(out_path: str | None, megatron_prefix: str | None, datatrove_n
 
 
 def _check_arguments(inputs: list[str], outputs: list[str], settings: PackSettings, indexes: list[str] | None,
-                     byte_range: tuple[int, int] | None, row_groups: tuple[int, int | None] | None
-                     ) -> tuple[list[str], dict, list[str | None]]:
-    """The inputs (object globs expanded), each one's identity, and each one's compression, once the
-    arguments are found good; then the outputs' folders are created (a refused run leaves none).
+                     byte_range: tuple[int, int] | None, row_groups: tuple[int, int | None] | None) -> list[Source]:
+    """The inputs (object globs expanded), each resolved once (its identity, checked again once packed, and its
+    compression), once the arguments are found good; then the outputs' folders are created (a refused run
+    leaves none).
 
     Raises:
         TokenmillError: see :func:`pack`.
     """
-    refuse_shared_names(inputs)  # before names stand for them
-    inputs = [url for path in inputs for url in (expand_url(path) if is_url(path) else [path])]
-    if indexes is not None and len(indexes) != len(inputs):
-        raise TokenmillError(f"got {len(indexes)} index files for {len(inputs)} inputs")
-    refuse_inputs_as_outputs(outputs, [path for path in [*inputs, *(indexes or []), settings.tokenizer_path]
-                                       if not is_url(path)])
     for output in outputs:  # found now, not at the last rename, after the other outputs were put in place
         if os.path.isdir(output):
             raise TokenmillError(f"{output}: is a directory; give a file path for the output")
     TextSelector(settings.text)  # a bad pattern fails before any tokenizer loads
-    identities = {path: _input_identity(path) for path in dict.fromkeys(inputs)}  # checked again once packed
-    if not settings.allow_duplicate_inputs and (twice := named_twice(inputs, identities)) is not None:
-        raise TokenmillError(f"{twice[0]}: is the input {twice[1]} again and would be packed twice "
-                             f"(pass --allow-duplicate-inputs to pack it once per mention)")
-    compressions = [input_compression(path) for path in inputs]
-    if byte_range is not None and (len(inputs) != 1 or compressions[0]):
+    sources = resolve_inputs(inputs, outputs, [*(indexes or []), settings.tokenizer_path],
+                             None if settings.allow_duplicate_inputs else
+                             "pass --allow-duplicate-inputs to pack it once per mention")
+    if indexes is not None and len(indexes) != len(sources):
+        raise TokenmillError(f"got {len(indexes)} index files for {len(sources)} inputs")
+    if byte_range is not None and (len(sources) != 1 or sources[0].compression):
         raise TokenmillError("a byte range needs exactly one plain (uncompressed) JSONL input")
-    if byte_range is not None and is_url(inputs[0]) and not indexes:
-        raise TokenmillError(f"{inputs[0]}: a byte range of an object needs its raw index (--index; tokenmill index "
-                             f"URL -o FILE.idx writes it)")
-    if row_groups is not None and (len(inputs) != 1 or compressions[0] != "parquet"):
+    if byte_range is not None and sources[0].is_url and not indexes:
+        raise TokenmillError(f"{sources[0].name}: a byte range of an object needs its raw index (--index; tokenmill "
+                             f"index URL -o FILE.idx writes it)")
+    if row_groups is not None and (len(sources) != 1 or sources[0].compression != "parquet"):
         raise TokenmillError("a row-group range needs exactly one Parquet input")
     for output in outputs:
         try:
             Path(output).parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise TokenmillError(f"{output}: cannot create its folder ({exc.strerror})") from None
-    return inputs, identities, compressions
+    return sources
 
 
 @dataclass
@@ -233,23 +236,24 @@ class _Input:
 
     entry: dict
     lines: np.ndarray | None = None  # a plain file's indexed lines (of its byte range); else read as a stream
+    source: Source | None = None
     proof: ProofTally = field(default_factory=ProofTally)
 
 
-def _plan_input(path: str, identity: FileIdentity | ObjectIdentity, compression: str | None, index: str | None,
-                byte_range: tuple[int, int] | None, row_groups: tuple[int, int | None] | None,
-                hash_input: Callable[..., Future]) -> _Input:
+def _plan_input(source: Source, index: str | None, byte_range: tuple[int, int] | None,
+                row_groups: tuple[int, int | None] | None, hash_input: Callable[..., Future]) -> _Input:
     """How one input is read (see :func:`_source_tasks`), with its sidecar entry so far."""
-    if compression == "parquet":
-        item = _Input(parquet_source(path, identity.size, row_groups, hash_input))
-    elif is_url(path):
-        item = _Input(_object_source(path, identity, compression, index, byte_range))
-    elif compression is None:
-        item = _plain_source(path, identity.size, index, byte_range, hash_input)
+    if source.compression == "parquet":
+        item = _Input(parquet_source(source, row_groups, hash_input))
+    elif source.is_url:
+        item = _Input(_object_source(source, index, byte_range))
+    elif source.compression is None:
+        item = _plain_source(source, index, byte_range, hash_input)
     else:
-        item = _Input({"path": str(path), "compression": compression})
-    if is_url(path):
-        item.entry["object"] = identity.sidecar_entry()
+        item = _Input({"path": source.name, "compression": source.compression})
+    if source.is_url:
+        item.entry["object"] = source.identity.sidecar_entry()
+    item.source = source
     return item
 
 
@@ -311,59 +315,45 @@ def _sidecar(job: BatchTokenizer, read: list[_Input], writer: _Outputs, check_fr
     }
 
 
-def _input_identity(path: str) -> FileIdentity | ObjectIdentity:
-    """An input's identity as the job starts: a local file's, or an object's, whose version every read
-    of the job is then pinned to (:func:`tokenmill.files.objects.pin`).
-
-    Raises:
-        TokenmillError: no such file or object, or (objects) no permission or no answer.
-    """
-    if is_url(path):
-        return pin(path)
-    if not os.path.isfile(path):
-        raise TokenmillError(f"{path}: input file not found")
-    return FileIdentity.of(path)
-
-
-def _object_source(url: str, identity: ObjectIdentity, compression: str | None, index: str | None,
-                   byte_range: tuple[int, int] | None) -> SourceRecord:
+def _object_source(source: Source, index: str | None, byte_range: tuple[int, int] | None) -> SourceRecord:
     """The sidecar entry of a JSONL object, read as one stream (:func:`tokenmill.inputs.jsonl.stream_line_batches`),
     or of its byte range, whose lines its raw ``index`` locates (one ranged ``GET`` of their span); the
     sha256 and line count come as it is read."""
-    source = {"path": url, **({"compression": compression} if compression else {})}
+    entry = {"path": source.name, **({"compression": source.compression} if source.compression else {})}
     if byte_range is not None:
         lines = read_index(index)
-        if len(lines) and int(lines[-1, 0] + lines[-1, 1]) > identity.size:
-            raise TokenmillError(f"{index}: indexes {int(lines[-1, 0] + lines[-1, 1])} bytes, but {url} holds "
-                                 f"{identity.size} (the index of another object?)")
+        if len(lines) and int(lines[-1, 0] + lines[-1, 1]) > source.size:
+            raise TokenmillError(f"{index}: indexes {int(lines[-1, 0] + lines[-1, 1])} bytes, but {source.name} "
+                                 f"holds {source.size} (the index of another object?)")
         first, lines = lines_in_range(lines, *byte_range)
-        span_start = int(lines[0, 0]) if len(lines) else min(byte_range[0], identity.size)
-        span_end = min(int(lines[-1, 0] + lines[-1, 1]) + 1, identity.size) if len(lines) else span_start
-        source.update(byte_range=[span_start, span_end], first_line=first + 1)
-    return source
+        span_start = int(lines[0, 0]) if len(lines) else min(byte_range[0], source.size)
+        span_end = min(int(lines[-1, 0] + lines[-1, 1]) + 1, source.size) if len(lines) else span_start
+        entry.update(byte_range=[span_start, span_end], first_line=first + 1)
+    return entry
 
 
-def _plain_source(path: str, size: int, index: str | None, byte_range: tuple[int, int] | None,
+def _plain_source(source: Source, index: str | None, byte_range: tuple[int, int] | None,
                   hash_file: Callable[..., Future]) -> _Input:
-    """A plain input of ``size`` bytes (or its byte range): its lines, and its sidecar entry with its
-    ``sha256`` a future of ``hash_file(path, start, end)``.
+    """A plain input (or its byte range): its lines, and its sidecar entry with its ``sha256`` a future of
+    ``hash_file(path, start, end)``.
 
     A byte range is recorded as the span of the lines it selects, and ``sha256`` hashes that span:
     a shard job reads and hashes only its own bytes. The hash stops at ``size``, the size the file had
     when the job began (:func:`pack` refuses a file that changed meanwhile).
     """
-    lines = read_index(index, path) if index else scan_lines(path)
-    source = {"path": str(path), "bytes": size}
+    path, size = source.name, source.size
+    lines = read_index(index, path) if index else scan_lines(source)
+    entry = {"path": path, "bytes": size}
     first = 0
     if byte_range is None:
-        source["sha256"] = hash_file(path, 0, size)
+        entry["sha256"] = hash_file(path, 0, size)
     else:
         first, lines = lines_in_range(lines, *byte_range)
-        span_start = int(lines[0, 0]) if len(lines) else min(byte_range[0], source["bytes"])
-        span_end = min(int(lines[-1, 0] + lines[-1, 1]) + 1, source["bytes"]) if len(lines) else span_start
-        source.update(byte_range=[span_start, span_end], first_line=first + 1,
-                      sha256=hash_file(path, span_start, span_end))
-    return _Input({**source, "lines": len(lines)}, lines)
+        span_start = int(lines[0, 0]) if len(lines) else min(byte_range[0], size)
+        span_end = min(int(lines[-1, 0] + lines[-1, 1]) + 1, size) if len(lines) else span_start
+        entry.update(byte_range=[span_start, span_end], first_line=first + 1,
+                     sha256=hash_file(path, span_start, span_end))
+    return _Input({**entry, "lines": len(lines)}, lines)
 
 
 def _source_tasks(item: _Input, engine: str, settings: PackSettings, sizes: deque):
@@ -372,11 +362,11 @@ def _source_tasks(item: _Input, engine: str, settings: PackSettings, sizes: dequ
     if item.lines is not None:
         return line_batches(item.entry["path"], item.lines, item.entry.get("first_line", 1), settings.batch_bytes,
                             engine, sizes)
-    return _compressed_tasks(item.entry, engine, settings, sizes)
+    return _compressed_tasks(item, engine, settings, sizes)
 
 
-def _compressed_tasks(source: SourceRecord, engine: str, settings: PackSettings, sizes: deque):
-    archive: dict = {}
+def _compressed_tasks(item: _Input, engine: str, settings: PackSettings, sizes: deque):
+    source, archive = item.entry, {}
     compressed_bytes_read = [0]
     lines = reported = 0
 
@@ -386,7 +376,7 @@ def _compressed_tasks(source: SourceRecord, engine: str, settings: PackSettings,
     if source.get("format") == "parquet":  # rows as JSON lines; the entry is complete already
         batches = row_line_batches(source, settings.text, settings.batch_bytes, settings.max_line_bytes, count)
     else:
-        batches = stream_line_batches(source["path"], source.get("compression"), settings.batch_bytes,
+        batches = stream_line_batches(item.source, source.get("compression"), settings.batch_bytes,
                                       settings.max_line_bytes, archive, on_read=count,
                                       byte_span=source.get("byte_range"), first_line=source.get("first_line", 1))
     for first_line, batch_lines, block in batches:
@@ -394,8 +384,8 @@ def _compressed_tasks(source: SourceRecord, engine: str, settings: PackSettings,
         sizes.append(compressed_bytes_read[0] - reported)
         reported = compressed_bytes_read[0]
         yield source["path"], first_line, batch_lines, engine, block
-    if archive and is_url(source["path"]):  # a whole object or a span of it, as stored
-        source.update(bytes=pinned_identity(source["path"]).size, sha256=archive["sha256"], lines=lines)
+    if archive and item.source.is_url:  # a whole object or a span of it, as stored
+        source.update(bytes=item.source.size, sha256=archive["sha256"], lines=lines)
         if source.get("compression"):
             source["decompressed_bytes"] = archive["decompressed_bytes"]
     elif archive:
@@ -403,13 +393,11 @@ def _compressed_tasks(source: SourceRecord, engine: str, settings: PackSettings,
                       decompressed_bytes=archive["decompressed_bytes"], lines=lines)
 
 
-def _source_bytes(source: SourceRecord) -> int:
-    """The bytes a source's progress counts: its byte range, or its file (compressed, as stored)."""
-    if "byte_range" in source:
-        return source["byte_range"][1] - source["byte_range"][0]
-    if is_url(source["path"]):
-        return pinned_identity(source["path"]).size
-    return os.path.getsize(source["path"])
+def _source_bytes(item: _Input) -> int:
+    """The bytes an input's progress counts: its byte range, or its file (compressed, as stored)."""
+    if "byte_range" in item.entry:
+        return item.entry["byte_range"][1] - item.entry["byte_range"][0]
+    return item.source.size
 
 
 class _Outputs:
@@ -498,7 +486,7 @@ def _pack_source(item: _Input, engine: str, job: BatchTokenizer, writer: _Output
     settings = job.settings
     sizes: deque = deque()  # input bytes of each batch handed out, in order
     tasks = _source_tasks(item, engine, settings, sizes)
-    with Progress(f"pack {source['path']}", _source_bytes(source)) as progress:
+    with Progress(f"pack {source['path']}", _source_bytes(item)) as progress:
         # far while fastokens loads (its load releases the GIL), then just enough to keep the encoder fed;
         # gigatoken's load (awkward's import, from_json) holds the GIL: parsing ahead would only slow it
         def read_ahead() -> int:

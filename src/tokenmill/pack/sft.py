@@ -10,7 +10,7 @@ numbers (``skipped``, ``dropped``) and lists every line left out as ranges (``le
 1-based, half-open), so that document ``k`` of a source is its ``k``-th line not left out
 (:func:`tokenmill.formats.provenance.document_lines`) whatever was left out before it; the log names each reason
 with its first line. Inputs may be
-URLs (``s3://``, ``gs://``, ``https://``, ``hf://``; globs listed), read forward. The loss mask is renamed first,
+URLs (the schemes of :data:`tokenmill.files.urls.SCHEMES`; globs listed), read forward. The loss mask is renamed first,
 then the sidecar (which records the mask's identity), then the tokens: a run killed in between leaves a pair
 whose sidecar check fails, never a mixed pair.
 
@@ -44,8 +44,8 @@ import numpy as np
 from tokenmill import FORMAT_VERSIONS
 from tokenmill.config import default, validate_sections
 from tokenmill.errors import BadLine, TokenmillError
-from tokenmill.files.identity import file_sha256, refuse_inputs_as_outputs
-from tokenmill.files.objects import expand_url, is_url, pinned_identity
+from tokenmill.files.identity import file_sha256
+from tokenmill.files.source import Source, resolve_inputs
 from tokenmill.formats.pbin import LAYOUT_050, PbinWriter
 from tokenmill.formats.sidecar import SidecarRecord, SourceRecord, index_ranges, sidecar_path, skipped_summary
 from tokenmill.tokenization.engine import Encoder, choose_engine
@@ -64,13 +64,12 @@ __all__ = ["write_sft", "encode_conversations", "summary_lines", "MIN_WORKER_CON
 MIN_WORKER_CONVERSATIONS = 5000
 
 
-def _input_size(path: str) -> int:
-    """Bytes of a conversation file or object.
-
-    Raises:
-        OSError, TokenmillError: it cannot be reached.
-    """
-    return pinned_identity(path).size if is_url(path) else os.path.getsize(path)
+def _source_entry(source: Source, conversations: int, documents: int, tokens: int, **counts) -> SourceRecord:
+    """The sidecar entry of one conversation file or object: its name, bytes and sha256 (of the version read),
+    its counts, and an object's pinned version."""
+    return {"path": source.name, "bytes": source.size, "sha256": file_sha256(source.name), "lines": conversations,
+            "documents": documents, "tokens": tokens, **counts,
+            **({"object": source.identity.sidecar_entry()} if source.is_url else {})}
 
 
 def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conversations: int = 1000,
@@ -114,14 +113,13 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
     messages = entry["message_construction"]
     on_bad_line = entry.get("on_bad_line", default("sft.*.on_bad_line"))
     sources, left_outs, proof = [], [], ProofTally()
-    inputs = [url for pattern in entry["inputs"] for url in (expand_url(pattern) if is_url(pattern) else [pattern])]
-    refuse_inputs_as_outputs([out_path, loss_mask_path(out_path), sidecar_path(out_path)],
-                             [*(path for path in inputs if not is_url(path)), tokenizer_config["path"]])
+    inputs = resolve_inputs(entry["inputs"], [out_path, loss_mask_path(out_path), sidecar_path(out_path)],
+                            [tokenizer_config["path"]])
     spec = TokenizerSpec.from_config(tokenizer_config)
     tokenizer = load_tokenizer(spec)
     asked = engine or tokenizer_config.get("engine", default("tokenizers.*.engine"))
     check_fraction = tokenizer_config.get("check_fraction", default("tokenizers.*.check_fraction"))
-    input_bytes = sum(_input_size(path) for path in inputs if is_url(path) or os.path.isfile(path))
+    input_bytes = sum(source.size for source in inputs)
     # (the messages' control-token strings stay text: split_special_tokens, as the datasets' encoders have it)
     engine, reason = choose_engine(asked, tokenizer, input_bytes, split_special_tokens=True)
     # The datasets get auto as asked, so that their encoders fall back to HF where fastokens cannot load.
@@ -141,10 +139,8 @@ def write_sft(name: str, config: dict, out_path: str | os.PathLike, batch_conver
                 left_outs.append(_LeftOut(on_bad_line))
                 documents, tokens = _write_conversations(dataset, collator, tokens_out, mask_out,
                                                          batch_conversations, left_outs[-1])
-                sources.append({"path": str(source), "bytes": _input_size(source), "sha256": file_sha256(source),
-                                "lines": len(dataset), "documents": documents, "tokens": tokens,
-                                "checked_messages": dataset.checked, **left_outs[-1].entry(),
-                                **({"object": pinned_identity(source).sidecar_entry()} if is_url(source) else {})})
+                sources.append(_source_entry(source, len(dataset), documents, tokens,
+                                             checked_messages=dataset.checked, **left_outs[-1].entry()))
                 proof += dataset.proof
         tokens_out.sidecar = _sft_sidecar(entry, tokens_out, mask_out, tokenizer, dataset, collator,
                                           {"chosen": engine, "reason": reason, "check_fraction": check_fraction},
@@ -170,15 +166,14 @@ def _write_chat_sft(name: str, entry: dict, tokenizer_config: dict, out_path: st
                              f"loads), not a {spec.type} tokenizer")
     template = load_chat_template(entry["chat_template"], spec.path, template_date(
         entry.get("template_date", default("sft.*.template_date")), f"sft.{name}.template_date"))
-    inputs = [url for pattern in entry["inputs"] for url in (expand_url(pattern) if is_url(pattern) else [pattern])]
-    refuse_inputs_as_outputs([out_path, loss_mask_path(out_path), sidecar_path(out_path)],
-                             [*(path for path in inputs if not is_url(path)), spec.path, template.source])
+    inputs = resolve_inputs(entry["inputs"], [out_path, loss_mask_path(out_path), sidecar_path(out_path)],
+                            [spec.path, template.source])
     # its eod, appended to nothing here, is what the OLMo-core conversion ends each conversation with
     tokenizer = load_tokenizer(spec, tokenizer_config.get("eod"))
     tokenizer.tokenizer.encode_special_tokens = False  # the template's control tokens are tokens, as in transformers
     check_fraction = tokenizer_config.get("check_fraction", default("tokenizers.*.check_fraction"))
     fast = Encoder(tokenizer, engine or tokenizer_config.get("engine", default("tokenizers.*.engine")), fall_back=True,
-                   input_bytes=sum(_input_size(path) for path in inputs if is_url(path) or os.path.isfile(path)))
+                   input_bytes=sum(source.size for source in inputs))
     encoder = ChatTemplateEncoder(template, tokenizer.tokenizer, entry.get("train_on", default("sft.*.train_on")),
                                   fast, check_fraction)
     on_bad_line = entry.get("on_bad_line", default("sft.*.on_bad_line"))
@@ -191,10 +186,7 @@ def _write_chat_sft(name: str, entry: dict, tokenizer_config: dict, out_path: st
                 contextlib.closing(encode_conversations(encoder, files, batch_conversations, workers)) as in_order:
             counts = _write_fitted(in_order, fit, left_outs, tokens_out, mask_out)
         for source, conversations, (documents, tokens, _), left_out in zip(inputs, files, counts, left_outs):
-            sources.append({"path": str(source), "bytes": _input_size(source), "sha256": file_sha256(source),
-                            "lines": len(conversations), "documents": documents, "tokens": tokens,
-                            **left_out.entry(),
-                            **({"object": pinned_identity(source).sidecar_entry()} if is_url(source) else {})})
+            sources.append(_source_entry(source, len(conversations), documents, tokens, **left_out.entry()))
         special_ids = {key: token_id for key, token in template.special_tokens.items()
                        if (token_id := tokenizer.tokenizer.token_to_id(token)) is not None}
         tokens_out.sidecar = {

@@ -1,5 +1,6 @@
 """What the Snakemake side calls. The build plan (:class:`~tokenmill.plan.facade.Plan`), one object per
-responsibility: :mod:`~tokenmill.plan.units` (what is built: datasets → builds → units, blends, SFT sets),
+responsibility: :mod:`~tokenmill.plan.units` (what is built: datasets → builds → units, blends, SFT sets;
+the config's checks in :mod:`~tokenmill.plan.config_checks`),
 :mod:`~tokenmill.plan.outputs` (where each job's outputs go, the targets) and :mod:`~tokenmill.plan.commands`
 (each job's arguments and identities), over :mod:`~tokenmill.plan.layout` (every path); and what the plan does
 with the tree: :mod:`~tokenmill.plan.prune` (outputs no longer planned, moved aside; across file systems by

@@ -1,8 +1,9 @@
 """What a config builds: datasets → builds → units (a file, a byte-range shard of a big plain file, a run of row
-groups of a big Parquet file, or a group of small files), blends and SFT sets, the inputs each job reads, and
-every check of the config that needs a look at the files (inputs that exist once and outside the output
-folders, tokenizers and their EODs, sampling, blend weights); from the config and one look at each input (a
-``stat``, an object's ``HEAD``, a big Parquet file's footer). See :mod:`tokenmill.plan` for the names.
+groups of a big Parquet file, or a group of small files), blends and SFT sets, and the inputs each job reads; from
+the config and one look at each input (a ``stat``, an object's ``HEAD``, a big Parquet file's footer). What is
+refused as it plans: inputs named twice or matching nothing, tokens that are not there, blend weights, and the
+config checks of :mod:`tokenmill.plan.config_checks` (tokenizers and their EODs, text fields, sampling, SFT sets,
+inputs outside the output folders). See :mod:`tokenmill.plan` for the names.
 
 Cost: one ``glob`` (or bucket listing) per pattern and one ``stat`` per input file; the rest is O(units).
 """
@@ -17,21 +18,20 @@ from dataclasses import dataclass
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import FileIdentity, named_twice
-from tokenmill.files.objects import ObjectIdentity, expand_url, is_url, pinned_identity
+from tokenmill.files.objects import ObjectIdentity, pinned_identity
+from tokenmill.files.source import Source, expand, input_key, is_missing_file, local_paths
 from tokenmill.files.urls import redact
-from tokenmill.formats.kinds import BEST_FIT_FORMATS, BEST_FIT_POWER_OF_TWO, EOS_SCANNED, SAMPLED
+from tokenmill.formats.kinds import SAMPLED
 from tokenmill.formats.mmidx import prefix_of
-from tokenmill.formats.provenance import field_keys
 from tokenmill.inputs.jsonl import input_compression
 from tokenmill.inputs.parquet import row_group_units
-from tokenmill.inputs.text_selection import TextSelector
 from tokenmill.megatron.blend import check_weights
-from tokenmill.megatron.gpt_indices import parse_split
-from tokenmill.megatron.job_tokenizer import DEFAULT_VERSION, SUPPORTED_TYPES, job_tokenizer
+from tokenmill.megatron.job_tokenizer import SUPPORTED_TYPES
 from tokenmill.pack.tokens_in import token_source_files
-from tokenmill.plan.layout import OUTPUT_FOLDERS, RAW_FOLDER, STALE_FOLDER, cache_folder
-from tokenmill.tokenization.families import HF_TYPE, TIKTOKEN_DEFAULT_SPECIALS
-from tokenmill.tokenization.tokenizer import check_eod_in_file
+from tokenmill.plan.config_checks import (check_fields, check_inputs_outside_outputs, check_sampling, check_sft,
+                                          check_tokenizers)
+from tokenmill.plan.layout import cache_folder
+from tokenmill.tokenization.families import TIKTOKEN_DEFAULT_SPECIALS
 
 __all__ = ["InputFile", "Unit", "Build", "Units", "parse_size", "job_flags_of", "MAX_LISTED_INPUT_CHARS",
            "with_local_paths_absolute", "with_urls_redacted"]
@@ -96,16 +96,6 @@ def parse_size(key: str, value: int | str | None) -> int | None:
     return size
 
 
-def _expand(pattern: str) -> list[str]:
-    """An ``inputs`` entry's files: the file itself when it exists (a name may hold ``[``, ``*`` or
-    ``?``), else the glob's matches, sorted; for an object URL, the bucket's matching keys."""
-    if is_url(pattern):
-        return expand_url(pattern)
-    if os.path.exists(pattern) or not glob.has_magic(pattern):
-        return [pattern]
-    return sorted(glob.glob(pattern))
-
-
 def _text_bytes(file: InputFile) -> int:
     """About the bytes of text in a file: its size, four times that compressed (what gzip and zstd
     give on web text; Parquet likewise)."""
@@ -161,7 +151,7 @@ class Units:
         self.row_group_bytes: dict[str, list[int]] = {}  # file stem → compressed bytes per row group (big Parquet)
         self._row_group_ranges: dict[str, list[tuple[int, int]]] = {}
         self.token_sources: dict[str, list[str]] = {}  # build → its tokens entries (prefixes, .pbin), globs expanded
-        self._check_tokenizers()
+        self.ordinary_eods = check_tokenizers(config)  # tokenizer → an EOD that is an ordinary vocabulary token
         for name, dataset in config["datasets"].items():
             if bool(dataset["inputs"]) == bool(dataset["tokens"]):
                 raise TokenmillError(f"datasets.{name}: give inputs (JSONL to tokenize) or tokens (.bin/.idx prefixes "
@@ -170,56 +160,19 @@ class Units:
                 self._plan_tokens(name)
             else:
                 self._plan_dataset(name)
-        self._check_sampling()
+        check_sampling(config, self.ordinary_eods, self.tokenizer_names)
         self.blends = {name: self._blend_builds(name) for name in config["blends"]}
-        self._check_sft()
-        self._check_inputs_outside_outputs()
+        check_sft(config, self.sft_objects)
+        check_inputs_outside_outputs(self._named_inputs())
 
-    def _check_inputs_outside_outputs(self) -> None:
-        """Refuse an input or tokenizer that lies in a folder the workflow writes (or moves earlier plans'
-        outputs to): Snakemake would delete it before the job that writes there, or the prune move it."""
-        folders = [os.path.realpath(folder) for folder in (*OUTPUT_FOLDERS, STALE_FOLDER)]
+    def _named_inputs(self) -> list[tuple[str, str]]:
+        """Every input and tokenizer of the config, with the key that names it: ``(key, path)``."""
         named = [(f"datasets.{name}.inputs", file.path) for name, files in self.dataset_files.items() for file in files]
         named += [(f"datasets.{self.builds[build].dataset}.tokens", path) for build in self.token_sources
                   for path in self.token_files(build)]
         named += [(f"sft.{name}.inputs", path) for name, entry in self.config["sft"].items()
                   for path in entry["inputs"]]
-        named += [(f"tokenizers.{name}.path", entry["path"]) for name, entry in self.config["tokenizers"].items()]
-        for key, path in named:
-            real = os.path.realpath(path)
-            for folder, shown in zip(folders, (*OUTPUT_FOLDERS, STALE_FOLDER)):
-                if os.path.commonpath([real, folder]) == folder:
-                    raise TokenmillError(f"{key}: {path} lies in {shown}/, where the workflow writes its outputs "
-                                         f"(it would be overwritten or moved); keep inputs elsewhere, e.g. "
-                                         f"{RAW_FOLDER}/")
-
-    def _check_tokenizers(self) -> None:
-        self.ordinary_eods: dict[str, str] = {}  # tokenizer → an EOD that is an ordinary vocabulary token
-        for name, tokenizer in self.config["tokenizers"].items():
-            if re.fullmatch(r"(part|shard)[0-9]+", name):
-                raise TokenmillError(f"tokenizers.{name}: the name would read as a file part or shard in "
-                                     f"output names; rename it")
-            path = tokenizer["path"]
-            if not os.path.exists(path):
-                raise TokenmillError(f"tokenizers.{name}.path: {path}: no such file")
-            # The EOD is looked up where it costs a JSON parse: a tokenizer.json (a type's other files are
-            # converted by the job, which names a missing EOD)
-            tokenizer_json = os.path.join(path, "tokenizer.json") if tokenizer["type"] == HF_TYPE and \
-                os.path.isdir(path) else path
-            eod = tokenizer.get("eod")
-            if (tokenizer["type"] is None and (eod is not None or os.path.isdir(path))) or \
-                    (tokenizer["type"] == HF_TYPE and eod is not None):
-                try:
-                    if eod is not None and not check_eod_in_file(tokenizer_json, eod):
-                        self.ordinary_eods[name] = eod
-                except TokenmillError as exc:
-                    raise TokenmillError(f"tokenizers.{name}: {exc}") from None
-            if tokenizer["type"] is not None and job_flags_of(tokenizer) and tokenizer["megatron"].get("args"):
-                asked = job_tokenizer(DEFAULT_VERSION, tokenizer["megatron"]["args"]).flags
-                kind = asked[asked.index("--tokenizer-type") + 1] if "--tokenizer-type" in asked else None
-                if kind != tokenizer["type"]:
-                    raise TokenmillError(f"tokenizers.{name}.megatron.args: --tokenizer-type {kind} is not its type "
-                                         f"{tokenizer['type']}")
+        return named + [(f"tokenizers.{name}.path", entry["path"]) for name, entry in self.config["tokenizers"].items()]
 
     def notes(self) -> list[str]:
         """What planning says without stopping, one line each: an EOD that is an ordinary vocabulary token; a
@@ -251,19 +204,15 @@ class Units:
         paths, seen = [], {}  # (device, inode) → the first path naming that file (links included)
         for pattern in dataset["inputs"]:
             try:
-                matches = _expand(pattern)
+                matches = expand([pattern], local_globs=True)
             except TokenmillError as exc:
                 raise TokenmillError(f"datasets.{name}.inputs: {exc}") from None
             if not matches:
                 raise TokenmillError(f"datasets.{name}.inputs: {pattern!r} matches no file")
             for path in matches:
-                if is_url(path):
-                    key = (path,)
-                elif not os.path.isfile(path):
+                if is_missing_file(path):
                     raise TokenmillError(f"datasets.{name}.inputs: {path}: no such file")
-                else:
-                    stat = os.stat(path)
-                    key = (stat.st_dev, stat.st_ino)
+                key = input_key(path)
                 first = seen.get(key)
                 if first is not None and not dataset["allow_duplicate_inputs"]:
                     raise TokenmillError(
@@ -272,20 +221,6 @@ class Units:
                 seen.setdefault(key, path)
                 paths.append(path)
         return paths
-
-    def _check_fields(self, name: str) -> None:
-        """A dataset's text pattern and field paths, checked before any job rather than in the job using them."""
-        dataset = self.config["datasets"][name]
-        try:
-            TextSelector(dataset["text"])
-        except TokenmillError as exc:
-            raise TokenmillError(f"datasets.{name}.text: {exc}") from None
-        for key in ("count_by", "id_field"):
-            if dataset[key] is not None:
-                try:
-                    field_keys(dataset[key])
-                except TokenmillError as exc:
-                    raise TokenmillError(f"datasets.{name}.{key}: {exc}") from None
 
     def _plan_tokens(self, name: str) -> None:
         """A dataset of tokens already made (``tokens``): one build, no pack unit, made by the ``tokens_in`` job.
@@ -354,21 +289,20 @@ class Units:
         if name.startswith("blend_") and name.removeprefix("blend_") in self.config["blends"]:
             raise TokenmillError(f"datasets.{name}: its caches would share {cache_folder(name)}/ with blend "
                                  f"{name.removeprefix('blend_')!r}; rename one of them")
-        self._check_fields(name)
+        check_fields(name, self.config["datasets"][name])
         paths = self._input_paths(name)
         files = []
         for k, path in enumerate(paths):
             stem = name if len(paths) == 1 else f"{name}.part{k}"
             try:
-                compression = input_compression(path)
-                if is_url(path):  # streamed whole by its pack job (a byte range would need a raw index first)
-                    identity = pinned_identity(path)
-                    files.append(InputFile(stem, path, compression, identity.size, 0, identity.tag))
-                    continue
+                source = Source.resolve(path, repin=False)
+                compression = input_compression(source)
             except TokenmillError as exc:
                 raise TokenmillError(f"datasets.{name}.inputs: {exc}") from None
-            stat = os.stat(path)
-            files.append(InputFile(stem, path, compression, stat.st_size, stat.st_mtime_ns))
+            if source.is_url:  # streamed whole by its pack job (a byte range would need a raw index first)
+                files.append(InputFile(stem, path, compression, source.size, 0, source.identity.tag))
+            else:
+                files.append(InputFile(stem, path, compression, source.size, source.identity.mtime_ns))
         self.dataset_files[name] = files
         self.files.update((file.stem, file) for file in files)
         shard_bytes = parse_size(f"datasets.{name}.shard_bytes", dataset["shard_bytes"])
@@ -497,7 +431,7 @@ class Units:
     def unit_local_inputs(self, unit: str) -> list[str]:
         """The input files a unit packs that Snakemake sees: its objects are read by URL, and their ETags
         (:meth:`tokenmill.plan.commands.Commands.unit_identity`) rerun it when one is replaced."""
-        return [path for path in self.unit_inputs(unit) if not is_url(path)]
+        return local_paths(self.unit_inputs(unit))
 
     def build_inputs(self, build: str) -> list[InputFile]:
         """The input files of a build, in order."""
@@ -524,38 +458,6 @@ class Units:
 
     def blend_text_bytes(self, blend: str) -> int:
         return sum(map(self.build_text_bytes, self.blends[blend]))
-
-    def _check_sampling(self) -> None:
-        sampling = self.sampling
-        if sampling.get("num_samples") and sampling["epochs"] is not None:
-            raise TokenmillError("sampling: give num_samples or epochs, not both")
-        try:
-            parse_split(sampling["split"])
-        except TokenmillError as exc:
-            raise TokenmillError(f"sampling.split: {exc}") from None
-        if self.config["blends"] and not {"train", "valid", "test"} <= set(sampling.get("num_samples") or {}):
-            raise TokenmillError("blends: a weighted blend needs sampling.num_samples for every split "
-                                 "(train, valid and test; 0 for an unused one)")
-        for name, dataset in self.config["datasets"].items():
-            # the formats whose readers find documents by the EOS
-            scanned = [name for name in dataset["formats"] if name in EOS_SCANNED]
-            for tokenizer in self.tokenizer_names(name):
-                if tokenizer in self.ordinary_eods and scanned and \
-                        not self.config["tokenizers"][tokenizer]["ordinary_eod"]:
-                    raise TokenmillError(
-                        f"tokenizers.{tokenizer}.eod: {self.ordinary_eods[tokenizer]!r} is an ordinary token of the "
-                        f"vocabulary, which text holds too, and datasets.{name} is made for {' and '.join(scanned)}, "
-                        f"whose readers end a document at every one; name a special token, or set "
-                        f"tokenizers.{tokenizer}.ordinary_eod: true")
-            if dataset["packing"] != "best_fit":
-                continue
-            if not BEST_FIT_FORMATS & set(dataset["formats"]):
-                raise TokenmillError(f"datasets.{name}.packing: best_fit packs for the megatron or olmo format; "
-                                     f"its formats are {', '.join(dataset['formats'])}")
-            odd = [length for length in sampling["seq_lengths"] if length & (length - 1)]
-            if BEST_FIT_POWER_OF_TWO & set(dataset["formats"]) and odd:
-                raise TokenmillError(f"datasets.{name}.packing: OLMo-core packs only sequence lengths that are powers "
-                                     f"of two; sampling.seq_lengths has {', '.join(map(str, odd))}")
 
     def formats(self, build: str) -> list[str]:
         """The formats a build is made in (its dataset's ``formats``): ``pbin``, ``megatron``, ``datatrove``,
@@ -598,24 +500,8 @@ class Units:
         file = self.files[self.units[units[0]].stems[0]]
         return None if file.compression or file.etag is not None else file  # an object: streamed, no raw index
 
-    def _check_sft(self) -> None:
-        for name, sft in self.config["sft"].items():
-            if sft["tokenizer"] not in self.config["tokenizers"]:
-                raise TokenmillError(f"sft.{name}.tokenizer: {sft['tokenizer']!r} is not in tokenizers")
-            for path in sft["inputs"]:  # a missing file must not keep an old build
-                if not is_url(path) and not os.path.isfile(path):
-                    raise TokenmillError(f"sft.{name}.inputs: {path}: no such file")
-            try:
-                self.sft_objects(name)  # objects: listed and reachable now, as datasets' are
-            except TokenmillError as exc:
-                raise TokenmillError(f"sft.{name}.inputs: {exc}") from None
-            length = sft["seq_length"]
-            if sft["packing"] == "best_fit" and BEST_FIT_POWER_OF_TWO & set(sft["formats"]) and length & (length - 1):
-                raise TokenmillError(f"sft.{name}.packing: OLMo-core packs only sequence lengths that are powers of "
-                                     f"two; its seq_length is {length}")
-
     def sft_inputs(self, name: str) -> list[str]:
-        """The conversation files, the tokenizer and the chat template's file of an SFT dataset (its ``s3://``
+        """The conversation files, the tokenizer and the chat template's file of an SFT dataset (its URLs'
         objects are read by its job, which no input of Snakemake's names: :meth:`sft_objects`): an edit of
         the template rebuilds the set."""
         from tokenmill.tokenization.chat_template import chat_template_file  # (its engine imports: SFT sets only)
@@ -623,17 +509,18 @@ class Units:
         entry = self.config["sft"][name]
         tokenizer_path = self.config["tokenizers"][entry["tokenizer"]]["path"]
         template = chat_template_file(entry.get("chat_template"), tokenizer_path)
-        return [*(path for path in entry["inputs"] if not is_url(path)), tokenizer_path,
+        return [*local_paths(entry["inputs"]), tokenizer_path,
                 *([template] if template is not None and template != tokenizer_path else [])]
 
     def sft_objects(self, name: str) -> list[ObjectIdentity]:
-        """The ``s3://`` objects of an SFT dataset's inputs (globs listed), each as first seen.
+        """The objects by URL of an SFT dataset's inputs (globs listed), each as first seen.
 
         Raises:
             TokenmillError: an object or a bucket that cannot be reached, a glob matching nothing.
         """
-        return [pinned_identity(url) for pattern in self.config["sft"][name]["inputs"] if is_url(pattern)
-                for url in expand_url(pattern)]
+        inputs = self.config["sft"][name]["inputs"]
+        local = set(local_paths(inputs))
+        return [pinned_identity(url) for url in expand(pattern for pattern in inputs if pattern not in local)]
 
 
 def with_urls_redacted(config: dict) -> dict:
@@ -648,11 +535,11 @@ def with_urls_redacted(config: dict) -> dict:
 
 def with_local_paths_absolute(config: dict) -> dict:
     """A validated config with its local files absolute: dataset and SFT inputs (globs included) and
-    tokenizer paths; ``s3://`` URLs as given. The workflow plans with it on object storage, where jobs run
+    tokenizer paths; URLs as given. The workflow plans with it on object storage, where jobs run
     in Snakemake's folder of local copies, not in the working directory those paths are relative to."""
 
     def absolute(path: str) -> str:
-        return path if is_url(path) else os.path.abspath(path)
+        return os.path.abspath(path) if local_paths([path]) else path
 
     config = copy.deepcopy(config)
     for section in ("datasets", "sft"):

@@ -6,7 +6,7 @@ Input: one conversation per line, FastChat style (extra keys allowed)::
      "instruction": "...", "role": "..."}
 
 :class:`InstructionDataset` reads a line through the raw index and tokenizes the fields that its jq
-patterns name (``.role``, ``.instruction``, ``.conversations``) (an ``s3://`` object is streamed forward,
+patterns name (``.role``, ``.instruction``, ``.conversations``) (an object by URL is streamed forward,
 8 MiB per ranged GET, as conversations are taken in order): a string field is one piece, a list
 field one piece per element (a turn's ``value``). Special-token strings inside the text stay text
 (``encode_special_tokens``), so data cannot inject control tokens; the configured special tokens
@@ -55,7 +55,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from tokenmill.errors import BadLine, TokenmillError
-from tokenmill.files.objects import ObjectFile, is_url, pinned_identity
+from tokenmill.files.objects import ObjectFile
+from tokenmill.files.source import Source, as_source
+from tokenmill.files.urls import full_url, remember
 from tokenmill.formats.pbin import PbinFile, file_identity_problem, read_sidecar
 from tokenmill.formats.sidecar import sidecar_path
 from tokenmill.inputs.raw_index import read_index, scan_lines
@@ -113,26 +115,35 @@ class Piece:
 
 
 class ConversationFile:
-    """The lines of a conversations JSONL file (or ``s3://`` object), each read and parsed on access.
+    """The lines of a conversations JSONL file (or object by URL), each read and parsed on access.
 
     Args:
-        jsonl: the file or object.
+        jsonl: the file or object, or either resolved (:class:`tokenmill.files.source.Source`).
         index: its raw index (scanned now if None).
 
     Raises:
         TokenmillError: an unreadable file or index.
     """
 
-    def __init__(self, jsonl: str | os.PathLike, index: str | os.PathLike | None = None):
-        self.path = str(jsonl)
-        self.lines = read_index(index, jsonl) if index is not None else scan_lines(jsonl)
+    def __init__(self, jsonl: str | os.PathLike | Source, index: str | os.PathLike | None = None):
+        self.source = as_source(jsonl)
+        self.path = self.source.name
+        self.lines = read_index(index, self.path) if index is not None else scan_lines(self.source)
         self._mapped = None
 
     def __len__(self) -> int:
         return len(self.lines)
 
     def __getstate__(self) -> dict:
-        return {**self.__dict__, "_mapped": None}  # a map or an open object does not pickle: reopened on use
+        # A map or an open object does not pickle: reopened on use. An object's full URL goes with it (in memory,
+        # to a DataLoader worker): a worker started fresh has none of this process's URLs to request it by.
+        return {**self.__dict__, "_mapped": None, "_url": full_url(self.path) if self.source.is_url else None}
+
+    def __setstate__(self, state: dict) -> None:
+        url = state.pop("_url", None)
+        if url is not None:
+            remember(url)
+        self.__dict__.update(state)
 
     def record(self, i: int) -> dict:
         """The parsed JSON object of line ``i``.
@@ -149,16 +160,16 @@ class ConversationFile:
             TokenmillError: an object that cannot be read.
         """
         if self._mapped is None:
-            if is_url(self.path):
+            if self.source.is_url:
                 # An object is read forward through an 8 MiB buffer (one ranged GET per refill), as conversations
                 # are taken in order; a jump outside the buffer costs one GET.
-                self._mapped = io.BufferedReader(ObjectFile(pinned_identity(self.path)), _OBJECT_BUFFER_BYTES)
+                self._mapped = io.BufferedReader(ObjectFile(self.source.identity), _OBJECT_BUFFER_BYTES)
             else:
                 with open(self.path, "rb") as handle:
                     self._mapped = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
         lines = []
         for offset, length in self.lines[start:stop].tolist():
-            if is_url(self.path):
+            if self.source.is_url:
                 self._mapped.seek(offset)
                 lines.append(self._mapped.read(length))
             else:
@@ -195,7 +206,7 @@ class InstructionDataset(EncoderPickling):
             one on which the fast engine disagrees with HF.
     """
 
-    def __init__(self, jsonl: str | os.PathLike, tokenizer: str | os.PathLike | TokenizerSpec | TokenizerInfo,
+    def __init__(self, jsonl: str | os.PathLike | Source, tokenizer: str | os.PathLike | TokenizerSpec | TokenizerInfo,
                  jq_patterns: list[str],
                  special_tokens: dict[str, str], index: str | os.PathLike | None = None,
                  speaker_template: str = "{speaker}: ", engine: str = "hf",

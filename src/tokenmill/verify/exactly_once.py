@@ -17,8 +17,8 @@ import os
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import file_sha256
-from tokenmill.files.objects import is_url, pin
-from tokenmill.files.urls import remember
+from tokenmill.files.objects import pin
+from tokenmill.files.source import input_key
 from tokenmill.formats.mmidx import prefix_of
 from tokenmill.formats.sidecar import SidecarRecord, SourceRecord, resolve_sidecar_paths, resolved_against, sidecar_path
 from tokenmill.inputs.jsonl import source_sha256
@@ -63,22 +63,22 @@ def coverage_problems(path: str | os.PathLike, meta: SidecarRecord, inputs: list
             covered = end
         if covered != total:
             problems.append(f"{path}: {unit} {covered}-{total} of {file_path} are not packed (of {total})")
-        if is_url(file_path):  # its identity is checked by _object_problems
+        if "object" in entries[0]:  # read by URL: its identity is checked by _object_problems
             continue
         if not os.path.isfile(file_path):
             problems.append(f"{path}: source {file_path} not found ({resolved_against(recorded, path)}); its bytes "
                             f"cannot be checked")
         elif os.path.getsize(file_path) != size:
             problems.append(f"{path}: {file_path} is {os.path.getsize(file_path)} bytes now, {size} when packed")
-    packed = [_file_key(file_path) for file_path, _ in runs]  # one file however it is spelled or linked
+    packed = [input_key(file_path) for file_path, _ in runs]  # one file however it is spelled or linked
     if meta.get("allow_duplicate_inputs") is not True:
         repeated = sorted({file_path for (file_path, _), key in zip(runs, packed) if packed.count(key) > 1})
-        problems += [f"{path}: {file_path} is packed {packed.count(_file_key(file_path))} times "
+        problems += [f"{path}: {file_path} is packed {packed.count(input_key(file_path))} times "
                      f"(allow_duplicate_inputs is off)" for file_path in repeated]
-    if inputs is not None and packed != [_file_key(file_path) for file_path in inputs]:
-        missing = [file_path for file_path in inputs if _file_key(file_path) not in packed]
+    if inputs is not None and packed != [input_key(file_path) for file_path in inputs]:
+        missing = [file_path for file_path in inputs if input_key(file_path) not in packed]
         extra = [file_path for (file_path, _), key in zip(runs, packed)
-                 if key not in {_file_key(name) for name in inputs}]
+                 if key not in {input_key(name) for name in inputs}]
         if missing:
             problems.append(f"{path}: {len(missing)} of its {len(inputs)} inputs are not packed in it "
                             f"(first: {missing[0]})")
@@ -87,18 +87,6 @@ def coverage_problems(path: str | os.PathLike, meta: SidecarRecord, inputs: list
         if not missing and not extra and len(packed) == len(inputs):
             problems.append(f"{path}: its inputs are packed in another order than given")
     return problems
-
-
-def _file_key(file_path: str) -> tuple:
-    """What tells two files apart: ``(device, inode)`` of an existing file, else its normalised path; a URL's
-    name (a full URL given, with its secrets, is then what that name is read from)."""
-    if is_url(file_path):
-        return (remember(file_path),)
-    try:
-        stat = os.stat(file_path)
-        return stat.st_dev, stat.st_ino
-    except OSError:
-        return (os.path.normpath(file_path),)
 
 
 def _malformed_sources(sources: object, meta: SidecarRecord) -> str | None:
@@ -142,7 +130,7 @@ def changed_source_problems(path: str | os.PathLike, meta: SidecarRecord) -> lis
         return []
     problems = []
     for source in sources:
-        if isinstance(source.get("object"), dict) and is_url(source["path"]):
+        if isinstance(source.get("object"), dict):  # read by URL, pinned to the version recorded
             problems += _object_problems(path, source)
         elif "sha256" in source and os.path.isfile(source["path"]) and source_sha256(source) != source["sha256"]:
             problems.append(f"{path}: source {source['path']} has changed since it was packed (sha256 differs)")

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 
 from tokenmill.errors import TokenmillError
-from tokenmill.files.objects import is_url
 from tokenmill.formats.kinds import TOKENS_READ_IN
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.formats.sidecar import resolve_sidecar_paths, resolved_against
@@ -67,7 +66,7 @@ def verify_against_tokenizer(path: str | os.PathLike, fraction: float) -> tuple[
     sampler, selector = ProofSampler(added, fraction), TextSelector(meta["text"])
     pbin, document, checked = PbinFile(path), 0, 0
     for source in meta["sources"]:
-        if not is_url(source["path"]) and not os.path.isfile(source["path"]):
+        if "object" not in source and not os.path.isfile(source["path"]):  # (an object: its version is checked)
             where = resolved_against(meta, path)
             return [f"{path}: source {source['path']} not found ({where}); cannot check"], checked
         if source_sha256(source) != source.get("sha256"):

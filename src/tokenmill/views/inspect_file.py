@@ -39,7 +39,6 @@ from pathlib import Path
 import numpy as np
 
 from tokenmill.errors import TokenmillError
-from tokenmill.files.objects import is_url
 from tokenmill.formats.kinds import OUTPUT_FORMATS, TOKENS_READ_IN, format_of, source_unit
 from tokenmill.formats.mmidx import MMapIndexedDataset, prefix_of
 from tokenmill.formats.pbin import PbinFile, read_sidecar
@@ -163,14 +162,16 @@ def _describe_pbin(path: Path) -> list[str]:
         return lines
     tokenizer = meta.get("tokenizer", {})
 
-    def found(file: str) -> str:  # (an object's URL is looked up by verify, not here)
-        return file if is_url(file) or os.path.exists(file) else f"{file} (not found, {resolved_against(meta, path)})"
+    def found(entry: dict) -> str:  # (an object, recorded with its version, is looked up by verify, not here)
+        file = str(entry.get("path"))
+        return file if "object" in entry or os.path.exists(file) else \
+            f"{file} (not found, {resolved_against(meta, path)})"
 
     kind = f", {tokenizer['type']} (as {tokenizer.get('reference')} encodes)" if tokenizer.get("type") else ""
-    lines += [f"tokenizer: {found(str(tokenizer.get('path')))} "
+    lines += [f"tokenizer: {found(tokenizer)} "
               f"(sha256 {str(tokenizer.get('sha256'))[:16]}...), vocab {tokenizer.get('vocab_size')}{kind}",
               _eod_line(meta), f"skipped lines: {meta.get('skipped', {}) or 'none'}"]
-    return lines + [f"source: {found(s['path'])} ({s['bytes']} bytes, {s['documents']} documents)"
+    return lines + [f"source: {found(s)} ({s['bytes']} bytes, {s['documents']} documents)"
                     for s in meta.get("sources", [])]
 
 
