@@ -241,10 +241,10 @@ def page_conflict(identity: ConfigIdentity, recipes: dict[str, str], made: dict[
         if recorded is None:
             made_for = "an older tokenmill (it records no recipe)"
         else:
-            made_for = " and ".join(
-                f"this config's last run ({plan_record_path(key)})" if _is_own(record, identity) else
-                _described(key, record) for key, record in read_plan_records(root).items()
-                if record.get("pages", {}).get(page) == recorded) or "options that no config's record names now"
+            makers = [f"this config's last run ({plan_record_path(key)})" if _is_own(record, identity)
+                      else _described(key, record) for key, record in read_plan_records(root).items()
+                      if record.get("pages", {}).get(page) == recorded]
+            made_for = " and ".join(makers) or "options that no config's record names now"
         return (f"{page} was made for {made_for}, not for this config {identity.described()}'s options, and the "
                 f"report would show it as this config's; run `{run_command}` first")
     return None
