@@ -80,3 +80,39 @@ def test_configs_that_differ_only_in_formats_rerun_nothing_when_run_in_turn(buil
             assert planned_jobs(built_demo, "--configfile", configfile) == set(), configfile
     run_snakemake(built_demo, "--configfile", "config/config.yaml")
     assert tree_digests(built_demo) == before
+
+
+def test_a_report_never_embeds_the_page_another_configs_run_made(built_demo):
+    """The demo config (seq_lengths 512 and 2048) and bob/seq.yaml, the same at 256: dataset demo's .pbin and Megatron
+    files are shared (one recipe) and its caches lie apart, but data/report/demo.html is one page of two recipes.
+    Each run remakes it (and the verify stamp): a loud, cheap cost. After bob's run, `--report` of the demo config
+    embedded bob's page (seq256 named, seq512 never) without a word; it refuses in one line naming the page, bob's
+    config and the run to do first. Once that run has remade the page, the report is made, and bob's refuses."""
+    demo = yaml.safe_load((built_demo / "config/config.yaml").read_text())
+    (built_demo / "bob").mkdir()
+    (built_demo / "bob/seq.yaml").write_text(yaml.safe_dump({**demo, "sampling": {**demo["sampling"],
+                                                                                   "seq_lengths": [256]}}))
+    shared = {path: digest for path, digest in tree_digests(built_demo).items()
+              if path.startswith(("data/packed/demo.", "data/megatron/demo_"))}
+    run_snakemake(built_demo, "--configfile", "bob/seq.yaml")
+    assert len(shared) == 4 and shared.items() <= tree_digests(built_demo).items()
+    assert "seq256_seed1234" in (built_demo / "data/report/demo.html").read_text()
+    refused = run_snakemake(built_demo, "--report", "report.html", check=False)
+    assert refused.returncode == 1 and not (built_demo / "report.html").exists()
+    bob_record = next((built_demo / "data/plans").glob("seq-*.json")).name
+    assert refused.stderr.strip().splitlines()[-1] == (
+        f"tokenmill: error: config/config.yaml: data/report/demo.html was made for config bob/seq.yaml (data/plans/"
+        f"{bob_record}), not for this config config/config.yaml's options, and the report would show it as this "
+        f"config's; run `snakemake` first")
+    assert refused.stderr.count("tokenmill: error") == 1
+    run_snakemake(built_demo)
+    page = (built_demo / "data/report/demo.html").read_text()
+    assert "seq512_seed1234" in page and "seq256_seed1234" not in page
+    run_snakemake(built_demo, "--report", "report.html")
+    assert (built_demo / "report.html").stat().st_size > 0
+    theirs = run_snakemake(built_demo, "--configfile", "bob/seq.yaml", "--report", "bobrep.html", check=False)
+    assert theirs.returncode == 1 and not (built_demo / "bobrep.html").exists()
+    assert theirs.stderr.strip().splitlines()[-1].startswith(
+        f"tokenmill: error: {built_demo / 'bob/seq.yaml'}: data/report/demo.html was made for config "
+        f"config/config.yaml (data/plans/")
+    assert theirs.stderr.strip().splitlines()[-1].endswith("run `snakemake --configfile bob/seq.yaml` first")

@@ -178,3 +178,32 @@ def test_datatroves_tokenizer_name_is_the_configs_spelling_also_where_the_plans_
     assert absolute["tokenizers"]["gpt2"]["path"] == str(plan_folder / "gpt2.json")
     assert Plan(config).commands.datatrove_options("a") == ["--tokenizer-name", "gpt2.json"]
     assert Plan(absolute, {"gpt2": "gpt2.json"}).commands.datatrove_options("a") == ["--tokenizer-name", "gpt2.json"]
+
+
+def test_a_report_page_records_a_recipe_that_differs_exactly_where_its_page_would(plan_folder):
+    """Two configs that share dataset a (its .pbin and Megatron files: one output identity) but not its sequence
+    lengths, its on_bad_line or its blend's packing write one page each, data/report/a.html (and the blend's),
+    from other options: the recipes differ. A setting the page does not show (another dataset beside it, the blend
+    weights' packing) leaves a's recipe as it is; another formats set names another page."""
+    def plan(seq_lengths=(512,), blend_packing="concat", **dataset):
+        config = {"tokenizers": {"gpt2": {"path": "gpt2.json", "eod": "<|endoftext|>"}},
+                  "datasets": {"a": {"inputs": ["raw/a.jsonl"], "tokenizer": "gpt2", **dataset},
+                               "b": {"inputs": ["raw/b.jsonl"], "tokenizer": "gpt2"}},
+                  "blends": {"ab": {"weights": {"a": 1, "b": 1}, "packing": blend_packing}},
+                  "sampling": {"seq_lengths": list(seq_lengths), "seeds": [1],
+                               "num_samples": {"train": 10, "valid": 1, "test": 1}}}
+        return Plan(validate_config(config, "my.yaml"))
+
+    base = plan().commands
+    pages = base.page_recipes()
+    assert set(pages) == {"data/report/a.html", "data/report/b.html", "data/report/blend_ab/seq512_seed1.html"}
+    blend_page = "data/report/blend_ab/seq512_seed1.html"
+    for edited, page in ((plan(seq_lengths=(256, 512)), "data/report/a.html"), (plan(on_bad_line="skip"),
+                         "data/report/a.html"), (plan(blend_packing="best_fit"), blend_page)):
+        recipes = edited.commands.page_recipes()
+        assert recipes[page] != pages[page] and recipes.keys() >= pages.keys(), page
+        assert edited.commands.output_identities()["data/packed/a.pbin"] == base.output_identities()[
+            "data/packed/a.pbin"]  # shared, not refused at planning
+    assert plan(blend_packing="best_fit").commands.page_recipes()["data/report/a.html"] == pages["data/report/a.html"]
+    assert plan(formats=["pbin", "megatron", "datatrove"]).commands.page_recipes().keys() - pages.keys() == {
+        "data/report/a+datatrove+megatron+pbin.html"}

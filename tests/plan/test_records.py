@@ -14,7 +14,7 @@ from conftest import GPT2, planned_jobs, run_snakemake, run_tokenmill
 from tokenmill.config import validate_config
 from tokenmill.errors import TokenmillError
 from tokenmill.plan import Plan
-from tokenmill.plan.records import (ConfigIdentity, config_identity, older_records, output_conflict,
+from tokenmill.plan.records import (ConfigIdentity, config_identity, older_records, output_conflict, page_conflict,
                                     plan_record_path, prune_for_config, read_plan_records, record_plan,
                                     targets_of_other_plans, tokenizer_folder_conflict, write_plan_record)
 
@@ -56,7 +56,7 @@ def test_a_record_holds_the_plans_targets_config_and_tokenizer_folders(tmp_path)
     assert json.loads((tmp_path / plan_record_path(pre.key)).read_text()) == {
         "format": "tokenmill-plan/3", "name": pre.key, "config": ["pre.yaml"],
         "targets": ["data/index/a.idx", "data/packed/a.pbin"],
-        "tokenizer_folders": {GPT2_FOLDER: "gpt2.json with EOD '<|endoftext|>'"}, "outputs": {}}
+        "tokenizer_folders": {GPT2_FOLDER: "gpt2.json with EOD '<|endoftext|>'"}, "outputs": {}, "pages": {}}
     assert targets_of_other_plans(sft, tmp_path) == ["data/index/a.idx", "data/packed/a.pbin"]
     assert targets_of_other_plans(pre, tmp_path) == ["data/sft/chat.pbin"]
     assert sorted(read_plan_records(tmp_path)) == sorted([pre.key, sft.key])
@@ -272,3 +272,41 @@ def test_two_configs_in_one_folder_leave_each_other_alone(built_demo):
         f"(data/plans/{demo_record}.json) and by this config pre2.yaml from other inputs or options: each run would "
         f"remake it, and a job would read whichever ran last; give the dataset (or blend, or SFT set) another name in "
         f"one of the two")
+
+
+def test_a_page_another_config_made_is_named_with_that_config_and_the_run_to_come_first(tmp_path, monkeypatch):
+    """pretrain.yaml (seq 512) and bob/seq.yaml (seq 256) share dataset a and its page data/report/a.html: the
+    page bob's run wrote last records bob's recipe, which both records hold; `--report` of pretrain.yaml names it
+    in one line. Its own recipe, a page not built, a page of no recorded recipe and one of an older tokenmill each
+    say what they are."""
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(GPT2, tmp_path / "gpt2.json")
+    (tmp_path / "a.jsonl").write_text('{"text": "x"}\n')
+
+    def plan(seq_length: int) -> Plan:
+        return Plan(validate_config({"tokenizers": {"gpt2": {"path": "gpt2.json", "eod": "<|endoftext|>"}},
+                                     "datasets": {"a": {"inputs": ["a.jsonl"], "tokenizer": "gpt2"}},
+                                     "sampling": {"seq_lengths": [seq_length], "seeds": [1]}}, "x"))
+
+    pretrain, bob = identity(tmp_path, "pretrain.yaml"), identity(tmp_path, "bob/seq.yaml")
+    record_plan(plan(512), pretrain, tmp_path)
+    record_plan(plan(256), bob, tmp_path)
+    recipes, theirs = plan(512).commands.page_recipes(), plan(256).commands.page_recipes()["data/report/a.html"]
+    assert read_plan_records(tmp_path)[bob.key]["pages"]["data/report/a.html"] == theirs
+
+    def refusal(made):
+        return page_conflict(pretrain, recipes, made, "snakemake --configfile pretrain.yaml", tmp_path)
+
+    assert refusal({"data/report/a.html": theirs}) == (
+        f"data/report/a.html was made for config bob/seq.yaml (data/plans/{bob.key}.json), not for this config "
+        f"pretrain.yaml's options, and the report would show it as this config's; run `snakemake --configfile "
+        f"pretrain.yaml` first")
+    assert refusal(recipes) is None and refusal({}) is None  # its own; not built (Snakemake's to say)
+    assert refusal({"data/report/a.html": "0" * 16}).startswith(
+        "data/report/a.html was made for options that no config's record names now, not for this config ")
+    assert refusal({"data/report/a.html": None}).startswith(
+        "data/report/a.html was made for an older tokenmill (it records no recipe), not for this config ")
+    record_plan(plan(256), pretrain, tmp_path)  # pretrain.yaml's last run was of seq 256 too
+    assert refusal({"data/report/a.html": theirs}).startswith(
+        f"data/report/a.html was made for this config's last run (data/plans/{pretrain.key}.json) and config "
+        f"bob/seq.yaml (data/plans/{bob.key}.json), not for this config pretrain.yaml's options")

@@ -30,8 +30,9 @@ def test_a_live_run_is_found_and_a_stale_or_own_record_is_not(tmp_path):
         record = alive_run(tmp_path)
         assert record["pid"] == process.pid and record["config"] == "pretrain.yaml"
         assert alive_line(record) == (
-            f"a run of pretrain.yaml is alive in this folder (pid {process.pid}, since {record['since']}): this run "
-            f"would write the same files; wait for it to end (a dry run, -n, or --report still works meanwhile)")
+            f"a run of pretrain.yaml is alive in this folder (pid {process.pid}, since {record['since']}): one run at "
+            f"a time per folder, since two may write the same files; wait for it to end (a dry run, -n, or --report "
+            f"still works meanwhile)")
         # the pid another process's now (its start differs from the recorded one): stale
         path = tmp_path / RUN_RECORD
         path.write_text(json.dumps({**record, "process_start": record["process_start"] - 1}))
@@ -65,8 +66,8 @@ def test_a_second_run_while_one_is_alive_says_so_in_one_line_and_never_suggests_
         result = run_snakemake(built_demo, "--cores", "1", check=False)
         assert result.returncode == 1 and "unlock" not in result.stdout + result.stderr
         line = (f"tokenmill: error: a run of config/config.yaml is alive in this folder (pid {process.pid}, since "
-                f"{since}): this run would write the same files; wait for it to end (a dry run, -n, or --report "
-                f"still works meanwhile)")
+                f"{since}): one run at a time per folder, since two may write the same files; wait for it to end (a "
+                f"dry run, -n, or --report still works meanwhile)")
         assert (result.stdout + result.stderr).strip().splitlines() == [PROFILE_NOTICE, line]  # (Snakemake's first)
         unlock = run_snakemake(built_demo, "--unlock", check=False)  # would free the live run's files
         assert unlock.returncode == 1 and unlock.stderr.strip().splitlines()[-1] == line

@@ -14,7 +14,7 @@ import pytest
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, REPO, run_tokenmill
 from tokenmill.errors import TokenmillError
 from tokenmill.megatron.index_cache import load_npy
-from tokenmill.views.report import length_histogram_svg
+from tokenmill.views.report import length_histogram_svg, page_recipe
 
 
 @pytest.fixture(scope="module")
@@ -311,3 +311,13 @@ def test_an_sft_page_of_a_pretraining_pbin_is_one_line(tmp_path):
     assert result.returncode == 1
     assert result.stderr.strip() == f"tokenmill: error: {tmp_path / 'd.pbin'}: no SFT sidecar to report on"
     assert not (tmp_path / "d.html").exists()
+
+
+def test_a_page_records_the_recipe_it_is_made_for_and_one_without_records_none(demo_page):
+    """The workflow's pages record the digest of what they are made for (`--recipe`), which `--report` compares with
+    its config's before embedding them (tokenmill.plan.records.page_conflict)."""
+    root, cache, _ = demo_page
+    run_tokenmill("report", root / "demo.pbin", "--cache", cache, "--recipe", "0123456789abcdef",
+                  "-o", root / "recipe.html")
+    assert page_recipe(root / "recipe.html") == "0123456789abcdef"
+    assert page_recipe(root / "demo.html") is None

@@ -18,7 +18,13 @@ from tokenmill.files.urls import URLS_VARIABLE, redact_text, urls_variable
 from tokenmill.formats.sidecar import sidecar_path
 from tokenmill.pack.settings import useful_workers
 from tokenmill.plan import Plan
-from tokenmill.plan.records import config_identity, older_records, output_conflict, tokenizer_folder_conflict
+from tokenmill.plan.records import (
+    config_identity,
+    older_records,
+    output_conflict,
+    page_conflict,
+    tokenizer_folder_conflict,
+)
 from tokenmill.plan.layout import (
     blend_cache_name,
     cache_dir,
@@ -44,8 +50,9 @@ from tokenmill.plan.layout import (
 )
 from tokenmill.plan.prune import last_run_stamp
 from tokenmill.plan.running import alive_line, alive_run
-from tokenmill.plan.summary import report_front_page
+from tokenmill.plan.summary import report_front_page, run_command
 from tokenmill.plan.units import with_local_paths_absolute, with_urls_redacted
+from tokenmill.views.report import page_recipe
 
 STARTED = time.time()  # the run's start: the logs its failed jobs wrote are newer (onerror)
 
@@ -61,14 +68,28 @@ if STORAGE_PREFIX:
     STORAGE_ROOT = str(_probe.local_path().parent)
 
 
-def _only_looks():
-    """Whether this command runs no job: a dry run (-n), --report, --lint, a graph, a summary or a list (Snakemake's
-    parser over the command line, ~1 s: asked only while another run is alive)."""
+def _arguments():
+    """This command line as Snakemake's parser reads it (~1 s: asked only where needed)."""
     from snakemake.cli import get_argument_parser
 
-    args = get_argument_parser().parse_known_args(sys.argv[1:])[0]
+    return get_argument_parser().parse_known_args(sys.argv[1:])[0]
+
+
+def _only_looks():
+    """Whether this command runs no job: a dry run (-n), --report, --lint, a graph, a summary or a list (asked only
+    while another run is alive)."""
+    args = _arguments()
     looks = ("dryrun", "report", "lint", "dag", "rulegraph", "filegraph", "summary", "detailed_summary", "list_rules")
     return any(getattr(args, name, None) for name in looks + ("list_target_rules", "list_changes", "list_untracked"))
+
+
+def _reports():
+    """Whether this command makes a report of the files there are (--report, --reporter; not --report-after-run,
+    whose run remakes them first). The parser is asked only where an argument starts as these do."""
+    if not workflow.is_main_process or not any(arg.startswith("--rep") for arg in sys.argv[1:]):
+        return False
+    args = _arguments()
+    return bool(args.report or args.reporter) and not args.report_after_run
 
 
 # A run alive in this folder (its record, written at onstart: plan/running.py): one line, before Snakemake's own
@@ -120,6 +141,18 @@ try:
     )
     if _clash:
         raise TokenmillError(_clash)
+    # a report embeds the pages there are: never one that another config's run (or an earlier plan) made under this
+    # config's page names, as when two configs share a build but not its sequence lengths (plan/records.py)
+    if _reports():
+        _pages = PLAN.commands.page_recipes()
+        _foreign = page_conflict(
+            CONFIG,
+            _pages,
+            {page: page_recipe(page) for page in _pages if os.path.isfile(page)},
+            run_command(workflow.overwrite_configfiles, workflow.main_snakefile),
+        )
+        if _foreign:
+            raise TokenmillError(_foreign)
 except TokenmillError as exc:
     message = str(exc) if str(exc).startswith(_CONFIG_SOURCE) else f"{_CONFIG_SOURCE}: {exc}"
     print(f"tokenmill: error: {redact_text(message)}", file=sys.stderr)
@@ -250,6 +283,11 @@ def report_blend_best_fit(wildcards):
     return [folder] if folder in PLAN.outputs.blend_packing_dirs(wildcards.blend) else []
 
 
+def report_blend_recipe(wildcards):
+    """What a blend's page of one length and seed is made for (tokenmill.plan.commands.Commands.page_recipes)."""
+    return PLAN.commands.blend_report_recipe(wildcards.blend, wildcards.seq_length, wildcards.seed)
+
+
 def report_blend_best_fit_options(wildcards):
     """``--best-fit FOLDER`` for :func:`report_blend_best_fit`'s folder: a plain value Snakemake records."""
     return shell_join([part for folder in report_blend_best_fit(wildcards) for part in ("--best-fit", folder)])
@@ -263,6 +301,7 @@ sft_report_rows = _input(
     lambda name: PLAN.outputs.sft_packing_dirs(name) + PLAN.outputs.sft_olmo_packing_dirs(name), "name"
 )
 sft_report_options = _shell(PLAN.commands.sft_report_options, "name")
+sft_report_recipe = _plan(PLAN.commands.sft_report_recipe, "name")
 
 
 # ---- Params: every option that changes an output, as a plain recorded value
@@ -284,6 +323,7 @@ blend_options = _shell(PLAN.commands.blend_options, "blend")
 blend_best_fit_options = _shell(PLAN.commands.blend_best_fit_options, "blend")
 verify_options = _shell(PLAN.commands.verify_options, "build")
 report_options = _shell(PLAN.commands.report_options, "build")
+report_recipe = _plan(PLAN.commands.report_recipe, "build")
 sft_config = _plan(PLAN.commands.sft_config, "name")
 sft_identity = _plan(PLAN.commands.sft_identity, "name")
 sft_pins = _shell(PLAN.commands.sft_pins, "name")

@@ -1,4 +1,6 @@
 # ---- Report pages: `snakemake --report report.html` shows them --------------------------------
+# Each page records the recipe it is made for (params.recipe, a digest of its own and its verify job's options): two
+# configs that share a build but not its page remake it in turn, and `--report` refuses the other's (common.smk).
 
 
 # One page per build: counts, skipped lines, tokenizer and engine, verify result, length histogram,
@@ -34,11 +36,12 @@ rule report_dataset:
         job=job_files,
         format=FORMAT_VERSIONS["report"],
         options=report_options,
+        recipe=report_recipe,
     message:
         "report page of {wildcards.build} -> {output.page} (log: {log})"
     shell:
         "({params.job.cd}tokenmill report {params.job.pbin:q} --verified {params.job.verified:q} {params.options}"
-        " -o {params.job.page:q}) > {log:q} 2>&1"
+        " --recipe {params.recipe} -o {params.job.page:q}) > {log:q} 2>&1"
 
 
 # One page per blend cache folder: weights asked vs shares realised, per split.
@@ -70,11 +73,12 @@ rule report_blend:
         job=job_files,
         format=FORMAT_VERSIONS["report"],
         best_fit=report_blend_best_fit_options,
+        recipe=report_blend_recipe,
     message:
         "report page of blend {wildcards.blend} -> {output.page} (log: {log})"
     shell:
         "({params.job.cd}tokenmill report --blend {params.job.cache:q} -o {params.job.page:q}"
-        " {params.best_fit}) > {log:q} 2>&1"
+        " {params.best_fit} --recipe {params.recipe}) > {log:q} 2>&1"
 
 
 # One page per SFT set: conversations, tokens and those trained, truncated and dropped conversations, bad
@@ -109,8 +113,9 @@ rule report_sft:
         job=job_files,
         format=FORMAT_VERSIONS["report"],
         options=sft_report_options,
+        recipe=sft_report_recipe,
     message:
         "report page of instruction-tuning set {wildcards.name} -> {output.page} (log: {log})"
     shell:
         "({params.job.cd}tokenmill report --sft {params.job.pbin:q} --verified {params.job.verified:q}"
-        " {params.options} -o {params.job.page:q}) > {log:q} 2>&1"
+        " {params.options} --recipe {params.recipe} -o {params.job.page:q}) > {log:q} 2>&1"

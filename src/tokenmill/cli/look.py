@@ -110,6 +110,8 @@ def add_report(verbs: argparse._SubParsersAction) -> None:
                         help="also count documents and tokens per value of this JSON field of their lines "
                              "(.meta.domain; reads every source once)")
     report.add_argument("--blend", action="store_true", help="PATH is a blend cache folder")
+    report.add_argument("--recipe", metavar="DIGEST", help="what the page is made for, recorded in it (the workflow's: "
+                                                           "snakemake --report refuses another config's page)")
     report.add_argument("--sft", action="store_true",
                         help="PATH is an SFT pair's .pbin (its loss mask beside it; --best-fit: its rows' folder)")
     report.set_defaults(run=_report)
@@ -121,12 +123,12 @@ def _report(args: argparse.Namespace) -> None:
     if args.blend and args.sft:
         raise TokenmillError(f"{args.path}: --blend and --sft name different pages; give one")
     if args.blend:
-        blend_page(args.path, args.output, best_fit=args.best_fit or [])
+        blend_page(args.path, args.output, best_fit=args.best_fit or [], recipe=args.recipe)
     elif args.sft:
-        sft_page(args.path, args.output, verify_stamp=args.verified, best_fit=args.best_fit or [])
+        sft_page(args.path, args.output, verify_stamp=args.verified, best_fit=args.best_fit or [], recipe=args.recipe)
     else:
         dataset_page(args.path, args.output, verify_stamp=args.verified, caches=args.cache or [],
-                     files=args.file or [], count_by=args.count_by, best_fit=args.best_fit or [])
+                     files=args.file or [], count_by=args.count_by, best_fit=args.best_fit or [], recipe=args.recipe)
 
 
 def add_prune(verbs: argparse._SubParsersAction) -> None:

@@ -4,7 +4,8 @@ outputs (:class:`tokenmill.plan.outputs.Outputs`). Every option that changes an 
 so the workflow records it as a Snakemake param and reruns exactly the jobs an edit affects; a file replaced by
 an older one (``cp -p``), which Snakemake's mtime trigger misses, changes its identity. And what makes each
 output, as a digest (:meth:`Commands.output_identities`), so that two configs of one folder never write one
-file differently.
+file differently; and what each report page is made for (:meth:`Commands.page_recipes`), so that ``--report``
+never embeds a page another config's run made.
 
 Cost: O(units) string building; one ``stat`` per tokenizer file, once, and one per token source or SFT file
 per identity asked.
@@ -21,12 +22,18 @@ from tokenmill import FORMAT_VERSIONS
 from tokenmill.formats.kinds import OUTPUT_FORMATS, OutputFormat
 from tokenmill.megatron.gpt_indices import SPLIT_NAMES
 from tokenmill.plan.layout import (PARTS_FOLDER, blend_cache_name, brace_ranges, format_files, format_named_path,
-                                   format_path, hf_tokenizer_folder, megatron_prefix, packed_path, part_path,
-                                   part_pbin_path, raw_index_path, sft_files, sft_olmo_folder)
+                                   format_path, hf_tokenizer_folder, megatron_prefix, packed_index_dir, packed_path,
+                                   part_path, part_pbin_path, raw_index_path, report_page, sft_files, sft_olmo_folder,
+                                   sft_report_page)
 from tokenmill.plan.outputs import Outputs
 from tokenmill.plan.units import MAX_LISTED_INPUT_CHARS, Units, job_flags_of, with_urls_redacted
 
 __all__ = ["Commands", "path_identity"]
+
+
+def _digest(*parts: object) -> str:
+    """16 hex digits of the SHA-256 of ``parts`` as JSON."""
+    return hashlib.sha256(json.dumps(parts, sort_keys=True).encode("utf-8")).hexdigest()[:16]
 
 
 def path_identity(path: str, size: int | None = None, mtime_ns: int | None = None) -> str:
@@ -342,48 +349,79 @@ class Commands:
         digest of the options and the paths (as planned, not their sizes or times) of the inputs and tokenizer
         of its job, equal for two configs exactly where the two would make the same bytes
         (:func:`tokenmill.plan.records.output_conflict`). Raw indexes, a build's files in its formats, caches
-        and best-fit folders, blend caches and SFT files; verify stamps and report pages, cheap to redo, not."""
-
-        def digest(*parts: object) -> str:
-            return hashlib.sha256(json.dumps(parts, sort_keys=True).encode("utf-8")).hexdigest()[:16]
-
+        and best-fit folders, blend caches and SFT files; verify stamps and report pages, cheap to redo, not (a page
+        records what it is made for instead: :meth:`page_recipes`)."""
         units, outputs = self.units, self.outputs
-        identities = {raw_index_path(stem): digest("index", units.file(stem).path) for stem in units.files
+        identities = {raw_index_path(stem): _digest("index", units.file(stem).path) for stem in units.files
                       if stem in units.indexed}
         for build in units.builds:
             tokenizer = units.tokenizer_of(build)["path"]
             if build in units.token_sources:
-                made = digest("tokens", tokenizer, self.tokens_in_options(build), self.tokens_in_outputs(build))
+                made = _digest("tokens", tokenizer, self.tokens_in_options(build), self.tokens_in_outputs(build))
             else:
-                made = digest("pack", tokenizer, [(unit, [units.file(stem).path for stem in units.unit(unit).stems],
-                                                   self.pack_options(unit), self.pack_outputs(unit))
-                                                  for unit in units.builds[build].units])
+                made = _digest("pack", tokenizer, [(unit, [units.file(stem).path for stem in units.unit(unit).stems],
+                                                    self.pack_options(unit), self.pack_outputs(unit))
+                                                   for unit in units.builds[build].units])
             kinds = outputs.kinds(build)
             identities.update({path: made for kind in kinds if kind.in_pack_pass
                                for path in format_files(kind, build)})
             if units.config["keep_parts"] and len(units.builds[build].units) > 1:
                 identities.update({path: made for unit in units.builds[build].units
                                    for path in (part_pbin_path(unit), f"{part_pbin_path(unit)}.meta.json")})
-            identities.update({path: digest(made, self.conversion_options(kind, build)) for kind in kinds
+            identities.update({path: _digest(made, self.conversion_options(kind, build)) for kind in kinds
                                if not kind.in_pack_pass for path in format_files(kind, build)})
-            sampled = digest(made, self.sample_index_options(build))
+            sampled = _digest(made, self.sample_index_options(build))
             identities.update({path: sampled for path in outputs.cache_dirs(build)})
-            identities.update({path: digest(sampled, self.best_fit_options(build))
+            identities.update({path: _digest(sampled, self.best_fit_options(build))
                                for path in outputs.packed_index_dirs(build)})
-            identities.update({path: digest(made, self.olmo_best_fit_options(build), units.sampling["seq_lengths"])
+            identities.update({path: _digest(made, self.olmo_best_fit_options(build), units.sampling["seq_lengths"])
                                for path in outputs.olmo_packing_dirs(build)})
         for blend in units.blends:
-            blended = digest("blend", self.blend_options(blend))
+            blended = _digest("blend", self.blend_options(blend))
             identities.update({path: blended for path in outputs.cache_dirs(blend_cache_name(blend))})
-            identities.update({path: digest(blended, self.blend_best_fit_options(blend))
+            identities.update({path: _digest(blended, self.blend_best_fit_options(blend))
                                for path in outputs.blend_packing_dirs(blend)})
         for name in units.config["sft"]:
-            made = digest("sft", self.sft_config(name))
+            made = _digest("sft", self.sft_config(name))
             identities.update({path: made for path in [*sft_files(name), *outputs.sft_olmo_folders(name)]})
-            packed = digest(made, units.config["sft"][name]["packing"], self.sft_olmo_best_fit_options(name))
+            packed = _digest(made, units.config["sft"][name]["packing"], self.sft_olmo_best_fit_options(name))
             identities.update({path: packed
                                for path in [*outputs.sft_packing_dirs(name), *outputs.sft_olmo_packing_dirs(name)]})
         return identities
+
+    def report_recipe(self, build: str) -> str:
+        """What a build's report page is made for: a digest of its job's options and of its verify job's (the caches
+        and best-fit folders it reads, the files of its formats, the inputs verified...) and of both format
+        versions. A config that shares the build but not these (other ``sampling.seq_lengths``, another
+        ``on_bad_line``) writes its own page under the same name; the page records this digest, so that ``--report``
+        refuses another config's (:func:`tokenmill.plan.records.page_conflict`). Every part is a param the workflow
+        records for the page's job or its verify job: after a run, the page holds its config's recipe."""
+        return _digest("report", FORMAT_VERSIONS["report"], self.report_options(build), FORMAT_VERSIONS["verify"],
+                       self.verify_options(build))
+
+    def sft_report_recipe(self, name: str) -> str:
+        """What an SFT set's report page is made for (see :meth:`report_recipe`): its best-fit folders and the
+        verify options of its set."""
+        return _digest("report sft", FORMAT_VERSIONS["report"], self.sft_report_options(name),
+                       FORMAT_VERSIONS["verify"], self.sft_verify_options(name))
+
+    def blend_report_recipe(self, blend: str, seq_length: int | str, seed: int | str) -> str:
+        """What a blend's report page of one length and seed is made for (see :meth:`report_recipe`): whether it
+        shows the packed blend (``packing: best_fit``), whose folder is named as the cache's."""
+        folder = packed_index_dir(blend_cache_name(blend), seq_length, seed)
+        return _digest("report blend", FORMAT_VERSIONS["report"], folder in self.outputs.blend_packing_dirs(blend))
+
+    def page_recipes(self) -> dict[str, str]:
+        """Every report page the plan makes, with its recipe (:meth:`report_recipe`), by path: recorded in the
+        config's plan record, and asked of the pages before ``snakemake --report`` embeds them."""
+        units, outputs = self.units, self.outputs
+        pages = {report_page(build + outputs.view(build)): self.report_recipe(build) for build in units.builds}
+        pages.update({report_page(blend_cache_name(blend), seq_length, seed):
+                      self.blend_report_recipe(blend, seq_length, seed) for blend in units.blends
+                      for seq_length in units.sampling["seq_lengths"] for seed in units.sampling["seeds"]})
+        pages.update({sft_report_page(name + outputs.sft_view(name)): self.sft_report_recipe(name)
+                      for name in units.config["sft"]})
+        return pages
 
     def hf_tokenizer_options(self, tokenizer: str) -> list[str]:
         """``tokenmill hf-tokenizer-folder`` arguments of a config tokenizer."""

@@ -23,7 +23,15 @@ Then:
 * planning refuses likewise an output (a build's ``.pbin``, a cache folder, ...) that another config makes
   from other inputs or options: two configs naming a dataset ``a`` each on its own files. An output both make
   from the same inputs and options is shared. A record of the format ``tokenmill-plan/1`` has no output
-  identities: nothing of it is refused.
+  identities: nothing of it is refused;
+* ``snakemake --report`` refuses, in one line, a report page that its config's plan makes but that another recipe
+  made (:func:`page_conflict`). A page is not refused at planning: two configs that share a build but not its page's
+  options (``sampling.seq_lengths``, ``on_bad_line``, ``packing``...) each remake it when they run in turn, one
+  verify and one page per alternation (a loud, cheap cost: not a new name for every build's page). But the page
+  written last was made for one of them, and ``--report`` would embed it under the other's name without a word.
+  So each page records its recipe (:meth:`tokenmill.plan.commands.Commands.page_recipes`) in itself, each record
+  the recipes of its config's pages (``pages``), and a page whose recipe is not this config's is named with the
+  config(s) whose record made it.
 
 Moving the working folder (data and configs together) changes no identity: paths inside it are relative. Moving
 or renaming a config file, or keeping it outside the working folder and moving that, makes it another config: its
@@ -55,7 +63,7 @@ from tokenmill.plan.prune import drop_old_runs, move_stale, stale_paths
 
 __all__ = ["PLANS_FOLDER", "PLAN_RECORD_FORMAT", "DEFAULT_CONFIG_FILE", "ConfigIdentity", "config_identity",
            "plan_record_path", "write_plan_record", "read_plan_records", "older_records", "targets_of_other_plans",
-           "tokenizer_folder_conflict", "output_conflict", "record_plan", "prune_for_config"]
+           "tokenizer_folder_conflict", "output_conflict", "page_conflict", "record_plan", "prune_for_config"]
 
 PLAN_RECORD_FORMAT = "tokenmill-plan/3"
 READ_FORMATS = ("tokenmill-plan/1", "tokenmill-plan/2", PLAN_RECORD_FORMAT)  # /1: no "outputs"; /1, /2: no "config"
@@ -101,7 +109,8 @@ def plan_record_path(key: str) -> str:
 
 
 def write_plan_record(identity: ConfigIdentity, targets: list[str], tokenizer_folders: dict[str, str],
-                      root: str | os.PathLike = ".", outputs: dict[str, str] | None = None) -> Path:
+                      root: str | os.PathLike = ".", outputs: dict[str, str] | None = None,
+                      pages: dict[str, str] | None = None) -> Path:
     """Record what the config ``identity``'s plan makes (module docstring), atomically, replacing a record of the
     same path under another label; returns the record's path.
 
@@ -113,7 +122,7 @@ def write_plan_record(identity: ConfigIdentity, targets: list[str], tokenizer_fo
     path.parent.mkdir(parents=True, exist_ok=True)
     record = {"format": PLAN_RECORD_FORMAT, "name": identity.key, "config": list(identity.paths),
               "targets": sorted(set(targets)), "tokenizer_folders": dict(sorted(tokenizer_folders.items())),
-              "outputs": dict(sorted((outputs or {}).items()))}
+              "outputs": dict(sorted((outputs or {}).items())), "pages": dict(sorted((pages or {}).items()))}
     with atomic_output(path) as temporary:
         temporary.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
     for key, other in read_plan_records(root).items():
@@ -214,6 +223,33 @@ def output_conflict(identity: ConfigIdentity, outputs: dict[str, str], root: str
     return None
 
 
+def page_conflict(identity: ConfigIdentity, recipes: dict[str, str], made: dict[str, str | None], run_command: str,
+                  root: str | os.PathLike = ".") -> str | None:
+    """Why ``snakemake --report`` must not embed a page of the config ``identity`` (module docstring): the first, by
+    path, of its pages ``recipes`` (:meth:`tokenmill.plan.commands.Commands.page_recipes`) whose recipe as the page
+    records it (``made``: None for a page recording none, an older tokenmill's) is another, named with the
+    config(s) whose record made it, and ``run_command``, the run that remakes it; or None. A page not in ``made``
+    (not built) is Snakemake's to name.
+
+    Raises:
+        TokenmillError: an unreadable record.
+    """
+    for page in sorted(set(recipes) & set(made)):
+        recorded = made[page]
+        if recorded == recipes[page]:
+            continue
+        if recorded is None:
+            made_for = "an older tokenmill (it records no recipe)"
+        else:
+            makers = [f"this config's last run ({plan_record_path(key)})" if _is_own(record, identity)
+                      else _described(key, record) for key, record in read_plan_records(root).items()
+                      if record.get("pages", {}).get(page) == recorded]
+            made_for = " and ".join(makers) or "options that no config's record names now"
+        return (f"{page} was made for {made_for}, not for this config {identity.described()}'s options, and the "
+                f"report would show it as this config's; run `{run_command}` first")
+    return None
+
+
 def record_plan(plan, identity: ConfigIdentity, root: str | os.PathLike = ".") -> Path:
     """Record the plan ``plan`` of the config ``identity`` (:func:`write_plan_record`): at the start of a run (the
     Snakefile's ``onstart``), so that a run that fails before its prune keeps its outputs from another's.
@@ -226,7 +262,7 @@ def record_plan(plan, identity: ConfigIdentity, root: str | os.PathLike = ".") -
     # another config's prune, so that its rerun packs none of them again
     parts = [path for build in plan.units.builds for path in plan.outputs.part_files(build)]
     return write_plan_record(identity, plan.outputs.all_targets() + parts, plan.commands.tokenizer_folder_identities(),
-                             root, plan.commands.output_identities())
+                             root, plan.commands.output_identities(), plan.commands.page_recipes())
 
 
 

@@ -75,8 +75,8 @@ def alive_run(root: str | os.PathLike = ".") -> dict | None:
 def alive_line(record: dict) -> str:
     """The one line that stops a second run while ``record``'s run is alive."""
     return (f"a run of {record.get('config', '(config not recorded)')} is alive in this folder (pid {record['pid']}, "
-            f"since {record.get('since', '(time not recorded)')}): this run would write the same files; wait for it "
-            f"to end (a dry run, -n, or --report still works meanwhile)")
+            f"since {record.get('since', '(time not recorded)')}): one run at a time per folder, since two may write "
+            f"the same files; wait for it to end (a dry run, -n, or --report still works meanwhile)")
 
 
 def clear_running(root: str | os.PathLike = ".") -> None:

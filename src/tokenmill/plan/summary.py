@@ -55,8 +55,8 @@ from tokenmill.plan.layout import OUTPUT_FOLDERS, PACKED_FOLDER, STALE_FOLDER, c
 from tokenmill.plan.prune import MOVED_RECORD, last_run_stamp
 from tokenmill.plan.records import config_identity
 
-__all__ = ["MAX_BUILDS_SHOWN", "summary_lines", "print_summary", "report_command", "report_front_page", "report_table",
-           "failure_line", "failure_lines", "print_failures"]
+__all__ = ["MAX_BUILDS_SHOWN", "summary_lines", "print_summary", "run_command", "report_command", "report_front_page",
+           "report_table", "failure_line", "failure_lines", "print_failures"]
 
 #: Builds described one by one (three lines each); the others are summed up in one line.
 MAX_BUILDS_SHOWN = 3
@@ -113,18 +113,24 @@ def _shown_path(path: str | os.PathLike, workdir: str) -> str:
     return absolute if relative.startswith("..") else relative
 
 
-def report_command(configfiles: Sequence[str | os.PathLike] = (), snakefile: str | os.PathLike | None = None,
-                   workdir: str | None = None) -> str:
-    """``snakemake --report report.html`` as the run that built the files must be repeated to report on
-    them, from ``workdir``: its ``-s`` where the Snakefile is not ``workdir/Snakefile``, and its
-    ``--configfile`` (Snakemake reports the demo config without it)."""
+def run_command(configfiles: Sequence[str | os.PathLike] = (), snakefile: str | os.PathLike | None = None,
+                workdir: str | None = None) -> str:
+    """``snakemake`` as a run of this config is spelled from ``workdir``: its ``-s`` where the Snakefile is not
+    ``workdir/Snakefile``, and its ``--configfile`` (Snakemake runs the demo config without it)."""
     workdir = os.path.abspath(workdir or os.getcwd())
     parts = ["snakemake"]
     if snakefile is not None and os.path.abspath(snakefile) != os.path.join(workdir, "Snakefile"):
         parts += ["-s", _shown_path(snakefile, workdir)]
     if configfiles:
         parts += ["--configfile", *(_shown_path(path, workdir) for path in configfiles)]
-    return shlex.join([*parts, "--report", "report.html"])
+    return shlex.join(parts)
+
+
+def report_command(configfiles: Sequence[str | os.PathLike] = (), snakefile: str | os.PathLike | None = None,
+                   workdir: str | None = None) -> str:
+    """``snakemake --report report.html`` as the run that built the files must be repeated to report on
+    them (:func:`run_command`)."""
+    return f"{run_command(configfiles, snakefile, workdir)} --report report.html"
 
 
 def report_front_page(template: str | os.PathLike, out_path: str | os.PathLike,

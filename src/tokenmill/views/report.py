@@ -17,7 +17,10 @@
   reason, the chat template or message construction it was rendered with, tokenizer and engine, a histogram
   of conversation lengths, its sources, and with ``packing: best_fit`` the rows its conversations fill.
 
-Each page is one self-contained HTML file (no scripts, no external files), written atomically.
+Each page is one self-contained HTML file (no scripts, no external files), written atomically. The workflow's pages
+record the recipe they are made for (``<meta name='tokenmill-recipe' content='DIGEST'>``, the
+:meth:`tokenmill.plan.commands.Commands.page_recipes` digest), which :func:`page_recipe` reads back before
+``snakemake --report`` embeds them.
 Cost: one read of the ``.pbin`` document index and of each cache's arrays (memory-mapped); counting by a
 field reads every source once; an SFT page reads its loss mask once (a byte per token).
 """
@@ -27,6 +30,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 from pathlib import Path
 
 import numpy as np
@@ -41,8 +45,8 @@ from tokenmill.megatron.handoff import HANDOFF_NAME
 from tokenmill.megatron.index_cache import cache_file_names, load_npy
 from tokenmill.packing.packed_index import truncation_cost
 
-__all__ = ["best_fit_table", "packed_blend_table", "dataset_page", "blend_page", "sft_page", "sft_rows_table",
-           "length_histogram_svg"]
+__all__ = ["page_recipe", "best_fit_table", "packed_blend_table", "dataset_page", "blend_page", "sft_page",
+           "sft_rows_table", "length_histogram_svg"]
 
 # Long lines of a <pre> (megatron_args.txt's comments) wrap, and so may a table's last column (a cache's md5
 # name) where the table is wider than the page: the report shows a page in a frame that cuts off what
@@ -93,8 +97,23 @@ def length_histogram_svg(doc_lengths: np.ndarray, width: int = 640, height: int 
     return "".join(parts)
 
 
-def _write_page(out_path: str | os.PathLike, title: str, body: str) -> None:
-    page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+_RECIPE = re.compile(r"<meta name='tokenmill-recipe' content='([^'<>]*)'>")
+
+
+def page_recipe(page_path: str | os.PathLike) -> str | None:
+    """The recipe a page records (module docstring), or None for a page that records none.
+
+    Raises:
+        OSError: the page cannot be read.
+    """
+    with open(page_path, "rb") as page:
+        found = _RECIPE.search(page.read(4096).decode("utf-8", "replace"))  # (in the head, before the style)
+    return found[1] if found else None
+
+
+def _write_page(out_path: str | os.PathLike, title: str, body: str, recipe: str | None = None) -> None:
+    recorded = f"<meta name='tokenmill-recipe' content='{html.escape(recipe)}'>" if recipe else ""
+    page = (f"<!DOCTYPE html><html><head><meta charset='utf-8'>{recorded}<title>{html.escape(title)}</title>"
             f"<style>{_STYLE}</style></head><body><h1>{html.escape(title)}</h1>{body}</body></html>")
     with atomic_output(out_path) as tmp_path:
         Path(tmp_path).write_text(page, encoding="utf-8")
@@ -110,11 +129,12 @@ def _text_bytes(source: SourceRecord) -> int:
 
 def dataset_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, verify_stamp: str | None = None,
                  caches: list[str] = (), files: list[str] = (), count_by: str | None = None,
-                 best_fit: list[str] = ()) -> None:
+                 best_fit: list[str] = (), recipe: str | None = None) -> None:
     """Write the report page of one build; ``files``: its files in the other formats (Megatron's
     ``.bin/.idx``, datatrove's ``.ds``...), listed with their sizes beside the ``.pbin``; ``count_by``: a
     JSON field (``.meta.domain``) whose values get their documents and tokens counted (:func:`counts_by`);
-    ``best_fit``: its best-fit packing folders, what each bought and what it cost (:func:`best_fit_table`).
+    ``best_fit``: its best-fit packing folders, what each bought and what it cost (:func:`best_fit_table`);
+    ``recipe``: what it is made for, recorded in it (module docstring).
 
     Raises:
         TokenmillError: the ``.pbin`` or its sidecar is missing or unreadable, a source cannot be read for
@@ -175,13 +195,13 @@ def dataset_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, veri
         body += f"<h2>Index caches: {html.escape(str(cache))}</h2>" + _cache_table(Path(cache), pbin.num_documents)
     if best_fit:
         body += "<h2>Best-fit packing</h2>" + best_fit_table(best_fit)
-    _write_page(out_path, f"Dataset {Path(pbin_path).stem}", body)
+    _write_page(out_path, f"Dataset {Path(pbin_path).stem}", body, recipe)
 
 
 def sft_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, verify_stamp: str | None = None,
-             best_fit: list[str] = ()) -> None:
+             best_fit: list[str] = (), recipe: str | None = None) -> None:
     """Write the report page of one SFT set: its pair (``.pbin`` and ``.loss_mask.pbin``) and sidecar, its verify
-    stamp, and ``best_fit``: its best-fit rows folders (:func:`sft_rows_table`).
+    stamp, and ``best_fit``: its best-fit rows folders (:func:`sft_rows_table`); ``recipe`` as :func:`dataset_page`'s.
 
     Raises:
         TokenmillError: the ``.pbin``, its loss mask or its SFT sidecar is missing or unreadable.
@@ -233,7 +253,7 @@ def sft_page(pbin_path: str | os.PathLike, out_path: str | os.PathLike, verify_s
                                       ("file", "bytes"))
     if best_fit:
         body += "<h2>Best-fit packing</h2>" + sft_rows_table(best_fit)
-    _write_page(out_path, f"SFT set {Path(pbin_path).stem}", body)
+    _write_page(out_path, f"SFT set {Path(pbin_path).stem}", body, recipe)
 
 
 def sft_rows_table(folders: list[str]) -> str:
@@ -399,10 +419,11 @@ def _epochs_taken(folder: Path, part: dict, count: int) -> float | str:
     return round(count / max(samples / epochs, 1e-9), 2)
 
 
-def blend_page(cache_dir: str | os.PathLike, out_path: str | os.PathLike, best_fit: list[str] = ()) -> None:
+def blend_page(cache_dir: str | os.PathLike, out_path: str | os.PathLike, best_fit: list[str] = (),
+               recipe: str | None = None) -> None:
     """Write the report page of one blend cache folder: weights asked vs realised shares per split; with
     ``best_fit``, its packed blend's draws, epochs and padding per split (:func:`packed_blend_table`) and what
-    each dataset's packing bought and cost (:func:`best_fit_table`).
+    each dataset's packing bought and cost (:func:`best_fit_table`); ``recipe`` as :func:`dataset_page`'s.
 
     Raises:
         TokenmillError: the folder holds no BlendedDataset cache.
@@ -430,4 +451,4 @@ def blend_page(cache_dir: str | os.PathLike, out_path: str | os.PathLike, best_f
         body += "<h2>Best-fit packing</h2>" + packed_blend_table(best_fit)
         body += "<h3>Each dataset's packing</h3>" + best_fit_table(
             [str(each) for folder in best_fit for each in sorted(Path(folder).glob("dataset-*"))])
-    _write_page(out_path, f"Blend {folder.parent.name.removeprefix('blend_')} ({folder.name})", body)
+    _write_page(out_path, f"Blend {folder.parent.name.removeprefix('blend_')} ({folder.name})", body, recipe)
