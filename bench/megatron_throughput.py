@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from tokenmill.formats.merge import merge_pbin
-from tokenmill.formats.mmidx import merge_megatron, pbin_to_megatron
+from tokenmill.formats.bin_idx import merge_megatron, pbin_to_megatron
 from tokenmill.formats.pbin import PbinWriter
 from tokenmill.formats.sidecar import write_sidecar
 

@@ -63,7 +63,7 @@ print("RESULT " + json.dumps({"import_s": t1 - t0, "construct_s": t2 - t1, "prep
 
 TOKENMILL_API = r"""
 import json, resource, sys, time
-from tokenmill.packing.olmo_cache import write_olmo_packing_for_parts
+from tokenmill.best_fit.olmo_cache import write_olmo_packing_for_parts
 a = json.loads(sys.argv[1])
 t0 = time.perf_counter()
 sidecar = write_olmo_packing_for_parts(a["parts"], a["work_dir"], a["L"], a["strategy"])

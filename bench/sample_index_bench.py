@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder
+from tokenmill.formats.bin_idx import MMapIndexedDatasetBuilder
 from tokenmill.megatron.gpt_indices import GPTIndexSpec, build_gpt_indices, build_sample_index
 from tokenmill.megatron.index_cache import null_tokenizer_identifiers
 from tokenmill.training.datasets import NanosetBuilder, NanosetConfig

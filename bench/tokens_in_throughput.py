@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder, merge_megatron, pbin_to_megatron
+from tokenmill.formats.bin_idx import MMapIndexedDatasetBuilder, merge_megatron, pbin_to_megatron
 from tokenmill.pack.tokens_in import tokens_in
 
 GPT2 = Path(__file__).resolve().parents[1] / "data/tokenizers/gpt2.tokenizer.json"

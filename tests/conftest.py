@@ -176,7 +176,7 @@ DEMO_PREFIX, PART_A_PREFIX, PART_B_PREFIX = (f"data/megatron/{name}_text_documen
 def make_demo_megatron(root: Path) -> Path:
     """Pack and convert the demo with the tokenmill CLI into ``root/DEMO_PREFIX`` (GPT-2, eod
     ``<|endoftext|>``), and write its two halves as ``PART_A_PREFIX`` and ``PART_B_PREFIX``."""
-    from tokenmill.formats.mmidx import MMapIndexedDataset, MMapIndexedDatasetBuilder
+    from tokenmill.formats.bin_idx import MMapIndexedDataset, MMapIndexedDatasetBuilder
 
     (root / "data/megatron").mkdir(parents=True, exist_ok=True)
     run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", root / "demo.pbin")

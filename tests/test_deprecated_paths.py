@@ -1,6 +1,7 @@
-"""The old import paths of the documented API (issue 41 moved the modules into rooms) still work: each is the
-moved module itself, so a name or a monkeypatch set through either path is seen through both, and importing it
-warns once, pointing at the importing line."""
+"""The old import paths of the documented API (issue 41 moved the modules into rooms; issue 53 renamed
+``tokenmill.packing`` ``tokenmill.best_fit`` and ``tokenmill.formats.mmidx`` ``tokenmill.formats.bin_idx``) still
+work: each is the moved module itself, so a name or a monkeypatch set through either path is seen through both,
+and importing it warns once, pointing at the importing line."""
 
 from __future__ import annotations
 
@@ -14,7 +15,11 @@ from test_layers import DEPRECATED_ALIASES
 
 MOVED = {"tokenmill.datasets": "tokenmill.training.datasets", "tokenmill.loader": "tokenmill.training.loader",
          "tokenmill.sft": "tokenmill.training.sft_datasets",
-         "tokenmill.megatron_tokenizer": "tokenmill.megatron.job_tokenizer"}
+         "tokenmill.megatron_tokenizer": "tokenmill.megatron.job_tokenizer",
+         "tokenmill.formats.mmidx": "tokenmill.formats.bin_idx",
+         "tokenmill.packing.best_fit": "tokenmill.best_fit.obfd",
+         **{f"tokenmill.packing.{name}": f"tokenmill.best_fit.{name}"
+            for name in ("packed_index", "packed_blend", "sft_packing", "olmo_cache")}}
 
 
 def test_every_deprecated_alias_is_tested():
@@ -28,7 +33,8 @@ def test_the_old_path_is_the_moved_module_and_warns(old, monkeypatch):
     with pytest.warns(DeprecationWarning, match=f"{old} is deprecated: import {MOVED[old]}") as caught:
         __import__(old)  # as an import statement does (importlib.import_module would be the importer)
         module = sys.modules[old]
-    assert module is new and getattr(sys.modules['tokenmill'], old.split('.')[1]) is new
+    parent, _, name = old.rpartition(".")
+    assert module is new and getattr(sys.modules[parent], name) is new
     assert caught[0].filename == __file__  # the line that imported the old path
     name = next(name for name in new.__all__ if callable(getattr(new, name)))
 

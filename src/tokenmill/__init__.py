@@ -18,7 +18,7 @@ import warnings
 __version__ = "0.1.0"
 
 #: The rooms (subpackages) in import order, bottom to top: the one statement of the order (module docstring).
-ROOMS = ("files", "inputs", "tokenization", "formats", "megatron", "packing", "training", "pack", "verify", "plan",
+ROOMS = ("files", "inputs", "tokenization", "formats", "megatron", "best_fit", "training", "pack", "verify", "plan",
          "views")
 
 #: Version of each file format tokenmill writes. Bump one when the bytes a stage writes change.

@@ -17,7 +17,7 @@
  *     dataset has given sizes[j] samples; the outputs hold sum(sizes) entries.
  *
  * best_fit_bins(lengths:int64[], capacity, bins:int64[len(lengths)]) -> number of bins
- *     Optimized Best-Fit Decreasing (Ding et al. 2024, App. B; tokenmill.packing.best_fit): documents in the
+ *     Optimized Best-Fit Decreasing (Ding et al. 2024, App. B; tokenmill.best_fit.obfd): documents in the
  *     order given (longest first), each into the open bin whose remaining capacity is the smallest that
  *     still holds it, of those the one that came to that capacity first (a FIFO queue per capacity, as
  *     OLMo-core's; not the first opened), else a new bin; bins[i] = document i's

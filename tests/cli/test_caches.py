@@ -1,5 +1,5 @@
 """cli.caches: sample-index, blend and best-fit refuse, in one line and exit 1, what Megatron or the packing
-could not be asked, before any cache is written (the caches themselves: tests/megatron/, tests/packing/)."""
+could not be asked, before any cache is written (the caches themselves: tests/megatron/, tests/best_fit/)."""
 
 import pytest
 

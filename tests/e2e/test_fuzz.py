@@ -13,7 +13,7 @@ import pytest
 
 from conftest import GPT2, GPT2_EOD, MIXED_JSONL, run_tokenmill
 from tokenmill.errors import TokenmillError
-from tokenmill.formats.mmidx import MMapIndexedDataset
+from tokenmill.formats.bin_idx import MMapIndexedDataset
 from tokenmill.formats.pbin import PbinFile
 from tokenmill.inputs.raw_index import read_index
 from tokenmill.megatron.index_cache import load_cache

@@ -43,7 +43,7 @@ def test_pack_sft_and_inspect_run_where_torch_cannot_be_imported(tmp_path):
     document = tokenmill("inspect", prefix, "--doc", "3")
     assert document.returncode == 0 and document.stdout, document.stderr
     # the modules a packing job imports do not even try
-    modules = ("tokenmill.cli, tokenmill.pack.pretraining, tokenmill.training.sft_datasets, tokenmill.formats.mmidx, "
+    modules = ("tokenmill.cli, tokenmill.pack.pretraining, tokenmill.training.sft_datasets, tokenmill.formats.bin_idx, "
                "tokenmill.megatron.gpt_indices, tokenmill.views.report, tokenmill.views.inspect_file, "
                "tokenmill.megatron.sample_pieces")
     imported = subprocess.run([sys.executable, "-c", f"import sys, {modules}; print('torch' in sys.modules)"],

@@ -22,7 +22,7 @@ from conftest import (DATA, GPT2, GPT2_EOD, GPT2_EOD_ID, MIXED_JSONL, run_tokenm
                       write_jsonl_bytes)
 from tokenmill.errors import TokenmillError
 from tokenmill.files.safe_pickle import loads_pairs
-from tokenmill.formats.mmidx import MMapIndexedDataset
+from tokenmill.formats.bin_idx import MMapIndexedDataset
 from tokenmill.formats.pbin import PbinFile, PbinWriter, read_sidecar
 from tokenmill.formats.sidecar import sidecar_path
 from tokenmill.megatron.index_cache import null_tokenizer_identifiers

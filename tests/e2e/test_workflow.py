@@ -8,7 +8,7 @@ import numpy as np
 import yaml
 
 from conftest import PROFILE_NOTICE, REPO, jobs_of, planned_jobs, run_snakemake, run_tokenmill
-from tokenmill.formats.mmidx import MMapIndexedDataset
+from tokenmill.formats.bin_idx import MMapIndexedDataset
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 
 from tokenmill.megatron.index_cache import load_npy

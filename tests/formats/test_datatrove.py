@@ -63,7 +63,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.formats.datatrove import (DatatroveFile, DatatroveWriter, datatrove_documents, datatrove_paths,
                                          metadata_text, packed_post_processor_ids, pbin_to_datatrove, si_count,
                                          token_size_for)
-from tokenmill.formats.mmidx import MMapIndexedDataset, MMapIndexedDatasetBuilder, optimal_dtype
+from tokenmill.formats.bin_idx import MMapIndexedDataset, MMapIndexedDatasetBuilder, optimal_dtype
 from tokenmill.formats.pbin import PbinFile, PbinWriter, read_sidecar
 from tokenmill.formats.sidecar import range_indices
 from tokenmill.pack.pretraining import PackSettings

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from tokenmill.formats.datatrove import token_size_for
 from tokenmill.formats.dtypes import MEGATRON_UINT16_BELOW, UINT16_VOCAB_LIMIT, megatron_dtype_name
-from tokenmill.formats.mmidx import optimal_dtype
+from tokenmill.formats.bin_idx import optimal_dtype
 from tokenmill.formats.olmo import olmo_dtype
 
 

@@ -21,7 +21,7 @@ import pytest
 from conftest import GPT2, GPT2_EOD, run_tokenmill
 from test_datatrove import write_variant
 from tokenmill.formats.datatrove import DatatroveFile, pbin_to_datatrove
-from tokenmill.formats.mmidx import MMapIndexedDataset, pbin_to_megatron
+from tokenmill.formats.bin_idx import MMapIndexedDataset, pbin_to_megatron
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.pack.pretraining import PackSettings, pack
 
@@ -73,13 +73,13 @@ def test_a_sidecar_that_forgets_such_a_document_is_found(tmp_path):
 
 def test_documents_in_blocks_convert_as_one_pass(tmp_path, monkeypatch):
     """The slow path cuts documents in blocks: the bytes do not depend on where the cuts fall."""
-    from tokenmill.formats import document_blocks, mmidx
+    from tokenmill.formats import document_blocks, bin_idx
 
     corpus = tmp_path / "many.jsonl"
     corpus.write_bytes(b"".join(TEXTS[i % 3] + b"\n" for i in range(300)))
     run_tokenmill("pack", corpus, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", tmp_path / "many.pbin")
     monkeypatch.setattr(document_blocks, "BLOCK_TOKENS", 7)
-    mmidx.pbin_to_megatron(tmp_path / "many.pbin", tmp_path / "many")
+    bin_idx.pbin_to_megatron(tmp_path / "many.pbin", tmp_path / "many")
     tokens = np.fromfile(tmp_path / "many.bin", dtype=np.uint16)
     assert tokens.tolist() == sum(MEGATRON_DOCUMENTS, []) * 100
 

@@ -59,7 +59,7 @@ def test_each_row_names_its_files_as_the_layout_spells_them_and_the_converted_on
 
 
 def test_a_path_given_to_verify_or_inspect_is_known_by_its_row(tmp_path):
-    from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder
+    from tokenmill.formats.bin_idx import MMapIndexedDatasetBuilder
 
     prefix = tmp_path / "m_text_document"
     with MMapIndexedDatasetBuilder(prefix, np.uint16) as builder:

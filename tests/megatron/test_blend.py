@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from tokenmill.errors import TokenmillError
-from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder
+from tokenmill.formats.bin_idx import MMapIndexedDatasetBuilder
 from tokenmill.megatron.blend import (blend_sizes, build_blend_cache, build_blending_indices,
                                       build_exhaustive_blending_indices, parse_blend)
 from tokenmill.megatron.index_cache import null_tokenizer_identifiers

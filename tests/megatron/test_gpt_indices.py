@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from conftest import run_tokenmill
 from tokenmill.errors import TokenmillError
-from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder
+from tokenmill.formats.bin_idx import MMapIndexedDatasetBuilder
 from tokenmill.megatron.gpt_indices import (GPTIndexSpec, build_document_index, build_gpt_indices, build_sample_index,
                                             parse_split, split_matrix, split_ranges)
 

@@ -54,7 +54,7 @@ import pytest
 
 from conftest import DEMO_PREFIX, GPT2_EOD_ID, PART_A_PREFIX, PART_B_PREFIX, make_demo_megatron, run_tokenmill
 from tokenmill.errors import TokenmillError
-from tokenmill.formats.mmidx import MMapIndexedDataset
+from tokenmill.formats.bin_idx import MMapIndexedDataset
 from tokenmill.megatron.gpt_indices import build_sample_index
 from tokenmill.megatron.handoff import HANDOFF_NAME, SEQUENCES_NAME
 from tokenmill.megatron.index_cache import build_gpt_cache, load_cache

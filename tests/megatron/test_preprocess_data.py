@@ -30,7 +30,7 @@ import orjson
 import pytest
 
 from tokenmill.errors import TokenmillError
-from tokenmill.formats.mmidx import MMapIndexedDataset
+from tokenmill.formats.bin_idx import MMapIndexedDataset
 from tokenmill.megatron.preprocess_data import preprocess_data
 from tokenmill.tokenization.engine import FastEngineUnavailable
 from tokenmill.tokenization.families import TokenizerSpec, load_family

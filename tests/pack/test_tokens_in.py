@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, run_tokenmill
-from tokenmill.formats.mmidx import MMapIndexedDataset, MMapIndexedDatasetBuilder
+from tokenmill.formats.bin_idx import MMapIndexedDataset, MMapIndexedDatasetBuilder
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.pack.tokens_in import tokens_in
 from tokenmill.verify.checks import verify, verify_made_from

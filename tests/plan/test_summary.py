@@ -17,7 +17,7 @@ import yaml
 
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, REPO, run_snakemake, run_tokenmill
 from tokenmill.config import validate_config
-from tokenmill.formats.mmidx import MMapIndexedDataset
+from tokenmill.formats.bin_idx import MMapIndexedDataset
 from tokenmill.plan import Plan
 from tokenmill.plan.summary import MAX_BUILDS_SHOWN, report_command, summary_lines
 
@@ -205,7 +205,7 @@ def test_a_best_fit_blends_line_says_the_epochs_it_repeats_and_what_its_datasets
     """A blend of a alone, best fit at 128 with 2,000 train samples: a's train split packs into K samples, so
     the blend repeats them ceil(2,000 / K) epochs, which its line says; the warning of a's truncation (its
     folder in the blend's) follows, naming a."""
-    from tokenmill.packing.packed_blend import build_packed_blend
+    from tokenmill.best_fit.packed_blend import build_packed_blend
 
     config = _config(["a"], num_samples={"train": 2000, "valid": 10, "test": 10})
     config["blends"] = {"mix": {"weights": {"a": 1.0}, "packing": "best_fit"}}

@@ -161,7 +161,7 @@ def test_a_relative_tokenizer_model_hashed_into_the_cache_names_is_named_at_plan
 
 def _megatron_prefix(plan_folder: Path, name: str = "made/web_text_document") -> str:
     """A small Megatron dataset made outside the workflow's folders (two documents ending with GPT-2's EOD)."""
-    from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder
+    from tokenmill.formats.bin_idx import MMapIndexedDatasetBuilder
 
     (plan_folder / name).parent.mkdir(parents=True, exist_ok=True)
     with MMapIndexedDatasetBuilder(plan_folder / name, np.uint16) as builder:

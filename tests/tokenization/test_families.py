@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from conftest import DATA, GPT2, GPT2_EOD, GPT2_EOD_ID, run_tokenmill, train_sentencepiece
 
 from tokenmill.errors import TokenmillError
-from tokenmill.formats.mmidx import MMapIndexedDataset
+from tokenmill.formats.bin_idx import MMapIndexedDataset
 from tokenmill.formats.pbin import PbinFile
 from tokenmill.tokenization.families import TokenizerSpec, load_family
 from tokenmill.tokenization.tokenizer import TYPE_EOD, load_tokenizer

@@ -6,7 +6,7 @@ import torch
 from torch.utils.data import DataLoader
 
 from tokenmill.errors import TokenmillError
-from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder
+from tokenmill.formats.bin_idx import MMapIndexedDatasetBuilder
 from tokenmill.formats.pbin import PbinWriter
 from tokenmill.megatron.index_cache import null_tokenizer_identifiers
 from tokenmill.training.datasets import NanosetBuilder, NanosetConfig, PackedMemMapDatasetBase

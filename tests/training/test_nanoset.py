@@ -6,7 +6,7 @@ Small worked examples here; the demo's samples are compared with megatron-core's
 
 import numpy as np
 
-from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder
+from tokenmill.formats.bin_idx import MMapIndexedDatasetBuilder
 from tokenmill.megatron.index_cache import null_tokenizer_identifiers
 from tokenmill.training.datasets import NanosetBuilder, NanosetConfig
 

@@ -2,7 +2,7 @@
 back to back then padding, labels the next token, no loss on padding or the last real token (nor on the EOD with
 eod_mask_loss), positions restarting at every piece, cu_seqlens at the pieces' bounds — and a packed blend's item
 s as packed sample dataset_sample_index[s] of dataset dataset_index[s]. The packed index itself:
-tests/packing/test_packed_index.py and test_packed_blend.py."""
+tests/best_fit/test_packed_index.py and test_packed_blend.py."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tokenmill.errors import TokenmillError
-from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder
-from tokenmill.packing.packed_blend import build_packed_blend
-from tokenmill.packing.packed_index import build_packed_index
+from tokenmill.formats.bin_idx import MMapIndexedDatasetBuilder
+from tokenmill.best_fit.packed_blend import build_packed_blend
+from tokenmill.best_fit.packed_index import build_packed_index
 from tokenmill.training.packed_samples import PackedBlend, PackedSamples
 
 

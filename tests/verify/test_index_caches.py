@@ -11,7 +11,7 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder
+from tokenmill.formats.bin_idx import MMapIndexedDatasetBuilder
 from tokenmill.megatron.blend import build_blend_cache
 from tokenmill.megatron.index_cache import build_gpt_cache, null_tokenizer_identifiers
 from tokenmill.verify.index_caches import duplicate_caches, verify_cache

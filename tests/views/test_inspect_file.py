@@ -176,7 +176,7 @@ def test_an_sft_best_fit_rows_folder_shows_its_rows_and_a_rows_conversations(tmp
     conversations and padding; ``--sample K``: row K's conversations, each with its turns and trained tokens."""
     from conftest import REPO
     from tokenmill.pack.sft import write_sft
-    from tokenmill.packing.sft_packing import load_sft_best_fit
+    from tokenmill.best_fit.sft_packing import load_sft_best_fit
 
     monkeypatch.chdir(tmp_path)
     config = {"tokenizers": {"gpt2": {"path": str(GPT2)}},

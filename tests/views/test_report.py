@@ -164,7 +164,7 @@ def test_counting_by_a_field_sums_each_values_documents_and_tokens_over_skipped_
 
 def test_a_blend_page_says_how_many_epochs_of_each_dataset_the_blend_takes(tmp_path):
     from tokenmill.megatron.blend import build_blend_cache
-    from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder
+    from tokenmill.formats.bin_idx import MMapIndexedDatasetBuilder
     from tokenmill.views.report import blend_page
     from tokenmill.megatron.index_cache import null_tokenizer_identifiers
 
@@ -206,10 +206,10 @@ def test_the_best_fit_table_says_the_tokens_truncate_dropped_per_split_and_warns
     drops 12 of train's 23 tokens (52.17 %) and 2 of valid's 10 (20 %), each row naming its split, with a
     warning above the table for each (both over 5 %) that names long_doc_strategy: fragment. The blend page
     shows the same table for each dataset of a packed blend."""
-    from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder
+    from tokenmill.formats.bin_idx import MMapIndexedDatasetBuilder
     from tokenmill.megatron.blend import build_blend_cache
     from tokenmill.megatron.index_cache import null_tokenizer_identifiers
-    from tokenmill.packing.packed_blend import build_packed_blend
+    from tokenmill.best_fit.packed_blend import build_packed_blend
     from tokenmill.views.report import best_fit_table, blend_page
 
     with MMapIndexedDatasetBuilder(tmp_path / "d", np.uint16) as builder:
@@ -242,8 +242,8 @@ def test_the_best_fit_table_says_the_tokens_truncate_dropped_per_split_and_warns
 
 
 def test_a_packed_blend_table_gives_each_datasets_draws_and_the_splits_padding(tmp_path):
-    from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder
-    from tokenmill.packing.packed_blend import build_packed_blend
+    from tokenmill.formats.bin_idx import MMapIndexedDatasetBuilder
+    from tokenmill.best_fit.packed_blend import build_packed_blend
     from tokenmill.views.report import packed_blend_table
 
     for name, documents in (("a", [[1, 2, 3, 9], [4, 5, 9], [6, 9]]), ("b", [[7] * 6 + [9], [8, 9]])):

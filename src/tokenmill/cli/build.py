@@ -14,7 +14,7 @@ import sys
 from tokenmill.config import default
 from tokenmill.errors import TokenmillError
 from tokenmill.files.urls import listed, schemes_help
-from tokenmill.formats.mmidx import prefix_of
+from tokenmill.formats.bin_idx import prefix_of
 
 
 def add_index(verbs: argparse._SubParsersAction) -> None:
@@ -305,7 +305,7 @@ def _merge(args: argparse.Namespace) -> None:
         print(f"{args.output}: {meta['documents']} documents, {meta['tokens']} tokens from {len(args.inputs)} files",
               file=sys.stderr)
     else:
-        from tokenmill.formats.mmidx import merge_megatron
+        from tokenmill.formats.bin_idx import merge_megatron
 
         summary = merge_megatron(prefix_of(args.output), [prefix_of(path) for path in args.inputs], force=args.force)
         print(f"{args.output}: {summary['documents']} documents ({summary['dtype']}) from {len(args.inputs)} "

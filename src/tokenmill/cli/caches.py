@@ -14,7 +14,7 @@ import sys
 
 from tokenmill.config import default
 from tokenmill.errors import TokenmillError
-from tokenmill.formats.mmidx import prefix_of
+from tokenmill.formats.bin_idx import prefix_of
 
 
 def add_sample_index(verbs: argparse._SubParsersAction) -> None:
@@ -220,20 +220,20 @@ def _best_fit(args: argparse.Namespace) -> None:
         raise TokenmillError(f"best-fit: one input without --blend, got {len(args.input)}")
     (path,) = args.input
     if path.endswith(".pbin"):
-        from tokenmill.packing.sft_packing import build_sft_best_fit
+        from tokenmill.best_fit.sft_packing import build_sft_best_fit
 
         figures = build_sft_best_fit(path, args.output, args.seq_length)
         print(f"{args.output}: {figures['conversations']} conversations in {figures['samples']} rows of "
               f"{args.seq_length}, each whole: padding {100 * figures['padding_share']:.2f} % (one per row: "
               f"{100 * figures['unpacked_padding_share']:.2f} %)", file=sys.stderr)
     elif os.path.isdir(path):
-        from tokenmill.packing.olmo_cache import write_olmo_packing_for_parts
+        from tokenmill.best_fit.olmo_cache import write_olmo_packing_for_parts
 
         figures = write_olmo_packing_for_parts(path, args.output, args.seq_length, args.long_doc_strategy,
                                                args.job_path_prefix, args.source_group_size, args.pad_id)
         _say_packed(f"{args.output}: OLMo-core's packing", figures, args)
     else:
-        from tokenmill.packing.packed_index import build_packed_index
+        from tokenmill.best_fit.packed_index import build_packed_index
 
         for split_name, figures in build_packed_index(prefix_of(path), args.output, args.seq_length, args.seed,
                                                       args.split, args.long_doc_strategy).items():
@@ -243,7 +243,7 @@ def _best_fit(args: argparse.Namespace) -> None:
 def _best_fit_blend(args: argparse.Namespace) -> None:
     """``best-fit --blend``: each weighted dataset packed, the blend's samples drawn from them."""
     from tokenmill.megatron.blend import parse_blend
-    from tokenmill.packing.packed_blend import build_packed_blend
+    from tokenmill.best_fit.packed_blend import build_packed_blend
 
     prefixes, weights = parse_blend(args.input)
     if weights is None:
@@ -265,8 +265,8 @@ def _best_fit_blend(args: argparse.Namespace) -> None:
 def _say_blend_datasets(prefixes: list[str], args: argparse.Namespace) -> None:
     """Each blended dataset's packing, split by split, as :func:`_say_packed` says it (the tokens each drops)."""
     from tokenmill.megatron.gpt_indices import SPLIT_NAMES
-    from tokenmill.packing.packed_blend import dataset_folder
-    from tokenmill.packing.packed_index import load_packed_index, packed_index_names
+    from tokenmill.best_fit.packed_blend import dataset_folder
+    from tokenmill.best_fit.packed_index import load_packed_index, packed_index_names
 
     for i, prefix in enumerate(prefixes):
         folder = dataset_folder(args.output, i)
@@ -277,7 +277,7 @@ def _say_blend_datasets(prefixes: list[str], args: argparse.Namespace) -> None:
 
 
 def _say_packed(what: str, figures: dict, args: argparse.Namespace) -> None:
-    from tokenmill.packing.packed_index import truncation_cost
+    from tokenmill.best_fit.packed_index import truncation_cost
 
     cost, warning = truncation_cost(figures)  # tokens dropped beside what it bought
     print(f"{what}: {figures['documents']} documents in {figures['samples']} samples of {args.seq_length}: "

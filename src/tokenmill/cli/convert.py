@@ -11,7 +11,7 @@ import sys
 
 from tokenmill.config import default
 from tokenmill.formats.dtypes import MEGATRON_UINT16_BELOW, UINT16_VOCAB_LIMIT
-from tokenmill.formats.mmidx import prefix_of
+from tokenmill.formats.bin_idx import prefix_of
 
 
 def add_to_megatron(verbs: argparse._SubParsersAction) -> None:
@@ -26,7 +26,7 @@ def add_to_megatron(verbs: argparse._SubParsersAction) -> None:
 
 
 def _to_megatron(args: argparse.Namespace) -> None:
-    from tokenmill.formats.mmidx import pbin_to_megatron
+    from tokenmill.formats.bin_idx import pbin_to_megatron
 
     summary = pbin_to_megatron(args.input, prefix_of(args.output), vocab_size=args.vocab_size)
     print(f"{args.output}: {summary['documents']} documents, {summary['tokens']} tokens as {summary['dtype']}",

@@ -1,6 +1,6 @@
 """Every on-disk token format, its writer, its reader and its conversion from ``.pbin``: the packed file
 (:mod:`~tokenmill.formats.pbin`) and its sidecar record (:mod:`~tokenmill.formats.sidecar`), their merge
-(:mod:`~tokenmill.formats.merge`), Megatron's ``.bin/.idx`` (:mod:`~tokenmill.formats.mmidx`), datatrove's ``.ds``
+(:mod:`~tokenmill.formats.merge`), Megatron's ``.bin/.idx`` (:mod:`~tokenmill.formats.bin_idx`), datatrove's ``.ds``
 (:mod:`~tokenmill.formats.datatrove`), OLMo-core's token files (:mod:`~tokenmill.formats.olmo`), each
 document's way back to its source line (:mod:`~tokenmill.formats.provenance`), the one table of the token
 dtype each format takes for a vocabulary (:mod:`~tokenmill.formats.dtypes`), the one walk over whole documents

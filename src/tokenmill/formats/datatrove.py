@@ -19,7 +19,7 @@ One dataset ``NAME`` is four files side by side, as datatrove 0.10.1's ``Documen
 
 Token size: 2 bytes unless the vocabulary has more than 65,536 tokens (datatrove:
 ``4 if tokenizer.get_vocab_size() > 65536``), then 4. Megatron's ``.bin`` switches to int32 already
-from 65,500 (:func:`tokenmill.formats.mmidx.optimal_dtype`), so vocabularies of 65,500 to 65,536 tokens are
+from 65,500 (:func:`tokenmill.formats.bin_idx.optimal_dtype`), so vocabularies of 65,500 to 65,536 tokens are
 uint16 here and int32 there. The vocabulary is the ``.pbin`` sidecar's ``tokenizer.vocab_size``:
 the loaded tokenizer's token count, added tokens included, numbered as Hugging Face numbers them on
 load (:mod:`tokenmill.tokenization.tokenizer`), which is the number datatrove's ``get_vocab_size()`` gives.

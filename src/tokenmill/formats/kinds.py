@@ -55,7 +55,7 @@ from typing import Callable
 import numpy as np
 
 from tokenmill.errors import TokenmillError
-from tokenmill.formats import datatrove, mmidx, olmo, peer_rules
+from tokenmill.formats import datatrove, bin_idx, olmo, peer_rules
 from tokenmill.formats.pbin import PbinFile
 
 __all__ = ["OutputFormat", "OUTPUT_FORMATS", "MADE_FROM_PBIN", "EOS_SCANNED", "BEST_FIT_FORMATS",
@@ -114,9 +114,9 @@ OUTPUT_FORMATS: dict[str, OutputFormat] = {kind.name: kind for kind in (
     OutputFormat("megatron", "mmidx", "--megatron", made_from_pbin=True, eos_scanned=False, best_fit=True,
                  folder="megatron", stem="{build}_text_document", files=(".bin", ".idx"), in_pack_pass=True,
                  sampled=True, same_documents=True, summary="Megatron {path}", summary_size=True,
-                 recognises=mmidx.is_megatron_dataset, check=mmidx.megatron_problems,
-                 made_from=peer_rules.megatron_made_from, describe=mmidx.describe_megatron,
-                 document=mmidx.megatron_document, convert=mmidx.pbin_to_megatron),
+                 recognises=bin_idx.is_megatron_dataset, check=bin_idx.megatron_problems,
+                 made_from=peer_rules.megatron_made_from, describe=bin_idx.describe_megatron,
+                 document=bin_idx.megatron_document, convert=bin_idx.pbin_to_megatron),
     OutputFormat("datatrove", "datatrove", "--datatrove", made_from_pbin=True, eos_scanned=True, best_fit=False,
                  folder="datatrove", stem="{build}/{build}", files=(".ds", ".ds.index", ".ds.metadata"),
                  named_by=".ds", in_pack_pass=False, sampled=False, same_documents=False,

@@ -28,7 +28,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.formats.datatrove import DatatroveFile, datatrove_documents, packed_post_processor_ids, token_size_for
 from tokenmill.formats.document_blocks import document_blocks
 from tokenmill.formats.dtypes import MEGATRON_UINT16_BELOW, UINT16_VOCAB_LIMIT
-from tokenmill.formats.mmidx import MMapIndexedDataset, optimal_dtype, prefix_of
+from tokenmill.formats.bin_idx import MMapIndexedDataset, optimal_dtype, prefix_of
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.formats.sidecar import range_indices
 

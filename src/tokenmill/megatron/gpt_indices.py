@@ -280,7 +280,7 @@ def num_samples_for_epochs(prefix: str | os.PathLike, split: str, epochs: int, s
     Raises:
         TokenmillError: ``epochs`` < 1.
     """
-    from tokenmill.formats.mmidx import MMapIndexedDataset
+    from tokenmill.formats.bin_idx import MMapIndexedDataset
 
     if epochs < 1:
         raise TokenmillError(f"epochs must be at least 1, not {epochs}")

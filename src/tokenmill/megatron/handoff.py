@@ -178,7 +178,7 @@ def sequences_per_dataset(prefixes: list[str | os.PathLike], dataset_paths: list
     Raises:
         TokenmillError: an unreadable ``.idx``.
     """
-    from tokenmill.formats.mmidx import MMapIndexedDataset
+    from tokenmill.formats.bin_idx import MMapIndexedDataset
 
     counts: dict[str, list[int]] = {}
     dtypes = set()

@@ -150,7 +150,7 @@ def load_npy(path: str | os.PathLike) -> np.ndarray:
 
 
 def dataset_fingerprint(dataset) -> dict:
-    """``{"idx_bytes", "sizes_sha256"}`` of an opened :class:`~tokenmill.formats.mmidx.MMapIndexedDataset`."""
+    """``{"idx_bytes", "sizes_sha256"}`` of an opened :class:`~tokenmill.formats.bin_idx.MMapIndexedDataset`."""
     digest = hashlib.sha256(np.ascontiguousarray(dataset.sequence_lengths).tobytes())
     digest.update(np.ascontiguousarray(dataset.document_indices).tobytes())
     return {"idx_bytes": dataset.idx_identity.size, "sizes_sha256": digest.hexdigest()}
@@ -209,7 +209,7 @@ def build_gpt_cache(prefix: str | os.PathLike, cache_dir: str | os.PathLike, seq
     Raises:
         TokenmillError: unreadable dataset, bad split, or a split without tokens.
     """
-    from tokenmill.formats.mmidx import MMapIndexedDataset
+    from tokenmill.formats.bin_idx import MMapIndexedDataset
 
     check_sampling(seq_length, seed)
     dataset = MMapIndexedDataset(prefix)

@@ -3,7 +3,7 @@
 Takes the flags of megatron-core 0.19's tool (``specs/megatron-tokenizers.md``) and writes what it writes,
 for every tokenizer type of :mod:`tokenmill.tokenization.families`:
 
-* one MMIDIDX pair ``<prefix>_<key>_document.{bin,idx}`` per ``--json-keys`` key (:mod:`tokenmill.formats.mmidx`),
+* one MMIDIDX pair ``<prefix>_<key>_document.{bin,idx}`` per ``--json-keys`` key (:mod:`tokenmill.formats.bin_idx`),
   tokens as uint16 where the tokenizer's ``vocab_size`` < 65,500, else int32;
 * a line is one document per key. A string value is one sequence; a JSON list is one sequence per
   element. A sequence that encodes to no ids is left out, so an empty text is a document of no
@@ -44,7 +44,7 @@ import orjson
 from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import refuse_inputs_as_outputs
 from tokenmill.formats.document_blocks import eod_appended
-from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder, optimal_dtype
+from tokenmill.formats.bin_idx import MMapIndexedDatasetBuilder, optimal_dtype
 from tokenmill.inputs.jsonl import iter_lines
 from tokenmill.megatron.job_tokenizer import FlagParser, add_tokenizer_flags
 from tokenmill.tokenization.engine import (ENGINES, FAST_ENGINE_PAYS_BYTES, Encoder, preferred_fast_engine,

@@ -57,11 +57,11 @@ from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import FileIdentity, file_sha256
 from tokenmill.files.source import Source, resolve_inputs
 from tokenmill.formats.datatrove import DatatroveWriter, datatrove_paths, token_size_for
-from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder, optimal_dtype
+from tokenmill.formats.bin_idx import MMapIndexedDatasetBuilder, optimal_dtype
 from tokenmill.formats.pbin import LAYOUT_050, PbinWriter
 from tokenmill.formats.sidecar import (SidecarRecord, SourceRecord, eod_within_note, index_ranges, sidecar_path,
                                       skipped_summary)
-from tokenmill.inputs.jsonl import lines_in_range, stream_line_batches
+from tokenmill.inputs.jsonl import input_compression, lines_in_range, stream_line_batches
 from tokenmill.inputs.parquet import parquet_source, row_line_batches
 from tokenmill.inputs.raw_index import read_index, scan_lines
 from tokenmill.inputs.text_selection import TextSelector
@@ -102,7 +102,7 @@ def pack(inputs: list[str], out_path: str | None, settings: PackSettings, indexe
             to the last), rows numbered as in the whole file (see :mod:`tokenmill.inputs.parquet`).
         log: where progress and skip counts go.
         megatron_prefix: also write ``<prefix>.bin/.idx`` from the same tokens, the bytes
-            ``preprocess_data.py --append-eod`` writes (see :func:`tokenmill.formats.mmidx.pbin_to_megatron`).
+            ``preprocess_data.py --append-eod`` writes (see :func:`tokenmill.formats.bin_idx.pbin_to_megatron`).
         datatrove_name: also write ``DIR/NAME.ds``, ``.ds.index`` and ``.ds.metadata`` from the same
             tokens, the bytes datatrove's ``DocumentTokenizer`` writes (see
             :func:`tokenmill.formats.datatrove.pbin_to_datatrove`).
@@ -212,6 +212,8 @@ def _check_arguments(inputs: list[str], outputs: list[str], settings: PackSettin
     sources = resolve_inputs(inputs, outputs, [*(indexes or []), settings.tokenizer_path],
                              None if settings.allow_duplicate_inputs else
                              "pass --allow-duplicate-inputs to pack it once per mention")
+    for source in sources:
+        input_compression(source)  # a zip archive (no stream) is refused before anything is read
     if indexes is not None and len(indexes) != len(sources):
         raise TokenmillError(f"got {len(indexes)} index files for {len(sources)} inputs")
     if byte_range is not None and (len(sources) != 1 or sources[0].compression):

@@ -54,7 +54,7 @@ from tokenmill import FORMAT_VERSIONS
 from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import FileIdentity, file_sha256, named_twice, refuse_inputs_as_outputs
 from tokenmill.formats.document_blocks import document_blocks, eod_appended
-from tokenmill.formats.mmidx import MMapIndexedDataset, MMapIndexedDatasetBuilder, optimal_dtype, prefix_of
+from tokenmill.formats.bin_idx import MMapIndexedDataset, MMapIndexedDatasetBuilder, optimal_dtype, prefix_of
 from tokenmill.formats.pbin import LAYOUT_050, PbinFile, PbinWriter, read_sidecar
 from tokenmill.formats.sidecar import SidecarRecord, SourceRecord, index_ranges, range_indices, sidecar_path
 from tokenmill.progress import Progress

@@ -9,7 +9,7 @@ with the tree: :mod:`~tokenmill.plan.prune` (outputs no longer planned, moved as
 :mod:`~tokenmill.plan.summary` (the screens that end a build).
 
 May import: ``tokenmill.FORMAT_VERSIONS``, the root's ``errors`` and ``config``; ``files``, ``inputs``,
-``tokenization``, ``formats``, ``megatron``, ``packing``, ``pack``. Nothing here imports Snakemake.
+``tokenization``, ``formats``, ``megatron``, ``best_fit``, ``pack``. Nothing here imports Snakemake.
 
 The build plan: from a validated workflow config, what is built, from which inputs, where, and with
 which options. Pure: no Snakemake, no tokenizer load (an EOD token is looked up in the parsed ``tokenizer.json``);

@@ -33,7 +33,7 @@ class Outputs:
 
     def __init__(self, units: Units):
         self.units = units
-        # where best-fit packing (tokenmill.packing, a room above the formats') writes for each format it packs for
+        # where best-fit packing (tokenmill.best_fit, a room above the formats') writes for each format it packs for
         # (the rows' ``best_fit``): a packed index per length and seed, OLMo-core's work dir per length
         self._best_fit_dirs = {"megatron": self._packed_index_dirs, "olmo": self._olmo_packing_dirs}
 

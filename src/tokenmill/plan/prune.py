@@ -100,11 +100,11 @@ __all__ = ["OUTPUT_FOLDERS", "OUTPUT_SUFFIXES", "OUTPUT_NAMES", "STALE_FOLDER", 
 
 # The endings of the workflow's file names: a .pbin and its sidecar, Megatron's pair, datatrove's files,
 # OLMo-core's parts and label masks, stamps, report pages, the index caches' files (md5-named), a packed index's
-# descriptions (tokenmill.packing.packed_index).
+# descriptions (tokenmill.best_fit.packed_index).
 OUTPUT_SUFFIXES = (".pbin", ".meta.json", ".bin", ".idx", ".ds", ".ds.index", ".ds.metadata", ".ds.loss", ".ok",
                    ".html", ".npy", ".csv.gz", "-description.txt", "-tokenmill_fingerprint.json", "-description.json")
 # Whole names the workflow gives files: OLMo's metadata.json, a cache folder's hand-off files, a Megatron
-# tokenizer folder's files, an OLMo-core work dir's config fragment (tokenmill.packing.olmo_cache), and the stamp
+# tokenizer folder's files, an OLMo-core work dir's config fragment (tokenmill.best_fit.olmo_cache), and the stamp
 # Snakemake writes in a directory() output.
 OUTPUT_NAMES = frozenset({"metadata.json", "megatron_args.txt", "sequences_per_dataset.json", "tokenizer.json",
                           "tokenizer_config.json", "tokenmill-olmo-packing.yaml", ".snakemake_timestamp"})

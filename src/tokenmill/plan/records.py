@@ -26,7 +26,7 @@ Then:
   identities: nothing of it is refused;
 * ``snakemake --report`` refuses, in one line, a report page that its config's plan makes but that another recipe
   made (:func:`page_conflict`). A page is not refused at planning: two configs that share a build but not its page's
-  options (``sampling.seq_lengths``, ``on_bad_line``, ``packing``...) each remake it when they run in turn, one
+  options (``sampling.seq_lengths``, ``on_bad_line``, ``best_fit``...) each remake it when they run in turn, one
   verify and one page per alternation (a loud, cheap cost: not a new name for every build's page). But the page
   written last was made for one of them, and ``--report`` would embed it under the other's name without a word.
   So each page records its recipe (:meth:`tokenmill.plan.commands.Commands.page_recipes`) in itself, each record

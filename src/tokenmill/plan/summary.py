@@ -9,7 +9,7 @@ most about 25 lines whatever the size of the matrix:
   where ``sampling.megatron_path_prefix`` differs), its index cache folders and datatrove folder;
   its best-fit folders with what packing bought beside what it cost, of the train split (OLMo-core's: of the
   whole dataset): the tokens ``truncate`` dropped and their share, and a warning above
-  :data:`tokenmill.packing.packed_index.TRUNCATION_WARNING_SHARE` that names ``long_doc_strategy: fragment``;
+  :data:`tokenmill.best_fit.packed_index.TRUNCATION_WARNING_SHARE` that names ``long_doc_strategy: fragment``;
   past :data:`MAX_BUILDS_SHOWN` builds, the rest as one line of totals;
 * per instruction-tuning dataset and per blend, one line (a best-fit blend's with the epochs it repeats each
   dataset's packed samples, and its datasets' truncation warnings);
@@ -48,7 +48,7 @@ from typing import TextIO
 from tokenmill.files.atomic import write_if_changed
 from tokenmill.formats.sidecar import SidecarRecord, eod_within_note
 from tokenmill.megatron.job_tokenizer import null_tokenizer_flags
-from tokenmill.packing.packed_index import truncation_cost
+from tokenmill.best_fit.packed_index import truncation_cost
 from tokenmill.plan import blend_cache_name, hf_tokenizer_folder, job_flags_of, megatron_prefix, packed_path, sft_files
 from tokenmill.plan.facade import Plan
 from tokenmill.plan.layout import OUTPUT_FOLDERS, PACKED_FOLDER, STALE_FOLDER, cache_folder, format_files, format_path
@@ -241,7 +241,7 @@ def _padding(folder: str) -> str:
 
 def _truncation_warnings(folders: list[str], name_dataset: bool = False) -> list[str]:
     """The warning of the best-fit folder whose truncation dropped the largest share of its train split's (or
-    OLMo-core's whole dataset's) tokens (:func:`tokenmill.packing.packed_index.truncation_cost`), one per dataset
+    OLMo-core's whole dataset's) tokens (:func:`tokenmill.best_fit.packed_index.truncation_cost`), one per dataset
     packed in ``folders`` (its sequence lengths and seeds: the summary stays one screen), naming the folder (and
     with ``name_dataset``, a blend's, the dataset packed there)."""
     worst: dict = {}  # dataset -> (share, warning, where)

@@ -22,7 +22,7 @@ from tokenmill.files.objects import ObjectIdentity, pinned_identity
 from tokenmill.files.source import Source, expand, input_key, is_missing_file, local_paths
 from tokenmill.files.urls import redact
 from tokenmill.formats.kinds import SAMPLED
-from tokenmill.formats.mmidx import prefix_of
+from tokenmill.formats.bin_idx import prefix_of
 from tokenmill.inputs.jsonl import input_compression
 from tokenmill.inputs.parquet import row_group_units
 from tokenmill.megatron.blend import check_weights

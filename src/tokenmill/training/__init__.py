@@ -4,5 +4,5 @@
 (:mod:`~tokenmill.training.loader`), best-fit samples (:mod:`~tokenmill.training.packed_samples`). Only these
 modules may import torch, and only where they need it.
 
-May import: the root's ``errors``; ``files``, ``inputs``, ``tokenization``, ``formats``, ``megatron``, ``packing``.
+May import: the root's ``errors``; ``files``, ``inputs``, ``tokenization``, ``formats``, ``megatron``, ``best_fit``.
 """

@@ -37,7 +37,7 @@ from torch.utils.data import Dataset
 
 from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import FileIdentity
-from tokenmill.formats.mmidx import MMapIndexedDataset
+from tokenmill.formats.bin_idx import MMapIndexedDataset
 from tokenmill.megatron.index_cache import (build_gpt_cache, cache_file_names, cache_fingerprint, dataset_fingerprint,
                                             load_npy)
 from tokenmill.megatron.sample_pieces import sample_pieces

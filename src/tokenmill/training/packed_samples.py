@@ -1,6 +1,6 @@
 """PackedSamples: the best-fit samples of a Megatron ``.bin/.idx`` through its packed index, as fixed-length items.
 
-Item ``k`` is sample ``k`` of the split's packed index (:mod:`tokenmill.packing.packed_index`): its pieces
+Item ``k`` is sample ``k`` of the split's packed index (:mod:`tokenmill.best_fit.packed_index`): its pieces
 back to back, then ``pad_id`` up to ``sequence_length``, as a dict of tensors shaped like a Nanoset item, so
 :func:`tokenmill.training.loader.collate_samples` and :class:`tokenmill.training.loader.ResumableSampler` take
 it unchanged:
@@ -13,7 +13,7 @@ it unchanged:
 * ``cu_seqlens``: int32 boundaries of the pieces, then the padding as one more segment, ending at ``L`` (what
   flash-attention's varlen kernels and Megatron's inter-document masking take).
 
-:class:`PackedBlend` serves a packed blend (:mod:`tokenmill.packing.packed_blend`) the same way: item ``s`` is
+:class:`PackedBlend` serves a packed blend (:mod:`tokenmill.best_fit.packed_blend`) the same way: item ``s`` is
 packed sample ``dataset_sample_index[s]`` of dataset ``dataset_index[s]``, with its ``dataset_id`` (as
 :class:`tokenmill.training.nanoset.BlendedNanoset`'s items).
 
@@ -30,10 +30,10 @@ import torch
 from torch.utils.data import Dataset
 
 from tokenmill.errors import TokenmillError
-from tokenmill.formats.mmidx import MMapIndexedDataset
+from tokenmill.formats.bin_idx import MMapIndexedDataset
 from tokenmill.megatron.index_cache import dataset_fingerprint
-from tokenmill.packing.packed_blend import dataset_folder, load_packed_blend
-from tokenmill.packing.packed_index import document_token_ranges, load_packed_index
+from tokenmill.best_fit.packed_blend import dataset_folder, load_packed_blend
+from tokenmill.best_fit.packed_index import document_token_ranges, load_packed_index
 
 __all__ = ["PackedSamples", "PackedBlend"]
 

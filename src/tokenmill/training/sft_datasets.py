@@ -32,7 +32,7 @@ alignment) and drops the conversation when nothing trainable is left. Both are c
 trained at all (every message masked). With ``pack=True`` whole conversations share a row greedily, never split across
 rows; ``position_ids`` restart per conversation and ``cu_seqlens`` (over the flattened batch, padding
 as its own segment) keeps attention inside each one. :class:`PackedConversations` serves the rows that
-best-fit packing computed once for a whole pair (:mod:`tokenmill.packing.sft_packing`). Cost: tokenization
+best-fit packing computed once for a whole pair (:mod:`tokenmill.best_fit.sft_packing`). Cost: tokenization
 per piece (Rust), O(tokens) per batch in the collator.
 
 Only :func:`collate` (and the collators that call it) needs torch, and imports it when called:
@@ -62,7 +62,7 @@ from tokenmill.formats.pbin import PbinFile, file_identity_problem, read_sidecar
 from tokenmill.formats.sidecar import sidecar_path
 from tokenmill.inputs.raw_index import read_index, scan_lines
 from tokenmill.inputs.text_selection import conversation_record
-from tokenmill.packing.sft_packing import conversations_fingerprint, load_sft_best_fit
+from tokenmill.best_fit.sft_packing import conversations_fingerprint, load_sft_best_fit
 from tokenmill.tokenization.engine import Encoder, EncoderPickling
 from tokenmill.tokenization.families import TokenizerSpec
 from tokenmill.tokenization.proof import DEFAULT_CHECK_FRACTION, ProofSampler, ProofTally, encode_proven
@@ -485,7 +485,7 @@ class PackedInstructionDataset:
 
 
 class PackedConversations:
-    """The best-fit rows of a pre-tokenized pair (:mod:`tokenmill.packing.sft_packing`) as fixed-length items
+    """The best-fit rows of a pre-tokenized pair (:mod:`tokenmill.best_fit.sft_packing`) as fixed-length items
     shaped like :class:`tokenmill.training.packed_samples.PackedSamples`' items, so that
     :func:`tokenmill.training.loader.collate_samples` and ``ResumableSampler`` take them unchanged:
 

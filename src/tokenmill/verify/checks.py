@@ -54,16 +54,16 @@ from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import file_sha256
 from tokenmill.formats.document_blocks import BLOCK_TOKENS
 from tokenmill.formats.kinds import OUTPUT_FORMATS, format_of
-from tokenmill.formats.mmidx import prefix_of
+from tokenmill.formats.bin_idx import prefix_of
 from tokenmill.formats.pbin import PbinFile, file_identity_problem, read_sidecar
 from tokenmill.formats.provenance import tokens_per_source
 from tokenmill.formats.sidecar import (SidecarRecord, eod_within_note, range_indices, resolve_sidecar_paths,
                                       sidecar_path, skipped_under_error)
 from tokenmill.inputs.raw_index import read_index
-from tokenmill.packing.olmo_cache import SIDECAR_NAME, olmo_packing_problems
-from tokenmill.packing.packed_blend import packed_blend_problems
-from tokenmill.packing.packed_index import packed_index_problems
-from tokenmill.packing.sft_packing import SFT_PACKING_NAMES, sft_best_fit_problems
+from tokenmill.best_fit.olmo_cache import SIDECAR_NAME, olmo_packing_problems
+from tokenmill.best_fit.packed_blend import packed_blend_problems
+from tokenmill.best_fit.packed_index import packed_index_problems
+from tokenmill.best_fit.sft_packing import SFT_PACKING_NAMES, sft_best_fit_problems
 from tokenmill.verify.exactly_once import changed_source_problems, coverage_problems
 from tokenmill.verify.index_caches import verify_cache
 from tokenmill.verify.reencode import verify_against_tokenizer

@@ -19,7 +19,7 @@ from tokenmill.errors import TokenmillError
 from tokenmill.files.identity import file_sha256
 from tokenmill.files.objects import pin
 from tokenmill.files.source import input_key
-from tokenmill.formats.mmidx import prefix_of
+from tokenmill.formats.bin_idx import prefix_of
 from tokenmill.formats.sidecar import SidecarRecord, SourceRecord, resolve_sidecar_paths, resolved_against, sidecar_path
 from tokenmill.inputs.jsonl import source_sha256
 

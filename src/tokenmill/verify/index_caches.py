@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from tokenmill.errors import TokenmillError
-from tokenmill.formats.mmidx import MMapIndexedDataset
+from tokenmill.formats.bin_idx import MMapIndexedDataset
 from tokenmill.megatron.index_cache import dataset_fingerprint, load_npy, read_fingerprint
 
 __all__ = ["verify_cache", "duplicate_caches"]

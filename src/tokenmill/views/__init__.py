@@ -2,6 +2,6 @@
 :mod:`~tokenmill.views.cache_folder`) and the report pages
 (:mod:`~tokenmill.views.report`).
 
-May import: the root's ``errors``; ``files``, ``inputs``, ``tokenization``, ``formats``, ``megatron``, ``packing``,
+May import: the root's ``errors``; ``files``, ``inputs``, ``tokenization``, ``formats``, ``megatron``, ``best_fit``,
 ``training``, ``verify``, ``plan``.
 """

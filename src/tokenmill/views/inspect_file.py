@@ -40,7 +40,7 @@ import numpy as np
 
 from tokenmill.errors import TokenmillError
 from tokenmill.formats.kinds import OUTPUT_FORMATS, TOKENS_READ_IN, format_of, source_unit
-from tokenmill.formats.mmidx import MMapIndexedDataset, prefix_of
+from tokenmill.formats.bin_idx import MMapIndexedDataset, prefix_of
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 from tokenmill.formats.provenance import document_line
 from tokenmill.formats.sidecar import SidecarRecord, resolve_sidecar_paths, resolved_against
@@ -176,7 +176,7 @@ def _describe_pbin(path: Path) -> list[str]:
 
 
 def _is_sft_rows(folder: Path) -> bool:
-    from tokenmill.packing.sft_packing import SFT_PACKING_NAMES
+    from tokenmill.best_fit.sft_packing import SFT_PACKING_NAMES
 
     return (folder / SFT_PACKING_NAMES["description"]).is_file()
 
@@ -184,7 +184,7 @@ def _is_sft_rows(folder: Path) -> bool:
 def _sft_rows(folder: Path) -> tuple[dict, np.ndarray, np.ndarray, Path]:
     """A folder of SFT rows: ``(description, pieces, sample_offsets, its pair's .pbin)``; the pair as the
     description names it, else (a folder moved with its pair) the file of that name beside the folder."""
-    from tokenmill.packing.sft_packing import load_sft_best_fit
+    from tokenmill.best_fit.sft_packing import load_sft_best_fit
 
     description, pieces, offsets = load_sft_best_fit(folder)
     pbin = Path(str(description.get("pbin")))
@@ -413,8 +413,8 @@ def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.P
         cache: the folder with the split's GPTDataset or BlendedDataset cache.
         split: ``train``, ``valid`` or ``test``.
         best_fit: the sample of the split's packed index of this long-document strategy instead
-            (:mod:`tokenmill.packing.packed_index`); in a packed blend's folder, traced to its dataset's first
-            (:mod:`tokenmill.packing.packed_blend`).
+            (:mod:`tokenmill.best_fit.packed_index`); in a packed blend's folder, traced to its dataset's first
+            (:mod:`tokenmill.best_fit.packed_blend`).
 
     Raises:
         TokenmillError: no (or more than one) cache of that split in ``cache``, or ``sample`` out of range.
@@ -465,8 +465,8 @@ def show_sample(prefix: str | os.PathLike | None, sample: int, cache: str | os.P
 def _packed_folder(cache: Path, split: str, strategy: str) -> Path:
     """Where a split's packed index (or packed blend) of ``strategy`` lies: ``cache`` where it holds one, else
     the workflow's ``_best_fit`` sibling of a cache folder (:func:`tokenmill.plan.packed_index_dir_of`)."""
-    from tokenmill.packing.packed_blend import packed_blend_names
-    from tokenmill.packing.packed_index import packed_index_names
+    from tokenmill.best_fit.packed_blend import packed_blend_names
+    from tokenmill.best_fit.packed_index import packed_index_names
 
     names = (packed_index_names(strategy, split)["description"], packed_blend_names(strategy, split)["description"])
     sibling = packed_index_dir_of(cache)
@@ -477,8 +477,8 @@ def _packed_folder(cache: Path, split: str, strategy: str) -> Path:
 
 def _packed_sample(prefix: str | os.PathLike | None, sample: int, cache: Path, split: str, strategy: str,
                    tokenizer_path: str | None) -> list[str]:
-    from tokenmill.packing.packed_blend import dataset_folder, load_packed_blend, packed_blend_names
-    from tokenmill.packing.packed_index import document_token_ranges, load_packed_index
+    from tokenmill.best_fit.packed_blend import dataset_folder, load_packed_blend, packed_blend_names
+    from tokenmill.best_fit.packed_index import document_token_ranges, load_packed_index
 
     if prefix is None and (cache / packed_blend_names(strategy, split)["description"]).is_file():
         blend, dataset_index, dataset_sample_index = load_packed_blend(cache, strategy, split)

@@ -43,7 +43,7 @@ from tokenmill.formats.provenance import document_lines, field_values, tokens_pe
 from tokenmill.formats.sidecar import SourceRecord, resolve_sidecar_paths
 from tokenmill.megatron.handoff import HANDOFF_NAME
 from tokenmill.megatron.index_cache import cache_file_names, load_npy
-from tokenmill.packing.packed_index import truncation_cost
+from tokenmill.best_fit.packed_index import truncation_cost
 
 __all__ = ["page_recipe", "best_fit_table", "packed_blend_table", "dataset_page", "blend_page", "sft_page",
            "sft_rows_table", "length_histogram_svg"]
@@ -276,10 +276,10 @@ def sft_rows_table(folders: list[str]) -> str:
 
 def best_fit_table(folders: list[str]) -> str:
     """What best-fit packing bought over concatenate-and-chunk and what it cost, a row per packed index split or
-    OLMo-core work dir (their descriptions' and sidecars' figures: :func:`tokenmill.packing.packed_index
+    OLMo-core work dir (their descriptions' and sidecars' figures: :func:`tokenmill.best_fit.packed_index
     .packing_figures`): the split's tokens (OLMo-core's: the whole dataset's), those ``truncate`` dropped and
     their share beside the padding, with a warning above the table for each row over
-    :data:`tokenmill.packing.packed_index.TRUNCATION_WARNING_SHARE`."""
+    :data:`tokenmill.best_fit.packed_index.TRUNCATION_WARNING_SHARE`."""
     rows, warnings = [], []
     for folder in folders:
         for path in sorted(Path(folder).glob("best_fit-*-description.json")) + \
@@ -305,7 +305,7 @@ def best_fit_table(folders: list[str]) -> str:
 def packed_blend_table(folders: list[str]) -> str:
     """A packed blend's samples per split and dataset: packed samples, drawn, epochs, documents kept whole and
     those concatenation cuts, and the padding of the split's samples (its descriptions' figures:
-    :mod:`tokenmill.packing.packed_blend`)."""
+    :mod:`tokenmill.best_fit.packed_blend`)."""
     rows = []
     for folder in folders:
         for path in sorted(Path(folder).glob("blend-*-description.json"),  # train, valid, test

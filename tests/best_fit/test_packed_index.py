@@ -1,4 +1,4 @@
-"""The packed index over a Megatron .bin/.idx (tokenmill.packing.packed_index) and the samples it serves
+"""The packed index over a Megatron .bin/.idx (tokenmill.best_fit.packed_index) and the samples it serves
 (tokenmill.training.packed_samples): a worked example, then the demo corpus's properties."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from tokenizers import Tokenizer
 
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, run_tokenmill
 from tokenmill.errors import TokenmillError
-from tokenmill.formats.mmidx import MMapIndexedDataset, MMapIndexedDatasetBuilder
-from tokenmill.packing.packed_index import (TRUNCATION_WARNING_SHARE, build_packed_index, document_token_ranges,
+from tokenmill.formats.bin_idx import MMapIndexedDataset, MMapIndexedDatasetBuilder
+from tokenmill.best_fit.packed_index import (TRUNCATION_WARNING_SHARE, build_packed_index, document_token_ranges,
                                             load_packed_index, packed_index_problems, truncation_cost)
 from tokenmill.training.loader import collate_samples
 from tokenmill.training.packed_samples import PackedSamples

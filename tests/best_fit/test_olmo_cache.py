@@ -1,4 +1,4 @@
-"""OLMo-core's packing caches (tokenmill.packing.olmo_cache): the bytes and names ai2-olmo-core 3.0.0's
+"""OLMo-core's packing caches (tokenmill.best_fit.olmo_cache): the bytes and names ai2-olmo-core 3.0.0's
 NumpyPackedFSLDataset.prepare() writes, found by its job.
 
 Recipe of the reference (a throwaway venv: ``pip install torch==2.13.0 ai2-olmo-core==3.0.0``, numpy 2.4.6, on
@@ -31,7 +31,7 @@ from numpy._core._multiarray_umath import __cpu_features__
 
 from conftest import DEMO_JSONL, GPT2, GPT2_EOD, REPO, TEKKEN, run_tokenmill
 from tokenmill.errors import TokenmillError
-from tokenmill.packing.olmo_cache import olmo_cache_names, write_olmo_packing_for_parts
+from tokenmill.best_fit.olmo_cache import olmo_cache_names, write_olmo_packing_for_parts
 
 OLMO_CORE_FILES = {
     (512, "fragment", 2009): {

@@ -1,4 +1,4 @@
-"""An SFT pair's best-fit rows (tokenmill.packing.sft_packing) and the items PackedConversations serves: the demo's
+"""An SFT pair's best-fit rows (tokenmill.best_fit.sft_packing) and the items PackedConversations serves: the demo's
 chat set as the demo config builds it (GPT-2, 2,048 tokens), then its properties, verify."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from conftest import GPT2, GPT2_EOD, REPO, run_tokenmill
 from tokenmill.errors import TokenmillError
 from tokenmill.formats.pbin import PbinFile
 from tokenmill.pack.sft import write_sft
-from tokenmill.packing.sft_packing import SFT_PACKING_NAMES, build_sft_best_fit, load_sft_best_fit
+from tokenmill.best_fit.sft_packing import SFT_PACKING_NAMES, build_sft_best_fit, load_sft_best_fit
 from tokenmill.training.loader import collate_samples
 from tokenmill.training.sft_datasets import IGNORE_INDEX, PackedConversations, PackedInstructionDataset, collate
 from tokenmill.verify.checks import verify

@@ -8,7 +8,7 @@ import pytest
 from conftest import (DATA, DEMO_JSONL, GPT2, GPT2_EOD, MIXED_JSONL, TEKKEN, run_tokenmill,
                       run_tokenmill_with_file_size_limit)
 from tokenmill.errors import TokenmillError
-from tokenmill.formats.mmidx import MMapIndexedDataset, MMapIndexedDatasetBuilder, optimal_dtype, pbin_to_megatron
+from tokenmill.formats.bin_idx import MMapIndexedDataset, MMapIndexedDatasetBuilder, optimal_dtype, pbin_to_megatron
 from tokenmill.formats.pbin import PbinFile, PbinWriter
 from tokenmill.formats.sidecar import write_sidecar
 

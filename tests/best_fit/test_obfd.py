@@ -1,4 +1,4 @@
-"""Best-fit packing (tokenmill.packing.best_fit): worked examples of OBFD, then properties on random lengths."""
+"""Best-fit packing (tokenmill.best_fit.obfd): worked examples of OBFD, then properties on random lengths."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from tokenmill.errors import TokenmillError
-from tokenmill.packing.best_fit import cut_long_documents, pack_best_fit
+from tokenmill.best_fit.obfd import cut_long_documents, pack_best_fit
 
 
 def samples_of(packed) -> list[list[int]]:
@@ -67,12 +67,12 @@ def test_documents_that_do_not_fit_are_refused():
 
 def test_a_length_whose_tree_does_not_fit_in_memory_is_refused_in_one_line(monkeypatch):
     """The kernel's memory grows with the length (--seq-length 2147483648 ended in a MemoryError traceback)."""
-    from tokenmill.packing import best_fit
+    from tokenmill.best_fit import obfd
 
     def out_of_memory(*_):
         raise MemoryError
 
-    monkeypatch.setattr(best_fit._kernels, "best_fit_bins", out_of_memory)
+    monkeypatch.setattr(obfd._kernels, "best_fit_bins", out_of_memory)
     with pytest.raises(TokenmillError, match=r"^sequence length 2,147,483,647: best fit needs ~64.0 GiB for a "
                                              r"length this long \(memory in proportion to it\), more than this "
                                              r"machine gives$"):

@@ -1,4 +1,4 @@
-"""The packed blend (tokenmill.packing.packed_blend) and the samples it serves
+"""The packed blend (tokenmill.best_fit.packed_blend) and the samples it serves
 (tokenmill.training.packed_samples.PackedBlend): a worked example, the epochs' property, verify."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from hypothesis import strategies as st
 
 from conftest import run_tokenmill
 from tokenmill.errors import TokenmillError
-from tokenmill.formats.mmidx import MMapIndexedDatasetBuilder
+from tokenmill.formats.bin_idx import MMapIndexedDatasetBuilder
 from tokenmill.megatron.blend import build_blending_indices
-from tokenmill.packing.packed_blend import blend_draws, build_packed_blend, load_packed_blend, packed_blend_problems
-from tokenmill.packing.packed_index import load_packed_index
+from tokenmill.best_fit.packed_blend import blend_draws, build_packed_blend, load_packed_blend, packed_blend_problems
+from tokenmill.best_fit.packed_index import load_packed_index
 from tokenmill.training.loader import collate_samples
 from tokenmill.training.packed_samples import PackedBlend
 from tokenmill.verify.checks import verify
