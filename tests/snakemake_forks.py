@@ -6,9 +6,10 @@ clients) before it reads the Snakefile; the slow tests run it ~100 times. This p
 once, then for each request forks a child that is that start from there on: its own process with the request's
 working directory, environment, argv, stdin from /dev/null and stdout/stderr into the request's files, which
 runs ``snakemake.cli.main`` and exits with its status (atexit handlers included), as ``python -m snakemake``
-would. Only Snakemake and tokenmill's planner (``tokenmill.plan``: numpy and pure modules, none of which reads
-the environment at import; 0.1 CPU-s a run) are imported here, nothing that reads the environment at import
-(such as huggingface_hub), so that what the Snakefile imports sees each run's own environment.
+would. Only Snakemake is imported here (not tokenmill, nor what reads the environment at import, such as
+huggingface_hub), so that the Snakefile's imports and the environment they see are each run's own. (tokenmill's
+planner imported here too saves its 0.1 CPU-s of imports a run, and each fork of the larger process then costs
+as much more: twelve `-n` runs of the demo, 8.6 CPU-s either way.)
 What a child shares with its siblings: the modules imported here, and the hash seed of str (one per process,
 fixed at this one's start; ``random`` reseeds in each child).
 
@@ -42,10 +43,6 @@ def serve() -> None:
     for registry in (ExecutorPluginRegistry, StoragePluginRegistry, LoggerPluginRegistry, ReportPluginRegistry,
                      SchedulerPluginRegistry):
         registry()  # each a singleton that imports every installed plugin of its kind
-    try:
-        import tokenmill.plan  # noqa: F401 (what the workflow's common.smk imports)
-    except ImportError:
-        pass  # not on this interpreter's path: each run imports what its Snakefile names
     requests, replies = os.fdopen(os.dup(0), "r"), os.fdopen(os.dup(1), "w")
     null = os.open(os.devnull, os.O_RDWR)
     os.dup2(null, 0), os.dup2(null, 1)  # nothing of this process's own on the protocol's pipes
