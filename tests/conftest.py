@@ -33,31 +33,17 @@ GPT2_EOD_ID = 50256
 def pytest_configure(config):
     """With pytest-xdist, one test at a time to each worker (``--maxschedchunk=1``) unless told otherwise: by
     default a worker is sent a quarter of the suite at once, and with the slow tests collected first (below)
-    one worker got nearly all of them. And tests by group (``--dist loadgroup`` where ``-n`` alone gives
-    ``load``): the tests marked ``xdist_group(name)`` run on one worker, so that what they share through
-    per-process caches (the TikTokenizer conversions of tests/megatron/test_preprocess_data.py) is made once per
-    run, not once per worker; every other test is still handed out alone.
+    one worker got nearly all of them. What several tests share and costs seconds to make (a build, tokenizer
+    folders, sidecars) is made once per run for every worker (:func:`built_once`), so every test may go to any
+    worker.
 
     Where Python is told not to write bytecode (PYTHONDONTWRITEBYTECODE, as CI's machines set it), src/ is
     compiled once here, before any worker starts: else each of the suite's ~600 Snakemake and job processes
     compiles every tokenmill module it imports again (a demo build: 4.1 CPU-s instead of 3.6)."""
     if getattr(config.option, "maxschedchunk", 0) is None:
         config.option.maxschedchunk = 1
-    if getattr(config.option, "dist", None) == "load" and not getattr(config.option, "distload", False):
-        config.option.dist = "loadgroup"
-    if getattr(config, "workerinput", {}).get("tokenmill_loadgroup"):
-        config.option.loadgroup = True  # (see pytest_configure_node)
     if sys.dont_write_bytecode and not hasattr(config, "workerinput"):
         compileall.compile_dir(REPO / "src", quiet=1)
-
-
-@pytest.hookimpl(optionalhook=True)  # pytest-xdist's hook
-def pytest_configure_node(node):
-    """Tell each xdist worker that tests go by group (see pytest_configure): a worker parses the command line
-    again, where ``-n`` alone names no ``--dist``, and without its tests' ids marked by group (what xdist's worker
-    does under ``loadgroup`` alone) the controller's groups were every test alone: the TikTokenizer conversions
-    of tests/megatron/test_preprocess_data.py were made on each worker, the chat-template folders too."""
-    node.workerinput["tokenmill_loadgroup"] = node.config.getvalue("dist") == "loadgroup"
 
 
 @pytest.hookimpl(wrapper=True)
@@ -83,16 +69,11 @@ def pytest_xdist_auto_num_workers(config):
     return cores + ("not slow" not in (config.option.markexpr or ""))
 
 
-@pytest.hookimpl(wrapper=True)
 def pytest_collection_modifyitems(config, items):
     """`slow` for every test that builds through Snakemake or installs into a venv, so that
     `python -m pytest -m "not slow"` is the quick loop (see pyproject.toml's markers); and the slow tests
     first, so that pytest-xdist hands them out while every worker is free and the many short tests fill
-    in after them: handed out last, one long test kept one core busy alone at the end.
-
-    Then, under ``loadgroup``, each xdist worker's test ids end in ``@`` and their group, which is how the
-    controller tells the groups: pytest-xdist 3.8 writes that suffix where pytest 9.2 no longer reads it (ids are
-    structured now: pytest-xdist issue 1386), and every test went alone. Done here where xdist's own left none."""
+    in after them: handed out last, one long test kept one core busy alone at the end."""
     for item in items:
         if {"workflow_dir", "shared_demo_build"} & set(getattr(item, "fixturenames", ())) or \
                 item.module.__name__ in ("test_install", "test_slurm", "test_sge"):
@@ -100,18 +81,6 @@ def pytest_collection_modifyitems(config, items):
         if item.module.__name__ in ("test_slurm", "test_sge"):
             item.add_marker(getattr(pytest.mark, item.module.__name__[len("test_"):]))
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
-    result = yield
-    if getattr(config.option, "loadgroup", False):
-        for item in items:
-            groups = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
-                             for mark in item.iter_markers("xdist_group")})
-            suffix = f"@{'_'.join(groups)}"
-            if groups and not item.nodeid.endswith(suffix):
-                # (only a pytest with structured ids gets here; an older one reads xdist's own suffix)
-                from _pytest.nodeid import NodeId
-
-                item._id = NodeId.parse(item.nodeid + suffix)
-    return result
 
 
 # Snakemake on 2 cores, as CI has. Its default job rate limit (100/1s) leaves a 1 s timer running after
@@ -187,6 +156,13 @@ def make_demo_megatron(root: Path) -> Path:
             for document in documents:
                 builder.add_document(demo[document], [demo.sizes[document]])
     return root
+
+
+@pytest.fixture(scope="session")
+def shared_demo_megatron(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """:func:`make_demo_megatron`'s folder (demo.pbin among it), made once per run for every xdist worker (the
+    demo's pack: ~2 CPU-s). Read only: a test that writes beside it takes a copy (:func:`copy_built`)."""
+    return built_once(request.config, tmp_path_factory, "demo-megatron", make_demo_megatron)
 
 
 def run_tokenmill_with_file_size_limit(limit: int, *args) -> subprocess.CompletedProcess:
@@ -300,12 +276,25 @@ def _copy_workflow(folder: Path) -> Path:
 
 @pytest.fixture
 def shared_demo_build(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The workflow with the demo config built (``snakemake`` in a copy, once per test run). Read only."""
+    """The workflow with the demo config built in a copy, once per test run, as a user builds it: first
+    ``snakemake data/packed/demo.pbin`` alone, with a progress line at every batch in its log and on its console
+    (kept: :func:`demo_first_run`), then ``snakemake``, the rest of the matrix. Read only."""
     def build(folder: Path) -> None:
         folder.mkdir()
-        run_snakemake(_copy_workflow(folder))
+        _copy_workflow(folder)
+        with pytest.MonkeyPatch.context() as environment:
+            environment.setenv("TOKENMILL_PROGRESS_SECONDS", "0")
+            environment.setenv("TOKENMILL_CONSOLE_SECONDS", "0")
+            first = run_snakemake(folder, "data/packed/demo.pbin")
+        folder.with_name(f"{folder.name}.first-run.stderr").write_text(first.stderr)
+        run_snakemake(folder)
 
     return built_once(request.config, tmp_path_factory, "built-demo", build)
+
+
+def demo_first_run(shared_demo_build: Path) -> str:
+    """What the first run of :func:`shared_demo_build` (``snakemake data/packed/demo.pbin``) wrote to stderr."""
+    return shared_demo_build.with_name(f"{shared_demo_build.name}.first-run.stderr").read_text()
 
 
 @pytest.fixture
@@ -333,26 +322,65 @@ class _SnakemakeForks:
     def __init__(self) -> None:
         self._server: subprocess.Popen | None = None
         self._folder: str | None = None
+        self._replies = b""  # what the server wrote that no call has read yet
+        self._args: list[str] = []  # the last request's, for an error
+        self._started: list[str] | None = None  # the arguments of a run started (start) whose end is not read yet
         self._env = dict(os.environ)  # this process's environment before any test's monkeypatch
         atexit.register(self.close)
 
     def run(self, args: list[str], cwd: Path, env: dict) -> subprocess.CompletedProcess:
+        self._request(args, cwd, env, group=False)
+        code = int(self.reply(timeout=None))
+        return subprocess.CompletedProcess(["snakemake", *args], code, Path(self._folder, "stdout").read_text(),
+                                           Path(self._folder, "stderr").read_text())
+
+    def start(self, args: list[str], cwd: Path, env: dict) -> int:
+        """Start a run in a process group of its own and return its pid (that group's id) at once; its exit
+        code is the server's next line (:meth:`ended`)."""
+        self._request(args, cwd, env, group=True)
+        self._started = args
+        return int(self.reply(timeout=None))
+
+    def ended(self, timeout: float | None) -> int | None:
+        """The exit code of the run started last (:meth:`start`), or None while it runs after ``timeout`` s."""
+        reply = self.reply(timeout)
+        if reply is not None:
+            self._started = None
+        return None if reply is None else int(reply)
+
+    def _request(self, args: list[str], cwd: Path, env: dict, group: bool) -> None:
         import tempfile
 
+        if self._started is not None:  # the server waits for it before it reads this request
+            raise AssertionError(f"snakemake {' '.join(self._started)}, started in the background, has not ended: "
+                                 f"kill it or wait for it before the next run")
         if self._server is None or self._server.poll() is not None:
             self._folder = tempfile.mkdtemp(prefix="snakemake-forks-")
             self._server = subprocess.Popen([sys.executable, str(Path(__file__).parent / "snakemake_forks.py")],
-                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                             env={**self._env, "PATH": tool_env()["PATH"]})
-        stdout, stderr = Path(self._folder, "stdout"), Path(self._folder, "stderr")
-        self._server.stdin.write(json.dumps({"args": args, "cwd": str(cwd), "env": env, "stdout": str(stdout),
-                                             "stderr": str(stderr)}) + "\n")
+            self._replies = b""
+        self._args = args
+        request = {"args": args, "cwd": str(cwd), "env": env, "stdout": str(Path(self._folder, "stdout")),
+                   "stderr": str(Path(self._folder, "stderr")), "group": group}
+        self._server.stdin.write(json.dumps(request).encode() + b"\n")
         self._server.stdin.flush()
-        reply = self._server.stdout.readline()
-        if not reply:
-            raise AssertionError(f"tests/snakemake_forks.py ended (exit {self._server.wait()}) running snakemake "
-                                 f"{' '.join(args)}")
-        return subprocess.CompletedProcess(["snakemake", *args], int(reply), stdout.read_text(), stderr.read_text())
+
+    def reply(self, timeout: float | None) -> str | None:
+        """The server's next line, or None where none came within ``timeout`` seconds (read from its pipe's
+        descriptor: a buffered reader could hold the next line where select() no longer sees it)."""
+        import select
+
+        while b"\n" not in self._replies:
+            if not select.select([self._server.stdout], [], [], timeout)[0]:
+                return None
+            chunk = os.read(self._server.stdout.fileno(), 4096)
+            if not chunk:
+                raise AssertionError(f"tests/snakemake_forks.py ended (exit {self._server.wait()}) running "
+                                     f"snakemake {' '.join(self._args)}")
+            self._replies += chunk
+        line, self._replies = self._replies.split(b"\n", 1)
+        return line.decode()
 
     def close(self) -> None:
         if self._server is not None:
@@ -379,6 +407,47 @@ def run_snakemake(workdir: Path, *args, check: bool = True) -> subprocess.Comple
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(map(str, args))} failed:\n{result.stdout}\n{result.stderr}")
     return result
+
+
+class SnakemakeRun:
+    """A Snakemake run going on in the background (:func:`start_snakemake`), in a process group of its own that
+    :meth:`kill` ends whole: Snakemake and the jobs it started."""
+
+    def __init__(self, workdir: Path, args: list[str]) -> None:
+        self._code: int | None = None
+        if os.environ.get("TOKENMILL_TEST_SNAKEMAKE") == "process":
+            self._process = subprocess.Popen([*SNAKEMAKE, *map(str, args)], cwd=workdir, env=tool_env(),
+                                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                             start_new_session=True)
+            self.pid = self._process.pid
+        else:
+            self._process = None
+            self.pid = _SNAKEMAKE_FORKS.start([*SNAKEMAKE[3:], *map(str, args)], workdir, tool_env())
+
+    def poll(self, timeout: float = 0) -> int | None:
+        """Its exit code, or None while it runs (waiting up to ``timeout`` seconds for its end)."""
+        if self._code is None:
+            if self._process is not None:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    self._code = self._process.wait(timeout)
+            else:
+                self._code = _SNAKEMAKE_FORKS.ended(timeout)
+        return self._code
+
+    def kill(self) -> int:
+        """SIGKILL to its process group, where it still runs; returns its exit code."""
+        import signal
+
+        if self.poll() is None:
+            os.killpg(self.pid, signal.SIGKILL)
+        return self.poll(timeout=None)
+
+
+def start_snakemake(workdir: Path, *args) -> SnakemakeRun:
+    """Start snakemake in ``workdir`` and return at once, its output thrown away: for a test that kills a run as
+    it goes. A fork as in :func:`run_snakemake` (``TOKENMILL_TEST_SNAKEMAKE=process``: ``python -m snakemake``);
+    this process's next :func:`run_snakemake` must wait until it has ended (:meth:`SnakemakeRun.kill`)."""
+    return SnakemakeRun(workdir, list(args))
 
 
 def train_sentencepiece(path, **options) -> bytes:

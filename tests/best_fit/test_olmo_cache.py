@@ -29,7 +29,7 @@ import pytest
 import yaml
 from numpy._core._multiarray_umath import __cpu_features__
 
-from conftest import DEMO_JSONL, GPT2, GPT2_EOD, REPO, TEKKEN, run_tokenmill
+from conftest import DEMO_JSONL, GPT2, GPT2_EOD, REPO, TEKKEN, built_once, copy_built, run_tokenmill
 from tokenmill.errors import TokenmillError
 from tokenmill.best_fit.olmo_cache import olmo_cache_names, write_olmo_packing_for_parts
 
@@ -169,29 +169,34 @@ PARTS_SHA256_UINT32 = {
     "part-00002.npy": "79b2827ba0a6e77bd908fc071f857638369408c8d8337d319801c6e3e30c9956",
 }
 
-# The demo packed and cut into parts twice below (~3 s): one xdist worker runs this module's tests (tests/conftest.py
-# distributes by group), so the parts are made once per run, not once per worker.
-pytestmark = pytest.mark.xdist_group("olmo-parts")
+@pytest.fixture
+def parts(request, tmp_path_factory, tmp_path, shared_demo_megatron):
+    """The demo packed with GPT-2 (the run's demo.pbin) and cut into parts, made once per run for every xdist
+    worker, copied for the test: it writes its work folder beside them."""
+    def make(folder):
+        folder.mkdir()
+        for name in ("demo.pbin", "demo.pbin.meta.json"):
+            shutil.copy2(shared_demo_megatron / name, folder / name)
+        _cut_into_parts(folder, PARTS_SHA256)
+
+    return copy_built(built_once(request.config, tmp_path_factory, "olmo-packing", make), tmp_path / "olmo-packing")
 
 
-@pytest.fixture(scope="module")
-def parts(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("olmo-packing")
-    run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", folder / "demo.pbin")
+@pytest.fixture
+def uint32_parts(request, tmp_path_factory, tmp_path):
+    """The demo packed with Tekken (uint32 ids) and cut into parts, as :func:`parts`."""
+    def make(folder):
+        folder.mkdir()
+        run_tokenmill("pack", DEMO_JSONL, "--tokenizer", TEKKEN, "--eod", "</s>", "-o", folder / "demo.pbin")
+        _cut_into_parts(folder, PARTS_SHA256_UINT32)
+
+    return copy_built(built_once(request.config, tmp_path_factory, "olmo-packing-uint32", make),
+                      tmp_path / "olmo-packing-uint32")
+
+
+def _cut_into_parts(folder, expected: dict) -> None:
     run_tokenmill("to-olmo", folder / "demo.pbin", "-o", folder / "parts", "--max-tokens", "400000")
-    assert {name: hashlib.sha256((folder / "parts" / name).read_bytes()).hexdigest()
-            for name in PARTS_SHA256} == PARTS_SHA256
-    return folder
-
-
-@pytest.fixture(scope="module")
-def uint32_parts(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("olmo-packing-uint32")
-    run_tokenmill("pack", DEMO_JSONL, "--tokenizer", TEKKEN, "--eod", "</s>", "-o", folder / "demo.pbin")
-    run_tokenmill("to-olmo", folder / "demo.pbin", "-o", folder / "parts", "--max-tokens", "400000")
-    assert {name: hashlib.sha256((folder / "parts" / name).read_bytes()).hexdigest()
-            for name in PARTS_SHA256_UINT32} == PARTS_SHA256_UINT32
-    return folder
+    assert {name: hashlib.sha256((folder / "parts" / name).read_bytes()).hexdigest() for name in expected} == expected
 
 
 def assert_olmo_cores_files(folder, expected: dict) -> None:

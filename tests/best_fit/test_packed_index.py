@@ -11,7 +11,7 @@ import pytest
 import torch
 from tokenizers import Tokenizer
 
-from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, run_tokenmill
+from conftest import DEMO_JSONL, GPT2, GPT2_EOD, GPT2_EOD_ID, built_once, run_tokenmill
 from tokenmill.errors import TokenmillError
 from tokenmill.formats.bin_idx import MMapIndexedDataset, MMapIndexedDatasetBuilder
 from tokenmill.best_fit.packed_index import (TRUNCATION_WARNING_SHARE, build_packed_index, document_token_ranges,
@@ -154,12 +154,17 @@ def test_a_prefix_of_several_sequences_per_document_splits_by_sequence_as_gptdat
 
 
 @pytest.fixture(scope="module")
-def demo(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("packed")
+def demo(request, tmp_path_factory):
+    """The demo packed with its Megatron files and their packed index (seq 512, seed 7), once per run for every
+    xdist worker. Read only."""
+    return built_once(request.config, tmp_path_factory, "packed-index", _make_demo)
+
+
+def _make_demo(folder) -> None:
+    folder.mkdir()
     run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", folder / "demo.pbin",
                   "--megatron", folder / "demo")
     run_tokenmill("best-fit", folder / "demo", "-o", folder / "cache", "--seq-length", "512", "--seed", "7")
-    return folder
 
 
 def test_every_document_that_fits_is_whole_in_exactly_one_sample(demo):

@@ -11,7 +11,7 @@ import struct
 import numpy as np
 import pytest
 
-from conftest import GPT2, GPT2_EOD, MIXED_JSONL, run_tokenmill
+from conftest import GPT2, GPT2_EOD, MIXED_JSONL, built_once, run_tokenmill
 from tokenmill.errors import TokenmillError
 from tokenmill.formats.bin_idx import MMapIndexedDataset
 from tokenmill.formats.pbin import PbinFile
@@ -53,14 +53,18 @@ def read_megatron(prefix):
 
 
 @pytest.fixture(scope="module")
-def originals(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("originals")
+def originals(request, tmp_path_factory):
+    """The valid files, made once per run for every xdist worker; the tests mutate copies."""
+    return built_once(request.config, tmp_path_factory, "fuzz-originals", _make_originals)
+
+
+def _make_originals(folder) -> None:
+    folder.mkdir()
     run_tokenmill("index", MIXED_JSONL, "-o", folder / "mixed.idx")
     run_tokenmill("pack", MIXED_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", folder / "mixed.pbin")
     run_tokenmill("to-megatron", folder / "mixed.pbin", "-o", folder / "mixed")
     run_tokenmill("sample-index", folder / "mixed", "-o", folder / "cache", "--seq-length", "16", "--seed", "1",
                   "--split", "1,0,0", "--num-samples", "100", "--vocab-size", "50257")
-    return folder
 
 
 def fuzz(target, original: bytes, readers, seed: int) -> int:

@@ -52,9 +52,10 @@ def test_pack_sft_and_inspect_run_where_torch_cannot_be_imported(tmp_path):
 
 
 def test_installing_the_torch_extra_keeps_the_torch_an_image_has(tmp_path):
-    """pip's own resolution (a dry run) in a fresh venv that holds torch 2.5.0, as an NGC image would."""
+    """pip's own resolution (a dry run) in a fresh venv that holds torch 2.5.0, as an NGC image would: this
+    interpreter's pip run in it (``pip --python``), where the venv's own would first be copied in (ensurepip)."""
     venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"
     site_packages = Path(subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                                         capture_output=True, text=True, check=True).stdout.strip())
@@ -64,8 +65,8 @@ def test_installing_the_torch_extra_keeps_the_torch_an_image_has(tmp_path):
     (image_torch / "INSTALLER").write_text("pip\n")
     (image_torch / "RECORD").write_text("")
     report = tmp_path / "report.json"
-    resolved = subprocess.run([python, "-m", "pip", "install", "--dry-run", "--quiet", "--report", str(report),
-                               "-e", f"{REPO}[torch]"], capture_output=True, text=True)
+    resolved = subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "--dry-run", "--quiet",
+                               "--report", str(report), "-e", f"{REPO}[torch]"], capture_output=True, text=True)
     if resolved.returncode != 0 and "No matching distribution" in resolved.stderr + resolved.stdout:
         pytest.skip(f"no package index reachable: {resolved.stderr.strip().splitlines()[-1]}")
     assert resolved.returncode == 0, resolved.stderr

@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from conftest import PROFILE_NOTICE, REPO, jobs_of, planned_jobs, run_snakemake, run_tokenmill
+from conftest import (PROFILE_NOTICE, REPO, demo_first_run, jobs_of, planned_jobs, run_snakemake, run_tokenmill,
+                      start_snakemake)
 from tokenmill.formats.bin_idx import MMapIndexedDataset
 from tokenmill.formats.pbin import PbinFile, read_sidecar
 
@@ -15,16 +16,16 @@ from tokenmill.megatron.index_cache import load_npy
 from tokenmill.tokenization.engine import gigatoken_installed
 
 
-def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(workflow_dir, monkeypatch):
-    # a progress line at every batch, in the log and on the console (the job's own stderr, fd 3 of its command)
-    monkeypatch.setenv("TOKENMILL_PROGRESS_SECONDS", "0")
-    monkeypatch.setenv("TOKENMILL_CONSOLE_SECONDS", "0")
-    first = run_snakemake(workflow_dir, "data/packed/demo.pbin")
-    monkeypatch.delenv("TOKENMILL_PROGRESS_SECONDS"), monkeypatch.delenv("TOKENMILL_CONSOLE_SECONDS")
+def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(shared_demo_build, built_demo):
+    # The demo's build (shared_demo_build, here a copy): `snakemake data/packed/demo.pbin` from nothing, with a
+    # progress line at every batch, in the log and on the console (the job's own stderr, fd 3 of its command), then
+    # `snakemake`, the rest of the matrix: Megatron files and index caches.
+    workflow_dir = built_demo
     progress = [line for line in (workflow_dir / "logs/pack/demo.log").read_text().splitlines()
                 if line.startswith("pack data/raw/demo.jsonl: ")]
     assert progress and progress[-1].startswith("pack data/raw/demo.jsonl: 3.6/3.6 MB (100 %), 2,990 documents")
-    assert [line for line in first.stderr.splitlines() if line.startswith("pack data/raw/")] == progress
+    assert [line for line in demo_first_run(shared_demo_build).splitlines() if line.startswith("pack data/raw/")] \
+        == progress
     pbin = workflow_dir / "data/packed/demo.pbin"
     first_build = pbin.read_bytes()
     assert PbinFile(pbin).num_documents == 2990
@@ -33,7 +34,6 @@ def test_demo_builds_then_reruns_nothing_then_rebuilds_after_touching_the_input(
 
     rerun = run_snakemake(workflow_dir, "data/packed/demo.pbin")
     assert "Nothing to be done" in rerun.stdout + rerun.stderr
-    run_snakemake(workflow_dir)  # the rest of the matrix: Megatron files and index caches
     rerun = run_snakemake(workflow_dir)
     assert "Nothing to be done" in rerun.stdout + rerun.stderr
 
@@ -199,11 +199,6 @@ def _outputs(workflow_dir) -> dict[str, bytes]:
 
 
 def test_killed_runs_resume_to_byte_identical_outputs(workflow_dir, shared_demo_build):
-    import signal
-    import subprocess
-
-    from conftest import SNAKEMAKE, tool_env
-
     expected = _outputs(shared_demo_build)  # the demo built in one go
     assert any(name.startswith("cache/") for name in expected) and "verified/demo.ok" in expected
 
@@ -215,14 +210,11 @@ def test_killed_runs_resume_to_byte_identical_outputs(workflow_dir, shared_demo_
               "data/megatron/demo_text_document.idx", "data/cache/demo/*/*-description.txt", "data/sft/chat.pbin"]
     interrupted = 0
     for marker in stages:
-        process = subprocess.Popen(SNAKEMAKE, cwd=workflow_dir, env=tool_env(),
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        run = start_snakemake(workflow_dir)
         deadline = time.monotonic() + 300
-        while not list(workflow_dir.glob(marker)) and process.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.005)
-        if process.poll() is None:
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+        while not list(workflow_dir.glob(marker)) and run.poll(timeout=0.005) is None and time.monotonic() < deadline:
+            pass
+        run.kill()
         interrupted += _outputs(workflow_dir) != expected  # the kill cut the build short
         run_snakemake(workflow_dir, "--unlock")
     run_snakemake(workflow_dir)

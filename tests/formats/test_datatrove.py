@@ -450,11 +450,6 @@ DATATROVE_SPECIAL = {  # NAME: (.ds tokens, .ds.index, sha256 of .ds, .ds.index,
 VARIANT_FACTS = {"bos": (50258, 2, ((50257,), ())), "eos": (50257, 2, ((), (50256,))), "id70000": (50258, 2, ((), ()))}
 
 
-# The tests of the GPT-2 variants below run on one xdist worker (tests/conftest.py distributes by group), which makes
-# each variant's text and parses its tokenizer once per run (~0.5 s a variant), not once per worker and test.
-VARIANTS = pytest.mark.xdist_group("datatrove-variants")
-
-
 def gpt2_variant(name: str) -> dict:
     """GPT-2's tokenizer.json with a BOS template (``bos``), an EOS template (``eos``) or an added token
     declared at id 70000 (``id70000``): the recipe the recorded peer bytes were made with."""
@@ -519,7 +514,6 @@ def digests(name: Path) -> dict:
     return {suffix: sha256(path) for suffix, path in datatrove_paths(name).items() if path.exists()}
 
 
-@VARIANTS
 @pytest.mark.parametrize("name", VARIANT_FACTS)
 def test_the_tokenizer_counts_its_tokens_as_loaded_and_tells_its_post_processor_s_ids(tmp_path, name):
     vocab_size, width, added = VARIANT_FACTS[name]
@@ -531,7 +525,6 @@ def test_the_tokenizer_counts_its_tokens_as_loaded_and_tells_its_post_processor_
     assert entry["post_processor_ids"] == {"before": list(added[0]), "after": list(added[1])}
 
 
-@VARIANTS
 @pytest.mark.parametrize("name", VARIANT_FACTS)
 def test_pack_and_to_datatrove_write_datatrove_s_bytes_for_every_tokenizer(tmp_path, monkeypatch, name):
     """mixed.jsonl: one .ds whatever the post-processor or the declared ids, as datatrove writes it; the
@@ -551,7 +544,6 @@ def test_pack_and_to_datatrove_write_datatrove_s_bytes_for_every_tokenizer(tmp_p
     assert verify(tmp_path / "packed" / f"{name}.ds") == []  # its metadata's tokenizer is found from here
 
 
-@VARIANTS
 @pytest.mark.parametrize("name", DATATROVE_SPECIAL)
 def test_special_strings_in_the_text_stay_where_datatrove_keeps_them(tmp_path, monkeypatch, name):
     """A text starting with the BOS string keeps it (only the post-processor's BOS goes), one ending with
@@ -582,7 +574,6 @@ def test_datatrove_documents_leave_the_post_processor_s_ids_out_and_double_the_e
         datatrove_documents(np.array([7, 1, 9, 6, 1, 9]), np.array([3, 3]), 9, None, ((7,), ()), first_document=11)
 
 
-@VARIANTS
 def test_a_sidecar_from_before_the_record_asks_its_tokenizer_file(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     pbin = pack_variant(tmp_path, "bos", SPECIAL_TEXTS)
@@ -610,7 +601,6 @@ def _old_datatrove(pbin: Path, name: Path, token_size: int) -> None:
 
 @pytest.mark.parametrize("name, kept", [("bos", r"\[50257\] before the text's, \[\] after"),
                                         ("eos", r"\[\] before the text's, \[50256\] after")])
-@VARIANTS
 def test_verify_finds_a_ds_that_keeps_the_post_processor_s_ids(tmp_path, monkeypatch, name, kept):
     monkeypatch.chdir(tmp_path)
     pbin = pack_variant(tmp_path, name)
@@ -625,7 +615,6 @@ def test_verify_finds_a_ds_that_keeps_the_post_processor_s_ids(tmp_path, monkeyp
         f"{list(VARIANT_FACTS[name][2][1])} after, then one EOS 50256)"]
 
 
-@VARIANTS
 def test_verify_finds_dtypes_taken_from_the_declared_ids(tmp_path, monkeypatch):
     """The 70000 that the file declares made a uint32 .ds and an int32 .bin; datatrove and Megatron count
     the tokens as loaded (50,258) and write uint16."""

@@ -61,10 +61,9 @@ OLMO_VSL_LENGTHS_SHA256 = "286bdf18351483cf3a01f8bee210d19de5a4b80257c037e8fc035
 
 
 @pytest.fixture(scope="module")
-def demo_pbin(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("olmo")
-    run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", folder / "demo.pbin")
-    return folder / "demo.pbin"
+def demo_pbin(shared_demo_megatron):
+    """The demo packed with GPT-2 (``pack DEMO --tokenizer GPT2 --eod GPT2_EOD -o demo.pbin``), the run's. Read only."""
+    return shared_demo_megatron / "demo.pbin"
 
 
 def fsl_windows(out, sequence_length: int) -> np.ndarray:

@@ -5,23 +5,27 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 
-from conftest import DATA, GPT2, GPT2_EOD, MIXED_JSONL, REPO, run_tokenmill
+from conftest import DATA, GPT2, GPT2_EOD, MIXED_JSONL, REPO, built_once, run_tokenmill
 from tokenmill.formats.pbin import read_sidecar
 from tokenmill.formats.sidecar import record_problems
 
-# Both tests read the sidecars below (~4 s to make): one xdist worker runs them (tests/conftest.py distributes by
-# group), so they are made once per run, not once per worker.
-pytestmark = pytest.mark.xdist_group("sidecars")
-
 
 @pytest.fixture(scope="module")
-def sidecars(tmp_path_factory) -> dict[str, dict]:
-    """One sidecar of each kind: a pack of a plain file and a gzip one with bad lines skipped, a byte-range
-    shard, their merge, a Megatron tokenizer type, an SFT pair, tokens read in, and (with pyarrow) a Parquet file."""
-    folder = tmp_path_factory.mktemp("sidecars")
+def sidecars(request, tmp_path_factory) -> dict[str, dict]:
+    """One sidecar of each kind (:func:`_make_sidecars`), made once per run (~4 s) for every xdist worker."""
+    folder = built_once(request.config, tmp_path_factory, "sidecars", _make_sidecars)
+    names = ["plain", "shard", "merged", "llama2", "chat", "sub/outside", "tokens_in", "parquet"]
+    return {name: read_sidecar(folder / f"{name}.pbin") for name in names if (folder / f"{name}.pbin").exists()}
+
+
+def _make_sidecars(folder: Path) -> None:
+    """A pack of a plain file and a gzip one with bad lines skipped, a byte-range shard, their merge, a Megatron
+    tokenizer type, an SFT pair, tokens read in, and (with pyarrow) a Parquet file, each with its sidecar."""
+    folder.mkdir()
     (folder / "a.jsonl.gz").write_bytes(gzip.compress(MIXED_JSONL.read_bytes()))
     (folder / "bad.jsonl").write_bytes(MIXED_JSONL.read_bytes() + b"\nnot json\n")
     gpt2 = ("--tokenizer", GPT2, "--eod", GPT2_EOD)
@@ -43,18 +47,14 @@ def sidecars(tmp_path_factory) -> dict[str, dict]:
     run_tokenmill("to-megatron", folder / "shard.pbin", "-o", folder / "shard_text_document")
     run_tokenmill("tokens-in", folder / "shard_text_document", folder / "shard.pbin", *gpt2, "-o",
                   folder / "tokens_in.pbin")  # tokens read in: from Megatron's files and a .pbin
-    names = ["plain", "shard", "merged", "llama2", "chat", "sub/outside", "tokens_in"]
     try:
         import pyarrow
         import pyarrow.parquet
-
-        pyarrow.parquet.write_table(pyarrow.table({"text": [f"row {k}" for k in range(50)]}), folder / "rows.parquet",
-                                    row_group_size=10)
-        run_tokenmill("pack", folder / "rows.parquet", *gpt2, "-o", folder / "parquet.pbin")
-        names.append("parquet")
     except ImportError:
-        pass
-    return {name: read_sidecar(folder / f"{name}.pbin") for name in names}
+        return
+    pyarrow.parquet.write_table(pyarrow.table({"text": [f"row {k}" for k in range(50)]}), folder / "rows.parquet",
+                                row_group_size=10)
+    run_tokenmill("pack", folder / "rows.parquet", *gpt2, "-o", folder / "parquet.pbin")
 
 
 def test_every_kind_of_sidecar_is_a_sidecar_record(sidecars):

@@ -52,7 +52,7 @@ import pytest
 from conftest import DEMO_PREFIX as DEMO
 from conftest import PART_A_PREFIX as PART_A
 from conftest import PART_B_PREFIX as PART_B
-from conftest import make_demo_megatron, run_tokenmill
+from conftest import copy_built, run_tokenmill
 from tokenmill.errors import TokenmillError
 from tokenmill.megatron.handoff import SEQUENCES_NAME, write_sequences_per_dataset
 from tokenmill.megatron.index_cache import null_tokenizer_identifiers
@@ -472,9 +472,10 @@ def test_flags_megatron_does_not_have_are_one_line_errors():
 
 
 @pytest.fixture(scope="module")
-def root(tmp_path_factory) -> Path:
-    """The demo packed and converted by the tokenmill CLI, and its two halves."""
-    return make_demo_megatron(tmp_path_factory.mktemp("identifiers"))
+def root(shared_demo_megatron, tmp_path_factory) -> Path:
+    """The demo packed and converted by the tokenmill CLI, and its two halves: a copy of the run's
+    (:func:`shared_demo_megatron`), as the tests write their caches beside them."""
+    return copy_built(shared_demo_megatron, tmp_path_factory.mktemp("identifiers") / "demo")
 
 
 def expected_files(names: dict) -> dict[str, str]:

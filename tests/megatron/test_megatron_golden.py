@@ -52,7 +52,7 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 
-from conftest import DEMO_PREFIX, GPT2_EOD_ID, PART_A_PREFIX, PART_B_PREFIX, make_demo_megatron, run_tokenmill
+from conftest import DEMO_PREFIX, GPT2_EOD_ID, PART_A_PREFIX, PART_B_PREFIX, copy_built, run_tokenmill
 from tokenmill.errors import TokenmillError
 from tokenmill.formats.bin_idx import MMapIndexedDataset
 from tokenmill.megatron.gpt_indices import build_sample_index
@@ -451,9 +451,10 @@ def folder_hashes(folder: Path) -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
-def root(tmp_path_factory) -> Path:
-    """The demo packed and converted by the tokenmill CLI into ``DEMO``, and the two blend parts."""
-    return make_demo_megatron(tmp_path_factory.mktemp("golden"))
+def root(shared_demo_megatron, tmp_path_factory) -> Path:
+    """The demo packed and converted by the tokenmill CLI into ``DEMO``, and the two blend parts: a copy of the run's
+    (:func:`shared_demo_megatron`), as the tests write their caches beside them."""
+    return copy_built(shared_demo_megatron, tmp_path_factory.mktemp("golden") / "demo")
 
 
 SAMPLING = ["--seq-length", "512", "--seed", "1234", "--num-samples", "20000", "--valid-samples", "200",

@@ -29,6 +29,7 @@ import numpy as np
 import orjson
 import pytest
 
+from conftest import built_once
 from tokenmill.errors import TokenmillError
 from tokenmill.formats.bin_idx import MMapIndexedDataset
 from tokenmill.megatron.preprocess_data import preprocess_data
@@ -40,11 +41,6 @@ from tokenmill.tokenization.tokenizer import TYPE_EOD, load_tokenizer
 DATA = Path(__file__).parents[1] / "data"
 CORPUS = DATA / "megatron_types.jsonl"
 MISTRAL_MODEL = DATA / "mistral-v1.tokenizer.model"
-# The tests that convert the 131 k TikTokenizer list (2-4 s a conversion, cached per process by the file and the
-# options): one xdist worker runs them all (tests/conftest.py distributes by group), so the run converts each
-# variant once instead of once per worker.
-TIKTOKEN = pytest.mark.xdist_group("tiktoken-conversions")
-
 # The flags of each recorded run; {model}, {tiktoken}, {gpt2_hf}, {tekken_hf} name the files above.
 CASES = {
     "llama2": "--tokenizer-type Llama2Tokenizer --tokenizer-model {model} --append-eod --json-keys text title",
@@ -143,9 +139,20 @@ def _byte_level_decoder() -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def files(tmp_path_factory) -> dict[str, str]:
-    """The tokenizer files of :data:`CASES`, made from the files in tests/data and data/tokenizers."""
-    root = tmp_path_factory.mktemp("megatron_types")
+def files(request, tmp_path_factory) -> dict[str, str]:
+    """The tokenizer files of :data:`CASES`, made from the files in tests/data and data/tokenizers once per run
+    (the TikTokenizer list: ~0.5 s) for every xdist worker. Each process converts the 131 k list once per variant
+    (~2 CPU-s with the tokenizer's load; cached by the file and the options), wherever its tests run."""
+    root = built_once(request.config, tmp_path_factory, "megatron_types", _make_files)
+    folders = {name: str(root / name) for name in ("gpt2_hf", "tekken_hf")}
+    return {"model": str(MISTRAL_MODEL), "tiktoken": str(root / "tekken-vocab-list.json"), **folders,
+            "gpt2_vocab": str(root / "vocab.json"), "gpt2_merges": str(root / "merges.txt"),
+            "bert_vocab": str(root / "vocab.txt")}
+
+
+def _make_files(root: Path) -> None:
+    """The TikTokenizer list, the Hugging Face folders, GPT-2's vocab.json and merges.txt, BERT's vocab.txt."""
+    root.mkdir()
     tekken = orjson.loads((DATA / "tekken.tokenizer.json").read_bytes())
     decode = _byte_level_decoder()
     ranks = sorted((token_id - 1000, bytes(decode[char] for char in piece))
@@ -154,14 +161,12 @@ def files(tmp_path_factory) -> dict[str, str]:
     tiktoken_list = root / "tekken-vocab-list.json"
     tiktoken_list.write_text(json.dumps([{"rank": rank, "token_bytes": base64.b64encode(token).decode(),
                                           "token_str": token.decode("utf-8", "replace")} for rank, token in ranks]))
-    folders = {}
     for name, source, eos in (("gpt2_hf", Path(__file__).parents[2] / "data/tokenizers/gpt2.tokenizer.json",
                                "<|endoftext|>"), ("tekken_hf", DATA / "tekken.tokenizer.json", "</s>")):
         folder = root / name
         folder.mkdir()
         shutil.copy(source, folder / "tokenizer.json")
         (folder / "tokenizer_config.json").write_text(json.dumps({"eos_token": eos}))
-        folders[name] = str(folder)
     gpt2 = orjson.loads((Path(__file__).parents[2] / "data/tokenizers/gpt2.tokenizer.json").read_bytes())
     (root / "vocab.json").write_text(json.dumps(gpt2["model"]["vocab"], ensure_ascii=False), encoding="utf-8")
     merges = [" ".join(merge) if isinstance(merge, list) else merge for merge in gpt2["model"]["merges"]]
@@ -169,9 +174,6 @@ def files(tmp_path_factory) -> dict[str, str]:
     bert = orjson.loads((DATA / "minilm-bert.tokenizer.json").read_bytes())["model"]["vocab"]
     by_id = sorted(bert.items(), key=lambda item: item[1])
     (root / "vocab.txt").write_text("".join(f"{token}\n" for token, _ in by_id), encoding="utf-8")
-    return {"model": str(MISTRAL_MODEL), "tiktoken": str(tiktoken_list), **folders,
-            "gpt2_vocab": str(root / "vocab.json"), "gpt2_merges": str(root / "merges.txt"),
-            "bert_vocab": str(root / "vocab.txt")}
 
 
 def _sha256(path: Path) -> str:
@@ -189,7 +191,6 @@ def test_sentencepiece_types_encode_hello_world_as_megatron(kind):
                                                                                       "sentencepiece")
 
 
-@TIKTOKEN
 def test_tiktoken_type_encodes_hello_world_as_megatron(files):
     info = load_tokenizer(TokenizerSpec(files["tiktoken"], "TikTokenizer", "v2"), TYPE_EOD)
     assert info.encode_reference(["Hello world"], False)[0].tolist() == [22177, 4304]
@@ -205,7 +206,6 @@ def test_literal_control_pieces_follow_each_library():
     assert sentencepiece.encode_reference(["<s>"], False)[0].tolist() == [523, 28713, 28767]
 
 
-@TIKTOKEN
 def test_tiktoken_specials_in_text_are_the_specials(files):
     info = load_tokenizer(TokenizerSpec(files["tiktoken"], "TikTokenizer"))
     assert info.encode_reference(["<s>", "</s>", "<unk>", "<SPECIAL_17>"], False)[0].tolist() == [1, 2, 0, 17]
@@ -215,8 +215,7 @@ def test_tiktoken_specials_in_text_are_the_specials(files):
 # ---- preprocess-data equals preprocess_data.py -------------------------------------------------------------------
 
 @pytest.mark.parametrize("engine", ["hf", "fastokens"])
-@pytest.mark.parametrize("case", [pytest.param(case, marks=TIKTOKEN if "TikTokenizer" in CASES[case] else ())
-                                  for case in sorted(CASES)])
+@pytest.mark.parametrize("case", sorted(CASES))
 def test_preprocess_data_writes_megatrons_bytes(case, engine, files, tmp_path):
     prefix = tmp_path / "out"
     flags = CASES[case].format(**files).split()
@@ -368,7 +367,6 @@ def test_a_file_that_is_no_model_is_refused(tmp_path):
         load_family(TokenizerSpec(str(model), "Llama2Tokenizer"))
 
 
-@TIKTOKEN
 def test_mistrals_tekken_dict_reads_as_its_vocab_list(files, tmp_path):
     """Megatron reads only the list; tokenmill also takes Mistral's dict file, whose ``vocab`` is that list."""
     tekken_dict = tmp_path / "tekken.json"
@@ -378,7 +376,6 @@ def test_mistrals_tekken_dict_reads_as_its_vocab_list(files, tmp_path):
     assert as_dict.hf_json == as_list.hf_json
 
 
-@TIKTOKEN
 def test_converted_types_equal_their_library_on_mixed_text(files):
     texts = [json.loads(line)["text"] for line in (DATA / "mixed.jsonl").read_text(encoding="utf-8").splitlines()]
     texts += ["x  y", " lead", "", "  ", "\n\n", "\u2581 \u262f literal", "a\r\nb\tc"]

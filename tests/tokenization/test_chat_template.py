@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import chat_template_cases as cases
-from conftest import REPO
+from conftest import REPO, built_once
 from tokenmill.errors import BadLine, TokenmillError
 from tokenmill.tokenization.chat_template import ChatTemplateEncoder, conversation_of, load_chat_template
 from tokenmill.tokenization.engine import Encoder
@@ -26,15 +26,12 @@ from tokenmill.tokenization.tokenizer import load_tokenizer
 REFERENCE = json.loads((REPO / "tests/data/chat_template_reference.json").read_text(encoding="utf-8"))
 
 
-# The tokenizer folders below (~3 s) and the tokenizers loaded from them serve every test here: one xdist worker
-# runs them all (tests/conftest.py distributes by group), so they are made once per run, not once per worker.
-pytestmark = pytest.mark.xdist_group("chat-template-folders")
-
-
 @pytest.fixture(scope="module")
-def folders(tmp_path_factory):
-    root = tmp_path_factory.mktemp("chat_templates")
-    return {name: cases.make_folder(name, root) for name in cases.TEMPLATES}
+def folders(request, tmp_path_factory):
+    """A tokenizer folder per template (~3 s), made once per run for every xdist worker; the tests only read them."""
+    root = built_once(request.config, tmp_path_factory, "chat_templates",
+                      lambda root: [cases.make_folder(name, root) for name in cases.TEMPLATES])
+    return {name: root / name for name in cases.TEMPLATES}
 
 
 TOKENIZERS = {}  # loaded once per folder: the tests only read them

@@ -11,23 +11,28 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from conftest import DEMO_JSONL, GPT2, GPT2_EOD, REPO, run_tokenmill
+from conftest import DEMO_JSONL, GPT2, GPT2_EOD, REPO, built_once, run_tokenmill
 from tokenmill.errors import TokenmillError
 from tokenmill.megatron.index_cache import load_npy
 from tokenmill.views.report import length_histogram_svg, page_recipe
 
 
 @pytest.fixture(scope="module")
-def demo_page(tmp_path_factory):
+def demo_page(request, tmp_path_factory):
     """The demo packed with its Megatron files, one cache folder (seq 512: 20,000 / 200 / 20 samples
-    asked), and the report page of the build: (folder, cache folder, page text)."""
-    root = tmp_path_factory.mktemp("report")
+    asked), and the report page of the build: (folder, cache folder, page text). Made once per run for every
+    xdist worker; read only."""
+    root = built_once(request.config, tmp_path_factory, "report", _make_demo_page)
+    return root, root / "cache", (root / "demo.html").read_text(encoding="utf-8")
+
+
+def _make_demo_page(root) -> None:
+    root.mkdir()
     pbin, prefix, cache = root / "demo.pbin", root / "demo_text_document", root / "cache"
     run_tokenmill("pack", DEMO_JSONL, "--tokenizer", GPT2, "--eod", GPT2_EOD, "-o", pbin, "--megatron", prefix)
     run_tokenmill("sample-index", prefix, "-o", cache, "--seq-length", "512", "--seed", "1234", "--split", "969,30,1",
                   "--num-samples", "20000", "--valid-samples", "200", "--test-samples", "20", "--vocab-size", "50257")
     run_tokenmill("report", pbin, "--cache", cache, "-o", root / "demo.html")
-    return root, cache, (root / "demo.html").read_text(encoding="utf-8")
 
 
 def _split_files(cache, split: str) -> tuple[dict, int, int]:
