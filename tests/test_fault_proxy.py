@@ -137,15 +137,17 @@ def test_a_drip_sends_the_whole_body_a_few_bytes_at_a_time_then_keeps_the_connec
     with FaultProxy(server) as proxy:
         proxy.inject("drip", after=len(BODY) - 400, drip_bytes=100, drip_seconds=0.05)
         connection = _connect(proxy)
+        started = time.monotonic()  # (before the request: the fast part may come with the headers)
         connection.request("GET", path)
         response = connection.getresponse()
-        arrivals, received, started = [], b"", time.monotonic()
+        arrivals, received = [], b""
         while chunk := response.read1(65536):
             received += chunk
             arrivals.append((len(received), time.monotonic() - started))
         assert received == BODY and response.read() == b""  # whole, only slow (read: the response is done)
         dripped = [seconds for length, seconds in arrivals if length > len(BODY) - 400]
-        assert len(dripped) >= 4 and dripped[-1] >= 0.2  # (the chunked body's last chunk comes at one more drip)
+        # four waits of 0.05 s before the last drip; a busy reader may take two drips in one read, never all
+        assert len(dripped) >= 2 and dripped[-1] >= 0.2
         connection.request("GET", "/fixed")  # the same connection, the fault used up: at full speed
         assert connection.getresponse().read() == BODY
         connection.close()
