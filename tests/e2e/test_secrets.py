@@ -59,8 +59,9 @@ def test_no_secret_of_an_input_url_or_the_environment_reaches_any_output(workflo
 
         failed = run_snakemake(workflow_dir, "-p", "--configfile", config_file, check=False)
         failed_printed = failed.stdout + failed.stderr
-        assert failed.returncode != 0 and "b.jsonl?X-Amz-Algorithm=***&X-Amz-Credential=***&X-Amz-Signature=***: no " \
-            "key 'text'" in failed_printed, failed_printed  # the bad line, its file named by the URL's redacted name
+        # the bad line, its file named by the URL's redacted name, and its line number
+        assert failed.returncode != 0 and "b.jsonl?X-Amz-Algorithm=***&X-Amz-Credential=***&X-Amz-Signature=***:2: " \
+            "no key 'text'" in failed_printed, failed_printed
 
         config["datasets"]["web"]["on_bad_line"] = "skip"
         config_file.write_text(yaml.safe_dump(config))
