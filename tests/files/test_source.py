@@ -35,7 +35,7 @@ def test_a_local_file_is_its_path_its_identity_and_its_compression(tmp_path):
     assert (source.name, source.size, source.compression, source.is_url) == (str(plain), len(TEXT), None, False)
     assert source.identity == FileIdentity.of(plain)
     assert read_all(source.open(5, 20)) == TEXT[5:20] and read_all(source.open()) == TEXT
-    assert source.sidecar_entry() == {"path": str(plain), "bytes": len(TEXT)}
+    assert (source.name, source.size, source.compression, source.is_url) == (str(plain), len(TEXT), None, False)
     assert Source.resolve(packed).compression == "gzip"
     with pytest.raises(TokenmillError, match="cannot read"):
         Source.resolve(tmp_path / "none.jsonl")
@@ -62,9 +62,9 @@ def test_a_url_is_its_redacted_name_and_its_pinned_version_and_reads_that_versio
         assert (source.name, source.size, source.compression, source.is_url) == (name, len(data), "gzip", True)
         assert source.identity.etag == f'"{hashlib.md5(data).hexdigest()}"'
         assert read_all(source.open(2, 10)) == data[2:10]
-        assert source.sidecar_entry() == {"path": name, "bytes": len(data), "compression": "gzip",
-                                          "object": {"etag": source.identity.etag, "version_id": None,
-                                                     "size": len(data), "last_modified": server.modified}}
+        assert (source.name, source.size, source.compression, source.is_url) == (name, len(data), "gzip", True)
+        assert source.identity.sidecar_entry() == {"etag": source.identity.etag, "version_id": None,
+                                                   "size": len(data), "last_modified": server.modified}
         server.files["/a.jsonl.gz"] = gzip.compress(TEXT + TEXT)  # replaced: a read of the pinned version stops
         with pytest.raises(TokenmillError, match="changed during the read") as stopped:
             read_all(source.open())

@@ -1,6 +1,6 @@
 """An input resolved once: a local file, or a URL pinned to one version of its object, as one value
-(:class:`Source`) that knows its name, size, identity, compression and sidecar entry, and opens byte ranges of
-exactly that version.
+(:class:`Source`) that knows its name, size, identity and compression, and opens byte ranges of exactly that
+version; a sidecar records its name and, for an object, its identity's entry.
 
 * **Name.** A local file's path as given; a URL's redacted name (:func:`tokenmill.files.urls.redact`: no user
   info, no presigned or secret query value), the only spelling of it that any output holds.
@@ -94,13 +94,6 @@ class Source:
         self.identity.check(self.name, handle.fileno())
         handle.seek(start)
         return _Limited(handle, end - start)
-
-    def sidecar_entry(self) -> dict:
-        """What a sidecar records of the source as a whole: its name, size, compression and, for an object,
-        its pinned version (no secret: the name is redacted, the version is the store's)."""
-        return {"path": self.name, "bytes": self.size, **({"compression": self.compression} if self.compression
-                                                          else {}),
-                **({"object": self.identity.sidecar_entry()} if self.is_url else {})}
 
 
 def as_source(path: str | os.PathLike | Source) -> Source:
